@@ -1,0 +1,97 @@
+"""sleuth: research a question on the web and write a cited report.
+
+    import sleuth
+    report = sleuth.research_sync("How does OAuth 2.0 authorization code flow work?")
+    print(report.markdown)
+
+Public names are loaded lazily so that ``import sleuth`` (and ``sleuth --help``)
+stays fast; the heavy libraries load when a research starts.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from sleuth._version import __version__
+
+_EXPORTS = {
+    "research": "sleuth.pipeline",
+    "research_sync": "sleuth.pipeline",
+    "extract": "sleuth.fetch",
+    "Extracted": "sleuth.fetch",
+    "fetch_page": "sleuth.fetch",
+    "Settings": "sleuth.settings",
+    "load_settings": "sleuth.settings",
+    "Report": "sleuth.models",
+    "Source": "sleuth.models",
+    "Failure": "sleuth.models",
+    "Stats": "sleuth.models",
+    "Quality": "sleuth.models",
+    "SearchHit": "sleuth.models",
+    "Plan": "sleuth.models",
+    "Page": "sleuth.models",
+    "Event": "sleuth.progress",
+    "SearchProvider": "sleuth.search.base",
+    "register": "sleuth.search.base",
+    "SleuthError": "sleuth.errors",
+    "ConfigError": "sleuth.errors",
+    "ProviderError": "sleuth.errors",
+    "FetchError": "sleuth.errors",
+    "BlockedURLError": "sleuth.errors",
+}
+
+__all__ = [
+    "BlockedURLError",
+    "ConfigError",
+    "Event",
+    "Extracted",
+    "Failure",
+    "FetchError",
+    "Page",
+    "Plan",
+    "ProviderError",
+    "Quality",
+    "Report",
+    "SearchHit",
+    "SearchProvider",
+    "Settings",
+    "SleuthError",
+    "Source",
+    "Stats",
+    "__version__",
+    "extract",
+    "fetch_page",
+    "load_settings",
+    "register",
+    "research",
+    "research_sync",
+]
+
+if TYPE_CHECKING:
+    from sleuth.errors import (
+        BlockedURLError,
+        ConfigError,
+        FetchError,
+        ProviderError,
+        SleuthError,
+    )
+    from sleuth.fetch import Extracted, extract, fetch_page
+    from sleuth.models import Failure, Page, Plan, Quality, Report, SearchHit, Source, Stats
+    from sleuth.pipeline import research, research_sync
+    from sleuth.progress import Event
+    from sleuth.search.base import SearchProvider, register
+    from sleuth.settings import Settings, load_settings
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sleuth' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

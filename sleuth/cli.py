@@ -1,0 +1,192 @@
+"""The command line: ``sleuth [OPTIONS] QUESTION``.
+
+Options are generated from the settings table (``sleuth.settings.Settings``), so the
+flags, their environment variables and the docs never drift apart. Values are
+validated by the settings model, and every user error becomes one line on stderr
+with exit code 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from sleuth._version import __version__
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.progress import Event
+from sleuth.settings import Settings, field_meta, load_settings
+
+EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+
+
+def _settings_options() -> list[click.Option]:
+    """One click option per settings field; values stay strings until pydantic checks them."""
+    options = []
+    for name, info in Settings.model_fields.items():
+        meta = field_meta(name)
+        decls = [meta["flag"], *([meta["short"]] if meta["short"] else []), name]
+        envs = ", ".join(meta["env"])
+        help_text = f"{info.description}" + (f" [env: {envs}]" if envs else "")
+        if info.annotation is bool:
+            options.append(click.Option(decls, is_flag=True, flag_value=True, default=None,
+                                        help=help_text))
+        else:
+            default = info.get_default(call_default_factory=True)
+            if isinstance(default, list):
+                default = ",".join(default)
+            shown = f" [default: {default}]" if default not in (None, "") else ""
+            options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
+                                        metavar=name.upper().replace("_", "-")))
+    return options
+
+
+class _Progress:
+    """Stage messages on stderr: a live status line on a terminal, plain lines otherwise."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.quiet = quiet
+        self.console = Console(stderr=True, highlight=False)
+        self.status = None
+        if not quiet and self.console.is_terminal:
+            self.status = self.console.status("planning…")
+            self.status.start()
+
+    def __call__(self, event: Event) -> None:
+        from rich.markup import escape
+
+        if self.quiet:
+            return
+        if self.status is not None:
+            self.status.update(f"{event.kind}: {event.message}")
+        if event.kind == "fetch_start":
+            return
+        style = "yellow" if event.kind.endswith("_failed") else "dim"
+        # Messages carry page titles: untrusted text, so escape rich markup.
+        self.console.print(f"[{style}]{event.kind:>12}[/] {escape(event.message)}", markup=True,
+                           soft_wrap=True)
+
+    def close(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def _check_output(path: Path) -> None:
+    parent = path.expanduser().resolve().parent
+    if not parent.is_dir():
+        raise ConfigError(f"cannot write {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: folder {parent} is not writable")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
+    path = path.expanduser()
+    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
+    settings = load_settings(values)
+    if settings.output is not None:
+        _check_output(settings.output)
+    from sleuth.pipeline import research  # heavy imports only once the input is valid
+
+    progress = _Progress(quiet)
+    try:
+        report = asyncio.run(research(question, settings=settings, on_event=progress))
+    finally:
+        progress.close()
+    if settings.format == "json":
+        text = json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    else:
+        text = report.markdown
+    if settings.output is not None:
+        write_atomic(settings.output, text)
+        if not quiet:
+            progress.console.print(f"[dim]report written to {settings.output}[/]")
+    else:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return EXIT_OK if report.sources else EXIT_NO_SOURCES
+
+
+def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
+    return _run_research(question, bool(quiet), values)
+
+
+research_command = click.Command(
+    "research",
+    callback=_research_callback,
+    params=[
+        click.Argument(["question"]),
+        *_settings_options(),
+        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+                     help="No progress messages on stderr."),
+    ],
+    help="Research QUESTION on the web and print a cited Markdown report.",
+    epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
+)
+
+
+class SleuthCLI(click.Group):
+    """A group whose default command is ``research``: ``sleuth "question"`` just works."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] != "--version"):
+            args = ["research", *args]
+        return super().parse_args(ctx, args)
+
+
+cli = SleuthCLI(name="sleuth", commands={"research": research_command},
+                help="sleuth researches a question on the web and writes a cited report.")
+cli = click.version_option(__version__, "--version", prog_name="sleuth")(cli)
+
+
+def _fail(message: str, code: int) -> int:
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    click.echo(f"sleuth: error: {first_line}", err=True)
+    return code
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (used by tests and ``main``)."""
+    try:
+        result = cli.main(args=argv, prog_name="sleuth", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        return _fail(exc.format_message(), EXIT_USAGE)
+    except click.Abort:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except SleuthError as exc:
+        return _fail(str(exc), EXIT_NO_SOURCES)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as exc:
+        if os.environ.get("SLEUTH_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (SLEUTH_DEBUG=1 shows the "
+                     "traceback)", EXIT_INTERNAL)
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run())

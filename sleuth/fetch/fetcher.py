@@ -1,0 +1,432 @@
+"""The fetch stage: URL in, ``Page`` (or ``FetchFailure`` saying why not) out.
+
+One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
+every connection goes through the SSRF guard, bounds work globally and per host,
+gives each page one all-in deadline, reads at most ``max_page_bytes`` of
+(decompressed) body, and never fetches one canonical URL twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+import zlib
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Self
+
+import httpx
+
+from sleuth._version import __version__
+from sleuth.errors import BlockedURLError, FetchError
+from sleuth.fetch.browser import (
+    Browser,
+    looks_like_script_shell,
+    playwright_installed,
+    require_playwright,
+)
+from sleuth.fetch.extract import (
+    Extracted,
+    ExtractError,
+    decode_body,
+    extract,
+    looks_binary,
+    normalize_text,
+    pdf_text,
+    run_in_extraction_thread,
+    truncate_text,
+)
+from sleuth.fetch.guard import GuardedTransport, check_url
+from sleuth.models import FetchFailure, Page
+from sleuth.settings import Settings, load_settings
+from sleuth.urls import canonicalize, host_of
+
+__all__ = ["DEFAULT_USER_AGENT", "Fetcher", "fetch_page"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
+
+_HTML = frozenset({"text/html", "application/xhtml+xml"})
+_TEXT = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
+_PDF = frozenset({"application/pdf", "application/x-pdf"})
+# Labels that say nothing about the content: look at the bytes instead.
+_SNIFF = frozenset({"", "application/octet-stream", "binary/octet-stream"})
+_ACCEPTED = _HTML | _TEXT | _PDF | _SNIFF
+_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
+_HTML_START = re.compile(rb"^\s*<(!doctype\s+html|html|head|body|meta|title)\b", re.IGNORECASE)
+# Fewer words than this is a logo or a "Loading…", not something to read.
+_MIN_WORDS = 3
+_ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
+
+_HEADERS = {
+    "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
+               "text/markdown;q=0.8,*/*;q=0.1"),
+    "Accept-Language": "en;q=1.0, *;q=0.5",
+    # Only what _Inflater can decode with a bound on output (see _read_body).
+    "Accept-Encoding": "gzip, deflate",
+}
+
+
+class _Refused(Exception):
+    """A page problem, carried up to ``_fetch_fresh`` as a FetchFailure reason."""
+
+    def __init__(self, reason: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True)
+class _Download:
+    url: str
+    status: int
+    mime: str
+    charset: str | None
+    data: bytes
+    engine: str = "httpx"
+
+
+@dataclass
+class _Entry:
+    """One canonical URL's fetch, shared by everyone who asks for it."""
+
+    task: asyncio.Task[Page | FetchFailure]
+    waiters: int = 0
+
+
+@dataclass
+class _Inflater:
+    """Content-Encoding decoder that never produces much more output than asked for.
+
+    httpx's own decoders inflate a whole network chunk at once, which for a gzip
+    bomb can be ~1000x the chunk; here output is capped per call, so memory stays
+    near ``max_page_bytes`` whatever the compression ratio.
+    """
+
+    encoding: str
+    _zlib: zlib._Decompress | None = field(default=None, init=False)
+    _started: bool = field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        self.encoding = self.encoding.strip().lower()
+        if self.encoding in ("gzip", "x-gzip"):
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
+        elif self.encoding == "deflate":
+            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
+        elif self.encoding not in ("", "identity"):
+            raise _Refused(f"unsupported content encoding {self.encoding}")
+
+    def feed(self, chunk: bytes, room: int) -> bytes:
+        """Decode ``chunk``, returning at most ``room + 1`` bytes (enough to see the cap passed)."""
+        if self._zlib is None:
+            return chunk
+        try:
+            return self._inflate(chunk, room)
+        except zlib.error:
+            if self.encoding == "deflate" and not self._started:
+                # "deflate" is often sent raw, without the zlib header the RFC asks for.
+                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
+                return self._inflate(chunk, room)
+            raise _Refused("corrupt compressed body") from None
+
+    def _inflate(self, data: bytes, room: int) -> bytes:
+        assert self._zlib is not None
+        out = bytearray()
+        while data and len(out) <= room:
+            piece = self._zlib.decompress(data, room + 1 - len(out))
+            self._started = True
+            out += piece
+            data = self._zlib.unconsumed_tail
+            if self._zlib.eof:
+                rest = self._zlib.unused_data
+                if not rest.strip(b"\0"):
+                    break
+                # Concatenated gzip members are one body (RFC 1952 section 2.2).
+                self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
+                data = rest
+            elif not piece:
+                break
+        return bytes(out)
+
+
+def _content_type(header: str) -> tuple[str, str | None]:
+    mime, _, params = header.partition(";")
+    charset = None
+    for param in params.split(";"):
+        key, _, value = param.partition("=")
+        if key.strip().lower() == "charset":
+            charset = value.strip().strip("\"'") or None
+    return mime.strip().lower(), charset
+
+
+def _kind(download: _Download) -> str:
+    """"html", "pdf" or "text"; raises _Refused for anything else."""
+    data, mime = download.data, download.mime
+    if data.lstrip()[:5] == b"%PDF-" or mime in _PDF:
+        return "pdf"
+    if mime in _HTML:
+        return "html"
+    if mime in _TEXT:
+        return "text"
+    if mime in _SNIFF:
+        if looks_binary(data):
+            raise _Refused("binary content", download.status)
+        return "html" if _HTML_START.match(data[:1024]) else "text"
+    raise _Refused(f"unsupported content type {mime}", download.status)
+
+
+def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
+    """Bytes to text by content type (runs in the extraction thread)."""
+    if not download.data.strip():
+        raise _Refused("empty response", download.status)
+    kind = _kind(download)
+    if kind == "pdf":
+        try:
+            extracted = pdf_text(download.data, max_chars)
+        except ExtractError as exc:
+            raise _Refused(str(exc), download.status) from None
+        if not extracted.text:
+            raise _Refused("no text in PDF (scanned images only?)", download.status)
+        return extracted, "application/pdf"
+    if looks_binary(download.data):
+        raise _Refused("binary content", download.status)
+    text = decode_body(download.data, download.charset, html=kind == "html")
+    if kind == "html":
+        extracted = extract(text, download.url)
+        mime = download.mime if download.mime in _HTML else "text/html"
+    else:
+        extracted = Extracted(text=normalize_text(text))
+        mime = download.mime if download.mime in _TEXT else "text/plain"
+    if len(extracted.text.split()) < _MIN_WORDS:
+        raise _Refused("no main text", download.status)
+    return extracted, mime
+
+
+def _fallback_title(text: str, url: str) -> str:
+    first = text.split("\n", 1)[0].strip()
+    return first if 0 < len(first) <= 120 else url
+
+
+def _network_reason(exc: httpx.HTTPError) -> str:
+    message = _ERRNO.sub("", str(exc)) or type(exc).__name__
+    if isinstance(exc, httpx.ConnectError):
+        reason = f"could not connect ({message})"
+    elif isinstance(exc, httpx.RemoteProtocolError):
+        reason = f"broken HTTP response ({message})"
+    else:
+        reason = f"network error ({type(exc).__name__}: {message})"
+    return reason[:200]
+
+
+class Fetcher:
+    """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
+
+    ``transport`` replaces the guarded network transport (tests use
+    ``httpx.MockTransport``); URLs and redirect hops are still checked with
+    :func:`check_url`, but connect-time address checks are then the transport's
+    business.
+    """
+
+    def __init__(self, settings: Settings, *,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._settings = settings
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._browser: Browser | None = None
+        self._entries: dict[str, _Entry] = {}
+        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._host_slots: dict[str, asyncio.Semaphore] = {}
+
+    async def __aenter__(self) -> Self:
+        settings = self._settings
+        if settings.fetch_engine == "playwright":
+            require_playwright()
+            self._browser = Browser(settings.allow_private_urls)
+            await self._browser.start()
+        elif playwright_installed():
+            # Only started if a script-only page turns up.
+            self._browser = Browser(settings.allow_private_urls)
+        limits = httpx.Limits(max_connections=settings.concurrency,
+                              max_keepalive_connections=settings.concurrency)
+        transport = self._transport or GuardedTransport(
+            allow_private=settings.allow_private_urls, http2=True, limits=limits)
+        headers = {**_HEADERS, "User-Agent": settings.user_agent or DEFAULT_USER_AGENT}
+        self._client = httpx.AsyncClient(
+            transport=transport, headers=headers, follow_redirects=False, trust_env=False,
+            timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0)))
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        pending = [e.task for e in self._entries.values() if not e.task.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        if self._browser is not None:
+            await self._browser.close()
+
+    async def fetch(self, url: str) -> Page | FetchFailure:
+        """Fetch and extract ``url``; every page problem comes back as a ``FetchFailure``.
+
+        Calls for one canonical URL share one request, concurrent or not.
+        """
+        if self._client is None:
+            raise RuntimeError("use the Fetcher as 'async with Fetcher(settings) as fetcher'")
+        key = canonicalize(url)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = _Entry(asyncio.ensure_future(self._fetch_fresh(url)))
+            self._entries[key] = entry
+        entry.waiters += 1
+        try:
+            # shield: one caller giving up must not cancel the fetch for the others.
+            result = await asyncio.shield(entry.task)
+        except asyncio.CancelledError:
+            entry.waiters -= 1
+            if entry.waiters == 0 and not entry.task.done():
+                # Nobody wants it any more: free its slots, and let a later call retry.
+                entry.task.cancel()
+                self._entries.pop(key, None)
+            raise
+        entry.waiters -= 1
+        return result if result.url == url else result.model_copy(update={"url": url})
+
+    async def _fetch_fresh(self, url: str) -> Page | FetchFailure:
+        timeout = self._settings.timeout
+        host_slots = self._host_slots.setdefault(
+            host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency))
+        try:
+            # Host slot first, so a page waiting for its host holds no global slot.
+            async with host_slots, self._slots:
+                # The deadline starts once the page really starts, not while it queues.
+                start = time.monotonic()
+                async with asyncio.timeout(timeout):
+                    return await self._fetch_page(url, start)
+        except _Refused as exc:
+            return FetchFailure(url=url, reason=exc.reason, status=exc.status)
+        except BlockedURLError as exc:
+            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+        except (TimeoutError, httpx.TimeoutException):
+            return FetchFailure(url=url, reason=f"timed out after {timeout:g}s")
+        except httpx.HTTPError as exc:
+            return FetchFailure(url=url, reason=_network_reason(exc))
+        except Exception as exc:  # the contract: page problems never raise
+            log.warning("unexpected error fetching %s", url, exc_info=True)
+            return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
+
+    async def _fetch_page(self, url: str, start: float) -> Page:
+        download = await self._get(url)
+        extracted, content_type = await run_in_extraction_thread(
+            _convert, download, self._settings.max_chars)
+        text, truncated = truncate_text(extracted.text, self._settings.max_chars)
+        return Page(
+            url=url, final_url=download.url, canonical_url=canonicalize(download.url),
+            title=extracted.title or _fallback_title(text, download.url), text=text,
+            content_type=content_type, status=download.status, date=extracted.date,
+            truncated=truncated, engine=download.engine,
+            elapsed_s=round(time.monotonic() - start, 3))
+
+    async def _get(self, url: str) -> _Download:
+        """Download ``url``, through the browser where that is wanted."""
+        browser = self._browser
+        if browser is not None and self._settings.fetch_engine == "playwright":
+            rendered = await self._render(url)
+            if rendered is not None:
+                return rendered
+        download = await self._download(url)
+        if (browser is not None and download.mime in _HTML
+                and looks_like_script_shell(download.data.decode("utf-8", "replace"))):
+            rendered = await self._render(download.url)
+            if rendered is not None:
+                return rendered
+        return download
+
+    async def _render(self, url: str) -> _Download | None:
+        """The page as the browser shows it; None when it is not an HTML page."""
+        assert self._browser is not None
+        check_url(url, self._settings.allow_private_urls)
+        rendered = await self._browser.render(url, self._settings.timeout)
+        mime, _ = _content_type(rendered.content_type)
+        if mime not in _HTML:
+            return None  # PDFs and text are better read by the plain HTTP path
+        if rendered.status >= 400:
+            raise _Refused(f"HTTP {rendered.status}", rendered.status)
+        return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
+                         charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
+
+    async def _download(self, url: str) -> _Download:
+        """GET ``url``, following up to ``max_redirects`` redirects by hand."""
+        assert self._client is not None
+        check_url(url, self._settings.allow_private_urls)  # before httpx parses it at all
+        current = httpx.URL(url.strip())
+        seen: set[str] = set()
+        for _ in range(self._settings.max_redirects + 1):
+            # Every hop is checked; the guarded transport re-checks its addresses too.
+            check_url(str(current), self._settings.allow_private_urls)
+            seen.add(str(current.copy_with(fragment=None)))
+            response = await self._client.send(self._client.build_request("GET", current),
+                                               stream=True)
+            try:
+                status = response.status_code
+                location = response.headers.get("location")
+                if status in _REDIRECT_CODES and location:
+                    current = response.url.join(location)
+                    if str(current.copy_with(fragment=None)) in seen:
+                        raise _Refused("redirect loop", status)
+                    continue
+                if not 200 <= status < 300:
+                    raise _Refused(f"HTTP {status}", status)
+                mime, charset = _content_type(response.headers.get("content-type", ""))
+                if mime not in _ACCEPTED:
+                    raise _Refused(f"unsupported content type {mime}", status)
+                data = await self._read_body(response)
+                return _Download(url=str(response.url), status=status, mime=mime,
+                                 charset=charset, data=data)
+            finally:
+                await response.aclose()
+        raise _Refused("too many redirects")
+
+    async def _read_body(self, response: httpx.Response) -> bytes:
+        """The decoded body, refusing anything over ``max_page_bytes`` as soon as it shows."""
+        cap = self._settings.max_page_bytes
+        too_large = _Refused(f"too large (> {cap} bytes)", response.status_code)
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > cap:
+            raise too_large
+        if response.is_stream_consumed:
+            # The transport handed over a body it had already read and decoded
+            # (httpx.MockTransport does); all that is left to do is to measure it.
+            if len(response.content) > cap:
+                raise too_large
+            return response.content
+        # Raw bytes plus our own bounded inflater: counting decoded bytes is what
+        # stops a gzip bomb, and bounding each inflate step is what keeps it small.
+        inflater = _Inflater(response.headers.get("content-encoding", ""))
+        body = bytearray()
+        async for chunk in response.aiter_raw():
+            body += inflater.feed(chunk, cap - len(body))
+            if len(body) > cap:
+                raise too_large
+        return bytes(body)
+
+
+async def fetch_page(url: str, settings: Settings | None = None) -> Page:
+    """Fetch one page; raises :class:`BlockedURLError` or :class:`FetchError` when it can't.
+
+    Without ``settings``, they are read from the environment (``load_settings()``).
+    """
+    settings = settings or load_settings()
+    async with Fetcher(settings) as fetcher:
+        result = await fetcher.fetch(url)
+    if isinstance(result, Page):
+        return result
+    if result.reason.startswith("blocked: "):
+        raise BlockedURLError(url, result.reason.removeprefix("blocked: "))
+    raise FetchError(url, result.reason)

@@ -1,0 +1,439 @@
+"""The one way sleuth talks to a model: ``LLMClient.chat``.
+
+It wraps ``openai.AsyncOpenAI`` (any OpenAI-compatible server: OpenAI, Ollama, vLLM,
+llama.cpp, LM Studio, gateways) with the SDK's own retries off, and adds:
+
+* retries with exponential backoff and jitter on 408/409/429, 5xx, timeouts and
+  connection errors, honouring ``Retry-After`` (seconds or HTTP date) up to a cap;
+  never on other 4xx, which fail the same way every time;
+* one semaphore bounding the calls in flight, whatever the stage;
+* an ``LLMUsage`` tally of every call: tokens (estimated, and flagged, when the
+  server reports none), per model and per stage, retries, failures, cost when the
+  price is known;
+* translation of every SDK error into :mod:`sleuth.llm.errors` at this boundary.
+
+Sleeping, randomness and the clock are injectable, so tests run instantly and can
+assert the exact delays chosen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import openai
+
+from sleuth.errors import ConfigError
+from sleuth.llm.config import LLMConfig
+from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
+from sleuth.llm.models_table import model_info
+from sleuth.llm.parse import strip_think
+from sleuth.llm.tokens import context_window, count_tokens, message_tokens
+from sleuth.progress import Event, ProgressCallback, no_progress
+
+__all__ = [
+    "LLMClient",
+    "LLMReply",
+    "LLMUsage",
+    "ModelUsage",
+    "ReplyCache",
+    "cache_key",
+    "parse_retry_after",
+]
+
+Message = Mapping[str, Any]
+
+_RETRYABLE_STATUS = frozenset({408, 409, 429})
+_CONTEXT_OVERFLOW = re.compile(
+    r"context[ _-]?(?:length|window|size)|maximum context|too many tokens|"
+    r"prompt is too long|input is too long|maximum (?:input|prompt) length|"
+    r"reduce the length of the (?:messages|prompt)|exceeds? (?:the )?(?:available )?context",
+    re.IGNORECASE)
+_MAX_MESSAGE = 300
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    """One model answer and what it cost.
+
+    ``estimated`` is True when the server reported no usage and the token counts are
+    sleuth's own estimate; ``cached`` when the reply came from a :class:`ReplyCache`.
+    """
+
+    text: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None
+    cached: bool = False
+    estimated: bool = False
+    stage: str = ""
+
+    @property
+    def answer(self) -> str:
+        """The text without ``<think>`` reasoning blocks."""
+        return strip_think(self.text)
+
+    @property
+    def truncated(self) -> bool:
+        """True when the model stopped at ``max_tokens`` rather than on its own."""
+        return self.finish_reason == "length"
+
+
+@dataclass
+class ModelUsage:
+    """Calls and tokens of one model (or one stage); cost None when the price is unknown."""
+
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_calls: int = 0
+    cost_usd: float | None = None
+
+    def add(self, reply: LLMReply) -> None:
+        """Count one reply that reached the server."""
+        self.calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.estimated_calls += reply.estimated
+        cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
+        if cost is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + cost
+
+
+@dataclass
+class LLMUsage:
+    """Running totals of a session's model calls, for the run's stats.
+
+    ``calls`` counts replies received from servers; ``cached_calls`` replies served
+    from the cache (no tokens, no cost); ``retries`` attempts repeated after a
+    retryable failure; ``failures`` calls that finally raised.
+    """
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated_calls: int = 0
+    retries: int = 0
+    failures: int = 0
+    by_model: dict[str, ModelUsage] = field(default_factory=dict)
+    by_stage: dict[str, ModelUsage] = field(default_factory=dict)
+
+    def record(self, reply: LLMReply) -> None:
+        """Add one reply to the totals."""
+        if reply.cached:
+            self.cached_calls += 1
+            return
+        self.calls += 1
+        self.prompt_tokens += reply.prompt_tokens
+        self.completion_tokens += reply.completion_tokens
+        self.estimated_calls += reply.estimated
+        self.by_model.setdefault(reply.model, ModelUsage()).add(reply)
+        self.by_stage.setdefault(reply.stage or "other", ModelUsage()).add(reply)
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Estimated cost of the models whose price is known; None if none is."""
+        known = [m.cost_usd for m in self.by_model.values() if m.cost_usd is not None]
+        return sum(known) if known else None
+
+    @property
+    def cost_complete(self) -> bool:
+        """True when every model used has a known price (so ``cost_usd`` is the total)."""
+        return all(m.cost_usd is not None for m in self.by_model.values())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain values, for JSON output and the run store."""
+        data = asdict(self)
+        data["cost_usd"] = self.cost_usd
+        data["cost_complete"] = self.cost_complete
+        return data
+
+
+class ReplyCache(Protocol):
+    """Where replies can be kept between runs (the run store implements it)."""
+
+    def get(self, key: str) -> LLMReply | None:
+        """The reply stored under ``key``, or None."""
+
+    def put(self, key: str, reply: LLMReply) -> None:
+        """Store a reply under ``key``."""
+
+
+def cache_key(model: str, messages: Sequence[Message], max_tokens: int | None,
+              temperature: float) -> str:
+    """A stable key for one request: SHA-256 of its canonical JSON."""
+    payload = {"model": model, "messages": [dict(m) for m in messages],
+               "max_tokens": max_tokens, "temperature": temperature}
+    canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None
+                      ) -> float | None:
+    """Seconds a server asked us to wait, or None when it did not say (or said nonsense).
+
+    Reads ``retry-after-ms`` (OpenAI's) first, then ``Retry-After`` as seconds or as an
+    HTTP date (relative to ``now``, a Unix time, default the current time). Dates in
+    the past mean zero.
+    """
+    if not headers:
+        return None
+    lowered = {k.lower(): v for k, v in headers.items()}
+    raw_ms = lowered.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            millis = float(raw_ms)
+        except ValueError:
+            millis = -1.0
+        if millis >= 0 and millis == millis:  # not NaN
+            return millis / 1000
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+        return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    """The server's own error message, without the SDK's "Error code: N - " wrapping."""
+    body = exc.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        message = inner.get("message") if isinstance(inner, dict) else inner
+        if isinstance(message, str) and message.strip():
+            return message
+    return re.sub(r"^Error code: \d+ - ", "", exc.message or str(exc))
+
+
+def _headers(exc: BaseException) -> dict[str, str]:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    return dict(headers.items()) if headers is not None else {}
+
+
+class LLMClient:
+    """An OpenAI-compatible chat client with retries, a concurrency cap and usage counting.
+
+    Use as ``async with LLMClient(config) as llm: reply = await llm.chat(...)``. One
+    client serves a whole run; its ``usage`` holds the run's totals.
+    """
+
+    def __init__(self, config: LLMConfig, *, usage: LLMUsage | None = None,
+                 progress: ProgressCallback = no_progress,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 rand: Callable[[], float] = random.random,
+                 clock: Callable[[], float] = time.time,
+                 cache: ReplyCache | None = None,
+                 openai_client: openai.AsyncOpenAI | None = None) -> None:
+        self.config = config
+        self.usage = usage if usage is not None else LLMUsage()
+        self.cache = cache
+        self._progress = progress
+        self._sleep = sleep
+        self._rand = rand
+        self._clock = clock
+        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self._server_model: str | None = None
+        self._warned_unknown: set[str] = set()
+        key = config.api_key.get_secret_value() if config.api_key else ""
+        self._key = key
+        # Keyless local servers ignore the header, but the SDK insists on some key.
+        self._client = openai_client or openai.AsyncOpenAI(
+            base_url=config.base_url or "https://api.openai.com/v1",
+            api_key=key or "not-needed", max_retries=0, timeout=config.timeout)
+
+    async def __aenter__(self) -> LLMClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP connections."""
+        await self._client.close()
+
+    @property
+    def server(self) -> str:
+        """The API root in use, for messages."""
+        return self.config.base_url or "https://api.openai.com/v1"
+
+    def model_for(self, stage: str) -> str:
+        """The model ``stage`` uses; ConfigError when none is configured or known yet."""
+        model = self.config.model_for(stage) or self._server_model
+        if not model:
+            raise ConfigError(f"no model configured for the LLM at {self.server}; "
+                              "set --model (SLEUTH_MODEL)")
+        return model
+
+    def context_window(self, stage: str) -> int:
+        """Context window of ``stage``'s model; says so (once) when it is a guess."""
+        model = self.model_for(stage)
+        if self.config.context_window is None and not model_info(model).known \
+                and model not in self._warned_unknown:
+            self._warned_unknown.add(model)
+            window = context_window(model)
+            self._progress(Event("info", f"model {model!r} is not in sleuth's table; assuming "
+                                 f"a {window}-token context (set --context-window)",
+                                 {"model": model, "context_window": window}))
+        return context_window(model, self.config.context_window)
+
+    async def list_models(self) -> list[str]:
+        """The model ids the server lists at ``/models``."""
+        try:
+            page = await self._client.models.list()
+        except openai.OpenAIError as exc:
+            raise self._translate(exc) from None
+        return [m.id for m in page.data]
+
+    async def resolve_model(self) -> str:
+        """The default model: configured, or else the first one the server lists."""
+        if self.config.model or self._server_model:
+            return self.model_for("")
+        models = await self.list_models()
+        if not models:
+            raise ConfigError(f"the LLM server at {self.server} lists no models; set --model")
+        self._server_model = models[0]
+        return models[0]
+
+    def retry_delay(self, attempt: int, headers: Mapping[str, str] | None = None) -> float:
+        """Seconds to wait before retry number ``attempt + 1``.
+
+        The server's ``Retry-After`` when given (capped at ``retry_after_cap``), else
+        ``backoff_base · 2^attempt`` capped at ``backoff_cap``, with "equal jitter"
+        (between half and all of it) so parallel calls do not retry in lockstep.
+        """
+        hinted = parse_retry_after(headers, now=self._clock())
+        if hinted is not None:
+            return min(hinted, self.config.retry_after_cap)
+        ceiling = min(self.config.backoff_cap, self.config.backoff_base * 2 ** attempt)
+        return ceiling * (0.5 + 0.5 * self._rand())
+
+    async def chat(self, messages: Sequence[Message], *, stage: str, model: str | None = None,
+                   max_tokens: int | None = None, temperature: float = 0.2) -> LLMReply:
+        """Ask the model; the reply, with usage counted in ``self.usage``.
+
+        ``stage`` names the pipeline stage (plan, select, summarize, merge, report,
+        verify, ...): it picks the per-stage model unless ``model`` is given, and keys
+        the usage breakdown. Raises :class:`~sleuth.llm.errors.LLMError` subclasses.
+        """
+        if not self.config.model_for(stage) and not model and not self._server_model:
+            await self.resolve_model()
+        name = model or self.model_for(stage)
+        key = cache_key(name, messages, max_tokens, temperature) if self.cache else None
+        if key is not None and self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                reply = LLMReply(**{**asdict(hit), "cached": True, "stage": stage})
+                self.usage.record(reply)
+                return reply
+        request: dict[str, Any] = {"model": name, "messages": [dict(m) for m in messages],
+                                   "temperature": temperature}
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
+        completion = await self._create(request, stage)
+        reply = self._reply(completion, name, messages, stage)
+        self.usage.record(reply)
+        if key is not None and self.cache is not None and reply.text:
+            self.cache.put(key, reply)
+        return reply
+
+    async def _create(self, request: dict[str, Any], stage: str) -> Any:
+        attempt = 0
+        while True:
+            try:
+                async with self._semaphore:
+                    return await self._client.chat.completions.create(**request)
+            except openai.OpenAIError as exc:
+                error = self._translate(exc)
+                if not error.retryable or attempt >= self.config.max_retries:
+                    self.usage.failures += 1
+                    if error.retryable:
+                        error = type(error)(f"{error} (gave up after {attempt + 1} attempts)",
+                                            status=error.status, retryable=True)
+                    raise error from None
+                delay = self.retry_delay(attempt, _headers(exc))
+            attempt += 1
+            self.usage.retries += 1
+            self._progress(Event("info", f"LLM {stage}: {error}; retry {attempt} in "
+                                 f"{delay:.1f} s", {"stage": stage, "attempt": attempt,
+                                                    "delay_s": delay, "status": error.status}))
+            # Sleep outside the semaphore: a waiting call must not block the others.
+            await self._sleep(delay)
+
+    def _reply(self, completion: Any, name: str, messages: Sequence[Message],
+               stage: str) -> LLMReply:
+        choices = getattr(completion, "choices", None) or []
+        if not choices:
+            raise LLMError(f"the LLM server at {self.server} returned no answer for {name!r}")
+        message = getattr(choices[0], "message", None)
+        text = getattr(message, "content", None) or ""
+        model = getattr(completion, "model", None) or name
+        usage = getattr(completion, "usage", None)
+        prompt = getattr(usage, "prompt_tokens", None)
+        answer = getattr(usage, "completion_tokens", None)
+        estimated = not isinstance(prompt, int) or not isinstance(answer, int)
+        if estimated:
+            # Servers that omit usage still cost tokens: count them ourselves, flagged.
+            prompt, answer = message_tokens(messages, name), count_tokens(text, name)
+        return LLMReply(text=text, model=str(model), prompt_tokens=int(prompt or 0),
+                        completion_tokens=int(answer or 0),
+                        finish_reason=getattr(choices[0], "finish_reason", None),
+                        estimated=estimated, stage=stage)
+
+    def _scrub(self, message: str) -> str:
+        if self._key:
+            message = message.replace(self._key, "***")
+        message = " ".join(message.split())
+        return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 1] + "…"
+
+    def _translate(self, exc: openai.OpenAIError) -> LLMError:
+        """The sleuth error for an SDK error (see the tree in sleuth.llm.errors)."""
+        where = self.server
+        if isinstance(exc, openai.APITimeoutError):
+            return LLMUnavailableError(f"the LLM server at {where} did not answer within "
+                                       f"{self.config.timeout:g} s", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            return LLMUnavailableError(f"could not connect to the LLM server at {where}",
+                                       retryable=True)
+        if not isinstance(exc, openai.APIStatusError):
+            return LLMError(f"LLM call failed: {self._scrub(str(exc))}")
+        status = exc.status_code
+        detail = self._scrub(_server_message(exc))
+        if status in (401, 403):
+            return LLMAuthError(f"the LLM server at {where} refused the request ({status}): "
+                                f"{detail}; check OPENAI_API_KEY and the model name",
+                                status=status)
+        if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(detail):
+            return ContextOverflowError(f"the prompt is too long for the model ({status}): "
+                                        f"{detail}", status=status)
+        if status == 404:
+            return LLMError(f"the LLM server at {where} does not know this model or API "
+                            f"(404): {detail}", status=status)
+        if status == 429:
+            return LLMUnavailableError(f"rate limited by the LLM server at {where} (429): "
+                                       f"{detail}", status=status, retryable=True)
+        if status >= 500 or status in _RETRYABLE_STATUS:
+            return LLMUnavailableError(f"the LLM server at {where} failed ({status}): {detail}",
+                                       status=status, retryable=True)
+        return LLMError(f"the LLM server at {where} rejected the request ({status}): {detail}",
+                        status=status)

@@ -1,0 +1,192 @@
+"""Which model server to use, with which models: ``LLMConfig`` and how it is resolved.
+
+Sources, strongest first: explicit settings values (the CLI flags, themselves
+defaulting to ``SLEUTH_*`` variables), then the environment (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``, ``SLEUTH_MODEL``, ``SLEUTH_PLAN_MODEL``, ``SLEUTH_SUMMARY_MODEL``,
+``SLEUTH_REPORT_MODEL``). The API key is only ever read from the environment: a
+flag would show it in ``ps`` and shell history.
+
+With neither a base URL nor a key there is no LLM; the caller may then look for a
+local Ollama (:func:`detect_ollama`) and use :func:`ollama_config`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+from sleuth.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "OLLAMA_URL",
+    "STAGE_MODELS",
+    "LLMConfig",
+    "detect_ollama",
+    "ollama_config",
+    "resolve_config",
+]
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+OLLAMA_URL = "http://127.0.0.1:11434"
+#: Ollama's context when OLLAMA_CONTEXT_LENGTH is unset (4096 in recent releases; some
+#: older ones used 2048). Longer prompts are cut silently, so sleuth must not exceed it.
+OLLAMA_DEFAULT_CONTEXT = 4096
+
+#: Which per-stage model field each pipeline stage uses (others use ``model``).
+STAGE_MODELS: dict[str, str] = {
+    "plan": "plan_model",
+    "refine": "plan_model",
+    "select": "plan_model",
+    "summarize": "summary_model",
+    "merge": "summary_model",
+    "verify": "summary_model",
+    "report": "report_model",
+}
+
+_ENV_FIELDS = {
+    "base_url": ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"),
+    "model": ("SLEUTH_MODEL",),
+    "plan_model": ("SLEUTH_PLAN_MODEL",),
+    "summary_model": ("SLEUTH_SUMMARY_MODEL",),
+    "report_model": ("SLEUTH_REPORT_MODEL",),
+    "context_window": ("SLEUTH_CONTEXT_WINDOW",),
+}
+# The settings keys read, and the LLMConfig field each sets. Only these: Settings has
+# other fields (its ``timeout`` is the page timeout) that must not leak in.
+_SETTINGS_KEYS = {
+    "base_url": "base_url", "model": "model", "plan_model": "plan_model",
+    "summary_model": "summary_model", "report_model": "report_model",
+    "context_window": "context_window", "llm_concurrency": "max_concurrency",
+    "llm_timeout": "timeout", "llm_retries": "max_retries",
+}
+
+
+class LLMConfig(BaseModel):
+    """How to reach the model server and which models to ask."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = Field(None, description="OpenAI-compatible API root, e.g. "
+                                 "http://127.0.0.1:11434/v1; None means api.openai.com.")
+    api_key: SecretStr | None = Field(None, description="Bearer key; None for keyless servers.")
+    model: str | None = Field(None, description="Default model; None: ask the server.")
+    plan_model: str | None = Field(None, description="Model for plan, refine and select.")
+    summary_model: str | None = Field(None, description="Model for summarize, merge, verify.")
+    report_model: str | None = Field(None, description="Model for the report.")
+    context_window: int | None = Field(None, ge=512, description="Overrides the models table.")
+    max_concurrency: int = Field(4, ge=1, le=64, description="Model calls in flight at once.")
+    timeout: float = Field(180.0, gt=0, le=3600, description="Seconds allowed for one call.")
+    max_retries: int = Field(4, ge=0, le=10, description="Retries after a retryable failure.")
+    backoff_base: float = Field(1.0, ge=0, le=60, description="First retry delay, seconds.")
+    backoff_cap: float = Field(30.0, ge=0, le=600, description="Longest computed retry delay.")
+    retry_after_cap: float = Field(60.0, ge=0, le=3600,
+                                   description="Longest wait honoured from Retry-After.")
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("model", "plan_model", "summary_model", "report_model")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
+    def model_for(self, stage: str) -> str | None:
+        """The model a pipeline stage uses: its per-stage override, else ``model``."""
+        field = STAGE_MODELS.get(stage)
+        override = getattr(self, field) if field else None
+        return override or self.model
+
+
+def _as_mapping(settings: Mapping[str, Any] | BaseModel | None) -> dict[str, Any]:
+    if settings is None:
+        return {}
+    if isinstance(settings, BaseModel):
+        return settings.model_dump()
+    return dict(settings)
+
+
+def resolve_config(settings: Mapping[str, Any] | BaseModel | None = None,
+                   env: Mapping[str, str] | None = None) -> LLMConfig | None:
+    """The LLM configuration from settings values and the environment, or None.
+
+    ``settings`` is a mapping (or a pydantic model such as ``Settings``) that may hold
+    ``model``, ``plan_model``, ``summary_model``, ``report_model``, ``context_window``,
+    ``llm_concurrency``, ``llm_timeout``, ``llm_retries``, ``base_url`` and ``no_llm``;
+    None values and unknown keys are ignored. Returns None when ``no_llm`` is true, or
+    when neither a base URL nor an API key is known (no server to talk to). With only a
+    key, the model defaults to ``DEFAULT_OPENAI_MODEL``. Bad values raise ConfigError.
+    """
+    values = _as_mapping(settings)
+    env = os.environ if env is None else env
+    if values.get("no_llm"):
+        return None
+    fields: dict[str, Any] = {}
+    for name, variables in _ENV_FIELDS.items():
+        raw = next((env[v] for v in variables if env.get(v, "").strip()), None)
+        if raw is not None:
+            fields[name] = raw.strip()
+    for key, name in _SETTINGS_KEYS.items():
+        if values.get(key) is not None:
+            fields[name] = values[key]
+    key = env.get("OPENAI_API_KEY", "").strip()
+    if key:
+        fields["api_key"] = key
+    if not fields.get("base_url") and not key:
+        return None
+    if not fields.get("base_url") and not fields.get("model"):
+        fields["model"] = DEFAULT_OPENAI_MODEL
+    try:
+        return LLMConfig(**fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(part) for part in err["loc"]) or "LLM setting"
+        raise ConfigError(f"invalid {where}: {str(err['msg']).removeprefix('Value error, ')}"
+                          ) from None
+
+
+def ollama_config(model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] | None = None,
+                  **overrides: Any) -> LLMConfig:
+    """A config for a local Ollama: its OpenAI-compatible API, keyless, with its context.
+
+    The context window is ``OLLAMA_CONTEXT_LENGTH`` (or ``OLLAMA_DEFAULT_CONTEXT``)
+    unless ``overrides`` give one, because Ollama serves every model with that
+    context whatever the model could do, and cuts longer prompts silently.
+    """
+    env = os.environ if env is None else env
+    raw = env.get("OLLAMA_CONTEXT_LENGTH", "").strip()
+    context = int(raw) if raw.isdigit() and int(raw) >= 512 else OLLAMA_DEFAULT_CONTEXT
+    fields: dict[str, Any] = {"context_window": context, **overrides}
+    return LLMConfig(base_url=f"{url.rstrip('/')}/v1", model=model, **fields)
+
+
+async def detect_ollama(client: httpx.AsyncClient, url: str = OLLAMA_URL, *,
+                        timeout: float = 0.5) -> str | None:
+    """The first model a local Ollama has pulled, or None. Never raises.
+
+    Asks ``<url>/api/tags`` with a short timeout, so a machine without Ollama costs
+    at most ``timeout`` seconds (a refused connection costs almost nothing).
+    """
+    try:
+        response = await client.get(f"{url.rstrip('/')}/api/tags", timeout=timeout)
+        if response.status_code != 200:
+            return None
+        models = response.json().get("models")
+        for entry in models if isinstance(models, list) else []:
+            name = entry.get("name") or entry.get("model") if isinstance(entry, dict) else None
+            if isinstance(name, str) and name.strip():
+                return name.strip()
+    except Exception:  # autodetection is best effort: any failure means "no Ollama"
+        return None
+    return None

@@ -1,0 +1,142 @@
+"""Typed records that flow one way through the pipeline.
+
+plan -> ``Plan``; search -> ``SearchHit`` (and ``SearchFailure``); rank -> ``Candidate``;
+fetch -> ``Page`` or ``FetchFailure``; read -> ``Source`` (with passages); write -> ``Report``.
+Every stage takes the records of the stage before it and returns new ones; none reaches back.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Quality(StrEnum):
+    """How much a source's domain can be trusted, from the rank stage's rule table."""
+
+    PRIMARY = "PRIMARY"
+    SECONDARY = "SECONDARY"
+    UNVERIFIED = "UNVERIFIED"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Plan(_Record):
+    """The search queries for one question, original question first."""
+
+    question: str
+    queries: list[str]
+    planner: str = "rules"
+    note: str | None = None
+
+
+class SearchHit(_Record):
+    """One result from one provider for one query."""
+
+    title: str
+    url: str
+    snippet: str = ""
+    rank: int = Field(ge=1, description="1-based position in the provider's answer")
+    provider: str
+    query: str = ""
+
+
+class SearchFailure(_Record):
+    """A query that one provider could not answer; the run goes on without it."""
+
+    provider: str
+    query: str
+    reason: str
+
+
+class Candidate(_Record):
+    """A ranked, de-duplicated URL waiting to be fetched."""
+
+    url: str
+    canonical_url: str
+    domain: str
+    title: str
+    snippet: str = ""
+    quality: Quality
+    quality_score: int
+    frequency: int
+    score: float
+    queries: list[str] = Field(default_factory=list)
+
+
+class Page(_Record):
+    """A fetched and extracted document."""
+
+    url: str
+    final_url: str
+    canonical_url: str
+    title: str
+    text: str
+    content_type: str
+    status: int
+    date: str | None = None
+    truncated: bool = False
+    engine: str = "httpx"
+    elapsed_s: float = 0.0
+
+
+class FetchFailure(_Record):
+    """A URL that could not be turned into text, and why."""
+
+    url: str
+    reason: str
+    status: int | None = None
+
+
+class Source(_Record):
+    """A page that was fetched and read, numbered as it is cited."""
+
+    id: int
+    url: str
+    title: str
+    quality: Quality
+    quality_score: int
+    score: float
+    passages: list[str]
+    summary: str | None = None
+
+
+class Failure(_Record):
+    """Anything the report could not use, shown in its Gaps section."""
+
+    url: str
+    reason: str
+    stage: Literal["search", "fetch", "read", "llm", "budget"] = "fetch"
+
+
+class Stats(_Record):
+    searches: int = 0
+    fetches: int = 0
+    elapsed_s: float = 0.0
+
+
+class Report(_Record):
+    """A finished research: the Markdown plus everything it was built from."""
+
+    topic: str
+    depth: int
+    queries: list[str]
+    sources: list[Source]
+    failures: list[Failure]
+    confidence: Literal["HIGH", "MEDIUM", "LOW"]
+    confidence_reason: str
+    markdown: str
+    stats: Stats
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The ``--format json`` object (the documented, stable shape)."""
+        data = self.model_dump(mode="json")
+        data.pop("confidence_reason", None)
+        for source in data["sources"]:
+            source.pop("quality_score", None)
+            source.pop("summary", None)
+        return data

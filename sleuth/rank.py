@@ -1,0 +1,151 @@
+"""Stage 3, rank: merge duplicate hits, score them, keep one per domain.
+
+A candidate's score is::
+
+    2 × frequency  +  quality score  +  2 / best rank
+
+where frequency is the number of distinct queries whose results held the URL
+(after canonicalisation), the quality score comes from the tier table
+(``sleuth/data/quality.toml``, extendable by the user), and best rank is its
+highest position in any provider's answer. Only the best candidate of each
+registered domain is kept, so the report hears from several sites.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from importlib.resources import files
+from pathlib import Path
+
+from sleuth.errors import ConfigError
+from sleuth.models import Candidate, Quality, SearchHit
+from sleuth.urls import canonicalize, host_of, registered_domain
+
+DEFAULT_SCORE = 2
+
+
+@dataclass(frozen=True)
+class QualityRule:
+    """One row of the tier table; a URL matches when any of its keys match."""
+
+    tier: Quality
+    score: int
+    domains: frozenset[str] = field(default_factory=frozenset)
+    hosts: frozenset[str] = field(default_factory=frozenset)
+    suffixes: frozenset[str] = field(default_factory=frozenset)
+    labels: frozenset[str] = field(default_factory=frozenset)
+
+    def matches(self, host: str, domain: str, suffix: str) -> bool:
+        """Whether a parsed URL falls under this rule (exact parts, never substrings)."""
+        if domain in self.domains or suffix in self.suffixes:
+            return True
+        if any(host == h or host.endswith("." + h) for h in self.hosts):
+            return True
+        first = host.split(".", 1)[0]
+        return bool(self.labels) and first in self.labels and host != domain
+
+
+def _parse_rules(text: str, origin: str) -> list[QualityRule]:
+    try:
+        raw = tomllib.loads(text).get("rule", [])
+        return [
+            QualityRule(
+                tier=Quality(str(item["tier"]).upper()),
+                score=int(item["score"]),
+                **{key: frozenset(str(v).lower() for v in item.get(key, []))
+                   for key in ("domains", "hosts", "suffixes", "labels")},
+            )
+            for item in raw
+        ]
+    except (tomllib.TOMLDecodeError, KeyError, ValueError, TypeError) as exc:
+        raise ConfigError(f"quality rules {origin}: {exc}") from None
+
+
+@cache
+def builtin_rules() -> tuple[QualityRule, ...]:
+    """The tier table that ships with sleuth."""
+    text = files("sleuth").joinpath("data/quality.toml").read_text(encoding="utf-8")
+    return tuple(_parse_rules(text, "(built-in)"))
+
+
+def load_rules(extra: Path | None = None) -> tuple[QualityRule, ...]:
+    """The user's rules (checked first), then the built-in table."""
+    if extra is None:
+        return builtin_rules()
+    try:
+        text = extra.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read quality rules {extra}: {exc.strerror}") from None
+    return (*_parse_rules(text, str(extra)), *builtin_rules())
+
+
+def _suffix(host: str, domain: str) -> str:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+        return ""
+    except ValueError:
+        return domain.split(".", 1)[1] if "." in domain else ""
+
+
+def classify(url: str, rules: tuple[QualityRule, ...] | None = None) -> tuple[Quality, int]:
+    """The tier and score of a URL under ``rules`` (default: the built-in table)."""
+    host = host_of(url)
+    domain = registered_domain(url)
+    suffix = _suffix(host, domain)
+    for rule in rules if rules is not None else builtin_rules():
+        if rule.matches(host, domain, suffix):
+            return rule.tier, rule.score
+    return Quality.UNVERIFIED, DEFAULT_SCORE
+
+
+@dataclass
+class _Group:
+    url: str
+    title: str
+    snippet: str
+    best_rank: int
+    queries: list[str]
+
+
+def _merge(hits: list[SearchHit]) -> dict[str, _Group]:
+    groups: dict[str, _Group] = {}
+    for hit in hits:
+        key = canonicalize(hit.url)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = _Group(hit.url, hit.title, hit.snippet, hit.rank, [hit.query])
+            continue
+        group.best_rank = min(group.best_rank, hit.rank)
+        if hit.query not in group.queries:
+            group.queries.append(hit.query)
+        if len(hit.snippet) > len(group.snippet):
+            group.snippet = hit.snippet
+        if not group.title.strip():
+            group.title = hit.title
+    return groups
+
+
+def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) -> list[Candidate]:
+    """Merge, score and diversify hits; best candidate first, one per registered domain."""
+    scored: list[Candidate] = []
+    for key, group in _merge(hits).items():
+        tier, quality = classify(group.url, rules)
+        frequency = len(group.queries)
+        score = 2.0 * frequency + quality + 2.0 / group.best_rank
+        scored.append(Candidate(
+            url=group.url, canonical_url=key, domain=registered_domain(group.url),
+            title=group.title or group.url, snippet=group.snippet, quality=tier,
+            quality_score=quality, frequency=frequency, score=round(score, 3),
+            queries=group.queries,
+        ))
+    scored.sort(key=lambda c: (-c.score, c.canonical_url))
+    seen: set[str] = set()
+    diverse: list[Candidate] = []
+    for candidate in scored:
+        if candidate.domain not in seen:
+            seen.add(candidate.domain)
+            diverse.append(candidate)
+    return diverse

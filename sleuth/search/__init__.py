@@ -1,0 +1,158 @@
+"""The search stage: queries in, typed hits (and recorded failures) out.
+
+Providers are small classes registered by name (see :mod:`sleuth.search.base`).
+:func:`build_providers` turns ``settings.search`` into provider objects, checking
+every name and API key before anything is sent; :func:`run_searches` runs all
+queries concurrently, each falling back through the providers in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+
+import httpx
+
+from sleuth._version import __version__
+from sleuth.errors import ProviderError
+from sleuth.models import SearchFailure, SearchHit
+from sleuth.progress import Event, ProgressCallback, no_progress
+from sleuth.search import duckduckgo, keyed, searxng  # noqa: F401  (registers the built-ins)
+from sleuth.search.base import (
+    ENTRY_POINT_GROUP,
+    ProviderFailure,
+    SearchProvider,
+    get_provider,
+    provider_names,
+    register,
+)
+from sleuth.search.jsonapi import mask_key_params, seconds
+from sleuth.settings import Settings
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "ProviderFailure",
+    "SearchProvider",
+    "build_providers",
+    "get_provider",
+    "make_search_client",
+    "provider_names",
+    "register",
+    "run_searches",
+]
+
+log = logging.getLogger(__name__)
+
+
+def build_providers(settings: Settings, client: httpx.AsyncClient,
+                    env: Mapping[str, str] | None = None) -> list[SearchProvider]:
+    """The providers named in ``settings.search``, in fallback order.
+
+    Every name and every API key is checked before this returns, so a run never
+    starts searching with a half-usable configuration. All problems are reported
+    together in one ``ProviderError`` (a config error: the CLI exits 2).
+    """
+    providers: list[SearchProvider] = []
+    problems: list[str] = []
+    for name in dict.fromkeys(settings.search):
+        try:
+            providers.append(get_provider(name)(settings, client, env))
+        except ProviderError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise ProviderError("; ".join(problems))
+    return providers
+
+
+def make_search_client(settings: Settings) -> httpx.AsyncClient:
+    """The HTTP client the providers share.
+
+    Search endpoints are chosen by the user (API hosts, their own SearXNG), so no
+    SSRF guard applies here; page fetching has its own guarded client.
+    """
+    user_agent = settings.user_agent or f"sleuth/{__version__}"
+    return httpx.AsyncClient(timeout=httpx.Timeout(settings.search_timeout),
+                             headers={"User-Agent": user_agent}, max_redirects=5)
+
+
+def _failure_reason(exc: Exception, timeout: float) -> str:
+    """A short line saying why a provider did not answer."""
+    if isinstance(exc, ProviderFailure):
+        return exc.reason
+    if isinstance(exc, TimeoutError | httpx.TimeoutException):
+        return f"timed out after {seconds(timeout)}"
+    if isinstance(exc, httpx.HTTPError):
+        return f"request failed: {str(exc) or type(exc).__name__}"
+    # A plugin's own bug: keep the run going, but make it visible when debugging.
+    log.debug("search provider raised", exc_info=exc)
+    return f"unexpected error: {type(exc).__name__}: {exc}"
+
+
+def _own_hits(hits: Sequence[SearchHit], query: str, limit: int) -> list[SearchHit]:
+    """The provider's hits tagged with ``query``, in rank order, at most ``limit``."""
+    tagged = [h if h.query == query else h.model_copy(update={"query": query}) for h in hits]
+    return sorted(tagged, key=lambda h: h.rank)[:limit]
+
+
+async def _search_one(query: str, providers: Sequence[SearchProvider], *, limit: int,
+                      per_search: float, on_event: ProgressCallback,
+                      ) -> tuple[list[SearchHit], list[SearchFailure]]:
+    """Try the providers in order until one answers ``query`` with at least one hit."""
+    failures: list[SearchFailure] = []
+    answered_empty: str | None = None
+    for provider in providers:
+        try:
+            async with asyncio.timeout(per_search):
+                found = await provider.search(query, limit=limit)
+        except Exception as exc:
+            reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
+            failures.append(SearchFailure(provider=provider.name, query=query, reason=reason))
+            log.info("search provider %s failed for %r: %s", provider.name, query, reason)
+            on_event(Event("search_failed", f"{provider.name} failed for {query!r}: {reason}",
+                           {"query": query, "provider": provider.name, "reason": reason}))
+            continue
+        hits = _own_hits(found, query, limit)
+        if hits:
+            count = f"{len(hits)} result{'' if len(hits) == 1 else 's'}"
+            on_event(Event("search", f"{provider.name}: {count} for {query!r}",
+                           {"query": query, "provider": provider.name, "hits": len(hits)}))
+            return hits, failures
+        answered_empty = provider.name
+    if answered_empty is not None:
+        on_event(Event("search", f"no results for {query!r}",
+                       {"query": query, "provider": answered_empty, "hits": 0}))
+    return [], failures
+
+
+async def run_searches(queries: list[str], providers: list[SearchProvider], *, limit: int,
+                       timeout: float,  # noqa: ASYNC109 (per search, not for the whole call)
+                       on_event: ProgressCallback = no_progress,
+                       concurrency: int = 4) -> tuple[list[SearchHit], list[SearchFailure]]:
+    """Search every query, falling back through ``providers`` in order.
+
+    Queries run concurrently (at most ``concurrency`` at once; repeats and blank
+    ones are searched once / not at all). For each query the first provider that
+    answers with at least one hit wins; a provider that fails or exceeds
+    ``timeout`` seconds is recorded as a :class:`SearchFailure` and the next one is
+    tried, and one that answers with nothing is passed over without a failure.
+    Provider problems never raise. Hits come back in query order, then rank;
+    failures in query order, then provider order.
+    """
+    if not providers:
+        raise ValueError("run_searches needs at least one provider")
+    if limit < 1 or concurrency < 1 or timeout <= 0:
+        raise ValueError("limit and concurrency must be >= 1 and timeout > 0")
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def bounded(query: str) -> tuple[list[SearchHit], list[SearchFailure]]:
+        async with semaphore:
+            return await _search_one(query, providers, limit=limit, per_search=timeout,
+                                     on_event=on_event)
+
+    unique = [q for q in dict.fromkeys(queries) if q.strip()]
+    async with asyncio.TaskGroup() as group:
+        tasks = [group.create_task(bounded(query)) for query in unique]
+    hits = [hit for task in tasks for hit in task.result()[0]]
+    failures = [failure for task in tasks for failure in task.result()[1]]
+    return hits, failures

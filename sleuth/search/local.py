@@ -1,0 +1,73 @@
+"""The ``local`` search provider: research a folder of documents instead of the web.
+
+The folder (``--docs DIR``) is indexed into the store's FTS5 table the first time
+the provider searches (incrementally: unchanged files are not read again), then
+every query is answered from that index with bm25 ranking. Hits carry ``file://``
+URLs of absolute paths, so they are told apart from web pages; their text is in
+the store (:func:`sleuth.store.docs.get_doc`). Nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+from sleuth.errors import ConfigError, ProviderError
+from sleuth.models import SearchHit
+from sleuth.search.base import ProviderFailure, SearchProvider, register
+from sleuth.settings import Settings
+from sleuth.store import IndexReport, Store, default_home, file_url, index_folder, search_docs
+
+__all__ = ["LocalSearch"]
+
+
+@register
+class LocalSearch(SearchProvider):
+    """Full-text search over the documents folder named by ``--docs``."""
+
+    name = "local"
+
+    def __init__(self, settings: Settings, client: httpx.AsyncClient,
+                 env: Mapping[str, str] | None = None, *, store: Store | None = None) -> None:
+        super().__init__(settings, client, env)
+        docs = getattr(settings, "docs", None)
+        if docs is None:
+            raise ProviderError("search provider 'local' needs a documents folder: "
+                                "--docs DIR or SLEUTH_DOCS")
+        self.folder = Path(docs).expanduser()
+        if not self.folder.is_dir():
+            raise ProviderError(f"search provider 'local': {self.folder} is not a folder")
+        self._store = store
+        self._index_lock = asyncio.Lock()
+        #: What indexing found (failed files included); None until the first search.
+        self.index_report: IndexReport | None = None
+
+    def store(self) -> Store:
+        """The store holding the index (opened on first use under ``--home``)."""
+        if self._store is None:
+            home = getattr(self.settings, "home", None)
+            self._store = Store(Path(home) if home else default_home())
+        return self._store
+
+    async def ensure_index(self) -> IndexReport:
+        """Index the folder once per provider; later calls return the same report."""
+        async with self._index_lock:
+            if self.index_report is None:
+                try:
+                    store = await asyncio.to_thread(self.store)
+                    self.index_report = await asyncio.to_thread(index_folder, store,
+                                                                self.folder)
+                except ConfigError as exc:
+                    raise ProviderFailure(str(exc)) from exc
+            return self.index_report
+
+    async def search(self, query: str, *, limit: int) -> list[SearchHit]:
+        """The best ``limit`` documents for ``query``, as hits with ``file://`` URLs."""
+        report = await self.ensure_index()
+        found = await asyncio.to_thread(search_docs, self.store(), query, limit, report.folder)
+        return [SearchHit(title=hit.title or Path(hit.path).name, url=file_url(hit.path),
+                          snippet=hit.snippet, rank=rank, provider=self.name, query=query)
+                for rank, hit in enumerate(found, start=1)]

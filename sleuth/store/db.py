@@ -1,0 +1,379 @@
+"""The SQLite database under sleuth's home: connections, WAL, busy handling, migrations.
+
+One file, ``<home>/sleuth.db``, in WAL mode so readers never block the writer.
+Every thread gets its own connection (async code reaches the store through
+``asyncio.to_thread``); every write is one short ``BEGIN IMMEDIATE`` transaction,
+retried a bounded number of times when another process holds the write lock
+longer than ``busy_timeout``. Nothing is kept open between calls but the
+connections themselves, so a crash loses at most the transaction in flight.
+
+``synchronous=NORMAL`` is used: in WAL mode it survives any crash of sleuth
+without corruption or loss; only a power cut can drop the last few commits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import random
+import re
+import sqlite3
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, is_dataclass
+from enum import Enum
+from functools import partial
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.store.migrations import MIGRATIONS, Migration
+
+__all__ = [
+    "DB_NAME",
+    "Database",
+    "StoreBusyError",
+    "canonical_json",
+    "default_home",
+    "parse_duration",
+    "to_json",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+DB_NAME = "sleuth.db"
+_BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_sleep = time.sleep  # tests replace it to act between retries
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+class StoreBusyError(SleuthError):
+    """The database stayed locked by another writer through every retry."""
+
+
+# ---------------------------------------------------------------- helpers
+
+def default_home(env: Mapping[str, str] | None = None) -> Path:
+    """Where sleuth keeps its database when ``--home`` is not given.
+
+    ``SLEUTH_HOME`` if set, else the platform's user cache folder: ``$XDG_CACHE_HOME/sleuth``
+    or ``~/.cache/sleuth`` on Linux, ``~/Library/Caches/sleuth`` on macOS,
+    ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows.
+    """
+    env = os.environ if env is None else env
+    if env.get("SLEUTH_HOME"):
+        return Path(env["SLEUTH_HOME"]).expanduser()
+    if sys.platform == "win32":
+        base = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "sleuth" / "Cache"
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "sleuth"
+    xdg = env.get("XDG_CACHE_HOME", "")
+    # The XDG spec says relative paths are invalid and must be ignored.
+    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
+    return base_dir / "sleuth"
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in a duration such as ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``.
+
+    Raises :class:`ConfigError` for anything else (a negative or unitless word).
+    """
+    if isinstance(text, int | float):
+        if text < 0:
+            raise ConfigError(f"invalid duration {text!r}: must not be negative")
+        return float(text)
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"invalid duration {text!r}: use a number with s, m, h, d or w (e.g. 7d)")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    raise TypeError(f"cannot store a {type(value).__name__} as JSON")
+
+
+def to_json(value: Any) -> str:
+    """``value`` as compact JSON; pydantic models, dataclasses, paths and enums allowed."""
+    return json.dumps(value, default=_json_default, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: equal values give equal strings (for hashing)."""
+    return json.dumps(value, default=_json_default, ensure_ascii=False, sort_keys=True,
+                      separators=(",", ":"), allow_nan=False)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in _BUSY_WORDS)
+
+
+class _Holder:
+    """Owns one connection; closes it when its thread's local storage is dropped."""
+
+    __slots__ = ("__weakref__", "conn")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):  # closing twice or at interpreter exit
+            self.conn.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- the database
+
+class Database:
+    """Connections to ``<home>/sleuth.db``; the base of :class:`sleuth.store.Store`.
+
+    ``clock`` returns the current time in seconds since the epoch (tests pass a
+    fake one). ``migrations`` defaults to :data:`~sleuth.store.migrations.MIGRATIONS`.
+    Raises :class:`ConfigError` with a one-line message when the home cannot be
+    created or written, or holds something that is not a sleuth database.
+    """
+
+    def __init__(self, home: Path, *, clock: Callable[[], float] = time.time,
+                 migrations: Sequence[Migration] = MIGRATIONS,
+                 busy_timeout_s: float = 5.0, retries: int = 6) -> None:
+        self.home = Path(home).expanduser()
+        self.path = self.home / DB_NAME
+        self.clock = clock
+        self.busy_timeout_s = busy_timeout_s
+        self.retries = max(1, retries)
+        self._local = threading.local()
+        self._holders: weakref.WeakSet[_Holder] = weakref.WeakSet()
+        self._holders_lock = threading.Lock()
+        self._pid = os.getpid()
+        self._closed = False
+        self._check_home()
+        #: Versions applied by this open (empty when the schema was already current).
+        self.applied_now: list[int] = []
+        try:
+            self.journal_mode = self._retrying(self._enable_wal)
+            self.applied_now = self._migrate(migrations)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            error = self._config_error(exc)
+            if error is None:
+                raise
+            raise error from None
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------ opening
+
+    def _check_home(self) -> None:
+        """Create the home folder; fail early, in one line, when it cannot be written."""
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+        except FileExistsError:
+            raise ConfigError(f"sleuth home {self.home} exists and is not a folder") from None
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot create sleuth home {self.home}: {exc.strerror or exc}") from None
+        if not self.home.is_dir():
+            raise ConfigError(f"sleuth home {self.home} exists and is not a folder")
+        if not os.access(self.home, os.W_OK | os.X_OK):
+            raise ConfigError(f"cannot write to sleuth home {self.home}: permission denied "
+                              "(choose another with --home or SLEUTH_HOME)")
+        if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
+            raise ConfigError(f"cannot write to {self.path}: permission denied")
+
+    def _config_error(self, exc: sqlite3.DatabaseError) -> ConfigError | None:
+        """A one-line ConfigError for problems of the file or disk; None for bugs."""
+        text = str(exc)
+        if "not a database" in text or "malformed" in text:
+            return ConfigError(f"{self.path} is not a usable sleuth database ({text}); "
+                               "move it away or choose another --home")
+        if "fts5" in text:
+            return ConfigError(f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, "
+                               "which sleuth's store needs; use a Python built with it")
+        if any(word in text for word in ("readonly", "unable to open", "disk", "full")):
+            return ConfigError(f"cannot use sleuth database {self.path}: {text}")
+        return None
+
+    def _new_connection(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+                                   isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise ConfigError(f"cannot open sleuth database {self.path}: {exc}") from None
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        return conn
+
+    def _enable_wal(self) -> str:
+        mode = str(self.conn().execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        if mode != "wal":  # e.g. a network file system: still works, with less concurrency
+            log.warning("sleuth database %s is in %s mode, not WAL", self.path, mode)
+        return mode
+
+    def _migrate(self, migrations: Sequence[Migration]) -> list[int]:
+        """Apply every migration not yet recorded, each in its own transaction."""
+        versions = [m.version for m in migrations]
+        if versions != list(range(1, len(versions) + 1)):
+            raise ValueError("migrations must be numbered 1, 2, 3... in order")
+        self.write(lambda c: c.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations ("
+            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"))
+        done = set(self.schema_versions())
+        if done and max(done) > len(migrations):
+            raise ConfigError(f"{self.path} was written by a newer sleuth (schema {max(done)}, "
+                              f"this one knows {len(migrations)}); upgrade or use another --home")
+        applied: list[int] = []
+        for migration in migrations:
+            if migration.version not in done and self.write(partial(self._apply, migration)):
+                applied.append(migration.version)
+        return applied
+
+    def _apply(self, migration: Migration, conn: sqlite3.Connection) -> bool:
+        """Run one migration unless another process did it first; True if it ran here."""
+        seen = conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
+                            (migration.version,)).fetchone()
+        if seen:
+            return False
+        for statement in migration.statements:
+            conn.execute(statement)
+        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                     (migration.version, migration.name, self.clock()))
+        log.debug("applied migration %d (%s) to %s", migration.version, migration.name, self.path)
+        return True
+
+    # ------------------------------------------------------------ connections
+
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection, opened on first use (and again after a fork)."""
+        if self._closed:
+            raise SleuthError(f"the store at {self.home} is closed")
+        if os.getpid() != self._pid:  # forked child: never share the parent's connections
+            self._pid = os.getpid()
+            self._local = threading.local()
+            self._holders = weakref.WeakSet()
+        holder: _Holder | None = getattr(self._local, "holder", None)
+        if holder is None:
+            holder = _Holder(self._new_connection())
+            self._local.holder = holder
+            with self._holders_lock:
+                self._holders.add(holder)
+        return holder.conn
+
+    def close(self) -> None:
+        """Close every connection this store opened (in all threads)."""
+        self._closed = True
+        with self._holders_lock:
+            holders = list(self._holders)
+            self._holders = weakref.WeakSet()
+        for holder in holders:
+            holder.close()
+        self._local = threading.local()
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # ------------------------------------------------------------ transactions
+
+    def _retrying(self, attempt: Callable[[], T]) -> T:
+        """``attempt()``, retried with backoff while the database is locked elsewhere."""
+        delay = 0.02
+        for number in range(1, self.retries + 1):
+            try:
+                return attempt()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc):
+                    raise
+                if number == self.retries:
+                    raise StoreBusyError(
+                        f"sleuth database {self.path} stayed locked by another process; "
+                        "try again when it has finished") from exc
+                log.debug("database busy (attempt %d), retrying", number)
+                _sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 1.0)
+        raise AssertionError("unreachable")
+
+    def _transaction(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self.conn()
+        conn.execute(begin)
+        try:
+            result = fn(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.rollback()
+            raise
+        return result
+
+    def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` in one short write transaction, retried when busy.
+
+        ``fn`` may run more than once, so it must do nothing but database work;
+        do slow things (network, parsing) before calling this.
+        """
+        return self._retrying(lambda: self._transaction("BEGIN IMMEDIATE", fn))
+
+    def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn(conn)`` in a read transaction: one consistent snapshot."""
+        return self._retrying(lambda: self._transaction("BEGIN", fn))
+
+    # ------------------------------------------------------------ introspection
+
+    def schema_versions(self) -> list[int]:
+        """The migration versions recorded in this database, ascending."""
+        rows = self.read(lambda c: c.execute(
+            "SELECT version FROM schema_migrations ORDER BY version").fetchall())
+        return [int(row[0]) for row in rows]
+
+    def integrity_check(self) -> str:
+        """``PRAGMA integrity_check``: ``"ok"`` for a healthy database."""
+        rows = self.read(lambda c: c.execute("PRAGMA integrity_check").fetchall())
+        return "; ".join(str(row[0]) for row in rows)
+
+    def size_bytes(self) -> int:
+        """The database's size on disk, WAL file included."""
+        total = 0
+        for suffix in ("", "-wal"):
+            with contextlib.suppress(FileNotFoundError):
+                total += (self.home / (DB_NAME + suffix)).stat().st_size
+        return total
+
+    def vacuum(self) -> bool:
+        """Checkpoint the WAL and give free pages back to the disk; False if busy."""
+        try:
+            conn = self.conn()
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            conn.execute("VACUUM")
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            log.debug("vacuum skipped: database busy")
+            return False
+        return True

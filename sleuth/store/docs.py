@@ -1,0 +1,419 @@
+"""Local documents: index a folder into SQLite FTS5 and search it with bm25.
+
+:func:`index_folder` walks a folder (hidden files and folders skipped, symlinks that
+lead out of it ignored) and keeps one row per HTML, Markdown, text, reStructuredText
+or PDF file. It is incremental: a file whose size and mtime are unchanged is not
+read; a changed one is re-hashed and re-extracted only if its bytes changed; rows of
+deleted files are removed. A file that cannot be read or extracted (a corrupt PDF,
+no permission) is listed in :attr:`IndexReport.failed`, never fatal.
+
+:func:`search_docs` ranks with FTS5's ``bm25()`` (title weighted above body) and
+returns an FTS5 ``snippet()``; user text is reduced to quoted terms, so FTS5 query
+syntax in a question can never cause an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+from urllib.parse import unquote, urlsplit
+
+from sleuth.errors import ConfigError
+from sleuth.store.db import Database
+
+__all__ = ["DOC_SUFFIXES", "DocHit", "IndexReport", "LocalDoc", "file_url", "get_doc",
+           "index_folder", "path_from_file_url", "search_docs"]
+
+log = logging.getLogger(__name__)
+
+HTML_SUFFIXES = frozenset({".html", ".htm"})
+TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
+PDF_SUFFIXES = frozenset({".pdf"})
+DOC_SUFFIXES = HTML_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES
+#: Files larger than this are reported, not read (bytes).
+MAX_FILE_BYTES = 50_000_000
+#: Text kept per document (characters).
+MAX_DOC_CHARS = 2_000_000
+TITLE_WEIGHT = 5.0
+
+_TERM = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
+    "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were",
+    "what", "when", "where", "which", "who", "why", "will", "with"})
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_UNDERLINE = re.compile(r"^\s*([=\-~^*+#`:'\"._])\1{2,}\s*$")
+
+
+class DocHit(NamedTuple):
+    """One search result: the file, its title, a snippet and a bm25 score (higher better)."""
+
+    path: str
+    title: str
+    snippet: str
+    score: float
+
+
+class LocalDoc(NamedTuple):
+    """The stored text of one indexed file."""
+
+    path: str
+    title: str
+    text: str
+    kind: str
+    sha256: str
+    mtime_ns: int
+
+
+@dataclass
+class IndexReport:
+    """What one :func:`index_folder` call did."""
+
+    folder: Path
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    removed: int = 0
+    #: Files of other types, left alone.
+    ignored: int = 0
+    failed: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def indexed(self) -> int:
+        """Files now searchable from this folder."""
+        return self.added + self.updated + self.unchanged
+
+
+class _Extracted(NamedTuple):
+    title: str
+    text: str
+
+
+class _Known(NamedTuple):
+    id: int
+    mtime_ns: int
+    size: int
+    sha256: str
+
+
+# ---------------------------------------------------------------- URLs
+
+def file_url(path: Path | str) -> str:
+    """The ``file://`` URL of an absolute path (how local documents appear as sources)."""
+    return Path(path).absolute().as_uri()
+
+
+def path_from_file_url(url: str) -> Path | None:
+    """The path of a ``file://`` URL, or None for any other URL."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "file" or parts.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parts.path)
+    if os.name == "nt" and re.match(r"^/[A-Za-z]:", path):
+        path = path[1:]
+    return Path(path)
+
+
+# ---------------------------------------------------------------- extraction
+
+def _first_line_title(text: str, fallback: str) -> str:
+    """The first Markdown heading, else the first line that is not an underline."""
+    lines = text.splitlines()
+    for line in lines[:200]:
+        match = _HEADING.match(line)
+        if match:
+            return match.group(1).strip()[:300]
+    for line in lines[:200]:
+        stripped = line.strip()
+        if stripped and not _UNDERLINE.match(stripped):
+            return stripped.lstrip("#").strip()[:300] or fallback
+    return fallback
+
+
+def _decode_text(data: bytes) -> str:
+    try:
+        from sleuth.fetch.extract import decode_body, looks_binary
+    except ImportError:
+        if b"\x00" in data[:4096]:
+            raise ValueError("binary file, not text") from None
+        return data.decode("utf-8-sig", errors="replace")
+    if looks_binary(data):
+        raise ValueError("binary file, not text")
+    return decode_body(data, html=False)
+
+
+def _html(data: bytes, path: Path) -> _Extracted:
+    try:
+        from sleuth.fetch.extract import extract
+    except ImportError:
+        return _html_fallback(data, path)
+    found = extract(data, url=file_url(path))
+    return _Extracted(found.title or "", found.text)
+
+
+def _html_fallback(data: bytes, path: Path) -> _Extracted:
+    """HTML text with trafilatura alone (used when sleuth.fetch.extract is absent)."""
+    import trafilatura
+
+    html = data.decode("utf-8", errors="replace")
+    text = trafilatura.extract(html, url=file_url(path), favor_recall=True) or ""
+    match = re.search(r"<title[^>]*>(.*?)</title>", html, re.IGNORECASE | re.DOTALL)
+    title = re.sub(r"\s+", " ", match.group(1)).strip() if match else ""
+    return _Extracted(title, text)
+
+
+def _pdf(data: bytes, path: Path) -> _Extracted:
+    try:
+        from sleuth.fetch.extract import pdf_text
+    except ImportError:
+        return _pdf_fallback(data)
+    found = pdf_text(data, max_chars=MAX_DOC_CHARS)
+    return _Extracted(found.title or "", found.text)
+
+
+def _pdf_fallback(data: bytes) -> _Extracted:
+    """PDF text with pypdf alone (used when sleuth.fetch.extract is absent)."""
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        text = "\n\n".join(page.extract_text() or "" for page in reader.pages)
+        meta = reader.metadata
+        title = str(meta.title) if meta is not None and meta.title else ""
+    except Exception as exc:  # pypdf raises many types on corrupt files
+        raise ValueError(f"unreadable PDF ({type(exc).__name__})") from exc
+    return _Extracted(title, text)
+
+
+def _extract(path: Path, data: bytes) -> tuple[str, _Extracted]:
+    """(kind, title and text) of one file's bytes; raises ValueError when unreadable."""
+    suffix = path.suffix.lower()
+    if suffix in PDF_SUFFIXES:
+        kind, found = "pdf", _pdf(data, path)
+    elif suffix in HTML_SUFFIXES:
+        kind, found = "html", _html(data, path)
+    else:
+        text = _decode_text(data)
+        kind, found = "text", _Extracted(_first_line_title(text, path.stem), text)
+    text = found.text.strip()[:MAX_DOC_CHARS]
+    if not text:
+        raise ValueError("no text found" + (" (a scanned PDF?)" if kind == "pdf" else ""))
+    title = found.title.strip() or _first_line_title(text, path.stem)
+    return kind, _Extracted(title, text)
+
+
+# ---------------------------------------------------------------- walking
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except (ValueError, OSError):
+        return False
+    return True
+
+
+def _walk(root: Path, report: IndexReport) -> Iterator[Path]:
+    """Candidate files under ``root``: not hidden, not symlinked out of it."""
+    def on_error(exc: OSError) -> None:
+        report.failed.append((str(exc.filename or root), _reason(exc)))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        here = Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames
+                             if not d.startswith(".") and not (here / d).is_symlink())
+        for name in sorted(filenames):
+            path = here / name
+            if name.startswith("."):
+                continue
+            wanted = path.suffix.lower() in DOC_SUFFIXES
+            if wanted and (not path.is_symlink() or _inside(path, root)):
+                yield path
+            else:
+                report.ignored += 1
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, PermissionError):
+        return "permission denied"
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc) or type(exc).__name__
+
+
+def _check_folder(folder: Path) -> Path:
+    folder = Path(folder).expanduser()
+    if not folder.exists():
+        raise ConfigError(f"documents folder {folder} does not exist")
+    if not folder.is_dir():
+        raise ConfigError(f"documents folder {folder} is not a folder")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        raise ConfigError(f"cannot read documents folder {folder}: permission denied")
+    try:
+        next(os.scandir(folder), None)
+    except OSError as exc:
+        raise ConfigError(f"cannot read documents folder {folder}: {_reason(exc)}") from None
+    return folder.resolve()
+
+
+# ---------------------------------------------------------------- database
+
+def _under(root: Path, column: str = "path") -> tuple[str, tuple[str, str]]:
+    """SQL condition (and its arguments) for "``column`` is a path inside root"."""
+    prefix = str(root).rstrip(os.sep) + os.sep
+    return f"substr({column}, 1, length(?)) = ?", (prefix, prefix)
+
+
+def _known(store: Database, root: Path) -> dict[str, _Known]:
+    where, args = _under(root)
+    rows = store.read(lambda c: c.execute(
+        f"SELECT path, id, mtime_ns, size, sha256 FROM docs WHERE {where}", args).fetchall())
+    return {row[0]: _Known(row[1], row[2], row[3], row[4]) for row in rows}
+
+
+def _save(store: Database, path: str, stat: os.stat_result, digest: str, kind: str,
+          found: _Extracted) -> None:
+    """Insert or replace one document and its FTS row, in one transaction."""
+    now = store.clock()
+
+    def save(c: sqlite3.Connection) -> None:
+        row = c.execute("SELECT id FROM docs WHERE path = ?", (path,)).fetchone()
+        values = (stat.st_mtime_ns, stat.st_size, digest, kind, found.title, now)
+        if row is None:
+            doc_id = c.execute(
+                "INSERT INTO docs (mtime_ns, size, sha256, kind, title, indexed_at, path) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, path)).lastrowid
+        else:
+            doc_id = row[0]
+            c.execute("UPDATE docs SET mtime_ns = ?, size = ?, sha256 = ?, kind = ?, "
+                      "title = ?, indexed_at = ? WHERE id = ?", (*values, doc_id))
+            c.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc_id,))
+        c.execute("INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
+                  (doc_id, found.title, found.text))
+
+    store.write(save)
+
+
+def _touch(store: Database, doc_id: int, stat: os.stat_result) -> None:
+    store.write(lambda c: c.execute("UPDATE docs SET mtime_ns = ?, size = ? WHERE id = ?",
+                                    (stat.st_mtime_ns, stat.st_size, doc_id)))
+
+
+def _delete(store: Database, doc_ids: list[int]) -> None:
+    def delete(c: sqlite3.Connection) -> None:
+        for doc_id in doc_ids:
+            c.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc_id,))
+            c.execute("DELETE FROM docs WHERE id = ?", (doc_id,))
+
+    if doc_ids:
+        store.write(delete)
+
+
+# ---------------------------------------------------------------- indexing
+
+def _index_file(store: Database, path: Path, old: _Known | None, report: IndexReport) -> bool:
+    """Bring one file's row up to date; False when it failed (and was reported)."""
+    try:
+        stat = path.stat()
+        if old is not None and (old.mtime_ns, old.size) == (stat.st_mtime_ns, stat.st_size):
+            report.unchanged += 1
+            return True
+        if stat.st_size > MAX_FILE_BYTES:
+            raise ValueError(f"larger than {MAX_FILE_BYTES // 1_000_000} MB")
+        data = path.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        if old is not None and old.sha256 == digest:
+            _touch(store, old.id, stat)
+            report.unchanged += 1
+            return True
+        kind, found = _extract(path, data)
+    except (OSError, ValueError) as exc:
+        report.failed.append((str(path), _reason(exc)))
+        return False
+    except Exception as exc:  # a parser's own bug on a hostile file must not stop the rest
+        log.debug("extraction crashed on %s", path, exc_info=True)
+        report.failed.append((str(path), f"could not extract text ({type(exc).__name__})"))
+        return False
+    _save(store, str(path), stat, digest, kind, found)
+    if old is None:
+        report.added += 1
+    else:
+        report.updated += 1
+    return True
+
+
+def index_folder(store: Database, folder: Path,
+                 progress: Callable[[Path], Any] | None = None) -> IndexReport:
+    """Index (or bring up to date) every document under ``folder``.
+
+    Raises :class:`ConfigError` when the folder is missing or unreadable; problems
+    with single files are listed in the report's ``failed``. A file that fails is
+    removed from the index so stale text is never cited. ``progress`` is called
+    with each file before it is looked at.
+    """
+    root = _check_folder(folder)
+    report = IndexReport(folder=root)
+    known = _known(store, root)
+    seen: set[str] = set()
+    for path in _walk(root, report):
+        if progress is not None:
+            progress(path)
+        key = str(path)
+        if _index_file(store, path, known.get(key), report):
+            seen.add(key)
+    failed = {path for path, _ in report.failed}
+    gone = {key: doc.id for key, doc in known.items() if key not in seen}
+    report.removed = len(gone.keys() - failed)  # failed ones are reported as failed
+    _delete(store, list(gone.values()))
+    log.info("indexed %s: %d added, %d updated, %d unchanged, %d removed, %d failed", root,
+             report.added, report.updated, report.unchanged, report.removed, len(report.failed))
+    return report
+
+
+# ---------------------------------------------------------------- searching
+
+def fts_query(text: str) -> str:
+    """An FTS5 query matching any term of ``text``; ``""`` when it has no terms.
+
+    Every term is double-quoted, so FTS5 operators (``AND``, ``NEAR``, ``*``, ``:``,
+    quotes, parentheses) in user text are taken as words. Common question words are
+    dropped unless nothing else is left.
+    """
+    terms = list(dict.fromkeys(term.lower() for term in _TERM.findall(text)))
+    useful = [term for term in terms if term not in _STOPWORDS] or terms
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in useful[:64])
+
+
+def search_docs(store: Database, query: str, limit: int = 10,
+                folder: Path | None = None) -> list[DocHit]:
+    """The best ``limit`` documents for ``query`` (inside ``folder`` if given), best first."""
+    match = fts_query(query)
+    if not match or limit < 1:
+        return []
+    where = ""
+    args: tuple[str, ...] = ()
+    if folder is not None:
+        cond, args = _under(Path(folder).expanduser().resolve(), "d.path")
+        where = f"AND {cond}"
+    sql = (f"SELECT d.path, d.title, snippet(docs_fts, 1, '', '', ' … ', 24), "
+           f"bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS rank "
+           f"FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
+           f"WHERE docs_fts MATCH ? {where} ORDER BY rank LIMIT ?")
+    rows = store.read(lambda c: c.execute(sql, (match, *args, limit)).fetchall())
+    return [DocHit(row[0], row[1], " ".join(row[2].split()), -float(row[3])) for row in rows]
+
+
+def get_doc(store: Database, path: Path | str) -> LocalDoc | None:
+    """The indexed text of one file (for the fetcher of ``file://`` sources), or None."""
+    key = str(path)
+    row = store.read(lambda c: c.execute(
+        "SELECT d.path, d.title, f.body, d.kind, d.sha256, d.mtime_ns FROM docs d "
+        "JOIN docs_fts f ON f.rowid = d.id WHERE d.path = ?", (key,)).fetchone())
+    return None if row is None else LocalDoc(*row)

@@ -1,0 +1,101 @@
+"""The database schema, as a numbered, append-only list of migrations.
+
+Each :class:`Migration` is applied once, in its own transaction, and recorded in the
+``schema_migrations`` table (version, name, time applied). To change the schema,
+**append** a new migration with the next version number; never edit or reorder one
+that has shipped, because databases in users' homes already recorded it as applied.
+
+Statements are kept as separate strings (not one script) because
+``sqlite3.Connection.executescript`` commits first, which would break the
+one-transaction-per-migration rule.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Migration(NamedTuple):
+    """One schema step: its number, a short name, and the SQL statements it runs."""
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "caches and runs", (
+        """CREATE TABLE searches (
+            key TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            query TEXT NOT NULL,
+            params TEXT NOT NULL,
+            hits TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX searches_created ON searches(created_at)",
+        """CREATE TABLE pages (
+            canonical_url TEXT PRIMARY KEY,
+            url TEXT NOT NULL,
+            final_url TEXT,
+            status INTEGER,
+            etag TEXT,
+            last_modified TEXT,
+            content_type TEXT,
+            content_hash TEXT,
+            title TEXT,
+            text TEXT,
+            date TEXT,
+            failure TEXT,
+            fetched_at REAL NOT NULL
+        )""",
+        "CREATE INDEX pages_fetched ON pages(fetched_at)",
+        """CREATE TABLE llm_calls (
+            key TEXT PRIMARY KEY,
+            model TEXT,
+            reply TEXT NOT NULL,
+            usage TEXT NOT NULL,
+            created_at REAL NOT NULL
+        )""",
+        "CREATE INDEX llm_calls_created ON llm_calls(created_at)",
+        """CREATE TABLE runs (
+            id TEXT PRIMARY KEY,
+            question TEXT NOT NULL,
+            options TEXT NOT NULL,
+            status TEXT NOT NULL
+                CHECK (status IN ('running', 'done', 'failed', 'interrupted')),
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            finished_at REAL,
+            pid INTEGER,
+            host TEXT,
+            report TEXT,
+            stats TEXT
+        )""",
+        "CREATE INDEX runs_created ON runs(created_at)",
+        """CREATE TABLE run_stages (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+            stage TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            at REAL NOT NULL
+        )""",
+        "CREATE INDEX run_stages_run ON run_stages(run_id, id)",
+    )),
+    Migration(2, "local documents index", (
+        """CREATE TABLE docs (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,
+            mtime_ns INTEGER NOT NULL,
+            size INTEGER NOT NULL,
+            sha256 TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            title TEXT NOT NULL,
+            indexed_at REAL NOT NULL
+        )""",
+        # Contentful FTS5 table whose rowid is docs.id; kept in step by sleuth.store.docs.
+        """CREATE VIRTUAL TABLE docs_fts USING fts5(
+            title, body, tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+    )),
+)

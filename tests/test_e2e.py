@@ -1,0 +1,158 @@
+"""The whole pipeline against the offline web: in-process CLI, Python API and a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import sleuth
+from sleuth.cli import run
+from sleuth.testing import OfflineWeb
+
+# What each misbehaving page must be reported as, in the report's Gaps.
+HOSTILE_REASONS = {
+    "slow_drip": "timed out",
+    "not_found": "HTTP 404",
+    "forbidden": "HTTP 403",
+    "server_error": "HTTP 500",
+    "redirect_loop": "redirect",
+    "endless": "too large",
+    "gzip_bomb": "too large",
+    "binary_html": "binary",
+    "nav_only": "no main text",
+    "empty": "empty",
+}
+PAGE_TIMEOUT = 2.0
+
+
+def web_args(web: OfflineWeb, *extra: str) -> list[str]:
+    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
+            "--timeout", str(PAGE_TIMEOUT), "--quiet", *extra]
+
+
+def page_requests(web: OfflineWeb) -> Counter[str]:
+    """GETs that reached a page host (not the search endpoint), by URL."""
+    main = urlsplit(web.base_url).netloc
+    return Counter(f"http://{r.host}{r.path}" for r in web.requests
+                   if r.method == "GET" and r.host != main)
+
+
+def test_cli_json_report_cites_only_fetched_pages(web: OfflineWeb, tmp_path: Path) -> None:
+    topic = web.topics[0]
+    web.reset_log()
+    out = tmp_path / "report.json"
+    assert run(web_args(web, "--format", "json", "-o", str(out), topic.question)) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert set(report) >= {"topic", "depth", "queries", "sources", "failures", "confidence",
+                           "markdown", "stats"}
+    assert report["topic"] == topic.question and report["queries"][0] == topic.question
+    assert 1 <= len(report["sources"]) <= 5
+    fetched = page_requests(web)
+    for n, source in enumerate(report["sources"], start=1):
+        assert source["id"] == n
+        assert set(source) == {"id", "url", "title", "quality", "score", "passages"}
+        assert fetched[source["url"]] == 1, f"{source['url']} was cited but not fetched once"
+        assert source["passages"] and f"[{n}]" in report["markdown"]
+    assert f"[{len(report['sources']) + 1}]" not in report["markdown"]
+    assert report["stats"]["searches"] >= len(report["queries"])
+    assert report["stats"]["fetches"] >= len(report["sources"])
+
+
+def test_the_right_pages_are_found(web: OfflineWeb) -> None:
+    """A topic's expected pages are among its sources: ranking and reading work together."""
+    for topic in web.topics[:3]:
+        report = sleuth.research_sync(
+            topic.question, search="searxng", searxng_url=web.searxng_url,
+            allow_private_urls=True, timeout=PAGE_TIMEOUT, max_sources=5)
+        expected = {web.doc(doc_id).url for doc_id in topic.expected}
+        cited = {s.url for s in report.sources}
+        assert len(cited & expected) >= 3, (topic.id, cited, expected)
+        assert report.confidence in ("MEDIUM", "HIGH")
+
+
+def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(
+        web: OfflineWeb) -> None:
+    seen: dict[str, str] = {}
+    for topic in web.topics:
+        web.reset_log()
+        started = time.monotonic()
+        report = sleuth.research_sync(
+            topic.question, search="searxng", searxng_url=web.searxng_url,
+            allow_private_urls=True, timeout=PAGE_TIMEOUT, max_sources=20, depth=1)
+        # Bounded: the slowest page ends at its deadline, whatever it does.
+        assert time.monotonic() - started < 4 * PAGE_TIMEOUT + 5
+        counts = page_requests(web)
+        assert counts and max(counts.values()) == 1, counts.most_common(3)
+        gaps = report.markdown.split("## Gaps", 1)[1]
+        for failure in report.failures:
+            if failure.url:
+                assert failure.url in gaps
+                seen[failure.url] = failure.reason
+        assert all(s.url not in seen for s in report.sources)
+    for case, reason in HOSTILE_REASONS.items():
+        url = web.hostile[case]
+        assert url in seen, f"{case} never reached the Gaps"
+        assert reason in seen[url], (case, seen[url])
+
+
+def test_pdf_and_mislabelled_charset_are_read(web: OfflineWeb) -> None:
+    report = sleuth.research_sync(
+        "LayoutParser unified toolkit deep learning document image analysis",
+        search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=PAGE_TIMEOUT, max_sources=3, depth=1)
+    assert web.hostile["pdf"] in {s.url for s in report.sources}
+
+
+def test_private_addresses_are_refused_by_default(web: OfflineWeb) -> None:
+    """Without --allow-private-urls, search results pointing at loopback are not fetched."""
+    web.reset_log()
+    report = sleuth.research_sync(web.topics[0].question, search="searxng",
+                                  searxng_url=web.searxng_url, timeout=PAGE_TIMEOUT, depth=1)
+    assert report.sources == []
+    assert report.failures and all("blocked" in f.reason for f in report.failures if f.url)
+    assert not page_requests(web), "a blocked URL reached the network"
+    assert report.confidence == "LOW"
+
+
+def test_no_source_at_all_exits_1_with_gaps(web: OfflineWeb,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(["--search", "searxng", "--searxng-url", web.searxng_url, "--quiet",
+                "--depth", "1", web.topics[1].question])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "## Gaps" in out and "blocked" in out and "## Confidence: LOW" in out
+
+
+def test_search_outage_is_recorded_not_fatal(web: OfflineWeb) -> None:
+    web.search_failures = 100
+    try:
+        report = sleuth.research_sync(web.topics[2].question, search="searxng",
+                                      searxng_url=web.searxng_url, allow_private_urls=True,
+                                      depth=1)
+    finally:
+        web.search_failures = 0
+    assert report.sources == []
+    assert any(f.stage == "search" and "HTTP 500" in f.reason for f in report.failures)
+    assert "searxng search" in report.markdown.split("## Gaps", 1)[1]
+
+
+@pytest.mark.slow
+def test_subprocess_markdown_report(web: OfflineWeb, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "sleuth", *web_args(web)[:-1], web.topics[3].question],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"# Research: {web.topics[3].question}")
+    assert "## Key Findings" in proc.stdout and "## Sources" in proc.stdout
+    assert "[1] [UNVERIFIED]" in proc.stdout
+    assert "Traceback" not in proc.stderr
+    assert "search" in proc.stderr, "progress goes to stderr"

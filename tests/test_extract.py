@@ -1,0 +1,189 @@
+"""Extraction: real saved pages give their article text, without the page furniture."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sleuth.fetch import Extracted, extract, pdf_text
+from sleuth.fetch.extract import (
+    ExtractError,
+    decode_body,
+    looks_binary,
+    normalize_text,
+    run_in_extraction_thread,
+    truncate_text,
+)
+
+DATA = Path(__file__).parent / "data" / "extract"
+CASES: dict[str, dict[str, object]] = json.loads((DATA / "cases.json").read_text())
+
+
+def words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", text.lower()))
+
+
+def recall(extracted: str, truth: str) -> float:
+    """Share of the ground-truth words (with multiplicity) that extraction kept."""
+    want = words(truth)
+    return sum((words(extracted) & want).values()) / sum(want.values())
+
+
+def load(name: str) -> tuple[bytes, str]:
+    html = gzip.decompress((DATA / f"{name}.html.gz").read_bytes())
+    truth = gzip.decompress((DATA / f"{name}.txt.gz").read_bytes()).decode("utf-8")
+    return html, truth
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_saved_page_main_text(name: str) -> None:
+    html, truth = load(name)
+    case = CASES[name]
+    result = extract(html, str(case["url"]))
+    assert recall(result.text, truth) >= 0.8
+    for line in case["boilerplate"]:  # type: ignore[attr-defined]
+        assert line not in result.text, f"boilerplate kept: {line!r}"
+    assert result.title
+    # A date is found for these articles, as ISO 8601.
+    assert result.date is not None and re.fullmatch(r"\d{4}-\d\d-\d\d", result.date)
+
+
+def test_saved_page_title_and_date() -> None:
+    html, _ = load("v8-blog")
+    result = extract(html.decode("utf-8"))
+    assert result.title == "Outside the web: standalone WebAssembly binaries using Emscripten"
+    assert result.date == "2019-11-21"
+
+
+def test_text_is_tidy() -> None:
+    html, _ = load("ars-1")
+    text = extract(html).text
+    assert "  " not in text and "\n\n\n" not in text and text == text.strip()
+
+
+def test_short_page_falls_back_to_body_text_without_navigation() -> None:
+    html = ("<html><head><title>Notice</title></head><body>"
+            "<nav><a href='/'>Home</a> <a href='/about'>About us</a></nav>"
+            "<div>Short note: the meeting moved to Tuesday at noon.</div>"
+            "<footer>Copyright 2024 Example Corp</footer></body></html>")
+    result = extract(html)
+    assert result.text == "Short note: the meeting moved to Tuesday at noon."
+    assert result.title == "Notice"
+    assert result.date is None  # "Copyright 2024" is not a publication date
+
+
+def test_navigation_only_page_has_no_text() -> None:
+    html = ("<html><head><title>Menu</title></head><body>"
+            "<nav><ul><li><a href='/'>Home</a></li><li><a href='/blog'>Blog</a></li></ul></nav>"
+            "<script>var x = 'not text';</script>"
+            "<footer>Copyright 2024 Example Corp. All rights reserved.</footer></body></html>")
+    assert extract(html).text == ""
+
+
+def test_bytes_are_decoded_with_the_meta_charset() -> None:
+    html = ("<html><head><meta charset='windows-1251'><title>Новости</title></head><body>"
+            "<article><p>Привет, мир! Это тестовая статья о погоде в Москве.</p></article>"
+            "</body></html>").encode("cp1251")
+    result = extract(html)
+    assert "Привет, мир!" in result.text
+
+
+@pytest.mark.parametrize("garbage", [
+    "", "   ", "<<<>>>", "\x00\x01\x02", "<html>", "<p>" * 5000 + "deep", b"\xff\xfe\x00garbage",
+    b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "<?xml version='1.0'?><rss></rss>",
+])
+def test_garbage_never_raises(garbage: str | bytes) -> None:
+    result = extract(garbage)
+    assert isinstance(result, Extracted)
+
+
+def test_extraction_runs_in_one_dedicated_thread() -> None:
+    import asyncio
+
+    async def names() -> set[str]:
+        got = await asyncio.gather(*[run_in_extraction_thread(
+            lambda: threading.current_thread().name) for _ in range(8)])
+        return set(got)
+
+    seen = asyncio.run(names())
+    assert len(seen) == 1 and next(iter(seen)).startswith("sleuth-extract")
+
+
+# ---------------------------------------------------------------- charsets
+
+
+def test_utf8_declared_latin1_is_read_as_utf8() -> None:
+    text = "Café, naïve, Zürich, 東京"
+    assert decode_body(text.encode("utf-8"), "iso-8859-1") == text
+
+
+def test_real_latin1_stays_latin1() -> None:
+    text = "Café au lait à Zürich"
+    assert decode_body(text.encode("latin-1"), "ISO-8859-1") == text
+
+
+def test_windows_1252_quotes_under_a_latin1_label() -> None:
+    assert decode_body("“quoted” – dash".encode("cp1252"), "latin1") == "“quoted” – dash"
+
+
+def test_undeclared_legacy_bytes_are_guessed() -> None:
+    text = "Ceci est un texte français assez long pour être reconnu: élève, été, très, où."
+    assert decode_body(text.encode("cp1252"), None, html=False) == text
+
+
+def test_bom_wins() -> None:
+    assert decode_body("\ufeffhello ü".encode("utf-8"), "latin-1") == "hello ü"
+    assert decode_body("hi ü".encode("utf-16"), None) == "hi ü"
+
+
+def test_unknown_charset_label_is_ignored() -> None:
+    assert decode_body("ü".encode(), "no-such-charset") == "ü"
+
+
+def test_binary_sniffing() -> None:
+    assert looks_binary(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert looks_binary(bytes(range(1, 32)) * 100)
+    assert not looks_binary("<html><body>Grüße\t\n</body></html>".encode())
+    assert not looks_binary("hi".encode("utf-16"))
+    assert not looks_binary(b"")
+
+
+# ---------------------------------------------------------------- tidy-up
+
+
+def test_normalize_text() -> None:
+    raw = "  Title\u00a0 here \r\n\r\n\r\n\r\nBody\t\ttext  \n  \n\n\nEnd  "
+    assert normalize_text(raw) == "Title here\n\nBody text\n\nEnd"
+
+
+def test_truncate_marks_the_cut() -> None:
+    text = "word " * 1000
+    cut, truncated = truncate_text(text, 1000)
+    assert truncated
+    assert cut.endswith("[… truncated at 1000 characters]")
+    body = cut.split("\n\n[…")[0]
+    assert len(body) <= 1000 and body.endswith("word")
+    assert truncate_text("short", 1000) == ("short", False)
+
+
+# ---------------------------------------------------------------- PDF
+
+
+def test_pdf_text_and_metadata() -> None:
+    result = pdf_text((DATA / "tidal-locking.pdf").read_bytes())
+    assert "The Moon always shows the same face to the Earth" in result.text
+    assert result.title == "Tidal Locking Notes"
+    assert result.date == "2024-03-15"
+
+
+@pytest.mark.parametrize("data", [b"", b"%PDF-1.4\n garbage", b"not a pdf at all",
+                                  (DATA / "tidal-locking.pdf").read_bytes()[:200]])
+def test_corrupt_pdf_raises_extract_error(data: bytes) -> None:
+    with pytest.raises(ExtractError):
+        pdf_text(data)

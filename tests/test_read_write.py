@@ -1,0 +1,74 @@
+"""Stages 5 and 6: passage selection and the report's shape."""
+
+from sleuth.models import Failure, Quality, Source
+from sleuth.read import best_passages, split_passages
+from sleuth.write import confidence, render_markdown
+
+PAGE = "\n".join([
+    "Welcome to our site. Subscribe to the newsletter for weekly updates about everything.",
+    "Our company was founded in 1999 and has offices in several countries around the world.",
+    "The authorization code flow exchanges a short-lived code for an access token at the token "
+    "endpoint, after the user approves the client at the authorization server.",
+    "Cookies help us improve your experience; by continuing you accept our cookie policy today.",
+    "PKCE protects the authorization code flow for public clients by binding the code to a "
+    "verifier that only the client knows, so an intercepted code is useless.",
+    "Follow us on social media and share this page with your friends and family members.",
+])
+
+
+def source(n: int, quality: Quality = Quality.UNVERIFIED, score: int = 2) -> Source:
+    return Source(id=n, url=f"https://s{n}.example/", title=f"Title {n}", quality=quality,
+                  quality_score=score, score=1.0, passages=[f"passage {n}"])
+
+
+def test_passages_are_the_relevant_ones_in_page_order() -> None:
+    chosen = best_passages(PAGE, ["authorization code flow", "PKCE access token"], 2)
+    assert len(chosen) == 2
+    assert chosen[0].startswith("The authorization code flow")
+    assert chosen[1].startswith("PKCE protects")
+
+
+def test_unrelated_questions_fall_back_to_the_opening() -> None:
+    chosen = best_passages(PAGE, ["zeppelin"], 1)
+    assert chosen == [split_passages(PAGE)[0]]
+
+
+def test_long_paragraphs_are_cut_at_sentences() -> None:
+    long = " ".join(f"Sentence number {i} talks about tokens." for i in range(200))
+    parts = split_passages(long)
+    assert len(parts) > 5 and all(len(p) <= 600 for p in parts)
+    assert all(p.endswith(".") for p in parts[:-1])
+
+
+def test_confidence_follows_grip_counting_only_read_sources() -> None:
+    assert confidence([])[0] == "LOW"
+    assert confidence([source(1, Quality.PRIMARY, 5)])[0] == "MEDIUM"
+    assert confidence([source(1)])[0] == "LOW"
+    assert confidence([source(1), source(2)])[0] == "MEDIUM"
+    three_primary = [source(i, Quality.PRIMARY, 4) for i in (1, 2, 3)]
+    assert confidence(three_primary)[0] == "HIGH"
+    assert confidence([source(1), source(2), source(3)])[0] == "MEDIUM"
+
+
+def test_report_sections_and_citations() -> None:
+    sources = [source(1, Quality.PRIMARY, 5), source(2)]
+    failures = [Failure(url="http://bad.example/", reason="HTTP 404")]
+    md = render_markdown("What is X?", sources, failures, "MEDIUM", "2 sources read")
+    assert md.startswith("# Research: What is X?\n")
+    assert "## Key Findings" in md and "**[1] Title 1 (PRIMARY)**" in md
+    assert "## Confidence: MEDIUM — 2 sources read" in md
+    assert "[1] [PRIMARY] Title 1 — <https://s1.example/>" in md
+    assert "[2] [UNVERIFIED] Title 2 — <https://s2.example/>" in md
+    assert "- <http://bad.example/> — HTTP 404" in md.split("## Gaps")[1]
+
+
+def test_page_text_cannot_inject_markdown_or_fake_citations() -> None:
+    evil = Source(id=1, url="https://e.example/", title="**Bold** [9](javascript:alert(1))",
+                  quality=Quality.UNVERIFIED, quality_score=2, score=1.0,
+                  passages=["# Heading\n<script>alert(1)</script> see [12] and [citation needed]"])
+    md = render_markdown("q", [evil], [], "LOW", "r")
+    findings = md.split("## Confidence")[0]
+    assert "<script>" not in findings and "\\<script\\>" in findings
+    assert "[12]" not in findings and "citation needed" not in findings
+    assert "\\*\\*Bold\\*\\*" in findings and "\\[9\\]" in findings
+    assert "\n# Heading" not in md

@@ -1,0 +1,44 @@
+"""The one settings table drives the CLI, the environment and the README."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.settings import Settings, load_settings, settings_markdown
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_settings_table_is_generated_from_the_model() -> None:
+    text = README.read_text(encoding="utf-8")
+    match = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", text, re.S)
+    assert match, "README lost its settings markers"
+    assert match.group(1) == settings_markdown(), (
+        "README settings table is stale: paste sleuth.settings.settings_markdown() output")
+
+
+def test_environment_then_overrides() -> None:
+    env = {"SLEUTH_DEPTH": "3", "SLEUTH_SEARCH": "searxng, duckduckgo",
+           "SLEUTH_ALLOW_PRIVATE_URLS": "yes"}
+    s = load_settings(env=env)
+    assert (s.depth, s.search, s.allow_private_urls) == (3, ["searxng", "duckduckgo"], True)
+    assert load_settings({"depth": 1}, env=env).depth == 1
+
+
+@pytest.mark.parametrize(("overrides", "flag"), [
+    ({"depth": 0}, "--depth"), ({"max_sources": "many"}, "--max-sources"),
+    ({"search": " , "}, "--search"), ({"format": "pdf"}, "--format"),
+    ({"timeout": -1}, "--timeout"),
+])
+def test_errors_name_the_flag(overrides: dict[str, object], flag: str) -> None:
+    with pytest.raises(ConfigError, match=f"^invalid value for {flag}: "):
+        load_settings(overrides, env={})
+
+
+def test_every_field_has_a_flag_and_help() -> None:
+    for name, info in Settings.model_fields.items():
+        extra = info.json_schema_extra
+        assert isinstance(extra, dict) and str(extra["flag"]).startswith("--"), name
+        assert info.description, name
