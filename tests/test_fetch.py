@@ -12,13 +12,14 @@ import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
+from typing import ClassVar
 
 import httpx
 import pytest
 
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.fetch import Fetcher, fetch_page
-from sleuth.fetch.browser import looks_like_script_shell, playwright_installed
+from sleuth.fetch.browser import Rendered, looks_like_script_shell, playwright_installed
 from sleuth.fetch.fetcher import DEFAULT_USER_AGENT
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings
@@ -477,3 +478,45 @@ def test_script_shell_detection() -> None:
     article = f"<html><body><script src='/a.js'></script><article>{ARTICLE}</article></body></html>"
     assert not looks_like_script_shell(article)
     assert not looks_like_script_shell("<html><body><p>Short page.</p></body></html>")
+
+
+class FakeBrowser:
+    """Stands in for Chromium: 'renders' a script shell into the article it would show."""
+
+    rendered: ClassVar[list[str]] = []
+
+    def __init__(self, allow_private: bool) -> None:
+        self.allow_private = allow_private
+
+    async def start(self) -> None:
+        pass
+
+    async def render(self, url: str, limit_s: float) -> Rendered:
+        FakeBrowser.rendered.append(url)
+        return Rendered(final_url=url, status=200, content_type="text/html",
+                        html=f"<html><head><title>Rendered</title></head><body>{ARTICLE}</body>")
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_script_shell_is_rendered_when_a_browser_is_available(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sleuth.fetch.fetcher as fetcher_module
+
+    monkeypatch.setattr(fetcher_module, "playwright_installed", lambda: True)
+    monkeypatch.setattr(fetcher_module, "Browser", FakeBrowser)
+    FakeBrowser.rendered = []
+    shell = ("<html><head><script src='/app.js'></script></head><body><div id='root'></div>"
+             "<script>boot()</script></body></html>")
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/app":
+            return httpx.Response(200, html=shell)
+        return html_page(ARTICLE, "Plain")
+
+    page = await fetch_mock(handler, "https://spa.example/app")
+    plain = await fetch_mock(handler, "https://spa.example/plain")
+    assert isinstance(page, Page) and page.engine == "playwright" and page.title == "Rendered"
+    assert isinstance(plain, Page) and plain.engine == "httpx"
+    assert FakeBrowser.rendered == ["https://spa.example/app"]

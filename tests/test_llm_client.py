@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionMessageParam
 
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.llm.client import LLMClient, LLMReply, parse_retry_after
@@ -23,13 +24,14 @@ from sleuth.llm.config import (
     LLMConfig,
     detect_ollama,
     ollama_config,
+    ollama_url,
     resolve_config,
 )
 from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
 from sleuth.progress import Event
 from sleuth.testing.llm import ScriptedLLM
 
-USER = [{"role": "user", "content": "What is OAuth?"}]
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "What is OAuth?"}]
 
 
 @pytest.fixture
@@ -86,7 +88,7 @@ async def test_cost_estimated_for_priced_models_only(llm: ScriptedLLM) -> None:
 async def test_429_honours_retry_after_then_succeeds(llm: ScriptedLLM) -> None:
     llm.fail(429, message="Rate limit reached", retry_after=7)
     llm.add("after the wait")
-    sleeps, events = Sleeps(), []
+    sleeps, events = Sleeps(), list[Event]()
     async with client_for(llm, sleeps=sleeps, events=events) as client:
         reply = await client.chat(USER, stage="summarize")
     assert reply.text == "after the wait"
@@ -199,7 +201,7 @@ async def test_unreachable_server_is_unavailable() -> None:
 async def test_timeout_is_unavailable(llm: ScriptedLLM) -> None:
     llm.add("too late", delay=1.0)
     async with client_for(llm, timeout=0.1, max_retries=0) as client:
-        with pytest.raises(LLMUnavailableError, match="did not answer within 0.1 s"):
+        with pytest.raises(LLMUnavailableError, match=r"did not answer within 0\.1 s"):
             await client.chat(USER, stage="plan")
 
 
@@ -325,7 +327,7 @@ async def test_endpoint_matches_rules_and_reports_exhaustion(llm: ScriptedLLM) -
     async with sdk:
         async def ask(model: str, content: str) -> str:
             reply = await sdk.chat.completions.create(
-                model=model, messages=[{"role": "user", "content": content}])
+                model=model, messages=[{"role": "user", "content": content}], stream=False)
             return reply.choices[0].message.content or ""
 
         assert await ask("small", "write search queries") == "for the planner"
@@ -369,6 +371,14 @@ def test_ollama_config_uses_ollama_context() -> None:
     config = ollama_config("llama3.1:8b", env={})
     assert config.base_url == "http://127.0.0.1:11434/v1" and config.context_window == 4096
     assert ollama_config("m", env={"OLLAMA_CONTEXT_LENGTH": "16384"}).context_window == 16384
+
+
+def test_ollama_url_follows_ollama_host() -> None:
+    assert ollama_url({}) == "http://127.0.0.1:11434"
+    assert ollama_url({"OLLAMA_HOST": "0.0.0.0"}) == "http://127.0.0.1:11434"
+    assert ollama_url({"OLLAMA_HOST": "gpu-box:8080"}) == "http://gpu-box:8080"
+    assert ollama_url({"OLLAMA_HOST": "https://ollama.example/"}) == "https://ollama.example:443"
+    assert ollama_url({"OLLAMA_HOST": "[::1]:9000"}) == "http://[::1]:9000"
 
 
 async def test_detect_ollama(llm: ScriptedLLM) -> None:

@@ -11,6 +11,7 @@ from sleuth.llm.parse import (
     expect_indices,
     expect_list,
     expect_verdict,
+    is_empty_answer,
     is_not_relevant,
     parse_indices,
     parse_list,
@@ -140,7 +141,7 @@ def test_is_not_relevant(reply: str, expected: bool) -> None:
 
 # -- fuzzing: these parsers must never raise ------------------------------------------
 
-_ALPHABET = st.sampled_from(list('[]{}",:\'`-*•0123456789.) \n\tabc<>/think') + ["```"])
+_ALPHABET = st.sampled_from([*'[]{}",:\'`-*•0123456789.) \n\tabc<>/think', "```"])
 _REPLIES = st.one_of(st.text(), st.lists(_ALPHABET, max_size=200).map("".join))
 
 
@@ -155,6 +156,7 @@ def test_parsers_never_raise(reply: str) -> None:
     assert all(1 <= i <= 5 for i in picked) and len(picked) == len(set(picked))
     assert parse_verdict(reply) in (True, False, None)
     assert isinstance(is_not_relevant(reply), bool)
+    assert isinstance(is_empty_answer(reply), bool)
 
 
 _WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzäöü0123456789 .-?", min_size=1,
@@ -175,3 +177,12 @@ def test_huge_and_nested_replies_are_fast_and_safe() -> None:
     assert parse_indices("<think>" * 50_000, 3) == []
     assert parse_list("1" * 300_000) == []
     assert parse_list('["ok"]' + "x" * 300_000) == ["ok"]
+
+
+@pytest.mark.parametrize(("reply", "empty"), [
+    ("[]", True), ("```json\n[]\n```", True), ('{"queries": []}', True), ("None.", True),
+    ("<think>nothing useful</think>\n[]", True), ('["more"]', False),
+    ("I don't know", False), ("", False), ("[1, 2]", False),
+])
+def test_is_empty_answer(reply: str, empty: bool) -> None:
+    assert is_empty_answer(reply) is empty

@@ -20,7 +20,7 @@ from typing import Self
 import httpx
 
 from sleuth._version import __version__
-from sleuth.errors import BlockedURLError, FetchError
+from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.fetch.browser import (
     Browser,
     looks_like_script_shell,
@@ -352,7 +352,18 @@ class Fetcher:
         """The page as the browser shows it; None when it is not an HTML page."""
         assert self._browser is not None
         check_url(url, self._settings.allow_private_urls)
-        rendered = await self._browser.render(url, self._settings.timeout)
+        try:
+            rendered = await self._browser.render(url, self._settings.timeout)
+        except ConfigError:
+            # Chromium cannot start (only possible for the lazily started fallback
+            # browser; the playwright engine starts in __aenter__): stop trying.
+            self._browser = None
+            return None
+        except BlockedURLError:
+            raise
+        except Exception:  # playwright's own Error types: navigation, download, crash
+            log.info("the browser could not render %s; using plain HTTP", url, exc_info=True)
+            return None
         mime, _ = _content_type(rendered.content_type)
         if mime not in _HTML:
             return None  # PDFs and text are better read by the plain HTTP path

@@ -34,6 +34,7 @@ __all__ = [
     "address_problem",
     "check_url",
     "is_public_address",
+    "parse_ipv4_like",
 ]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

@@ -18,7 +18,13 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, resolve_config
+from sleuth.llm.config import (
+    LLMConfig,
+    detect_ollama,
+    ollama_config,
+    ollama_url,
+    resolve_config,
+)
 from sleuth.llm.errors import (
     ContextOverflowError,
     LLMAuthError,
@@ -31,6 +37,7 @@ from sleuth.llm.parse import (
     expect_indices,
     expect_list,
     expect_verdict,
+    is_empty_answer,
     is_not_relevant,
     parse_indices,
     parse_list,
@@ -62,8 +69,10 @@ __all__ = [
     "expect_indices",
     "expect_list",
     "expect_verdict",
+    "is_empty_answer",
     "is_not_relevant",
     "ollama_config",
+    "ollama_url",
     "parse_indices",
     "parse_list",
     "parse_verdict",

@@ -28,6 +28,7 @@ __all__ = [
     "LLMConfig",
     "detect_ollama",
     "ollama_config",
+    "ollama_url",
     "resolve_config",
 ]
 
@@ -71,21 +72,32 @@ class LLMConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str | None = Field(None, description="OpenAI-compatible API root, e.g. "
-                                 "http://127.0.0.1:11434/v1; None means api.openai.com.")
-    api_key: SecretStr | None = Field(None, description="Bearer key; None for keyless servers.")
-    model: str | None = Field(None, description="Default model; None: ask the server.")
-    plan_model: str | None = Field(None, description="Model for plan, refine and select.")
-    summary_model: str | None = Field(None, description="Model for summarize, merge, verify.")
-    report_model: str | None = Field(None, description="Model for the report.")
-    context_window: int | None = Field(None, ge=512, description="Overrides the models table.")
-    max_concurrency: int = Field(4, ge=1, le=64, description="Model calls in flight at once.")
-    timeout: float = Field(180.0, gt=0, le=3600, description="Seconds allowed for one call.")
-    max_retries: int = Field(4, ge=0, le=10, description="Retries after a retryable failure.")
-    backoff_base: float = Field(1.0, ge=0, le=60, description="First retry delay, seconds.")
-    backoff_cap: float = Field(30.0, ge=0, le=600, description="Longest computed retry delay.")
-    retry_after_cap: float = Field(60.0, ge=0, le=3600,
-                                   description="Longest wait honoured from Retry-After.")
+    base_url: str | None = Field(
+        default=None,
+        description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1; "
+                    "None means api.openai.com.")
+    api_key: SecretStr | None = Field(
+        default=None, description="Bearer key; None for keyless servers.")
+    model: str | None = Field(default=None, description="Default model; None: ask the server.")
+    plan_model: str | None = Field(
+        default=None, description="Model for plan, refine and select.")
+    summary_model: str | None = Field(
+        default=None, description="Model for summarize, merge and verify.")
+    report_model: str | None = Field(default=None, description="Model for the report.")
+    context_window: int | None = Field(
+        default=None, ge=512, description="Context window; overrides the models table.")
+    max_concurrency: int = Field(
+        default=4, ge=1, le=64, description="Model calls in flight at once.")
+    timeout: float = Field(
+        default=180.0, gt=0, le=3600, description="Seconds allowed for one call.")
+    max_retries: int = Field(
+        default=4, ge=0, le=10, description="Retries after a retryable failure.")
+    backoff_base: float = Field(
+        default=1.0, ge=0, le=60, description="First retry delay, seconds.")
+    backoff_cap: float = Field(
+        default=30.0, ge=0, le=600, description="Longest computed retry delay, seconds.")
+    retry_after_cap: float = Field(
+        default=60.0, ge=0, le=3600, description="Longest Retry-After wait honoured, seconds.")
 
     @field_validator("base_url")
     @classmethod
@@ -156,6 +168,32 @@ def resolve_config(settings: Mapping[str, Any] | BaseModel | None = None,
                           ) from None
 
 
+def ollama_url(env: Mapping[str, str] | None = None) -> str:
+    """Where Ollama listens: ``OLLAMA_HOST`` read as Ollama reads it, or the default.
+
+    ``OLLAMA_HOST`` may lack the scheme or the port: without a scheme the port
+    defaults to 11434, with one to 80/443. A bind-everything address (``0.0.0.0``)
+    is reached on loopback.
+    """
+    raw = (os.environ if env is None else env).get("OLLAMA_HOST", "").strip()
+    if not raw:
+        return OLLAMA_URL
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        scheme, rest, default_port = "http", raw, "11434"
+    else:
+        default_port = {"http": "80", "https": "443"}.get(scheme, "11434")
+    rest = rest.split("/", 1)[0]
+    if rest.startswith("["):  # IPv6 literal: [::1]:11434
+        host, _, tail = rest.partition("]")
+        host, port = host + "]", tail.removeprefix(":")
+    else:
+        host, _, port = rest.partition(":")
+    if host in ("", "0.0.0.0", "[::]"):
+        host = "127.0.0.1"
+    return f"{scheme}://{host}:{port or default_port}"
+
+
 def ollama_config(model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] | None = None,
                   **overrides: Any) -> LLMConfig:
     """A config for a local Ollama: its OpenAI-compatible API, keyless, with its context.
@@ -172,7 +210,7 @@ def ollama_config(model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] |
 
 
 async def detect_ollama(client: httpx.AsyncClient, url: str = OLLAMA_URL, *,
-                        timeout: float = 0.5) -> str | None:
+                        timeout: float = 0.5) -> str | None:  # noqa: ASYNC109 (an httpx request timeout)
     """The first model a local Ollama has pulled, or None. Never raises.
 
     Asks ``<url>/api/tags`` with a short timeout, so a machine without Ollama costs

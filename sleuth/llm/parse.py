@@ -10,8 +10,9 @@ find the answer in all the shapes seen in practice, and never raise on any input
   reply's start, so the pipeline can fall back *and record why* (MetaGPT turned an
   unparsed reply into an empty list and then an empty report).
 
-An explicit empty answer (``[]``, ``{"queries": []}``) is "nothing usable" too:
-callers treat it exactly like garbage and fall back.
+An explicit empty answer (``[]``, ``{"queries": []}``) is "nothing usable" too;
+:func:`is_empty_answer` tells it apart from garbage where that matters (a refine
+step answering ``[]`` means "no more searches needed", not "the model failed").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "expect_indices",
     "expect_list",
     "expect_verdict",
+    "is_empty_answer",
     "is_not_relevant",
     "parse_indices",
     "parse_list",
@@ -268,6 +270,25 @@ def _raw_indices(text: str) -> list[int]:
     if numbers:
         return numbers
     return [int(n) for n in _CITED.findall(text)] or single
+
+
+_NONE_ANSWER = re.compile(r"(?:none|nothing|no results?|no queries)\.?", re.IGNORECASE)
+
+
+def is_empty_answer(text: str) -> bool:
+    """True when the reply deliberately chose nothing: ``[]``, ``{"queries": []}``, "None".
+
+    Never raises. Garbage is not an empty answer.
+    """
+    answer = strip_think(_cap(text)).strip().strip("`").strip()
+    answer = answer.removeprefix("json").strip()
+    if _NONE_ANSWER.fullmatch(answer):
+        return True
+    for value in _json_values(answer):
+        found = _list_in(value)
+        if found is not None:
+            return not found
+    return False
 
 
 def parse_indices(text: str, n: int) -> list[int]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 
 from sleuth.llm.errors import PromptError
@@ -59,7 +59,7 @@ def _parse(name: str, text: str) -> Prompt:
     return prompt
 
 
-@lru_cache(maxsize=None)
+@cache
 def load(name: str) -> Prompt:
     """The template ``sleuth/prompts/<name>.txt``, read with importlib.resources."""
     if not _NAME.fullmatch(name):

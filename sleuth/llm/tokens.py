@@ -19,6 +19,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
+from importlib import import_module
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ _CJK = (r"\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u340
 _PIECE = re.compile(
     rf"(?P<cjk>[{_CJK}])"
     r"|(?P<ascii>[A-Za-z]+)"
-    rf"|(?P<word>(?:(?![{_CJK}])[^\W_])+)"
+    rf"|(?P<word>(?:(?![{_CJK}A-Za-z])[^\W_])+)"
     r"|(?P<space>\s+)"
     r"|(?P<other>.)",
     re.DOTALL,
@@ -144,9 +145,8 @@ def _tiktoken_encoder(encoding: str) -> Callable[[str], list[int]] | None:
     if not _tiktoken_installed() or cached_encoding_file(encoding) is None:
         return None
     try:
-        import tiktoken
-
-        enc: Any = tiktoken.get_encoding(encoding)
+        # Imported by name: an optional dependency, untyped for mypy's purposes.
+        enc: Any = import_module("tiktoken").get_encoding(encoding)
     except Exception:  # a broken install must not break counting
         return None
     # encode_ordinary: page text may contain "<|endoftext|>", which encode() rejects.
