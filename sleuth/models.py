@@ -114,9 +114,30 @@ class Failure(_Record):
 
 
 class Stats(_Record):
+    """What a run cost: searches, page fetches, model calls and tokens, time."""
+
     searches: int = 0
     fetches: int = 0
     elapsed_s: float = 0.0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    cached_searches: int = 0
+    cached_fetches: int = 0
+    cached_llm_calls: int = 0
+
+
+class CitationCheck(_Record):
+    """The outcome of checking an LLM-written report's citations against its sources."""
+
+    method: Literal["lexical", "llm"]
+    checked: int
+    kept: int
+    removed: int
+    flagged: int = 0
+    unknown_citations_removed: int = 0
+    invented_urls_removed: int = 0
 
 
 class Report(_Record):
@@ -131,12 +152,17 @@ class Report(_Record):
     confidence_reason: str
     markdown: str
     stats: Stats
+    run_id: str | None = None
+    planner: str = "rules"
+    writer: str = "template"
+    stopped_by: str | None = None
+    citations: CitationCheck | None = None
 
     def to_json_dict(self) -> dict[str, object]:
         """The ``--format json`` object (the documented, stable shape)."""
         data = self.model_dump(mode="json")
-        data.pop("confidence_reason", None)
         for source in data["sources"]:
             source.pop("quality_score", None)
-            source.pop("summary", None)
+            if source.get("summary") is None:
+                source.pop("summary", None)
         return data

@@ -9,6 +9,7 @@ so the three can never disagree.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -17,8 +18,25 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sleuth.errors import ConfigError
 
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
+
+
+def parse_duration(text: str | float) -> float:
+    """Seconds in a duration such as ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``.
+
+    Raises :class:`ConfigError` for anything else (a negative or unitless word).
+    """
+    if isinstance(text, int | float):
+        if text < 0:
+            raise ConfigError(f"invalid duration {text!r}: must not be negative")
+        return float(text)
+    match = _DURATION.match(text)
+    if not match:
+        raise ConfigError(f"invalid duration {text!r}: use a number with s, m, h, d or w (e.g. 7d)")
+    return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
 def _meta(
@@ -149,6 +167,127 @@ class Settings(BaseModel):
         json_schema_extra=_meta("--passages", "SLEUTH_PASSAGES"),
     )
 
+    # --- models (any OpenAI-compatible endpoint) ---
+    model: str | None = Field(
+        None,
+        description="Model for every LLM stage (none: the server's first model, or no LLM).",
+        json_schema_extra=_meta("--model", "SLEUTH_MODEL"),
+    )
+    plan_model: str | None = Field(
+        None,
+        description="Model for planning queries and choosing results.",
+        json_schema_extra=_meta("--plan-model", "SLEUTH_PLAN_MODEL"),
+    )
+    summary_model: str | None = Field(
+        None,
+        description="Model for reading pages and checking claims.",
+        json_schema_extra=_meta("--summary-model", "SLEUTH_SUMMARY_MODEL"),
+    )
+    report_model: str | None = Field(
+        None,
+        description="Model that writes the report.",
+        json_schema_extra=_meta("--report-model", "SLEUTH_REPORT_MODEL"),
+    )
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1.",
+        json_schema_extra=_meta("--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL")),
+    )
+    context_window: int | None = Field(
+        None,
+        ge=512,
+        description="Model context in tokens; overrides sleuth's table.",
+        json_schema_extra=_meta("--context-window", "SLEUTH_CONTEXT_WINDOW"),
+    )
+    llm_concurrency: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="Model calls in flight at once.",
+        json_schema_extra=_meta("--llm-concurrency", "SLEUTH_LLM_CONCURRENCY"),
+    )
+    llm_timeout: float = Field(
+        180.0,
+        gt=0,
+        le=3600,
+        description="Seconds allowed for one model call.",
+        json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT"),
+    )
+    no_llm: bool = Field(
+        False,
+        description="Never use a model, even when one is configured or Ollama is running.",
+        json_schema_extra=_meta("--no-llm", "SLEUTH_NO_LLM"),
+    )
+    verify: Literal["lexical", "llm"] = Field(
+        "lexical",
+        description="How cited sentences are checked against their sources.",
+        json_schema_extra=_meta("--verify", "SLEUTH_VERIFY"),
+    )
+    words: int = Field(
+        1000,
+        ge=100,
+        le=10000,
+        description="Approximate length of an LLM-written report.",
+        json_schema_extra=_meta("--words", "SLEUTH_WORDS"),
+    )
+    lang: str | None = Field(
+        None,
+        description="Language of queries and report (en, zh, or a name); default: the question's.",
+        json_schema_extra=_meta("--lang", "SLEUTH_LANG"),
+    )
+    # --- the run store ---
+    home: Path | None = Field(
+        None,
+        description="Folder of the run store and caches; default: the user cache folder.",
+        json_schema_extra=_meta("--home", "SLEUTH_HOME"),
+    )
+    no_store: bool = Field(
+        False,
+        description="Keep nothing on disk: no cache, no run record.",
+        json_schema_extra=_meta("--no-store", "SLEUTH_NO_STORE"),
+    )
+    refresh: bool = Field(
+        False,
+        description="Ignore cached searches and pages (still store the new ones).",
+        json_schema_extra=_meta("--refresh", "SLEUTH_REFRESH"),
+    )
+    cache_ttl: float = Field(
+        86400.0,
+        ge=0,
+        description="How long cached searches and pages stay fresh (90, 30m, 12h, 7d).",
+        json_schema_extra=_meta("--cache-ttl", "SLEUTH_CACHE_TTL"),
+    )
+    docs: Path | None = Field(
+        None,
+        description="Research this folder of documents (search provider 'local').",
+        json_schema_extra=_meta("--docs", "SLEUTH_DOCS"),
+    )
+    # --- budgets: when one is reached, gathering stops and the report is written ---
+    max_time: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds of research before writing the report (90, 5m).",
+        json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME"),
+    )
+    max_fetches: int | None = Field(
+        None,
+        ge=1,
+        description="Pages fetched at most.",
+        json_schema_extra=_meta("--max-fetches", "SLEUTH_MAX_FETCHES"),
+    )
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Model tokens (prompt + completion) at most.",
+        json_schema_extra=_meta("--max-tokens", "SLEUTH_MAX_TOKENS"),
+    )
+    max_cost: float | None = Field(
+        None,
+        gt=0,
+        description="Estimated model cost in USD at most.",
+        json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST"),
+    )
+
     @field_validator("search", mode="before")
     @classmethod
     def _split_search(cls, value: object) -> object:
@@ -160,7 +299,17 @@ class Settings(BaseModel):
                 raise ValueError("name at least one search provider")
         return value
 
-    @field_validator("searxng_url")
+    @field_validator("cache_ttl", "max_time", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return parse_duration(value)
+            except ConfigError as exc:
+                raise ValueError(str(exc).removeprefix("invalid duration ")) from None
+        return value
+
+    @field_validator("searxng_url", "base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         if value and not value.startswith(("http://", "https://")):

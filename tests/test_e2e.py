@@ -156,3 +156,29 @@ def test_subprocess_markdown_report(web: OfflineWeb, tmp_path: Path) -> None:
     assert "[1] [UNVERIFIED]" in proc.stdout
     assert "Traceback" not in proc.stderr
     assert "search" in proc.stderr, "progress goes to stderr"
+
+
+def test_fetch_budget_stops_gathering_and_still_reports(web: OfflineWeb) -> None:
+    web.reset_log()
+    report = sleuth.research_sync(web.topics[4].question, search="searxng",
+                                  searxng_url=web.searxng_url, allow_private_urls=True,
+                                  timeout=PAGE_TIMEOUT, max_sources=10, max_fetches=2, depth=1)
+    assert report.stats.fetches == 2 and sum(page_requests(web).values()) <= 2
+    assert report.stopped_by == "fetch budget reached (--max-fetches 2)"
+    assert "fetch budget reached" in report.markdown.split("## Gaps", 1)[1]
+    assert 1 <= len(report.sources) <= 2
+
+
+def test_time_budget_ends_a_run_waiting_on_a_slow_page(web: OfflineWeb) -> None:
+    """With every page slow, --max-time ends gathering at the budget, not the page deadline."""
+    web.latency = 30.0
+    started = time.monotonic()
+    try:
+        report = sleuth.research_sync(web.topics[5].question, search="searxng",
+                                      searxng_url=web.searxng_url, allow_private_urls=True,
+                                      timeout=60, max_time="1s", depth=1)
+    finally:
+        web.latency = 0.0
+    assert time.monotonic() - started < 10
+    assert report.sources == [] and report.stopped_by is not None
+    assert report.stopped_by.startswith("time budget reached")

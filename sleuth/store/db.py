@@ -18,7 +18,6 @@ import json
 import logging
 import os
 import random
-import re
 import sqlite3
 import sys
 import threading
@@ -35,6 +34,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from sleuth.errors import ConfigError, SleuthError
+from sleuth.settings import parse_duration
 from sleuth.store.migrations import MIGRATIONS, Migration
 
 __all__ = [
@@ -53,9 +53,7 @@ T = TypeVar("T")
 
 DB_NAME = "sleuth.db"
 _BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
 _sleep = time.sleep  # tests replace it to act between retries
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
 class StoreBusyError(SleuthError):
@@ -83,21 +81,6 @@ def default_home(env: Mapping[str, str] | None = None) -> Path:
     # The XDG spec says relative paths are invalid and must be ignored.
     base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
     return base_dir / "sleuth"
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``.
-
-    Raises :class:`ConfigError` for anything else (a negative or unitless word).
-    """
-    if isinstance(text, int | float):
-        if text < 0:
-            raise ConfigError(f"invalid duration {text!r}: must not be negative")
-        return float(text)
-    match = _DURATION.match(text)
-    if not match:
-        raise ConfigError(f"invalid duration {text!r}: use a number with s, m, h, d or w (e.g. 7d)")
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
 def _json_default(value: Any) -> Any:
