@@ -171,7 +171,8 @@ _RUNNERS: dict[str, Callable[[str, str | None], str]] = {
     "trafilatura": _plain_trafilatura, "sleuth": _sleuth}
 
 
-def _extract_page(job: tuple[str, str | None, tuple[str, ...]]) -> dict[str, tuple[str, float, bool]]:
+def _extract_page(job: tuple[str, str | None, tuple[str, ...]]
+                  ) -> dict[str, tuple[str, float, bool]]:
     """In a worker: each extractor's text, seconds taken and whether it raised."""
     path, url, names = job
     # Both benchmarks' own scripts read the pages as UTF-8 text; so do we.

@@ -17,6 +17,8 @@ from sleuth._version import __version__
 
 _EXPORTS = {
     "research": "sleuth.pipeline",
+    "web_search": "sleuth.agent",
+    "AgentResult": "sleuth.agent",
     "research_sync": "sleuth.pipeline",
     "extract": "sleuth.fetch",
     "Extracted": "sleuth.fetch",
@@ -32,6 +34,7 @@ _EXPORTS = {
     "Plan": "sleuth.models",
     "Page": "sleuth.models",
     "Event": "sleuth.progress",
+    "EventStream": "sleuth.progress",
     "SearchProvider": "sleuth.search.base",
     "register": "sleuth.search.base",
     "SleuthError": "sleuth.errors",
@@ -39,15 +42,24 @@ _EXPORTS = {
     "ProviderError": "sleuth.errors",
     "FetchError": "sleuth.errors",
     "BlockedURLError": "sleuth.errors",
+    "LLMError": "sleuth.errors",
+    "LLMAuthError": "sleuth.errors",
+    "WorkspaceError": "sleuth.agent",
+    "CitationCheck": "sleuth.models",
 }
 
 __all__ = [
+    "AgentResult",
     "BlockedURLError",
+    "CitationCheck",
     "ConfigError",
     "Event",
+    "EventStream",
     "Extracted",
     "Failure",
     "FetchError",
+    "LLMAuthError",
+    "LLMError",
     "Page",
     "Plan",
     "ProviderError",
@@ -59,6 +71,7 @@ __all__ = [
     "SleuthError",
     "Source",
     "Stats",
+    "WorkspaceError",
     "__version__",
     "extract",
     "fetch_page",
@@ -66,20 +79,34 @@ __all__ = [
     "register",
     "research",
     "research_sync",
+    "web_search",
 ]
 
 if TYPE_CHECKING:
+    from sleuth.agent import AgentResult, WorkspaceError, web_search
     from sleuth.errors import (
         BlockedURLError,
         ConfigError,
         FetchError,
+        LLMAuthError,
+        LLMError,
         ProviderError,
         SleuthError,
     )
     from sleuth.fetch import Extracted, extract, fetch_page
-    from sleuth.models import Failure, Page, Plan, Quality, Report, SearchHit, Source, Stats
+    from sleuth.models import (
+        CitationCheck,
+        Failure,
+        Page,
+        Plan,
+        Quality,
+        Report,
+        SearchHit,
+        Source,
+        Stats,
+    )
     from sleuth.pipeline import research, research_sync
-    from sleuth.progress import Event
+    from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register
     from sleuth.settings import Settings, load_settings
 

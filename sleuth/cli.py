@@ -19,6 +19,9 @@ from typing import Any
 import click
 
 from sleuth._version import __version__
+from sleuth.cli_agent import agent_command
+from sleuth.cli_reach import reach_commands
+from sleuth.cli_runs import run_commands
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.progress import Event
 from sleuth.settings import Settings, field_meta, load_settings
@@ -37,6 +40,7 @@ def _settings_options() -> list[click.Option]:
         if info.annotation is bool:
             options.append(click.Option(decls, is_flag=True, flag_value=True, default=None,
                                         help=help_text))
+            continue
         else:
             default = info.get_default(call_default_factory=True)
             if isinstance(default, list):
@@ -44,6 +48,15 @@ def _settings_options() -> list[click.Option]:
             shown = f" [default: {default}]" if default not in (None, "") else ""
             options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
                                         metavar=name.upper().replace("_", "-")))
+    return options
+
+
+def _research_options() -> list[click.Option]:
+    """The settings options for ``research``: agent-only ones work but stay out of --help."""
+    options = _settings_options()
+    for option in options:
+        # One shared table keeps SLEUTH_* env handling uniform; the help shows what matters here.
+        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
     return options
 
 
@@ -113,6 +126,10 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         progress.close()
     if settings.format == "json":
         text = json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    elif settings.format == "html":
+        from sleuth.html import render_html
+
+        text = render_html(report)
     else:
         text = report.markdown
     if settings.output is not None:
@@ -134,12 +151,19 @@ research_command = click.Command(
     callback=_research_callback,
     params=[
         click.Argument(["question"]),
-        *_settings_options(),
+        *_research_options(),
         click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
                      help="No progress messages on stderr."),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
-    epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
+    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
+            "\b\nOther commands (each has --help):\n"
+            "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
+            "  sleuth resume ID       finish a run that was interrupted\n"
+            "  sleuth cache clear     forget cached searches, pages and model replies\n"
+            "  sleuth mcp             serve research as MCP tools over stdio\n"
+            "  sleuth serve           a local web page for research"),
 )
 
 
@@ -152,9 +176,17 @@ class SleuthCLI(click.Group):
         return super().parse_args(ctx, args)
 
 
-cli = SleuthCLI(name="sleuth", commands={"research": research_command},
-                help="sleuth researches a question on the web and writes a cited report.")
+cli = SleuthCLI(
+    name="sleuth", commands={"research": research_command},
+    help="sleuth researches a question on the web and writes a cited report.\n\n"
+         "sleuth QUESTION is short for sleuth research QUESTION.",
+)
 cli = click.version_option(__version__, "--version", prog_name="sleuth")(cli)
+for _command in reach_commands(_settings_options):  # sleuth mcp, sleuth serve
+    cli.add_command(_command)
+for _command in run_commands():  # sleuth runs, show, resume, cache clear
+    cli.add_command(_command)
+cli.add_command(agent_command(_settings_options))  # sleuth agent
 
 
 def _fail(message: str, code: int) -> int:
@@ -176,7 +208,10 @@ def run(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except SleuthError as exc:
-        return _fail(str(exc), EXIT_NO_SOURCES)
+        from sleuth.llm.errors import LLMAuthError  # loaded only when needed: keeps --help fast
+
+        # A refused API key is a setting to fix, like any other bad input.
+        return _fail(str(exc), EXIT_USAGE if isinstance(exc, LLMAuthError) else EXIT_NO_SOURCES)
     except KeyboardInterrupt:
         return _fail("interrupted", EXIT_INTERRUPTED)
     except Exception as exc:

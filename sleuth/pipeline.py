@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +18,8 @@ from typing import Any
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
 from sleuth.fetch import Fetcher
+from sleuth.lang import language_name
+from sleuth.llm.run import RunLLM, open_llm
 from sleuth.models import (
     Candidate,
     Failure,
@@ -29,13 +31,16 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.plan import make_plan
+from sleuth.plan import llm_plan, make_plan
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.rank import QualityRule, load_rules, rank
-from sleuth.read import best_passages
+from sleuth.read import PageReader, best_passages
 from sleuth.search import build_providers, make_search_client, run_searches
+from sleuth.search.local import provider_groups
+from sleuth.select import select_candidates
+from sleuth.session import StoreSession, documents_search
 from sleuth.settings import Settings, load_settings
-from sleuth.write import confidence, render_markdown
+from sleuth.write import confidence, llm_report, render_markdown
 
 MAX_QUESTION_CHARS = 2000
 
@@ -56,6 +61,10 @@ def clean_question(question: str) -> str:
     return text
 
 
+#: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
+PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
+
+
 @dataclass
 class Gathered:
     """Pages in candidate order, what went wrong along the way, and why gathering stopped."""
@@ -63,26 +72,45 @@ class Gathered:
     pages: list[tuple[Candidate, Page]] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     attempted: int = 0
+    #: Of ``attempted``, how many were answered by ``known`` (the page cache).
+    cached: int = 0
     stopped_by: str | None = None
 
 
 async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
                        on_event: ProgressCallback = no_progress,
-                       budget: Budget | None = None) -> Gathered:
+                       budget: Budget | None = None, *,
+                       known: Mapping[str, Page | FetchFailure] | None = None,
+                       on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
+                       accept: PageCheck | None = None) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
     round trip; a failed candidate is replaced by the next in line; once ``want``
-    pages are in, stragglers are not waited for.
+    pages are in, stragglers are not waited for. ``known`` holds results already at
+    hand by canonical URL (fresh in the page cache): they are taken first, in the
+    order given, and cost no request and no fetch budget. ``on_result`` hears of every
+    page and failure as it arrives. ``accept`` (the LLM reader's summariser) is
+    started on each page as it arrives, while other pages still download; a page
+    counts as read once it returns None, and is replaced by the next candidate when
+    it returns a reason (the page is not relevant).
     """
     out = Gathered()
     queue = list(candidates)
     window = want + max(2, want // 2)
     running: dict[asyncio.Task[Page | FetchFailure], Candidate] = {}
     done: dict[str, Page] = {}
+    judging: dict[asyncio.Task[str | None], tuple[Candidate, Page]] = {}
+    at_hand = known or {}
+
+    def promised() -> int:
+        # Cached pages still being judged are counted as read, so a rerun whose pages
+        # are all in the store sends no request while the (cached) verdicts come in.
+        return sum(1 for c, _ in judging.values() if c.canonical_url in at_hand)
 
     def launch() -> None:
-        while queue and len(running) + len(done) < window:
+        while (queue and len(done) + promised() < want
+               and len(running) + len(judging) + len(done) < window):
             if budget is not None and (reason := budget.exhausted()):
                 out.stopped_by = reason
                 return
@@ -93,11 +121,14 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
             on_event(Event("fetch_start", f"fetching {candidate.url}", {"url": candidate.url}))
             running[asyncio.ensure_future(fetcher.fetch(candidate.url))] = candidate
 
-    def settle(task: asyncio.Task[Page | FetchFailure]) -> None:
-        candidate = running.pop(task)
-        result = task.result()
+    def take(candidate: Candidate, result: Page | FetchFailure) -> None:
+        if on_result is not None:
+            on_result(candidate, result)
         if isinstance(result, Page):
-            done[candidate.canonical_url] = result
+            if accept is None:
+                done[candidate.canonical_url] = result
+            else:
+                judging[asyncio.ensure_future(accept(candidate, result))] = (candidate, result)
             on_event(Event("fetched", f"read {result.title or candidate.url}",
                            {"url": candidate.url, "chars": len(result.text)}))
         else:
@@ -105,11 +136,30 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
             on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
                            {"url": candidate.url, "reason": result.reason}))
 
+    def settle(task: asyncio.Task[Any]) -> None:
+        if task in running:
+            take(running.pop(task), task.result())
+            return
+        candidate, page = judging.pop(task)
+        reason = task.result()
+        if reason is None:
+            done[candidate.canonical_url] = page
+        else:
+            out.failures.append(Failure(url=candidate.url, reason=reason, stage="read"))
+
+    by_url = {c.canonical_url: c for c in candidates}
+    for candidate in [by_url[key] for key in at_hand if key in by_url]:
+        if len(done) + promised() >= want:
+            break
+        queue.remove(candidate)
+        out.attempted += 1
+        out.cached += 1
+        take(candidate, at_hand[candidate.canonical_url])
     launch()
     try:
-        while running and len(done) < want:
+        while (running or judging) and len(done) < want:
             timeout = budget.seconds_left() if budget is not None else None
-            finished, _ = await asyncio.wait(running, timeout=timeout,
+            finished, _ = await asyncio.wait([*running, *judging], timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
                 settle(task)
@@ -123,9 +173,18 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
         for task, candidate in running.items():
             task.cancel()
             out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}"))
-        if running:
-            await asyncio.gather(*running, return_exceptions=True)
-    out.pages = [(c, done[c.canonical_url]) for c in candidates if c.canonical_url in done]
+        for task, (candidate, page) in judging.items():
+            task.cancel()
+            # Cut by the time budget, a page read but not yet summarised is still a source.
+            if out.stopped_by and len(done) < want:
+                done[candidate.canonical_url] = page
+            else:
+                out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}",
+                                            stage="read"))
+        if running or judging:
+            await asyncio.gather(*running, *judging, return_exceptions=True)
+    # Pages finishing in the same wait can overshoot ``want``: keep the best-ranked.
+    out.pages = [(c, done[c.canonical_url]) for c in candidates if c.canonical_url in done][:want]
     return out
 
 
@@ -144,8 +203,12 @@ def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
 class RunContext:
     """What the stages of one run share.
 
-    ``store`` (the run store) and ``llm`` (a model client) are None when they are
-    off; each stage then takes its no-store / no-LLM path.
+    ``store`` (the run store) and ``llm`` (the run's model, a
+    :class:`~sleuth.llm.run.RunLLM` around the ``LLMClient``) are None when they are
+    off; each stage then takes its no-store / no-LLM path. ``searched`` holds the
+    hits of every query searched so far (none is searched twice). ``session`` holds the
+    store's part (caches, run record); ``reply_cache`` is what to hand to
+    ``LLMClient(cache=...)``.
     """
 
     topic: str
@@ -155,55 +218,159 @@ class RunContext:
     rules: tuple[QualityRule, ...]
     started: float = field(default_factory=time.monotonic)
     store: Any | None = None
-    llm: Any | None = None
+    llm: RunLLM | None = None
     run_id: str | None = None
     failures: list[Failure] = field(default_factory=list)
     searches: int = 0
+    searched: dict[str, list[SearchHit]] = field(default_factory=dict)
+    reader: PageReader | None = None
+    session: StoreSession | None = None
+    cached_fetches: int = 0
+    report: Report | None = None
+
+    @property
+    def reply_cache(self) -> Any | None:
+        """The store's LLM reply cache (for ``LLMClient(cache=...)``); None without a store."""
+        return self.session.reply_cache if self.session is not None else None
+
+    def record(self, stage: str, payload: Any) -> None:
+        """Append one stage output to the run record, as it happens (no-op without a store)."""
+        if self.session is not None and self.session.recorder is not None:
+            self.session.recorder.record(stage, payload)
+
+    def done(self, report: Report) -> Report:
+        """``report`` with the run id and cache counts: the run's result, kept in the store."""
+        cached = self.session.cached_searches if self.session is not None else 0
+        stats = report.stats.model_copy(update={"cached_searches": cached,
+                                                "cached_fetches": self.cached_fetches})
+        self.report = report.model_copy(update={"run_id": self.run_id, "stats": stats})
+        return self.report
 
 
 @asynccontextmanager
-async def open_run(topic: str, settings: Settings,
-                   emit: ProgressCallback) -> AsyncIterator[RunContext]:
-    """Set up what a run needs (quality rules, budget; later the store and the model)."""
-    yield RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
-                     rules=load_rules(settings.quality_rules))
+async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
+                   resume_id: str | None = None) -> AsyncIterator[RunContext]:
+    """Set up what a run needs: quality rules, budget, the store, the documents index, the model.
+
+    The run is recorded ``done`` once the body has passed its report to
+    :meth:`RunContext.done`, ``interrupted`` on Ctrl-C or cancellation, ``failed``
+    on any other error. ``resume_id`` continues an interrupted run under its own id.
+    """
+    settings = documents_search(settings)
+    rules = load_rules(settings.quality_rules)
+    # Bad input (a provider without its key, a bad --lang) is one line before anything
+    # is said, recorded or sent.
+    language_name(settings.lang, topic)
+    async with make_search_client(settings) as probe:
+        build_providers(settings, probe)
+    session = await asyncio.to_thread(StoreSession.open, topic, settings, resume_id)
+    ctx = RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
+                     rules=rules, store=session.store, run_id=session.run_id, session=session)
+    try:
+        if session.run_id is not None:
+            verb = "resumed" if session.resumed else "started"
+            emit(Event("info", f"run {session.run_id} {verb}", {"run_id": session.run_id}))
+        ctx.failures += await asyncio.to_thread(session.index_documents)
+        if session.index is not None:
+            emit(session.index_event())
+        # The model, when one is configured or a local Ollama answers (else None).
+        async with open_llm(topic, settings, budget=ctx.budget, emit=emit,
+                            failures=ctx.failures, cache=ctx.reply_cache) as ctx.llm:
+            yield ctx
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        session.finish("interrupted")
+        raise
+    except BaseException as exc:
+        session.finish("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    else:
+        if ctx.report is None:
+            session.finish("failed", error="the run ended without a report")
+        else:
+            session.finish("done", ctx.report)
 
 
 async def plan_stage(ctx: RunContext) -> Plan:
-    """Stage 1: the queries to search."""
-    return make_plan(ctx.topic, ctx.settings.depth)
+    """Stage 1: the queries to search (with a model, its first queries are searched here)."""
+    if ctx.llm is None:
+        return make_plan(ctx.topic, ctx.settings.depth)
+
+    async def search(queries: list[str]) -> list[SearchHit]:
+        return await search_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
+
+    return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
 async def search_stage(ctx: RunContext, plan: Plan) -> list[SearchHit]:
-    """Stage 2: every query through the providers; failures go to ``ctx.failures``."""
+    """Stage 2: every query through the providers; failures go to ``ctx.failures``.
+
+    Queries already searched in this run (the LLM planner's first round) are not
+    searched again; the hits of every query of ``plan`` are returned.
+    """
     settings = ctx.settings
+    queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
     async with make_search_client(settings) as client:
         # Every provider name and key is checked before anything is said or sent.
         providers = build_providers(settings, client)
-        ctx.emit(Event("plan", f"{len(plan.queries)} queries", {"queries": plan.queries}))
-        hits, failures = await run_searches(
-            plan.queries, providers, limit=settings.results_per_query,
-            timeout=settings.search_timeout, on_event=ctx.emit)
+        if ctx.session is not None:
+            providers = ctx.session.wrap_providers(providers)
+            if ctx.session.recorder is not None:
+                ctx.session.recorder.plan(plan)
+        ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
+        # The documents folder is searched alongside the web, not as its fallback.
+        answers = await asyncio.gather(*(
+            run_searches(queries, group, limit=settings.results_per_query,
+                         timeout=settings.search_timeout, on_event=ctx.emit)
+            for group in provider_groups(providers)))
+    hits = [hit for found, _ in answers for hit in found]
+    failures = [failure for _, failed in answers for failure in failed]
     ctx.failures += [
         Failure(url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}",
                 stage="search") for f in failures]
-    ctx.searches = len({(h.provider, h.query) for h in hits}) + len(failures)
-    return hits
+    ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
+    for query in queries:
+        ctx.searched[query] = [h for h in hits if h.query == query]
+    return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched[query]]
 
 
 async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
-    """Stage 3: candidates in the order they should be fetched."""
-    candidates = rank(hits, ctx.rules)
-    ctx.emit(Event("rank", f"{len(candidates)} candidate sources",
-                   {"candidates": len(candidates)}))
+    """Stage 3: candidates in the order they should be fetched.
+
+    With a model, its picks per query come first, then the quality ranking's order.
+    """
+    if ctx.llm is None:
+        candidates, picked = rank(hits, ctx.rules), 0
+    else:
+        candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
+                                                     ctx.rules)
+    chosen = f" ({picked} chosen by the model)" if picked else ""
+    ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
+                   {"candidates": len(candidates), "picked": picked}))
     return candidates
 
 
 async def fetch_stage(ctx: RunContext, candidates: list[Candidate]) -> Gathered:
-    """Stage 4: fetch and extract the best candidates."""
-    async with Fetcher(ctx.settings) as fetcher:
+    """Stage 4: fetch and extract the best candidates, pages already in the store first.
+
+    With a model, each page is summarised as soon as it arrives (``ctx.reader``).
+    """
+    if ctx.llm is not None and ctx.reader is None:
+        ctx.reader = PageReader(ctx.llm, ctx.topic)
+    session = ctx.session or StoreSession(ctx.settings)
+    recorder = session.recorder
+    if recorder is not None:
+        recorder.ranking(candidates)
+    known = await session.fresh_results(candidates)
+    accept: PageCheck | None = ctx.reader.judge if ctx.reader else None
+    if accept is not None and ctx.reader is not None and recorder is not None:
+        accept = recorder.summaries(accept, ctx.reader.summaries)
+    async with Fetcher(ctx.settings, cache=session.page_cache,
+                       documents=session.documents) as fetcher:
         gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
-                                      ctx.budget)
+                                      ctx.budget, known=known,
+                                      on_result=recorder.fetched if recorder else None,
+                                      accept=accept)
+    ctx.cached_fetches += gathered.cached + fetcher.cache_hits
     ctx.failures += gathered.failures
     if gathered.stopped_by:
         ctx.failures.append(Failure(url="", reason=gathered.stopped_by, stage="budget"))
@@ -211,49 +378,82 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate]) -> Gathered:
 
 
 async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[Source]:
-    """Stage 5: what each page says about the question."""
-    sources = read_sources(gathered.pages, [ctx.topic, *plan.queries], ctx.settings)
+    """Stage 5: what each page says about the question.
+
+    Both pipelines number the pages and pick their passages; with a model each
+    source also gets its summary (made while fetching, or here for pages that
+    arrived another way), and pages with nothing relevant are left out.
+    """
+    pages = gathered.pages
+    if ctx.llm is not None:
+        ctx.reader = ctx.reader or PageReader(ctx.llm, ctx.topic)
+        pages, dropped = await ctx.reader.read_all(pages)
+        ctx.failures += [Failure(url=c.url, reason=why, stage="read") for c, why in dropped]
+    sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
+    if ctx.reader is not None:
+        sources = ctx.reader.apply(sources, pages)
     ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
     return sources
 
 
+def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
+    """The model's share of a run's Stats: calls, tokens, estimated cost."""
+    if llm is None:
+        return {}
+    usage = llm.usage
+    return {"llm_calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens, "cached_llm_calls": usage.cached_calls,
+            "cost_usd": round(usage.cost_usd, 6) if usage.cost_usd is not None else None}
+
+
 async def write_stage(ctx: RunContext, plan: Plan, sources: list[Source],
                       gathered: Gathered) -> Report:
-    """Stage 6: the report."""
+    """Stage 6: the report; with a model, written by it and then citation-checked."""
     level, reason = confidence(sources)
+    written = None
+    if ctx.llm is not None and sources:
+        written = await llm_report(ctx.llm, ctx.topic, sources, gathered.pages, ctx.failures,
+                                   level, reason, words=ctx.settings.words,
+                                   verify=ctx.settings.verify)
+    markdown, citations = written or (
+        render_markdown(ctx.topic, sources, ctx.failures, level, reason), None)
     report = Report(
         topic=ctx.topic, depth=ctx.settings.depth, queries=plan.queries, sources=sources,
-        failures=ctx.failures, confidence=level, confidence_reason=reason,
-        markdown=render_markdown(ctx.topic, sources, ctx.failures, level, reason),
+        failures=ctx.failures, confidence=level, confidence_reason=reason, markdown=markdown,
         stats=Stats(searches=ctx.searches, fetches=gathered.attempted,
-                    elapsed_s=round(time.monotonic() - ctx.started, 3)),
+                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(ctx.llm)),
         run_id=ctx.run_id, planner=plan.planner, stopped_by=gathered.stopped_by,
+        writer="llm" if written else "template", citations=citations,
     )
     ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))
     return report
 
 
 async def research(question: str, *, settings: Settings | None = None,
-                   on_event: ProgressCallback | None = None, **options: Any) -> Report:
+                   on_event: ProgressCallback | None = None, resume_id: str | None = None,
+                   **options: Any) -> Report:
     """Research ``question`` and return a cited :class:`~sleuth.models.Report`.
 
     ``options`` are settings fields (``depth=3``, ``max_sources=8``, ``search="searxng"``,
     ...) applied over ``settings`` (or over the environment when ``settings`` is None).
     Raises :class:`~sleuth.errors.ConfigError` for bad input; a run in which nothing
     could be read still returns a report, with an empty ``sources`` list and its gaps.
+    ``resume_id`` continues that interrupted run (see ``sleuth resume``): what it
+    already searched, fetched and asked a model is taken from the store.
     """
     topic = clean_question(question)
     if settings is None:
         settings = load_settings(options)
     elif options:
-        settings = load_settings({**settings.model_dump(), **options}, env={})
-    async with open_run(topic, settings, on_event or no_progress) as ctx:
+        settings = load_settings({**settings.model_dump(exclude_unset=True), **options}, env={})
+    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
         plan = await plan_stage(ctx)
         hits = await search_stage(ctx, plan)
         candidates = await rank_stage(ctx, plan, hits)
         gathered = await fetch_stage(ctx, candidates)
         sources = await read_stage(ctx, plan, gathered)
-        return await write_stage(ctx, plan, sources, gathered)
+        ctx.record("sources", sources)
+        return ctx.done(await write_stage(ctx, plan, sources, gathered))
 
 
 def research_sync(question: str, **kwargs: Any) -> Report:

@@ -9,13 +9,26 @@ The rule-based planner follows grip's ``web_research`` decomposition by depth:
   "<question> advantages disadvantages".
 
 Queries are de-duplicated case-insensitively, the original question first.
+
+With a model, :func:`llm_plan` plans as MetaGPT's Researcher does: the model writes
+a few search queries, they are searched, and the model then writes follow-up
+queries for what those results do not cover yet. Replies are parsed tolerantly;
+when no usable list comes back the rule-based plan is used and ``Plan.note`` (and
+the report's Gaps) says why.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-from sleuth.models import Plan
+from sleuth.llm.errors import LLMAuthError, LLMError
+from sleuth.llm.parse import expect_list, is_empty_answer
+from sleuth.models import Plan, SearchHit
+
+if TYPE_CHECKING:
+    from sleuth.llm.run import RunLLM
 
 _SPLIT = re.compile(r"\s+(?:and|vs\.?|versus)\s+", re.IGNORECASE)
 _COMPARISON = re.compile(r"\b(?:vs\.?|versus|compared?|comparison|difference between)\b",
@@ -69,3 +82,101 @@ def dedupe(queries: list[str]) -> list[str]:
 def make_plan(question: str, depth: int) -> Plan:
     """The rule-based plan; the LLM planner (when configured) returns the same record."""
     return Plan(question=question, queries=rule_queries(question, depth), planner="rules")
+
+
+#: Queries the model writes first, and follow-ups it may add after seeing their
+#: results, by depth (MetaGPT: 4 and 4). Depth 1 skips the follow-up round.
+FIRST_QUERIES = {1: 3, 2: 4, 3: 6}
+FOLLOW_UPS = {1: 0, 2: 4, 3: 6}
+#: Results per query shown to the model when it plans follow-ups.
+RESULTS_SHOWN = 5
+MAX_QUERY_CHARS = 200
+
+SearchFn = Callable[[list[str]], Awaitable[list[SearchHit]]]
+
+
+def _clean_queries(items: list[str], count: int) -> list[str]:
+    """Usable queries: one line, not too long, de-duplicated, at most ``count``."""
+    kept = [" ".join(item.split()) for item in items]
+    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS]
+    return dedupe(kept)[:count]
+
+
+async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> Plan:
+    """Plan with the model: first queries, their search, then follow-up queries.
+
+    ``search`` runs queries through the search stage (so their hits are kept for
+    the rest of the run and never searched twice). Falls back to
+    :func:`make_plan` when the first reply holds no queries.
+    """
+    from sleuth.llm.run import reply_tokens
+
+    try:
+        reply = await llm.ask(
+            "plan", stage="plan", max_tokens=reply_tokens(150, llm.window("plan")),
+            today=llm.today, question=question, count=FIRST_QUERIES[depth],
+            language=llm.language)
+        first = _clean_queries(expect_list(reply.text, what="search queries"),
+                               FIRST_QUERIES[depth])
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("plan", exc, "the rule-based queries were used")
+        plan = make_plan(question, depth)
+        return plan.model_copy(update={"note": f"LLM planning failed: {exc}"})
+    llm.info(f"LLM plan: {len(first)} queries", queries=first)
+    hits = await search(first)
+    follow_ups, note = await _follow_ups(question, depth, llm, first, hits)
+    return Plan(question=question, queries=dedupe(first + follow_ups), planner="llm", note=note)
+
+
+def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget: int) -> str:
+    """Titles and snippets per query, as many as fit ``budget`` tokens, best-ranked first."""
+    by_query = {q: [h for h in hits if h.query == q][:RESULTS_SHOWN] for q in queries}
+    chosen: dict[str, list[str]] = {q: [] for q in queries}
+    used = 0
+    # Round-robin over queries, so a long answer to one query cannot crowd out the rest.
+    for position in range(RESULTS_SHOWN):
+        for query in queries:
+            if position >= len(by_query[query]):
+                continue
+            hit = by_query[query][position]
+            line = f"- {' '.join(hit.title.split())}: {' '.join(hit.snippet.split())[:300]}"
+            cost = llm.tokens(line, "refine") + 1
+            if used + cost > budget:
+                continue
+            used += cost
+            chosen[query].append(line)
+    return "\n\n".join(f"Query: {q}\n" + "\n".join(lines) for q, lines in chosen.items()
+                        if lines)
+
+
+async def _follow_ups(question: str, depth: int, llm: RunLLM, first: list[str],
+                      hits: list[SearchHit]) -> tuple[list[str], str | None]:
+    """The model's follow-up queries after seeing the first results, and a note."""
+    from sleuth.llm.run import reply_tokens
+
+    count = FOLLOW_UPS[depth]
+    if count == 0:
+        return [], None
+    if not hits:
+        return [], "the first searches found nothing, so no follow-up queries were planned"
+    values = {"today": llm.today, "question": question, "queries": "\n".join(first),
+              "count": count, "language": llm.language}
+    try:
+        reply_size = reply_tokens(150, llm.window("refine"))
+        budget = llm.text_budget("refine", llm.overhead("refine", "refine", results="", **values),
+                                 reply_size)
+        results = _results_text(first, hits, llm, budget)
+        reply = await llm.ask("refine", stage="refine", max_tokens=reply_size,
+                              results=results, **values)
+        if is_empty_answer(reply.text):
+            return [], "the model found the first searches sufficient"
+        extra = _clean_queries(expect_list(reply.text, what="follow-up queries"), count)
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("refine", exc, "only the first queries were searched")
+        return [], f"LLM follow-up planning failed: {exc}"
+    known = {" ".join(q.lower().split()) for q in first}
+    return [q for q in extra if " ".join(q.lower().split()) not in known], None

@@ -1,14 +1,29 @@
-"""Progress events: one mechanism that the CLI (and later MCP and the web page) consume."""
+"""Progress events: one mechanism that the CLI, the MCP server and the web page consume.
+
+A run reports progress by calling ``on_event(Event(...))``. Code that would rather
+``async for`` over the events wraps that callback in an :class:`EventStream`::
+
+    stream = EventStream()
+    task = stream.close_when_done(asyncio.create_task(research(question, on_event=stream)))
+    async for event in stream:
+        print(event.kind, event.message)
+    report = await task
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+T = TypeVar("T")
 
 EventKind = Literal[
     "plan", "search", "search_failed", "rank", "fetch_start", "fetched", "fetch_failed",
     "read", "report", "info",
+    # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end
+    "round", "round_failed", "tool", "tool_failed", "agent",
 ]
 
 
@@ -26,3 +41,55 @@ ProgressCallback = Callable[[Event], None]
 
 def no_progress(event: Event) -> None:
     """The default consumer: ignores every event."""
+
+
+class EventStream:
+    """A progress callback that is also an async iterator over the events it receives.
+
+    Pass the stream itself as ``on_event``; iterate it in the same event loop. It may
+    also be called from another thread. Iteration ends after :meth:`close` once the
+    events received before it have been yielded.
+    """
+
+    _END = object()
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+
+    def _put(self, item: object) -> None:
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if self._loop is None:
+            self._loop = running
+        if self._loop is None or running is self._loop:
+            self._queue.put_nowait(item)
+        else:  # called from another thread: hand the event to the stream's loop
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+
+    def __call__(self, event: Event) -> None:
+        if not self._closed:
+            self._put(event)
+
+    def close(self) -> None:
+        """End the iteration (after the events already received)."""
+        if not self._closed:
+            self._closed = True
+            self._put(self._END)
+
+    def close_when_done(self, task: asyncio.Future[T]) -> asyncio.Future[T]:
+        """Close the stream when ``task`` finishes, however it finishes; returns ``task``."""
+        task.add_done_callback(lambda _: self.close())
+        return task
+
+    async def __aiter__(self) -> AsyncIterator[Event]:
+        self._loop = self._loop or asyncio.get_running_loop()
+        while True:
+            item = await self._queue.get()
+            if item is self._END:
+                return
+            assert isinstance(item, Event)
+            yield item

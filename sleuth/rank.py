@@ -9,6 +9,10 @@ where frequency is the number of distinct queries whose results held the URL
 (``sleuth/data/quality.toml``, extendable by the user), and best rank is its
 highest position in any provider's answer. Only the best candidate of each
 registered domain is kept, so the report hears from several sites.
+
+Local documents (``file://`` URLs from ``--docs``) are each their own "site" for
+that rule, and rank as PRIMARY, score 4: they are the material the user chose to
+research, just below the best web sources (5).
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from sleuth.models import Candidate, Quality, SearchHit
 from sleuth.urls import canonicalize, host_of, registered_domain
 
 DEFAULT_SCORE = 2
+#: Tier and score of a local document (see the module docstring).
+LOCAL_TIER = (Quality.PRIMARY, 4)
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,8 @@ def _suffix(host: str, domain: str) -> str:
 
 def classify(url: str, rules: tuple[QualityRule, ...] | None = None) -> tuple[Quality, int]:
     """The tier and score of a URL under ``rules`` (default: the built-in table)."""
+    if _is_local(url):
+        return LOCAL_TIER
     host = host_of(url)
     domain = registered_domain(url)
     suffix = _suffix(host, domain)
@@ -99,6 +107,15 @@ def classify(url: str, rules: tuple[QualityRule, ...] | None = None) -> tuple[Qu
         if rule.matches(host, domain, suffix):
             return rule.tier, rule.score
     return Quality.UNVERIFIED, DEFAULT_SCORE
+
+
+def _is_local(url: str) -> bool:
+    return url.strip()[:7].lower() == "file://"
+
+
+def diversity_key(url: str) -> str:
+    """What "one source per site" counts: the registered domain, or a local file itself."""
+    return canonicalize(url) if _is_local(url) else registered_domain(url)
 
 
 @dataclass
@@ -136,7 +153,7 @@ def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) ->
         frequency = len(group.queries)
         score = 2.0 * frequency + quality + 2.0 / group.best_rank
         scored.append(Candidate(
-            url=group.url, canonical_url=key, domain=registered_domain(group.url),
+            url=group.url, canonical_url=key, domain=diversity_key(group.url),
             title=group.title or group.url, snippet=group.snippet, quality=tier,
             quality_score=quality, frequency=frequency, score=round(score, 3),
             queries=group.queries,

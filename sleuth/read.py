@@ -4,11 +4,36 @@ The page is cut into passages (paragraphs, with long ones split at sentence
 boundaries and short ones joined), scored with BM25 (``bm25s``) against the
 question and the plan's queries, and the best few are kept in page order so the
 report quotes what matters rather than a page's first lines.
+
+With a model, :class:`PageReader` also summarises each page against the question
+(MetaGPT's WebBrowseAndSummarize, done right): the page is split into chunks that
+fit the summary model's context (:func:`~sleuth.llm.tokens.chunk_budget`, never
+zero or less), each chunk is summarised, "Not relevant." replies are dropped, and
+several chunk notes are merged into one summary. A page with nothing relevant is
+not used as a source. When the server says a prompt is too long, that chunk is
+split with half the budget and read again (and later pages use the smaller
+budget). Pages are summarised as they arrive: :meth:`PageReader.judge` is the
+fetch stage's ``accept`` hook, so summaries run while other pages still download.
+The passages are kept next to the summary: the citation check reads them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Awaitable, Iterable
+from typing import TYPE_CHECKING, TypeVar
+
+from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
+from sleuth.llm.parse import is_not_relevant
+from sleuth.llm.tokens import chunk_text
+from sleuth.models import Candidate, Page, Source
+from sleuth.progress import Event
+
+if TYPE_CHECKING:
+    from sleuth.llm.run import RunLLM
+
+T = TypeVar("T")
 
 MIN_PASSAGE = 80
 MAX_PASSAGE = 600
@@ -84,3 +109,149 @@ def best_passages(text: str, queries: list[str], k: int) -> list[str]:
         return passages[:k]
     return [passages[i] for i in sorted(chosen)]
 
+
+
+#: Words asked of the model per page summary (and per chunk note).
+SUMMARY_WORDS = 250
+#: Rounds of merging notes in groups before the rest is cut to fit.
+MERGE_ROUNDS = 3
+#: Halving the chunk budget stops here: a prompt this small that still overflows
+#: means the context is too small for the prompt itself.
+MIN_CHUNK_BUDGET = 128
+NOT_RELEVANT = "not relevant to the question (summary model)"
+
+
+async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Run awaitables concurrently; on the first error cancel the rest, then raise it."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class PageReader:
+    """Summaries of the pages of one run, made with the summary model as pages arrive."""
+
+    def __init__(self, llm: RunLLM, question: str) -> None:
+        self.llm = llm
+        self.question = question
+        self.summaries: dict[str, str] = {}
+        self.judged: set[str] = set()
+        self.cap: int | None = None  # chunk budget learned from a context overflow
+
+    async def judge(self, candidate: Candidate, page: Page) -> str | None:
+        """The fetch stage's ``accept`` hook: None to use the page, else why it is dropped.
+
+        Model failures never drop a page: it is then quoted by its passages.
+        """
+        self.judged.add(candidate.canonical_url)
+        if not self.llm.usable:
+            return None
+        try:
+            summary = await self.summarise(page)
+        except LLMAuthError:
+            raise
+        except LLMError as exc:
+            self.llm.fell_back("summarize", exc, "the page's passages are quoted instead")
+            return None
+        if summary is None:
+            self.llm.emit(Event("read", f"not relevant: {page.title or page.url}",
+                                {"url": candidate.url, "relevant": False}))
+            return NOT_RELEVANT
+        self.summaries[candidate.canonical_url] = summary
+        self.llm.emit(Event("read", f"summarised {page.title or page.url}",
+                            {"url": candidate.url, "words": len(summary.split())}))
+        return None
+
+    async def read_all(self, pages: list[tuple[Candidate, Page]]
+                       ) -> tuple[list[tuple[Candidate, Page]], list[tuple[Candidate, str]]]:
+        """Judge the pages not judged yet (concurrently); the kept pages and the dropped."""
+        todo = [(c, p) for c, p in pages if c.canonical_url not in self.judged]
+        verdicts = dict(zip([c.canonical_url for c, _ in todo],
+                            await _all(self.judge(c, p) for c, p in todo), strict=True))
+        kept = [(c, p) for c, p in pages if verdicts.get(c.canonical_url) is None]
+        dropped = [(c, why) for c, _ in pages if (why := verdicts.get(c.canonical_url))]
+        return kept, dropped
+
+    def apply(self, sources: list[Source], pages: list[tuple[Candidate, Page]]) -> list[Source]:
+        """``sources`` (numbered from ``pages``, in order) with their summaries filled in."""
+        return [source.model_copy(update={"summary": self.summaries.get(c.canonical_url)})
+                for source, (c, _page) in zip(sources, pages, strict=True)]
+
+    # -- summarising ---------------------------------------------------------------------
+    def _values(self, page: Page) -> dict[str, object]:
+        return {"question": self.question, "title": page.title or "(untitled)",
+                "url": page.final_url or page.url, "words": SUMMARY_WORDS,
+                "language": self.llm.language}
+
+    async def summarise(self, page: Page) -> str | None:
+        """The page's summary against the question; None when nothing in it is relevant."""
+        from sleuth.llm.run import reply_tokens
+
+        llm = self.llm
+        reply = reply_tokens(SUMMARY_WORDS, llm.window("summarize"))
+        values = self._values(page)
+        budget = llm.text_budget("summarize", llm.overhead("summarize", "summarize", page="",
+                                                           **values), reply)
+        if self.cap is not None:
+            budget = min(budget, self.cap)
+        chunks = chunk_text(page.text, budget, model=llm.model_for("summarize"))
+        notes = [note for found in await _all(self._chunk(c, budget, reply, values)
+                                               for c in chunks) for note in found]
+        if not notes:
+            return None
+        return await self._merge(page, notes)
+
+    async def _chunk(self, text: str, budget: int, reply: int,
+                     values: dict[str, object]) -> list[str]:
+        """Notes on one chunk ([] if not relevant); halves the chunk on a context overflow."""
+        try:
+            answer = (await self.llm.ask("summarize", stage="summarize", max_tokens=reply,
+                                         page=text, **values)).answer
+        except ContextOverflowError:
+            half = budget // 2
+            pieces = (chunk_text(text, half, model=self.llm.model_for("summarize"))
+                      if half >= MIN_CHUNK_BUDGET else [])
+            if len(pieces) < 2:
+                raise
+            self.cap = min(self.cap or half, half)
+            self.llm.info(f"the summary model's context is smaller than sleuth assumed; "
+                          f"reading in chunks of {half} tokens", chunk_tokens=half)
+            found = await _all(self._chunk(p, half, reply, values) for p in pieces)
+            return [note for notes in found for note in notes]
+        if not answer.strip():
+            raise ParseError("the summary model's reply was empty")
+        return [] if is_not_relevant(answer) else [answer.strip()]
+
+    async def _merge(self, page: Page, notes: list[str]) -> str | None:
+        """One summary from several notes, merging in groups while they do not fit."""
+        from sleuth.llm.run import reply_tokens
+
+        llm = self.llm
+        values = self._values(page)
+        reply = reply_tokens(SUMMARY_WORDS, llm.window("merge"))
+        budget = llm.text_budget("merge", llm.overhead("merge", "merge", notes="", **values),
+                                 reply)
+        model = llm.model_for("merge")
+        for _round in range(MERGE_ROUNDS + 1):
+            if len(notes) == 1:
+                return notes[0]
+            joined = "\n\n".join(notes)
+            if llm.tokens(joined, "merge") <= budget or _round == MERGE_ROUNDS:
+                text = chunk_text(joined, budget, model=model)[0]
+                answer = (await llm.ask("merge", stage="merge", max_tokens=reply, notes=text,
+                                        **values)).answer.strip()
+                if not answer:
+                    raise ParseError("the summary model's merge reply was empty")
+                return None if is_not_relevant(answer) else answer
+            groups = chunk_text(joined, budget, model=model)
+            merged = await _all(llm.ask("merge", stage="merge", max_tokens=reply, notes=g,
+                                        **values) for g in groups)
+            notes = [m.answer.strip() for m in merged
+                     if m.answer.strip() and not is_not_relevant(m.answer)]
+            if not notes:
+                return None
+        return notes[0]

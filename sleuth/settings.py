@@ -82,9 +82,9 @@ class Settings(BaseModel):
         description="Hits asked of a provider per query.",
         json_schema_extra=_meta("--results-per-query", "SLEUTH_RESULTS_PER_QUERY"),
     )
-    format: Literal["markdown", "json"] = Field(
+    format: Literal["markdown", "json", "html"] = Field(
         "markdown",
-        description="Output format.",
+        description="Output format: markdown, json, or html (one self-contained file).",
         json_schema_extra=_meta("--format", "SLEUTH_FORMAT"),
     )
     output: Path | None = Field(
@@ -286,6 +286,34 @@ class Settings(BaseModel):
         gt=0,
         description="Estimated model cost in USD at most.",
         json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST"),
+    )
+    # --- agent mode (sleuth agent); --max-time, --max-tokens, --max-cost apply too ---
+    round_minutes: float = Field(
+        30.0,
+        gt=0,
+        le=1440,
+        description="Agent mode: minutes one round may take.",
+        json_schema_extra=_meta("--round-minutes", "SLEUTH_ROUND_MINUTES"),
+    )
+    max_rounds: int = Field(
+        20,
+        ge=1,
+        le=1000,
+        description="Agent mode: rounds at most.",
+        json_schema_extra=_meta("--max-rounds", "SLEUTH_MAX_ROUNDS"),
+    )
+    max_tool_calls: int = Field(
+        30,
+        ge=1,
+        le=1000,
+        description="Agent mode: tool calls per round at most.",
+        json_schema_extra=_meta("--max-tool-calls", "SLEUTH_MAX_TOOL_CALLS"),
+    )
+    agent_protocol: Literal["auto", "tools", "json"] = Field(
+        "auto",
+        description="Agent mode: function calling, JSON actions in text, or auto (tools, "
+                    "else JSON).",
+        json_schema_extra=_meta("--agent-protocol", "SLEUTH_AGENT_PROTOCOL"),
     )
 
     @field_validator("search", mode="before")

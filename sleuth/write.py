@@ -3,14 +3,29 @@
 Citations are numbered by sleuth from the sources it actually read; page text is
 quoted as data (block quotes, footnote markers and Markdown control characters
 neutralised), never interpreted.
+
+Without a model the report is a template (:func:`render_markdown`). With one, the
+report model writes the body (:func:`llm_body`) in the run's language from the
+sources' summaries, with inline ``[n]`` citations; sleuth then adds the title,
+the confidence, the sources list and the gaps itself (:func:`render_llm_markdown`),
+so a model can neither invent a source nor drop a gap. Both writers share the
+confidence rule, the sources list and the gaps.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from sleuth.models import Failure, Source
+from sleuth.lang import Labels, labels_for
+from sleuth.llm.errors import LLMAuthError, LLMError, ParseError
+from sleuth.llm.tokens import chunk_text
+from sleuth.models import Candidate, CitationCheck, Failure, Page, Source
+from sleuth.urls import canonicalize
+
+if TYPE_CHECKING:
+    from sleuth.check import Evidence
+    from sleuth.llm.run import RunLLM
 
 Confidence = Literal["HIGH", "MEDIUM", "LOW"]
 
@@ -61,12 +76,13 @@ def _findings(sources: list[Source]) -> list[str]:
     return lines
 
 
-def _gaps(failures: list[Failure]) -> list[str]:
+def _gaps(failures: list[Failure], labels: Labels | None = None) -> list[str]:
     if not failures:
-        return ["_Every source that was tried could be read._"]
+        return [(labels or Labels()).no_gaps]
     lines = []
     for failure in failures:
-        where = f"<{failure.url}>" if failure.url.startswith(("http://", "https://")) else "search"
+        where = (f"<{failure.url}>" if failure.url.startswith(("http://", "https://", "file://"))
+                 else "search")
         lines.append(f"- {where} — {escape_inline(failure.reason)}")
     return lines
 
@@ -76,12 +92,146 @@ def render_markdown(question: str, sources: list[Source], failures: list[Failure
     """The full report: findings, confidence, sources and gaps."""
     lines = [f"# Research: {escape_inline(question)}", "", "## Key Findings", ""]
     lines += _findings(sources)
-    lines += [f"## Confidence: {level} — {reason}", "", "## Sources", ""]
-    if sources:
-        for source in sources:
-            lines.append(f"[{source.id}] [{source.quality.value}] "
-                         f"{escape_inline(source.title)} — <{source.url}>  ")
-    else:
-        lines.append("_None._")
-    lines += ["", "## Gaps", "", *_gaps(failures), ""]
+    lines += _tail(sources, failures, level, reason, Labels())
     return "\n".join(lines)
+
+
+def _sources(sources: list[Source], labels: Labels) -> list[str]:
+    if not sources:
+        return [labels.no_sources]
+    return [f"[{source.id}] [{source.quality.value}] {escape_inline(source.title)} — "
+            f"<{source.url}>  " for source in sources]
+
+
+def _tail(sources: list[Source], failures: list[Failure], level: Confidence, reason: str,
+          labels: Labels) -> list[str]:
+    """Confidence, Sources and Gaps: the part of every report that sleuth writes itself."""
+    return [f"## {labels.confidence}: {level} — {reason}", "", f"## {labels.sources}", "",
+            *_sources(sources, labels), "", f"## {labels.gaps}", "",
+            *_gaps(failures, labels), ""]
+
+
+# -- the LLM writer -------------------------------------------------------------------------
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_REFERENCES = re.compile(
+    r"^(?:\*\*)?(?:sources|references|bibliography|works cited|citations|参考来源|参考文献|"
+    r"参考资料|來源|参考|來源列表|资料来源|出典|参考文献一覧)(?:\*\*)?\s*:?\s*$", re.IGNORECASE)
+_HTML_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+#: Words of the report asked for by --words count for this many tokens of reply.
+REPORT_WORDS_FLOOR = 300
+
+
+def _source_notes(source: Source) -> str:
+    return source.summary or "\n".join(source.passages)
+
+
+def sources_block(sources: list[Source], llm: RunLLM, budget: int) -> str:
+    """The sources as the report prompt shows them, each cut to its share of ``budget``."""
+    model = llm.model_for("report")
+    heads = [f"[{s.id}] {' '.join(s.title.split())}\nURL: {s.url}" for s in sources]
+    share = max(32, (budget - sum(llm.tokens(h, "report") + 4 for h in heads))
+                // max(1, len(sources)))
+    blocks = []
+    for head, source in zip(heads, sources, strict=True):
+        notes = _source_notes(source).strip()
+        if notes and llm.tokens(notes, "report") > share:
+            notes = chunk_text(notes, share, model=model)[0] + " …"
+        blocks.append(f"{head}\n{notes}")
+    return "\n\n".join(blocks)
+
+
+def tidy_body(text: str) -> str:
+    """The model's report body without a title line, a sources list or raw HTML.
+
+    sleuth writes the title and the sources list itself; HTML tags are shown as
+    text rather than rendered; images become links (which the citation check then
+    turns into citations or removes).
+    """
+    lines = text.strip().split("\n")
+    while lines and (not lines[0].strip() or re.match(r"^\s{0,3}#\s", lines[0])):
+        lines.pop(0)
+    for i, line in enumerate(lines):
+        heading = _HEADING.match(line)
+        title = heading.group(1) if heading else line.strip()
+        if (heading or line.strip().startswith("**")) and _REFERENCES.match(title.strip()):
+            lines = lines[:i]
+            break
+    body = "\n".join(lines).strip()
+    body = re.sub(r"!\[([^\]\n]*)\]\(", r"[\1](", body)
+    return _HTML_TAG.sub("&lt;", body)
+
+
+async def llm_body(llm: RunLLM, question: str, sources: list[Source], words: int) -> str:
+    """The report body written by the report model; ParseError when it wrote nothing."""
+    from sleuth.llm.run import reply_tokens
+
+    window = llm.window("report")
+    reply = reply_tokens(max(words, REPORT_WORDS_FLOOR), window, share=2)
+    values: dict[str, object] = {"today": llm.today, "question": question, "words": words,
+                                 "language": llm.language}
+    budget = llm.text_budget("report", llm.overhead("report", "report", sources="", **values),
+                             reply)
+    answer = await llm.ask("report", stage="report", max_tokens=reply,
+                           sources=sources_block(sources, llm, budget), **values)
+    body = tidy_body(answer.answer)
+    if not body:
+        raise ParseError("the report model's reply was empty")
+    if answer.truncated:
+        llm.failures.append(Failure(
+            url="", stage="llm", reason=f"the report reached the model's output limit "
+            f"({reply} tokens) and may end abruptly; ask for fewer --words"))
+    return body
+
+
+def render_llm_markdown(question: str, body: str, sources: list[Source],
+                        failures: list[Failure], level: Confidence, reason: str,
+                        labels: Labels, footer: str) -> str:
+    """An LLM-written report: sleuth's title, the checked body, sleuth's tail and footer."""
+    lines = [f"# {labels.research}: {escape_inline(question)}", "", body.strip(), ""]
+    lines += _tail(sources, failures, level, reason, labels)
+    lines += ["---", "", footer, ""]
+    return "\n".join(lines)
+
+
+def _evidence(sources: list[Source], pages: list[tuple[Candidate, Page]]
+              ) -> tuple[dict[str, int], dict[int, Evidence]]:
+    """Each source's known URLs (canonical) and its text, for the citation check."""
+    from sleuth.check import Evidence
+
+    by_url = {page.final_url or candidate.url: (candidate, page) for candidate, page in pages}
+    urls: dict[str, int] = {}
+    evidence: dict[int, Evidence] = {}
+    for source in sources:
+        candidate, page = by_url.get(source.url, (None, None))
+        spellings = [source.url]
+        if candidate is not None and page is not None:
+            spellings += [candidate.url, page.url, page.final_url]
+        for url in spellings:
+            urls.setdefault(canonicalize(url), source.id)
+        text = page.text if page is not None else "\n\n".join(source.passages)
+        evidence[source.id] = Evidence.build(text, source.summary)
+    return urls, evidence
+
+
+async def llm_report(llm: RunLLM, question: str, sources: list[Source],
+                     pages: list[tuple[Candidate, Page]], failures: list[Failure],
+                     level: Confidence, reason: str, *, words: int, verify: str
+                     ) -> tuple[str, CitationCheck] | None:
+    """The LLM-written, citation-checked report; None (reason recorded) to use the template."""
+    from sleuth.check import check_citations, footer
+
+    try:
+        body = await llm_body(llm, question, sources, words)
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("report", exc, "the report quotes the sources' passages instead")
+        return None
+    urls, evidence = _evidence(sources, pages)
+    body, check = await check_citations(
+        body, ids={s.id for s in sources}, urls=urls, evidence=evidence, method=verify,
+        llm=llm, language=llm.language)
+    labels = labels_for(llm.language)
+    markdown = render_llm_markdown(question, body, sources, failures, level, reason, labels,
+                                   footer(check, llm.language))
+    return markdown, check

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,6 +11,44 @@ import pytest
 from sleuth.testing import OfflineWeb
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
+
+
+@pytest.fixture(autouse=True)
+def sleuth_home(tmp_path_factory: pytest.TempPathFactory,
+                monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh run store for every test: nothing ever reaches the user's real cache.
+
+    ``XDG_CACHE_HOME`` too, for subprocesses started without the ``SLEUTH_*`` variables.
+    """
+    home = tmp_path_factory.mktemp("sleuth-home")
+    monkeypatch.setenv("SLEUTH_HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / "xdg"))
+    return home
+
+
+#: Model settings a developer's shell may hold; no test may inherit them.
+LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SLEUTH_BASE_URL", "SLEUTH_MODEL",
+           "SLEUTH_PLAN_MODEL", "SLEUTH_SUMMARY_MODEL", "SLEUTH_REPORT_MODEL", "SLEUTH_NO_LLM",
+           "SLEUTH_CONTEXT_WINDOW", "OLLAMA_CONTEXT_LENGTH")
+
+
+@pytest.fixture(scope="session")
+def closed_port() -> Iterator[int]:
+    """A loopback port that refuses connections (bound, never listening)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    yield sock.getsockname()[1]
+    sock.close()
+
+
+@pytest.fixture(autouse=True)
+def no_model(closed_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test uses a model unless it configures one: no inherited key, and Ollama
+    detection (which runs when nothing is configured) finds nothing instead of
+    reaching a real Ollama on 127.0.0.1:11434. Subprocesses inherit ``OLLAMA_HOST``."""
+    for name in LLM_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{closed_port}")
 
 
 @pytest.fixture(scope="session")

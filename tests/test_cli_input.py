@@ -1,5 +1,6 @@
 """Bad input gets one line on stderr and exit code 2, in-process and as a real subprocess."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,6 +59,16 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     for flag in ["--depth", "--max-sources", "--search", "--searxng-url", "--format", "--output",
                  "--allow-private-urls", "--fetch-engine", "SLEUTH_SEARCH"]:
         assert flag in out
+    # Agent-only options are kept for `sleuth agent --help`, where they mean something.
+    assert "--round-minutes" not in out
+    # The other commands are discoverable from the top-level help, and each one exists.
+    listed = re.findall(r"^\s+sleuth (\w+)", out.split("Other commands", 1)[1], re.MULTILINE)
+    assert set(listed) >= {"agent", "runs", "resume", "cache", "mcp", "serve"}
+    for name in listed:
+        assert run([name, "--help"]) == 0
+        assert f"Usage: sleuth {name}" in capsys.readouterr().out
+    assert run(["agent", "--help"]) == 0
+    assert "--round-minutes" in capsys.readouterr().out
 
 
 @pytest.mark.slow

@@ -107,7 +107,9 @@ def test_pdf_and_mislabelled_charset_are_read(web: OfflineWeb) -> None:
     report = sleuth.research_sync(
         "LayoutParser unified toolkit deep learning document image analysis",
         search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=PAGE_TIMEOUT, max_sources=3, depth=1)
+        timeout=PAGE_TIMEOUT, max_sources=10, depth=1)
+    # max_sources above the candidate count: every candidate is fetched, so the
+    # assertion does not depend on which pages happen to finish first.
     assert web.hostile["pdf"] in {s.url for s in report.sources}
 
 

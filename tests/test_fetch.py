@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import gzip
+import importlib.util
 import re
 import socket
 import time
@@ -19,7 +20,7 @@ import pytest
 
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.fetch import Fetcher, fetch_page
-from sleuth.fetch.browser import Rendered, looks_like_script_shell, playwright_installed
+from sleuth.fetch.browser import Rendered, looks_like_script_shell
 from sleuth.fetch.fetcher import DEFAULT_USER_AGENT
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings
@@ -464,8 +465,12 @@ async def test_fetch_page_returns_or_raises(web: OfflineWeb) -> None:
 # ---------------------------------------------------------------- browser engine
 
 
-@pytest.mark.skipif(playwright_installed(), reason="checks the message shown without playwright")
-async def test_playwright_engine_without_playwright_says_how_to_install() -> None:
+async def test_playwright_engine_without_playwright_says_how_to_install(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # Pretend the optional package is absent, whatever this environment has.
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "playwright" else real_find_spec(name, *a))
     with pytest.raises(ConfigError, match=r"pip install 'sleuth-research\[browser\]'"):
         async with Fetcher(settings(fetch_engine="playwright")):
             pass

@@ -19,6 +19,9 @@ EXPECTED = {
     "merge": {"question", "title", "url", "notes", "words", "language"},
     "report": {"question", "sources", "words", "language", "today"},
     "verify": {"sentence", "passage"},
+    "agent_round": {"protocol", "dashboard_limit", "round", "max_rounds", "elapsed",
+                    "round_limit", "time_left", "max_tool_calls", "workspace", "goal",
+                    "dashboard"},
 }
 
 

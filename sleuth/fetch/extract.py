@@ -244,53 +244,86 @@ def _plain_text(tree: Any) -> str:
     return normalize_text(root.text_content())
 
 
-# favor_recall keeps more of the article, but on small pages it also keeps menus;
-# pruning navigation and footers first costs no recall on the benchmark pages
-# (scrapinghub AEB: P 0.94, R 0.99 either way) and leaves nav-only pages empty.
-# (Pruning site <header>s too was tried: it cost recall on pages that put content there.)
-_PRUNE = "//nav|//footer|//*[@role='navigation']|//*[@role='contentinfo']"
 # htmldate's "extensive search" reads "Copyright 2024" as a publication date.
 _DATE_PARAMS = {"extensive_search": False, "original_date": True}
 
 
-def _trafilatura(html: str, url: str | None) -> tuple[str, str | None, str | None]:
+def _trafilatura(html: str, url: str | None) -> tuple[str, str, str | None, str | None]:
+    """trafilatura's main text, its comments (forum posts land there), title and date."""
     import trafilatura
 
     doc = trafilatura.bare_extraction(
-        html, url=url, favor_recall=True, include_tables=True, include_comments=False,
-        include_images=False, with_metadata=True, prune_xpath=_PRUNE,
-        date_extraction_params=_DATE_PARAMS)
+        html, url=url, include_tables=True, include_comments=True, include_images=False,
+        with_metadata=True, date_extraction_params=_DATE_PARAMS)
     if doc is None:
-        return "", None, None
+        return "", "", None, None
     if isinstance(doc, dict):  # older trafilatura returned dicts
-        return doc.get("text") or "", doc.get("title"), doc.get("date")
-    return doc.text or "", doc.title, doc.date
+        return (doc.get("text") or "", doc.get("comments") or "", doc.get("title"),
+                doc.get("date"))
+    return doc.text or "", doc.comments or "", doc.title, doc.date
+
+
+def _block_inputs(html: str, url: str | None
+                  ) -> tuple[Any, Any, str, str | None, str | None] | None:
+    """Blocks and their features, plus trafilatura's text, title and date.
+
+    None when the page does not parse at all.
+    """
+    from sleuth.fetch import _extractors as bx
+
+    try:
+        main, comments, title, date = _trafilatura(html, url)
+    except Exception:  # third-party parser on hostile input: any failure means "no text"
+        log.debug("trafilatura failed on %s", url, exc_info=True)
+        main, comments, title, date = "", "", None, None
+    tree = _parse_html(html)
+    if tree is None:
+        return None
+    title = title or _html_title(tree)
+    blocks = bx.segment(bx.clean_tree(tree))
+    matrix = bx.features(blocks, html, url, tree, main, comments)
+    return blocks, matrix, main, title, date
 
 
 def extract(html: str | bytes, url: str | None = None) -> Extracted:
     """Main text, title and date of an HTML page; never raises.
 
-    trafilatura does the work (favouring recall, keeping tables); when it finds
-    nothing, the text of ``<body>`` without scripts, navigation, headers and
-    footers is used instead. Garbage in gives ``Extracted(text="")``.
+    The page is cut into text blocks and a small trained model keeps the blocks
+    that are main text (see ``_extractors``), with trafilatura's own choice as one
+    of its signals; where trafilatura's text holds all the model keeps, that text
+    is used as it is. When the model keeps nothing, trafilatura's text is used (less
+    menu and footer lines), and failing that the text of ``<body>`` without
+    scripts, navigation, headers and footers. Garbage in gives ``Extracted(text="")``.
     """
     if isinstance(html, bytes):
         html = decode_body(html)
     if not html.strip():
         return Extracted()
+    from sleuth.fetch import _extractors as bx
+
     with _TRAFILATURA_LOCK:
         try:
-            text, title, date = _trafilatura(html, url)
-        except Exception:  # third-party parser on hostile input: any failure means "no text"
-            log.debug("trafilatura failed on %s", url, exc_info=True)
-            text, title, date = "", None, None
-        text = normalize_text(text)
-        if not text or not title:
-            tree = _parse_html(html)
-            # Title first: _plain_text edits the tree.
-            title = title or _html_title(tree)
-            text = text or _plain_text(tree)
+            got = _block_inputs(html, url)
+            if got is None:
+                return Extracted()
+            blocks, matrix, main, title, date = got
+            text = normalize_text(bx.select_text(blocks, matrix, main))
+            if not text:
+                text = normalize_text(bx.without_chrome(normalize_text(main), blocks))
+        except Exception:  # hostile input must not cost the page: fall back to trafilatura
+            log.debug("block extraction failed on %s", url, exc_info=True)
+            text, title, date = _trafilatura_only(html, url)
+        if not text:
+            text = _plain_text(_parse_html(html))
     return Extracted(text=text, title=normalize_text(title) if title else None, date=date)
+
+
+def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str | None]:
+    try:
+        main, _, title, date = _trafilatura(html, url)
+    except Exception:  # third-party parser on hostile input: any failure means "no text"
+        return "", None, None
+    return normalize_text(main), title, date
 
 
 # ---------------------------------------------------------------- PDF

@@ -4,6 +4,10 @@ One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
 every connection goes through the SSRF guard, bounds work globally and per host,
 gives each page one all-in deadline, reads at most ``max_page_bytes`` of
 (decompressed) body, and never fetches one canonical URL twice.
+
+Two optional seams keep it independent of the run store: a :class:`PageCache`
+(consulted before the network, revalidated with a conditional request when stale,
+filled after) and :class:`LocalDocuments`, the only way a ``file://`` URL is read.
 """
 
 from __future__ import annotations
@@ -13,9 +17,10 @@ import logging
 import re
 import time
 import zlib
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Self
+from typing import Any, Protocol, Self
 
 import httpx
 
@@ -43,7 +48,8 @@ from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
 
-__all__ = ["DEFAULT_USER_AGENT", "Fetcher", "fetch_page"]
+__all__ = ["DEFAULT_USER_AGENT", "CachedResult", "Fetcher", "LocalDocuments", "PageCache",
+           "Validators", "fetch_page"]
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +86,61 @@ class _Refused(Exception):
 
 
 @dataclass(frozen=True)
+class Validators:
+    """What a server gave to revalidate a page with: its ETag and Last-Modified headers."""
+
+    etag: str | None = None
+    last_modified: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        """The conditional request headers these validators allow (empty: none)."""
+        found = {"If-None-Match": self.etag, "If-Modified-Since": self.last_modified}
+        return {name: value for name, value in found.items() if value}
+
+
+@dataclass(frozen=True)
+class CachedResult:
+    """What a :class:`PageCache` knows about one URL.
+
+    ``fresh``: use ``result`` as it is. A stale :class:`Page` is revalidated with a
+    conditional request when it has ``validators`` (a 304 reuses it); anything else
+    stale is fetched again.
+    """
+
+    result: Page | FetchFailure
+    fresh: bool
+    validators: Validators = field(default_factory=Validators)
+
+
+class PageCache(Protocol):
+    """Where a :class:`Fetcher` keeps pages between runs (the run store implements it)."""
+
+    async def get(self, url: str) -> CachedResult | None:
+        """The last fetch of ``url`` (keyed by its canonical form), or None."""
+
+    async def put(self, url: str, result: Page | FetchFailure, validators: Validators) -> None:
+        """Remember a fresh fetch of ``url`` (page or failure)."""
+
+    async def revalidated(self, url: str, validators: Validators) -> None:
+        """The server answered 304 for ``url``: its cached page is fresh again."""
+
+
+class LocalDocuments(Protocol):
+    """Reads ``file://`` URLs from an index of local documents, never from the network."""
+
+    async def read(self, url: str) -> Page | FetchFailure:
+        """The indexed document at ``url``, or why it cannot be read."""
+
+
+class _NotModified(Exception):
+    """The server answered 304 to a conditional request."""
+
+    def __init__(self, validators: Validators) -> None:
+        super().__init__("not modified")
+        self.validators = validators
+
+
+@dataclass(frozen=True)
 class _Download:
     url: str
     status: int
@@ -87,6 +148,7 @@ class _Download:
     charset: str | None
     data: bytes
     engine: str = "httpx"
+    validators: Validators = field(default_factory=Validators)
 
 
 @dataclass
@@ -205,6 +267,19 @@ def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
     return extracted, mime
 
 
+def _validators(response: httpx.Response) -> Validators:
+    return Validators(etag=response.headers.get("etag"),
+                      last_modified=response.headers.get("last-modified"))
+
+
+async def _quietly(call: Coroutine[Any, Any, None]) -> None:
+    """Await a cache write; a failing one is logged, since the page was read all the same."""
+    try:
+        await call
+    except Exception:
+        log.warning("page cache write failed", exc_info=True)
+
+
 def _fallback_title(text: str, url: str) -> str:
     first = text.split("\n", 1)[0].strip()
     return first if 0 < len(first) <= 120 else url
@@ -227,13 +302,21 @@ class Fetcher:
     ``transport`` replaces the guarded network transport (tests use
     ``httpx.MockTransport``); URLs and redirect hops are still checked with
     :func:`check_url`, but connect-time address checks are then the transport's
-    business.
+    business. ``cache`` answers before the network (``cache_hits`` counts the
+    pages it served, fresh or revalidated); ``documents`` reads ``file://`` URLs,
+    which without it are refused.
     """
 
     def __init__(self, settings: Settings, *,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 cache: PageCache | None = None,
+                 documents: LocalDocuments | None = None) -> None:
         self._settings = settings
         self._transport = transport
+        self._cache = cache
+        self._documents = documents
+        #: Pages served by ``cache`` without a download (fresh, or a 304 answer).
+        self.cache_hits = 0
         self._client: httpx.AsyncClient | None = None
         self._browser: Browser | None = None
         self._entries: dict[str, _Entry] = {}
@@ -299,6 +382,45 @@ class Fetcher:
         return result if result.url == url else result.model_copy(update={"url": url})
 
     async def _fetch_fresh(self, url: str) -> Page | FetchFailure:
+        """A local document, the cache's answer, or a (conditional) download."""
+        if url.strip()[:5].lower() == "file:":
+            if self._documents is None:
+                return FetchFailure(url=url, reason="blocked: file URLs are read only from "
+                                    "the documents folder (--docs)")
+            return await self._documents.read(url)
+        cached = await self._cache_get(url)
+        if cached is not None and cached.fresh:
+            self.cache_hits += 1
+            return cached.result
+        stale = cached if cached is not None and isinstance(cached.result, Page) else None
+        try:
+            result, validators = await self._fetch_network(url, stale)
+        except _NotModified as answer:
+            assert stale is not None and self._cache is not None
+            self.cache_hits += 1
+            await _quietly(self._cache.revalidated(url, answer.validators))
+            return stale.result
+        # A blocked URL cost no request, and whether it is blocked depends on the settings.
+        blocked = isinstance(result, FetchFailure) and result.reason.startswith("blocked: ")
+        if self._cache is not None and not blocked:
+            await _quietly(self._cache.put(url, result, validators))
+        return result
+
+    async def _cache_get(self, url: str) -> CachedResult | None:
+        if self._cache is None:
+            return None
+        try:
+            return await self._cache.get(url)
+        except Exception:  # a broken cache costs a download, never the page
+            log.warning("page cache lookup failed for %s", url, exc_info=True)
+            return None
+
+    async def _fetch_network(self, url: str, stale: CachedResult | None
+                             ) -> tuple[Page | FetchFailure, Validators]:
+        """Download and extract ``url``; raises _NotModified when a conditional GET gets 304."""
+        conditional = None
+        if stale is not None and isinstance(stale.result, Page) and stale.validators.headers():
+            conditional = (stale.result.final_url, stale.validators)
         timeout = self._settings.timeout
         host_slots = self._host_slots.setdefault(
             host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency))
@@ -308,21 +430,26 @@ class Fetcher:
                 # The deadline starts once the page really starts, not while it queues.
                 start = time.monotonic()
                 async with asyncio.timeout(timeout):
-                    return await self._fetch_page(url, start)
+                    return await self._fetch_page(url, start, conditional)
+        except _NotModified:
+            raise
         except _Refused as exc:
-            return FetchFailure(url=url, reason=exc.reason, status=exc.status)
+            failure = FetchFailure(url=url, reason=exc.reason, status=exc.status)
         except BlockedURLError as exc:
-            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+            failure = FetchFailure(url=url, reason=f"blocked: {exc.reason}")
         except (TimeoutError, httpx.TimeoutException):
-            return FetchFailure(url=url, reason=f"timed out after {timeout:g}s")
+            failure = FetchFailure(url=url, reason=f"timed out after {timeout:g}s")
         except httpx.HTTPError as exc:
-            return FetchFailure(url=url, reason=_network_reason(exc))
+            failure = FetchFailure(url=url, reason=_network_reason(exc))
         except Exception as exc:  # the contract: page problems never raise
             log.warning("unexpected error fetching %s", url, exc_info=True)
-            return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
+            failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
+        return failure, Validators()
 
-    async def _fetch_page(self, url: str, start: float) -> Page:
-        download = await self._get(url)
+    async def _fetch_page(self, url: str, start: float,
+                          conditional: tuple[str, Validators] | None = None,
+                          ) -> tuple[Page, Validators]:
+        download = await self._get(url, conditional)
         extracted, content_type = await run_in_extraction_thread(
             _convert, download, self._settings.max_chars)
         text, truncated = truncate_text(extracted.text, self._settings.max_chars)
@@ -331,16 +458,21 @@ class Fetcher:
             title=extracted.title or _fallback_title(text, download.url), text=text,
             content_type=content_type, status=download.status, date=extracted.date,
             truncated=truncated, engine=download.engine,
-            elapsed_s=round(time.monotonic() - start, 3))
+            elapsed_s=round(time.monotonic() - start, 3)), download.validators
 
-    async def _get(self, url: str) -> _Download:
-        """Download ``url``, through the browser where that is wanted."""
+    async def _get(self, url: str, conditional: tuple[str, Validators] | None = None
+                   ) -> _Download:
+        """Download ``url``, through the browser where that is wanted.
+
+        ``conditional`` is (the cached page's final URL, its validators): the request
+        to that URL asks "changed since?", and a 304 raises _NotModified.
+        """
         browser = self._browser
         if browser is not None and self._settings.fetch_engine == "playwright":
             rendered = await self._render(url)
             if rendered is not None:
                 return rendered
-        download = await self._download(url)
+        download = await self._download(url, conditional)
         if (browser is not None and download.mime in _HTML
                 and looks_like_script_shell(download.data.decode("utf-8", "replace"))):
             rendered = await self._render(download.url)
@@ -372,7 +504,8 @@ class Fetcher:
         return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
                          charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
 
-    async def _download(self, url: str) -> _Download:
+    async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
+                        ) -> _Download:
         """GET ``url``, following up to ``max_redirects`` redirects by hand."""
         assert self._client is not None
         check_url(url, self._settings.allow_private_urls)  # before httpx parses it at all
@@ -382,10 +515,15 @@ class Fetcher:
             # Every hop is checked; the guarded transport re-checks its addresses too.
             check_url(str(current), self._settings.allow_private_urls)
             seen.add(str(current.copy_with(fragment=None)))
-            response = await self._client.send(self._client.build_request("GET", current),
-                                               stream=True)
+            # Ask "changed since?" only of the URL the cached page really came from.
+            ask = conditional is not None and str(current) == conditional[0]
+            headers = conditional[1].headers() if conditional is not None and ask else None
+            response = await self._client.send(
+                self._client.build_request("GET", current, headers=headers), stream=True)
             try:
                 status = response.status_code
+                if status == 304 and ask:
+                    raise _NotModified(_validators(response))
                 location = response.headers.get("location")
                 if status in _REDIRECT_CODES and location:
                     current = response.url.join(location)
@@ -399,7 +537,7 @@ class Fetcher:
                     raise _Refused(f"unsupported content type {mime}", status)
                 data = await self._read_body(response)
                 return _Download(url=str(response.url), status=status, mime=mime,
-                                 charset=charset, data=data)
+                                 charset=charset, data=data, validators=_validators(response))
             finally:
                 await response.aclose()
         raise _Refused("too many redirects")

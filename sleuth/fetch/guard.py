@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from sleuth._tls import ssl_context as shared_ssl_context
 from sleuth.errors import BlockedURLError
 
 __all__ = [
@@ -331,7 +332,7 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     def __init__(self, *, allow_private: bool = False, http2: bool = True,
                  limits: httpx.Limits | None = None) -> None:
         limits = limits or httpx.Limits()
-        ssl_context = httpx.create_ssl_context(trust_env=False)
+        ssl_context = shared_ssl_context(trust_env=False)
         super().__init__(verify=ssl_context, http2=http2, limits=limits, trust_env=False)
         self._pool = httpcore.AsyncConnectionPool(
             ssl_context=ssl_context,

@@ -28,6 +28,7 @@ from sleuth.llm.config import (
 from sleuth.llm.errors import (
     ContextOverflowError,
     LLMAuthError,
+    LLMBudgetError,
     LLMError,
     LLMUnavailableError,
     ParseError,
@@ -52,6 +53,7 @@ _LAZY = {"LLMClient", "LLMReply", "LLMUsage", "ReplyCache"}
 __all__ = [
     "ContextOverflowError",
     "LLMAuthError",
+    "LLMBudgetError",
     "LLMClient",
     "LLMConfig",
     "LLMError",

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 import openai
 
+from sleuth._tls import ssl_context
 from sleuth.errors import ConfigError
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
@@ -45,6 +46,7 @@ __all__ = [
     "LLMUsage",
     "ModelUsage",
     "ReplyCache",
+    "ToolCall",
     "cache_key",
     "parse_retry_after",
 ]
@@ -61,11 +63,25 @@ _MAX_MESSAGE = 300
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """One function call a model asked for (OpenAI tool calling).
+
+    ``arguments`` is the raw text the model sent, meant to be a JSON object; it is
+    not parsed here because a model's broken JSON is the caller's to report.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
 class LLMReply:
     """One model answer and what it cost.
 
     ``estimated`` is True when the server reported no usage and the token counts are
     sleuth's own estimate; ``cached`` when the reply came from a :class:`ReplyCache`.
+    ``tool_calls`` holds the function calls of a reply to a request made with ``tools``.
     """
 
     text: str
@@ -76,6 +92,7 @@ class LLMReply:
     cached: bool = False
     estimated: bool = False
     stage: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def answer(self) -> str:
@@ -260,7 +277,8 @@ class LLMClient:
         # Keyless local servers ignore the header, but the SDK insists on some key.
         self._client = openai_client or openai.AsyncOpenAI(
             base_url=config.base_url or "https://api.openai.com/v1",
-            api_key=key or "not-needed", max_retries=0, timeout=config.timeout)
+            api_key=key or "not-needed", max_retries=0, timeout=config.timeout,
+            http_client=openai.DefaultAsyncHttpxClient(verify=ssl_context()))
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -329,17 +347,23 @@ class LLMClient:
         return ceiling * (0.5 + 0.5 * self._rand())
 
     async def chat(self, messages: Sequence[Message], *, stage: str, model: str | None = None,
-                   max_tokens: int | None = None, temperature: float = 0.2) -> LLMReply:
+                   max_tokens: int | None = None, temperature: float = 0.2,
+                   tools: Sequence[Mapping[str, Any]] | None = None,
+                   tool_choice: str | Mapping[str, Any] | None = None) -> LLMReply:
         """Ask the model; the reply, with usage counted in ``self.usage``.
 
         ``stage`` names the pipeline stage (plan, select, summarize, merge, report,
         verify, ...): it picks the per-stage model unless ``model`` is given, and keys
-        the usage breakdown. Raises :class:`~sleuth.llm.errors.LLMError` subclasses.
+        the usage breakdown. ``tools`` (OpenAI function definitions) and ``tool_choice``
+        are passed through; the model's calls come back in ``LLMReply.tool_calls``, and
+        such requests bypass the reply cache (an agent's world changes between calls).
+        Raises :class:`~sleuth.llm.errors.LLMError` subclasses.
         """
         if not self.config.model_for(stage) and not model and not self._server_model:
             await self.resolve_model()
         name = model or self.model_for(stage)
-        key = cache_key(name, messages, max_tokens, temperature) if self.cache else None
+        key = (cache_key(name, messages, max_tokens, temperature)
+               if self.cache and not tools else None)
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -350,6 +374,10 @@ class LLMClient:
                                    "temperature": temperature}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+            if tool_choice is not None:
+                request["tool_choice"] = tool_choice
         completion = await self._create(request, stage)
         reply = self._reply(completion, name, messages, stage)
         self.usage.record(reply)
@@ -391,14 +419,21 @@ class LLMClient:
         usage = getattr(completion, "usage", None)
         prompt = getattr(usage, "prompt_tokens", None)
         answer = getattr(usage, "completion_tokens", None)
+        calls = tuple(
+            ToolCall(id=str(getattr(c, "id", "") or f"call_{n}"),
+                     name=str(getattr(c.function, "name", "") or ""),
+                     arguments=str(getattr(c.function, "arguments", "") or ""))
+            for n, c in enumerate(getattr(message, "tool_calls", None) or [])
+            if getattr(c, "function", None) is not None)
         estimated = not isinstance(prompt, int) or not isinstance(answer, int)
         if estimated:
             # Servers that omit usage still cost tokens: count them ourselves, flagged.
-            prompt, answer = message_tokens(messages, name), count_tokens(text, name)
+            spoken = text + "".join(c.name + c.arguments for c in calls)
+            prompt, answer = message_tokens(messages, name), count_tokens(spoken, name)
         return LLMReply(text=text, model=str(model), prompt_tokens=int(prompt or 0),
                         completion_tokens=int(answer or 0),
                         finish_reason=getattr(choices[0], "finish_reason", None),
-                        estimated=estimated, stage=stage)
+                        estimated=estimated, stage=stage, tool_calls=calls)
 
     def _scrub(self, message: str) -> str:
         if self._key:

@@ -9,7 +9,8 @@ Everything the openai SDK raises is translated into these at the boundary
         ├── LLMUnavailableError  server unreachable, timing out or overloaded after all retries
         ├── ContextOverflowError 400 saying the prompt is longer than the model's context
         ├── ParseError           the reply had no usable answer (no list, no verdict, ...)
-        └── PromptError          a prompt template was rendered with missing or extra values
+        ├── PromptError          a prompt template was rendered with missing or extra values
+        └── LLMBudgetError       --max-tokens or --max-cost is spent: no further calls are made
 
 Messages never contain the API key.
 """
@@ -61,4 +62,11 @@ class PromptError(LLMError, ValueError):
     """A prompt was rendered with a missing or unexpected value, or does not exist.
 
     A programming error, raised at render time so it never reaches a server.
+    """
+
+
+class LLMBudgetError(LLMError):
+    """The run's token or cost budget is spent, so the call was not made.
+
+    Stages treat it like any other model failure: they take their no-LLM path.
     """

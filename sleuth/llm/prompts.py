@@ -24,7 +24,8 @@ from sleuth.llm.errors import PromptError
 
 __all__ = ["PROMPT_NAMES", "Prompt", "load", "placeholders", "render", "render_messages"]
 
-PROMPT_NAMES = ("plan", "refine", "select", "summarize", "merge", "report", "verify")
+PROMPT_NAMES = ("plan", "refine", "select", "summarize", "merge", "report", "verify",
+                "agent_round")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)

@@ -10,7 +10,7 @@ the store (:func:`sleuth.store.docs.get_doc`). Nothing here touches the network.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -21,7 +21,7 @@ from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder, search_docs
 
-__all__ = ["LocalSearch"]
+__all__ = ["LocalSearch", "provider_groups"]
 
 
 @register
@@ -44,6 +44,11 @@ class LocalSearch(SearchProvider):
         self._index_lock = asyncio.Lock()
         #: What indexing found (failed files included); None until the first search.
         self.index_report: IndexReport | None = None
+
+    def attach(self, store: Store, index_report: IndexReport) -> None:
+        """Search ``store``'s index, already brought up to date (``index_report``) by the run."""
+        self._store = store
+        self.index_report = index_report
 
     def store(self) -> Store:
         """The store holding the index (opened on first use under ``--home``)."""
@@ -71,3 +76,14 @@ class LocalSearch(SearchProvider):
         return [SearchHit(title=hit.title or Path(hit.path).name, url=file_url(hit.path),
                           snippet=hit.snippet, rank=rank, provider=self.name, query=query)
                 for rank, hit in enumerate(found, start=1)]
+
+
+def provider_groups(providers: Sequence[SearchProvider]) -> list[list[SearchProvider]]:
+    """Providers grouped for searching: ``local`` on its own, the web ones in fallback order.
+
+    ``--search local,duckduckgo`` mixes the folder with the web: every query goes to
+    both groups, and within a group the providers fall back in order as usual.
+    """
+    local = [p for p in providers if p.name == LocalSearch.name]
+    web = [p for p in providers if p.name != LocalSearch.name]
+    return [group for group in (local, web) if group]

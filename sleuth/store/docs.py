@@ -29,8 +29,8 @@ from urllib.parse import unquote, urlsplit
 from sleuth.errors import ConfigError
 from sleuth.store.db import Database
 
-__all__ = ["DOC_SUFFIXES", "DocHit", "IndexReport", "LocalDoc", "file_url", "get_doc",
-           "index_folder", "path_from_file_url", "search_docs"]
+__all__ = ["DOC_SUFFIXES", "DocHit", "IndexReport", "LocalDoc", "check_folder", "file_url",
+           "get_doc", "index_folder", "path_from_file_url", "search_docs"]
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,8 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _check_folder(folder: Path) -> Path:
+def check_folder(folder: Path) -> Path:
+    """``folder`` resolved; ConfigError (one line) when it is missing or unreadable."""
     folder = Path(folder).expanduser()
     if not folder.exists():
         raise ConfigError(f"documents folder {folder} does not exist")
@@ -358,7 +359,7 @@ def index_folder(store: Database, folder: Path,
     removed from the index so stale text is never cited. ``progress`` is called
     with each file before it is looked at.
     """
-    root = _check_folder(folder)
+    root = check_folder(folder)
     report = IndexReport(folder=root)
     known = _known(store, root)
     seen: set[str] = set()

@@ -237,6 +237,14 @@ class RunStore(Database):
                        host=row[8], report=json.loads(row[9]) if row[9] else None,
                        stats=json.loads(row[10]) if row[10] else None)
 
+    def last_report(self, question: str, exclude: str | None = None) -> Any:
+        """The report of the latest finished run of ``question`` (not ``exclude``), or None."""
+        row = self.read(lambda c: c.execute(
+            "SELECT report FROM runs WHERE question = ? AND status = 'done' AND id != ? "
+            "AND report IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
+            (question, exclude or "")).fetchone())
+        return json.loads(row[0]) if row else None
+
     def orphaned(self, stale_after_s: float = STALE_AFTER_S) -> list[str]:
         """Ids of runs marked ``running`` whose process is gone.
 

@@ -6,8 +6,15 @@ the request log) on ``127.0.0.1``, each corpus document on its own address
 ``127.0.1.N`` and each hostile case on ``127.0.2.N``, every one with a random
 port. An IP host is its own domain, so per-domain logic sees distinct sites.
 
+The main host also serves an OpenAI-compatible API under ``/v1`` (``web.llm_url``):
+``web.llm``, a :class:`~sleuth.testing.llm.ScriptedLLM` whose replies each test
+scripts. A test may swap in a fresh one (``web.llm = ScriptedLLM()``); requests go
+to whichever is there when they arrive, and are logged by it, not by the web.
+
     with OfflineWeb() as web:
         httpx.get(web.url("/search"), params={"q": "hong kong", "format": "json"})
+        web.llm.add('["query one"]', contains="web search queries")
+        sleuth.research_sync(..., base_url=web.llm_url, model="scripted-model")
 """
 
 from __future__ import annotations
@@ -24,10 +31,12 @@ from types import TracebackType
 from urllib.parse import urlsplit
 
 import uvicorn
+from starlette.types import Receive, Scope, Send
 
 from sleuth.testing._app import OfflineApp, RequestRecord, Site, WebState
 from sleuth.testing._corpus import Corpus, Doc, Topic, default_corpus_dir
 from sleuth.testing._search import IndexEntry, SearchIndex
+from sleuth.testing.llm import ScriptedLLM
 
 __all__ = ["Doc", "OfflineWeb", "RequestRecord", "Topic"]
 
@@ -61,13 +70,15 @@ class OfflineWeb:
     hostile: dict[str, str]
     topics: list[Topic]
 
-    def __init__(self, corpus_dir: Path | None = None, *, latency: float = 0.0) -> None:
+    def __init__(self, corpus_dir: Path | None = None, *, latency: float = 0.0,
+                 llm: ScriptedLLM | None = None) -> None:
         root = corpus_dir if corpus_dir is not None else default_corpus_dir()
         if root is None:
             raise FileNotFoundError(
                 "no corpus: pass corpus_dir or run from a checkout with tests/data/corpus")
         self.corpus = Corpus.load(Path(root))
         self._state = WebState(latency=latency)
+        self.llm = llm if llm is not None else ScriptedLLM()
         self.base_url = self.searxng_url = ""
         self.page_urls, self.docs, self.hostile = [], [], {}
         self.topics = list(self.corpus.topics)
@@ -124,6 +135,11 @@ class OfflineWeb:
     def url(self, path: str) -> str:
         """The absolute URL of ``path`` on the main host."""
         return self.base_url + (path if path.startswith("/") else "/" + path)
+
+    @property
+    def llm_url(self) -> str:
+        """The OpenAI-compatible API root served by ``self.llm`` (``<base_url>/v1``)."""
+        return self.base_url + "/v1"
 
     def doc(self, doc_id: str) -> Doc:
         """The corpus document with id ``doc_id``."""
@@ -210,7 +226,7 @@ class OfflineWeb:
         host, port = sock.getsockname()[:2]
         return str(host), int(port)
 
-    def _bind_and_build(self) -> OfflineApp:
+    def _bind_and_build(self) -> _LLMMount:
         sites: dict[tuple[str, int], Site] = {}
         main = self._listen(_MAIN_ADDRESS)
         sites[main] = None
@@ -232,7 +248,27 @@ class OfflineWeb:
         self.page_urls = [doc.url for doc in self.docs]
         links = [(doc.url, doc.title) for doc in self.docs]
         links += [(url, name) for name, url in self.hostile.items()]
-        return OfflineApp(self.corpus, SearchIndex(entries), self._state, sites, links)
+        app = OfflineApp(self.corpus, SearchIndex(entries), self._state, sites, links)
+        return _LLMMount(self, app, main)
+
+
+class _LLMMount:
+    """The offline web's app, with ``/v1/...`` on the main host handed to ``web.llm``."""
+
+    def __init__(self, web: OfflineWeb, app: OfflineApp, main: tuple[str, int]) -> None:
+        self.web = web
+        self.app = app
+        self.main = main
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """ASGI entry point."""
+        server = scope.get("server") or ("", 0)
+        path = str(scope.get("path", ""))
+        if (scope["type"] == "http" and (str(server[0]), int(server[1] or 0)) == self.main
+                and (path == "/v1" or path.startswith("/v1/"))):
+            await self.web.llm.root_app(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
 
 def main(argv: list[str] | None = None) -> None:

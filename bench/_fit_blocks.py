@@ -1,0 +1,165 @@
+"""Fit the block model (needs numpy and scikit-learn; see train_extractor.py).
+
+Cross-validates by site over the tune split to pick the keep/drop cutoff and to
+report an honest tune score, then fits on all of it and writes the trees as a
+plain Python module.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import textwrap
+import zlib
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+_WORD = re.compile(r"\w+")
+PARAMS: dict[str, Any] = {"max_iter": 150, "max_leaf_nodes": 16, "learning_rate": 0.12,
+                          "min_samples_leaf": 40, "l2_regularization": 1.0, "random_state": 0}
+TYPES = ("article", "documentation", "service", "forum", "collection", "listing", "product")
+
+
+def _bag_f1(pred: Counter[str], ref: Counter[str]) -> float:
+    if not ref:
+        return 1.0 if not pred else 0.0
+    if not pred:
+        return 0.0
+    overlap = sum((pred & ref).values())
+    p, r = overlap / sum(pred.values()), overlap / sum(ref.values())
+    return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    pages = []
+    with path.open() as handle:
+        for line in handle:
+            page = json.loads(line)
+            n = len(page["texts"])
+            page["X"] = np.array(page["X"], dtype=float).reshape(n, -1) if n else np.zeros((0, 1))
+            page["y"] = np.array(page["y"])
+            page["bags"] = [Counter(_WORD.findall(t.lower())) for t in page["texts"]]
+            page["ref"] = Counter(_WORD.findall(page["truth"].lower()))
+            page["site"] = (urlsplit(page["url"] or "").hostname or page["id"]).removeprefix("www.")
+            pages.append(page)
+    return pages
+
+
+def _stack(pages: list[dict[str, Any]], key: str = "X"
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    X = np.vstack([p[key] for p in pages if len(p["texts"])])
+    y = np.concatenate([p["y"] for p in pages if len(p["texts"])]) >= 0.5
+    words = np.concatenate([[sum(b.values()) for b in p["bags"]] for p in pages if len(p["texts"])])
+    totals = np.concatenate([[max(1, sum(sum(b.values()) for b in p["bags"]))] * len(p["texts"])
+                             for p in pages if len(p["texts"])])
+    # Each page weighs about the same (the benchmark macro-averages over pages);
+    # within a page, a block weighs its words.
+    weight = words / totals + 1e-3
+    return X, y, weight
+
+
+def page_f1(page: dict[str, Any], prob: np.ndarray, cutoff: float) -> float:
+    pred: Counter[str] = Counter()
+    for bag, pr in zip(page["bags"], prob, strict=True):
+        if pr >= cutoff:
+            pred.update(bag)
+    return _bag_f1(pred, page["ref"])
+
+
+def _cross_validate(pages: list[dict[str, Any]], key: str, folds: int) -> dict[str, np.ndarray]:
+    """Out-of-fold probabilities for every page (folds by site)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    sites = sorted({p["site"] for p in pages}, key=lambda s: zlib.crc32(s.encode()))
+    fold_of = {s: i % folds for i, s in enumerate(sites)}
+    probs: dict[str, np.ndarray] = {}
+    for k in range(folds):
+        X, y, w = _stack([p for p in pages if fold_of[p["site"]] != k], key)
+        model = HistGradientBoostingClassifier(**PARAMS).fit(X, y, sample_weight=w)
+        for p in pages:
+            if fold_of[p["site"]] == k:
+                probs[p["id"]] = (model.predict_proba(p[key])[:, 1] if len(p["texts"])
+                                  else np.zeros(0))
+    return probs
+
+
+def fit(data: Path, out: Path, folds: int = 3) -> None:
+    """Cross-validate (folds by site) to pick the cutoff, then fit on the whole tune split."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    pages = load(data)
+    probs = _cross_validate(pages, "X", folds)
+    best = max((statistics.fmean(page_f1(p, probs[p["id"]], c) for p in pages), c)
+               for c in np.arange(0.2, 0.75, 0.05))
+    cutoff = float(round(best[1], 2))
+    by_type = defaultdict(list)
+    for p in pages:
+        by_type[p["kind"]].append(page_f1(p, probs[p["id"]], cutoff))
+    print(f"cross-validated tune F1 {best[0]:.3f} at cutoff {cutoff}")
+    print("  " + "  ".join(f"{k} {statistics.fmean(by_type[k]):.3f}" for k in TYPES))
+    np.save(data.with_name("cvprobs.npy"), np.array([probs], dtype=object), allow_pickle=True)
+    X, y, w = _stack(pages)
+    model = HistGradientBoostingClassifier(**PARAMS).fit(X, y, sample_weight=w)
+    write_model({"BLOCKS": model}, cutoff, out)
+
+
+def _flatten(model: Any) -> dict[str, Any]:
+    """One ensemble as flat lists.
+
+    Node i tests X[FEATURE[i]] <= THRESHOLD[i]; FEATURE[i] < 0 marks a leaf.
+    """
+    feature: list[int] = []
+    threshold: list[float] = []
+    left: list[int] = []
+    right: list[int] = []
+    value: list[float] = []
+    roots: list[int] = []
+    depth = 0
+    for (tree,) in model._predictors:
+        nodes = tree.nodes
+        base = len(feature)
+        roots.append(base)
+        for node in nodes:
+            leaf = bool(node["is_leaf"])
+            feature.append(-1 if leaf else int(node["feature_idx"]))
+            threshold.append(0.0 if leaf else float(f"{node['num_threshold']:.6g}"))
+            left.append(base + int(node["left"]) if not leaf else base)
+            right.append(base + int(node["right"]) if not leaf else base)
+            value.append(float(f"{node['value']:.5g}") if leaf else 0.0)
+            depth = max(depth, int(node["depth"]))
+    return {"BASELINE": float(np.ravel(model._baseline_prediction)[0]), "DEPTH": depth + 1,
+            "ROOTS": roots, "FEATURE": feature, "THRESHOLD": threshold, "LEFT": left,
+            "RIGHT": right, "VALUE": value}
+
+
+def write_model(models: dict[str, Any], cutoff: float, out: Path) -> None:
+    """The ensembles as a plain Python module of lists."""
+
+    def dump(name: str, items: list[Any]) -> str:
+        # Space-separated numbers in a string: numpy parses them far faster than Python
+        # compiles a list literal of thousands of items.
+        body = textwrap.fill(" ".join(repr(v) for v in items), width=96,
+                             break_long_words=False, break_on_hyphens=False)
+        return f'{name} = """\n{body}\n"""\n'
+
+    header = (
+        '"""Trained trees for the block model in ``_extractors.py`` (generated; do not edit).\n\n'
+        "Written by ``bench/train_extractor.py`` from the tune split of WCXB v1.0\n"
+        "(Web Content eXtraction Benchmark, Murrough Foley, CC BY 4.0,\n"
+        "github.com/Murrough-Foley/web-content-extraction-benchmark).\n"
+        '"""\n\n'
+        f"CUTOFF = {cutoff!r}\n")
+    body = []
+    for name, model in models.items():
+        flat = _flatten(model)
+        body.append(f"\n# {name}: {model.n_features_in_} features, {len(flat['ROOTS'])} trees\n")
+        body.append(f"{name}_BASELINE = {flat.pop('BASELINE')!r}\n"
+                    f"{name}_DEPTH = {flat.pop('DEPTH')!r}\n")
+        body += [dump(f"{name}_{key}", values) for key, values in flat.items()]
+    out.write_text(header + "".join(body))
+    print(f"wrote {out}")

@@ -1,0 +1,87 @@
+"""``sleuth mcp`` and ``sleuth serve``: sleuth for agents (MCP) and for the browser.
+
+Both take the research settings options (``--search``, ``--model``, ``--home``, ...)
+as defaults for every research they run. The heavy packages (``mcp``, uvicorn,
+Starlette) are imported only when the command runs, with a one-line hint when the
+extra that brings them is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from sleuth.errors import ConfigError
+from sleuth.settings import load_settings
+
+__all__ = ["reach_commands"]
+
+# Settings that make no sense for a server: each research's output goes to its client.
+_NOT_FOR_SERVERS = {"format", "output"}
+
+
+def _missing(extra: str, exc: ImportError) -> ConfigError:
+    return ConfigError(f"this command needs the '{extra}' extra ({exc.name or exc} is missing): "
+                       f"pip install 'sleuth-research[{extra}]'")
+
+
+def _mcp(http: bool | None, port: int | None, **values: Any) -> int:
+    if port is not None and not http:
+        raise ConfigError("--port goes with --http (stdio needs no port)")
+    settings = load_settings(values)
+    try:
+        from sleuth import mcp_server
+    except ImportError as exc:
+        raise _missing("mcp", exc) from None
+    if http:
+        mcp_server.serve_http(settings, 8000 if port is None else port)
+    else:
+        mcp_server.serve_stdio(settings)
+    return 0
+
+
+def _serve(host: str | None, port: int, **values: Any) -> int:
+    settings = load_settings(values)
+    try:
+        import starlette  # noqa: F401
+        import uvicorn  # noqa: F401
+
+        from sleuth import web
+    except ImportError as exc:
+        raise _missing("web", exc) from None
+    web.serve(settings, host=host or web.DEFAULT_HOST, port=port)
+    return 0
+
+
+def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[click.Command]:
+    """The ``mcp`` and ``serve`` commands, with ``settings_options()`` (fresh each call)."""
+
+    def options() -> list[click.Option]:
+        return [o for o in settings_options() if o.name not in _NOT_FOR_SERVERS]
+
+    mcp = click.Command(
+        "mcp", callback=_mcp,
+        params=[
+            click.Option(["--http"], is_flag=True, default=None,
+                         help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
+            click.Option(["--port"], type=click.IntRange(0, 65535), default=None,
+                         help="Port for --http (0: any free port). [default: 8000]"),
+            *options(),
+        ],
+        help="Serve sleuth's tools (web_research, fetch_page, web_search) over the Model "
+             "Context Protocol: stdio by default, or streamable HTTP at "
+             "http://127.0.0.1:PORT/mcp.")
+    serve = click.Command(
+        "serve", callback=_serve,
+        params=[
+            click.Option(["--port"], type=click.IntRange(0, 65535), default=8000,
+                         show_default=True, help="Port to listen on (0: any free port)."),
+            click.Option(["--host"], default=None,
+                         help="Address to listen on. [default: 127.0.0.1; anything else is "
+                              "reachable from other machines]"),
+            *options(),
+        ],
+        help="Start a local web page that runs a research and shows it live.")
+    return [mcp, serve]

@@ -1,0 +1,220 @@
+"""``sleuth runs``, ``sleuth show``, ``sleuth resume`` and ``sleuth cache clear``.
+
+The run store's commands. Each takes ``--home`` (default ``SLEUTH_HOME``, else the
+user cache folder). An unknown run id, or a home that cannot be used, is one line
+on stderr and exit code 2, like every other bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.settings import load_settings, parse_duration
+
+if TYPE_CHECKING:
+    from sleuth.models import Report
+    from sleuth.store import RunSummary, Store
+
+__all__ = ["format_runs", "render_report", "run_commands"]
+
+_QUESTION_WIDTH = 60
+
+
+def _home(home: str | None) -> Path:
+    from sleuth.store import default_home
+
+    return load_settings({"home": home}).home or default_home()
+
+
+def _open(home: str | None) -> Store:
+    """The store under ``home``, with runs whose process died marked interrupted."""
+    from sleuth.store import Store
+
+    store = Store(_home(home))
+    store.mark_orphans_interrupted()
+    return store
+
+
+def render_report(report: Report, fmt: str) -> str:
+    """A report as the user asked for it: markdown, json or html."""
+    if fmt == "json":
+        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "html":
+        from sleuth.html import render_html
+
+        return render_html(report)
+    return report.markdown
+
+
+def _emit(text: str, output: str | None, quiet: bool) -> None:
+    from sleuth.cli import _check_output, write_atomic
+
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    _check_output(Path(output))
+    write_atomic(Path(output), text)
+    if not quiet:
+        click.echo(f"report written to {output}", err=True)
+
+
+def _took(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+def format_runs(runs: list[RunSummary]) -> str:
+    """The ``sleuth runs`` table: one line per run, newest first."""
+    if not runs:
+        return "no runs yet\n"
+    rows = [("ID", "STATUS", "STARTED", "TOOK", "SOURCES", "TOKENS", "QUESTION")]
+    for run in runs:
+        question = " ".join(run.question.split())
+        if len(question) > _QUESTION_WIDTH:
+            question = question[:_QUESTION_WIDTH - 1] + "…"
+        started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
+        rows.append((run.id, run.status, started, _took(run.updated_at - run.created_at),
+                     str(run.sources), str(run.tokens), question))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    numeric = {4, 5}
+    lines = []
+    for row in rows:
+        cells = [cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
+                 for i, cell in enumerate(row[:-1])]
+        lines.append("  ".join([*cells, row[-1]]))
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- callbacks
+
+def _runs(home: str | None, limit: int, fmt: str) -> int:
+    with _open(home) as store:
+        runs = store.list_runs(limit)
+    if fmt == "json":
+        click.echo(json.dumps([run._asdict() for run in runs], ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_runs(runs), nl=False)
+    return 0
+
+
+def _stored_report(data: Any) -> Report:
+    from sleuth.models import Report
+
+    return Report.model_validate(data)
+
+
+def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
+    with _open(home) as store:
+        info = store.get_run(run_id)
+    if info.report is None:
+        raise SleuthError(f"run {info.id} has no report: it is {info.status}"
+                          + ("; 'sleuth resume " + info.id + "' finishes it"
+                             if info.status == "interrupted" else ""))
+    _emit(render_report(_stored_report(info.report), fmt), output, quiet=False)
+    return 0
+
+
+def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: bool) -> int:
+    from sleuth.cli import EXIT_NO_SOURCES, EXIT_OK, _Progress
+
+    home_path = _home(home)
+    with _open(home) as store:
+        info = store.get_run(run_id)
+    if info.status == "running":
+        raise ConfigError(f"run {info.id} is still running (pid {info.pid} on {info.host}); "
+                          "resume it once it has stopped")
+    if info.status == "done" and info.report is not None:
+        if not quiet:
+            click.echo(f"run {info.id} is already done; here is its report", err=True)
+        report = _stored_report(info.report)
+    else:
+        # The options the run was started with; the environment of today does not apply.
+        settings = load_settings({**info.options, "home": str(home_path)}, env={})
+        from sleuth.pipeline import research
+
+        progress = _Progress(quiet)
+        try:
+            report = asyncio.run(research(info.question, settings=settings, on_event=progress,
+                                          resume_id=info.id))
+        finally:
+            progress.close()
+    _emit(render_report(report, fmt), output, quiet)
+    return EXIT_OK if report.sources else EXIT_NO_SOURCES
+
+
+def _cache_clear(home: str | None, older_than: str | None) -> int:
+    age = parse_duration(older_than) if older_than is not None else None
+    with _open(home) as store:
+        counts = store.clear_cache(age)
+        size = store.size_bytes()
+    what = (f"{counts['searches']} searches, {counts['pages']} pages and "
+            f"{counts['llm_calls']} model replies")
+    when = f" older than {older_than}" if older_than is not None else ""
+    click.echo(f"removed {what}{when}; the store is now {size / 1e6:.1f} MB")
+    return 0
+
+
+# ---------------------------------------------------------------- commands
+
+def _home_option() -> click.Option:
+    return click.Option(["--home"], default=None, metavar="DIR",
+                        help="Folder of the run store [env: SLEUTH_HOME; default: the user "
+                             "cache folder].")
+
+
+def _format_option(choices: tuple[str, ...], default: str) -> click.Option:
+    return click.Option(["--format", "fmt"], type=click.Choice(choices), default=default,
+                        show_default=True, help="Output format.")
+
+
+def _output_option() -> click.Option:
+    return click.Option(["--output", "-o"], default=None, metavar="FILE",
+                        help="Write the report here instead of stdout.")
+
+
+def run_commands() -> list[click.Command]:
+    """The run-store commands, for the ``sleuth`` group."""
+    report_formats = ("markdown", "json", "html")
+    runs = click.Command(
+        "runs", callback=_runs,
+        params=[_home_option(),
+                click.Option(["--limit", "-n"], type=click.IntRange(1, 10_000), default=20,
+                             show_default=True, help="Runs to list, newest first."),
+                _format_option(("table", "json"), "table")],
+        help="List past runs: id, status, start, duration, sources, tokens, question.")
+    show = click.Command(
+        "show", callback=_show,
+        params=[click.Argument(["run_id"]), _home_option(),
+                _format_option(report_formats, "markdown"), _output_option()],
+        help="Print the report of run RUN_ID again (an id prefix is enough).")
+    resume = click.Command(
+        "resume", callback=_resume,
+        params=[click.Argument(["run_id"]), _home_option(),
+                _format_option(report_formats, "markdown"), _output_option(),
+                click.Option(["--quiet", "-q"], is_flag=True, default=False,
+                             help="No progress messages on stderr.")],
+        help="Continue an interrupted run: its searches, pages and model replies are reused, "
+             "not repeated, and the same run id gets the final report.",
+        epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.")
+    clear = click.Command(
+        "clear", callback=_cache_clear,
+        params=[_home_option(),
+                click.Option(["--older-than"], default=None, metavar="AGE",
+                             help="Only entries older than this (90, 30m, 12h, 7d).")],
+        help="Delete cached searches, pages and model replies (runs are kept).")
+    cache = click.Group("cache", commands={"clear": clear},
+                        help="Manage the cache of searches, pages and model replies.")
+    return [runs, show, resume, cache]

@@ -1,0 +1,278 @@
+"""The model as one research run uses it: :class:`RunLLM`.
+
+It wraps the run's :class:`~sleuth.llm.client.LLMClient` and adds what every LLM
+stage needs: the run's token/cost budget (checked before and charged after each
+call), the language and date the prompts are written for, token budgets that fail
+as :class:`ContextOverflowError` (so stages fall back rather than crash), and one
+place to record why a stage fell back to its no-LLM path (``Failure(stage="llm")``,
+shown in the report's Gaps).
+
+When the server is unreachable after every retry, or does not know the model, the
+run stops asking it (``usable`` turns False) instead of paying the retries again at
+every later call. An authentication error is never swallowed: it is a setting the
+user must fix, and ends the run with exit code 2.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+from sleuth._tls import ssl_context
+from sleuth.errors import ConfigError
+from sleuth.lang import language_name
+from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
+from sleuth.llm.errors import (
+    ContextOverflowError,
+    LLMAuthError,
+    LLMBudgetError,
+    LLMError,
+    LLMUnavailableError,
+)
+from sleuth.llm.models_table import model_info
+from sleuth.llm.prompts import render_messages
+from sleuth.llm.tokens import chunk_budget, count_tokens, message_tokens
+from sleuth.models import Failure
+from sleuth.progress import Event, ProgressCallback, no_progress
+
+if TYPE_CHECKING:
+    from sleuth.budget import Budget
+    from sleuth.llm.client import LLMClient, LLMReply, LLMUsage, ReplyCache
+    from sleuth.settings import Settings
+
+__all__ = ["RunLLM", "choose_config", "open_llm", "reply_tokens"]
+
+NO_LLM_HINT = ("set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run "
+               "Ollama")
+
+
+def reply_tokens(words: int, window: int, *, share: int = 4) -> int:
+    """Tokens to reserve for a reply of about ``words`` words in a ``window``-token context.
+
+    Three tokens a word covers English and CJK text with room to spare; 512 more
+    leave room for a short ``<think>`` block. Never more than ``1/share`` of the window,
+    so small local contexts still have room for the prompt.
+    """
+    return max(64, min(words * 3 + 512, window // share))
+
+
+class RunLLM:
+    """An LLMClient with the run's budget, language and failure log; see the module doc.
+
+    ``chat`` has the client's signature, so code written for an ``LLMClient`` works
+    with a ``RunLLM`` too.
+    """
+
+    def __init__(self, client: LLMClient, *, question: str, language: str,
+                 budget: Budget | None = None, emit: ProgressCallback = no_progress,
+                 failures: list[Failure] | None = None, today: str | None = None) -> None:
+        self.client = client
+        self.question = question
+        self.language = language
+        self.budget = budget
+        self.emit = emit
+        self.failures = failures if failures is not None else []
+        self.today = today or datetime.date.today().isoformat()
+        self.down: str | None = None
+        self._said: set[str] = set()
+
+    # -- facts -----------------------------------------------------------------------
+    @property
+    def usage(self) -> LLMUsage:
+        """The run's model usage so far."""
+        return self.client.usage
+
+    @property
+    def usable(self) -> bool:
+        """False once the server proved unreachable or the budget is spent."""
+        return self.down is None and self.budget_reason() is None
+
+    def model_for(self, stage: str) -> str:
+        """The model ``stage`` uses."""
+        return self.client.model_for(stage)
+
+    def window(self, stage: str) -> int:
+        """The context window of ``stage``'s model."""
+        return self.client.context_window(stage)
+
+    def budget_reason(self) -> str | None:
+        """Why no more model calls may be made (--max-tokens / --max-cost), or None."""
+        if self.budget is None:
+            return None
+        settings = self.budget.settings
+        if settings.max_tokens is not None and self.budget.tokens >= settings.max_tokens:
+            return f"token budget reached (--max-tokens {settings.max_tokens})"
+        if settings.max_cost is not None and self.budget.cost >= settings.max_cost:
+            return f"cost budget reached (--max-cost ${settings.max_cost:g})"
+        return None
+
+    # -- calls -----------------------------------------------------------------------
+    async def chat(self, messages: Sequence[Mapping[str, Any]], *, stage: str,
+                   model: str | None = None, max_tokens: int | None = None,
+                   temperature: float = 0.2, **extra: Any) -> LLMReply:
+        """One model call, refused when the budget is spent, charged to it when made.
+
+        ``extra`` (``tools``, ``tool_choice``) goes to ``LLMClient.chat`` unchanged.
+        """
+        if self.down is not None:
+            raise LLMUnavailableError(self.down)
+        reason = self.budget_reason()
+        if reason is not None:
+            raise LLMBudgetError(reason)
+        try:
+            reply = await self.client.chat(messages, stage=stage, model=model,
+                                           max_tokens=max_tokens, temperature=temperature,
+                                           **extra)
+        except LLMAuthError:
+            raise
+        except LLMUnavailableError as exc:
+            self.down = str(exc)
+            raise
+        except LLMError as exc:
+            if exc.status == 404:  # an unknown model fails the same way at every call
+                self.down = str(exc)
+            raise
+        if self.budget is not None and not reply.cached:
+            cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
+            self.budget.charge_tokens(reply.prompt_tokens + reply.completion_tokens, cost)
+        return reply
+
+    async def ask(self, prompt: str, *, stage: str, max_tokens: int | None = None,
+                  **values: object) -> LLMReply:
+        """Render prompt ``prompt`` with ``values`` and ask ``stage``'s model."""
+        return await self.chat(render_messages(prompt, **values), stage=stage,
+                               max_tokens=max_tokens)
+
+    # -- token budgets ---------------------------------------------------------------
+    def tokens(self, text: str, stage: str) -> int:
+        """Tokens of ``text`` for ``stage``'s model."""
+        return count_tokens(text, self.model_for(stage))
+
+    def overhead(self, prompt: str, stage: str, **values: object) -> int:
+        """Prompt tokens of ``prompt`` rendered with ``values`` (the variable part left empty)."""
+        return message_tokens(render_messages(prompt, **values), self.model_for(stage))
+
+    def text_budget(self, stage: str, overhead: int, reply: int, *, minimum: int = 256) -> int:
+        """Tokens of data that fit one ``stage`` call next to the prompt and the reply.
+
+        Raises ContextOverflowError (an LLMError, so the stage falls back) when the
+        model's context cannot hold even ``minimum`` tokens of data.
+        """
+        try:
+            return chunk_budget(self.window(stage), overhead, reply, minimum=minimum)
+        except ConfigError as exc:
+            raise ContextOverflowError(str(exc)) from None
+
+    # -- telling the user --------------------------------------------------------------
+    def fell_back(self, stage: str, error: BaseException, fallback: str) -> None:
+        """Record (once per stage and reason) that ``stage`` took its no-LLM path."""
+        detail = " ".join(str(error).split()) or type(error).__name__
+        kind: Literal["llm", "budget"] = "budget" if isinstance(error, LLMBudgetError) else "llm"
+        if not isinstance(error, LLMError | ConfigError):
+            detail = f"{type(error).__name__}: {detail}"
+        key = f"{stage}|{detail}"
+        if key in self._said:
+            return
+        self._said.add(key)
+        reason = f"LLM {stage}: {detail}; {fallback}"
+        self.failures.append(Failure(url="", reason=reason, stage=kind))
+        self.emit(Event("info", reason, {"stage": stage}))
+
+    def info(self, message: str, **data: Any) -> None:
+        """A progress line on stderr."""
+        self.emit(Event("info", message, data))
+
+
+# -- choosing and opening the model for a run ---------------------------------------------
+async def choose_config(settings: Settings, emit: ProgressCallback = no_progress,
+                        env: Mapping[str, str] | None = None) -> tuple[LLMConfig | None, bool]:
+    """The run's model configuration, and whether the user configured it explicitly.
+
+    ``--no-llm`` wins; then the settings and environment (:func:`resolve_config`);
+    with nothing configured, a local Ollama (``OLLAMA_HOST`` or its default port)
+    that has a model pulled. Says on stderr (an ``info`` event) which one it is,
+    and when the no-LLM pipeline runs.
+    """
+    env = os.environ if env is None else env
+    if settings.no_llm:
+        emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
+        return None, False
+    config = resolve_config(settings, env)
+    if config is not None:
+        return config, True
+    url = ollama_url(env)
+    async with httpx.AsyncClient(trust_env=False, verify=ssl_context(False)) as http:
+        found = await detect_ollama(http, url)
+    if found is None:
+        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
+                           "(quoted passages, no model)", {"llm": None}))
+        return None, False
+    model = settings.model or found
+    emit(Event("info", f"no model configured; Ollama answers at {url}: using its model "
+                       f"{model!r}", {"llm": "ollama", "url": url, "model": model}))
+    overrides: dict[str, Any] = {
+        "plan_model": settings.plan_model, "summary_model": settings.summary_model,
+        "report_model": settings.report_model, "max_concurrency": settings.llm_concurrency,
+        "timeout": settings.llm_timeout}
+    if settings.context_window is not None:
+        overrides["context_window"] = settings.context_window
+    return ollama_config(model, url=url, env=env, **overrides), False
+
+
+def _describe(client: LLMClient) -> str:
+    config = client.config
+    stages = {stage: client.model_for(stage) for stage in ("plan", "summarize", "report")}
+    default = client.model_for("")
+    extra = ", ".join(f"{stage}: {m}" for stage, m in stages.items() if m != default)
+    return f"LLM: model {default!r} at {client.server}" + (f" ({extra})" if extra else "") + (
+        f", {config.context_window}-token context" if config.context_window else "")
+
+
+@asynccontextmanager
+async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = None,
+                   emit: ProgressCallback = no_progress, failures: list[Failure] | None = None,
+                   cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
+                   ) -> AsyncIterator[RunLLM | None]:
+    """The run's :class:`RunLLM`, or None for the no-LLM pipeline; closed on exit.
+
+    ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
+    A configured server that cannot be reached, or lists no model, means the
+    no-LLM pipeline, with the reason in the report's Gaps; a refused key raises
+    :class:`~sleuth.llm.errors.LLMAuthError`. ``--lang`` is checked here
+    (ConfigError), with or without a model.
+    """
+    language = language_name(settings.lang, topic)
+    failures = failures if failures is not None else []
+    config, explicit = await choose_config(settings, emit, env)
+    if config is None:
+        yield None
+        return
+    try:
+        from sleuth.llm.client import LLMClient
+    except ImportError:
+        if explicit:
+            raise ConfigError("a model is configured but the openai package is missing: "
+                              "pip install 'sleuth-research[llm]'") from None
+        emit(Event("info", "the openai package is missing (pip install 'sleuth-research[llm]'):"
+                           " the no-LLM pipeline runs"))
+        yield None
+        return
+    async with LLMClient(config, progress=emit, cache=cache) as client:
+        llm: RunLLM | None = RunLLM(client, question=topic, language=language, budget=budget,
+                                    emit=emit, failures=failures)
+        try:
+            await client.resolve_model()
+            emit(Event("info", _describe(client), {"llm": client.server}))
+        except LLMAuthError:
+            raise
+        except (LLMError, ConfigError) as exc:
+            reason = f"LLM unavailable: {exc}; the no-LLM pipeline ran"
+            failures.append(Failure(url="", reason=reason, stage="llm"))
+            emit(Event("info", reason))
+            llm = None
+        yield llm

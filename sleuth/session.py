@@ -1,0 +1,339 @@
+"""What the run store gives one research run: its record, its caches, its documents.
+
+:meth:`StoreSession.open` (called by :func:`sleuth.pipeline.open_run`) opens the store
+under ``--home`` (unless ``--no-store``), creates the run record (or takes back an
+interrupted one for ``sleuth resume``) and builds the cache adapters of
+:mod:`sleuth.caching`. :class:`RunRecorder` appends each stage output to the run
+as it happens: the plan, every search answer, the ranking, every page or failure
+as it arrives (URL, content hash, passages; the text itself is in the pages
+cache), the sources read, and at the end the report.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import tempfile
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from sleuth.caching import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
+from sleuth.errors import ProviderError
+from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
+from sleuth.progress import Event
+from sleuth.read import best_passages
+from sleuth.search.base import SearchProvider, get_provider
+from sleuth.search.local import LocalSearch
+from sleuth.settings import Settings
+from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
+from sleuth.store.cache import text_hash
+from sleuth.store.docs import check_folder
+from sleuth.urls import canonicalize
+
+__all__ = ["RunRecorder", "StoreSession", "check_settings", "documents_search", "run_options"]
+
+log = logging.getLogger(__name__)
+
+#: Settings that are not part of what a run researched (a resumed run takes them anew).
+_NOT_OPTIONS = frozenset({"output", "home", "format"})
+FinalStatus = Literal["done", "failed", "interrupted"]
+#: The LLM reader's verdict on a fetched page: None to use it, else why not.
+PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
+
+
+def documents_search(settings: Settings) -> Settings:
+    """``settings`` with the providers documents mode implies.
+
+    With ``--docs`` the ``local`` provider is always searched; web providers only
+    when ``--search`` (or ``SLEUTH_SEARCH``) names them, so documents mode alone
+    never touches the network.
+    """
+    if settings.docs is None:
+        return settings
+    if "search" not in settings.model_fields_set:
+        search = ["local"]
+    elif "local" in settings.search:
+        return settings
+    else:
+        search = ["local", *settings.search]
+    return settings.model_copy(update={"search": search})
+
+
+def check_settings(settings: Settings) -> None:
+    """The cheap checks of a run's settings, made before a run record is created.
+
+    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
+    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
+    command leaves no failed run behind. (API keys are checked when searching.)
+    """
+    for name in settings.search:
+        get_provider(name)
+    if "local" in settings.search and settings.docs is None:
+        raise ProviderError("search provider 'local' needs a documents folder: "
+                            "--docs DIR or SLEUTH_DOCS")
+    if settings.docs is not None:
+        check_folder(settings.docs)
+
+
+def run_options(settings: Settings) -> dict[str, Any]:
+    """The options to keep with a run: what was set, not defaults, so resume redoes it."""
+    data = settings.model_dump(mode="json", exclude_unset=True)
+    return {key: value for key, value in data.items() if key not in _NOT_OPTIONS}
+
+
+class RunRecorder:
+    """Appends one run's stage outputs to the store, in order, off the event loop.
+
+    Every record is one short transaction on a single writer thread, so the stages
+    never wait for the disk and the records keep the order they happened in.
+    A record that cannot be written is logged, never raised.
+    """
+
+    def __init__(self, store: Store, run_id: str, topic: str, passages: int) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.queries = [topic]
+        self.passages = passages
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-run")
+
+    def record(self, stage: str, payload: Any) -> None:
+        """Queue one stage record (any JSON-able value or pydantic model)."""
+        try:
+            job = self._writer.submit(self.store.record_stage, self.run_id, stage, payload)
+        except RuntimeError:  # closed: the run is over
+            return
+        job.add_done_callback(_log_failure)
+
+    def plan(self, plan: Plan) -> None:
+        """The queries to search (their terms also pick each page's passages)."""
+        self.queries = [self.queries[0], *plan.queries]
+        self.record("plan", plan)
+
+    def hits(self, provider: str, query: str, hits: list[SearchHit], cached: bool) -> None:
+        """One provider's answer to one query."""
+        self.record("hits", {"provider": provider, "query": query, "cached": cached,
+                             "hits": hits})
+
+    def ranking(self, candidates: Sequence[Candidate]) -> None:
+        """The candidates in the order they will be fetched."""
+        self.record("ranking", [{"url": c.url, "title": c.title, "quality": c.quality,
+                                 "score": c.score} for c in candidates])
+
+    def fetched(self, candidate: Candidate, result: Page | FetchFailure) -> None:
+        """A page read (URL, hash, passages; the text is in the pages cache) or a failure."""
+        if isinstance(result, Page):
+            self.record("fetched", {
+                "url": candidate.url, "final_url": result.final_url, "title": result.title,
+                "hash": text_hash(result.text), "chars": len(result.text),
+                "engine": result.engine,
+                "passages": best_passages(result.text, self.queries, self.passages)})
+        else:
+            self.record("fetch_failed", {"url": candidate.url, "reason": result.reason,
+                                         "status": result.status})
+
+    def summaries(self, judge: PageCheck, summaries: Mapping[str, str]) -> PageCheck:
+        """``judge`` (the LLM reader's) recording each page's summary as it is made."""
+        async def recorded(candidate: Candidate, page: Page) -> str | None:
+            reason = await judge(candidate, page)
+            self.record("summary", {"url": candidate.url, "kept": reason is None,
+                                    "reason": reason,
+                                    "summary": summaries.get(candidate.canonical_url)})
+            return reason
+
+        return recorded
+
+    def sources(self, sources: Sequence[Source]) -> None:
+        """The sources read, numbered, with their passages and summaries."""
+        self.record("sources", list(sources))
+
+    def close(self) -> None:
+        """Write every queued record, then stop the writer thread."""
+        self._writer.shutdown(wait=True)
+
+
+def _log_failure(job: Future[None]) -> None:
+    if not job.cancelled() and job.exception() is not None:
+        log.warning("could not record a run stage: %s", job.exception())
+
+
+@dataclass
+class StoreSession:
+    """The store's part in one run; every field is None under ``--no-store``."""
+
+    settings: Settings
+    topic: str = ""
+    store: Store | None = None
+    run_id: str | None = None
+    resumed: bool = False
+    recorder: RunRecorder | None = None
+    page_cache: StorePageCache | None = None
+    reply_cache: StoreReplyCache | None = None
+    #: Where the documents index lives: the store, or a temporary one under --no-store.
+    docs_store: Store | None = None
+    documents: DocumentReader | None = None
+    index: IndexReport | None = None
+    providers: list[CachedProvider] = field(default_factory=list)
+    _scratch: Path | None = None
+
+    @classmethod
+    def open(cls, topic: str, settings: Settings, resume_id: str | None = None
+             ) -> StoreSession:
+        """Open the store and start (or take back) the run record; blocking.
+
+        Raises :class:`~sleuth.errors.ConfigError` (one line) when the home cannot be
+        used, and :class:`~sleuth.store.RunNotFoundError` for an unknown ``resume_id``.
+        """
+        check_settings(settings)
+        session = cls(settings, topic)
+        if settings.no_store:
+            return session
+        store = Store(settings.home or default_home())
+        try:
+            if resume_id is None:
+                session.run_id = store.create_run(topic, run_options(settings))
+            else:
+                session.run_id = store.get_run(resume_id).id
+                store.resume_run(session.run_id)
+                session.resumed = True
+        except BaseException:
+            store.close()
+            raise
+        session.store = session.docs_store = store
+        # A resumed run reuses what it already did, whatever its age.
+        max_age = None if session.resumed else settings.cache_ttl
+        read = session.resumed or not settings.refresh
+        session.recorder = RunRecorder(store, session.run_id, topic, settings.passages)
+        if session.resumed:
+            session.recorder.record("resumed", {})
+        session.page_cache = StorePageCache(store, max_age_s=max_age,
+                                            max_chars=settings.max_chars, read=read)
+        session.reply_cache = StoreReplyCache(store)
+        return session
+
+    # ------------------------------------------------------------ documents
+
+    def index_documents(self) -> list[Failure]:
+        """Bring the ``--docs`` index up to date (blocking); the files it could not read.
+
+        Only changed files are read again. Under ``--no-store`` the index lives in a
+        temporary folder for this run only.
+        """
+        folder = self.settings.docs
+        if folder is None:
+            return []
+        if self.docs_store is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
+            self.docs_store = Store(self._scratch)
+        self.index = report = index_folder(self.docs_store, Path(folder))
+        self.documents = DocumentReader(self.docs_store, report.folder,
+                                        max_chars=self.settings.max_chars)
+        if self.recorder is not None:
+            self.recorder.record("documents", {
+                "folder": str(report.folder), "added": report.added, "updated": report.updated,
+                "unchanged": report.unchanged, "removed": report.removed,
+                "failed": report.failed})
+        return [Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
+                for path, reason in report.failed]
+
+    def index_event(self) -> Event:
+        """The progress event that says what indexing did."""
+        report = self.index
+        assert report is not None
+        return Event("info", f"documents: {report.indexed} indexed ({report.added} new, "
+                     f"{report.updated} changed, {len(report.failed)} unreadable)",
+                     {"folder": str(report.folder), "added": report.added,
+                      "updated": report.updated, "unchanged": report.unchanged,
+                      "removed": report.removed, "failed": len(report.failed)})
+
+    # ------------------------------------------------------------ searching
+
+    def wrap_providers(self, providers: list[SearchProvider]) -> list[SearchProvider]:
+        """The providers with the store in front: cached answers, recorded answers."""
+        wrapped: list[SearchProvider] = []
+        for provider in providers:
+            if isinstance(provider, LocalSearch) and self.docs_store and self.index:
+                provider.attach(self.docs_store, self.index)
+            if self.store is None or self.recorder is None:
+                wrapped.append(provider)
+                continue
+            cached = CachedProvider(
+                provider, self.store,
+                max_age_s=None if self.resumed else self.settings.cache_ttl,
+                read=self.resumed or not self.settings.refresh,
+                # The local index changes with the folder; searching it costs nothing.
+                cache=not isinstance(provider, LocalSearch), on_answer=self.recorder.hits)
+            self.providers.append(cached)
+            wrapped.append(cached)
+        return wrapped
+
+    async def fresh_results(self, candidates: Sequence[Candidate]
+                            ) -> dict[str, Page | FetchFailure]:
+        """Fetch results the page cache holds fresh, by canonical URL (no network).
+
+        Pages the last finished run of the same question used as sources come first,
+        then the rest in rank order: a rerun takes the very pages that run read
+        (whose summaries are cached too), not others that merely rank above them.
+        """
+        cache, store = self.page_cache, self.store
+        if cache is None or store is None:
+            return {}
+
+        def look() -> dict[str, Page | FetchFailure]:
+            found: dict[str, Page | FetchFailure] = {}
+            for candidate in candidates:
+                hit = cache.lookup(candidate.url)
+                if hit is not None and hit.fresh:
+                    found[candidate.canonical_url] = hit.result
+            last = store.last_report(self.topic, exclude=self.run_id) or {}
+            used = {canonicalize(str(s.get("url", ""))) for s in last.get("sources") or []}
+            first = {key: result for key, result in found.items()
+                     if isinstance(result, Page) and canonicalize(result.final_url) in used}
+            return {**first, **found}
+
+        try:
+            return await asyncio.to_thread(look)
+        except Exception:  # a broken cache costs downloads, never the run
+            log.warning("page cache lookup failed", exc_info=True)
+            return {}
+
+    @property
+    def cached_searches(self) -> int:
+        """Searches answered from the cache in this run."""
+        return sum(p.hits_served for p in self.providers)
+
+    # ------------------------------------------------------------ the end
+
+    def finish(self, status: FinalStatus, report: Report | None = None,
+               error: str | None = None) -> None:
+        """Write what is queued, mark the run finished, and close the store (blocking)."""
+        try:
+            if self.recorder is not None:
+                if error:
+                    self.recorder.record("error", {"error": error})
+                self.recorder.close()
+            if self.store is not None and self.run_id is not None:
+                stats = None
+                if report is not None:
+                    stats = {**report.stats.model_dump(mode="json"),
+                             "sources": len(report.sources),
+                             "tokens": report.stats.prompt_tokens
+                             + report.stats.completion_tokens}
+                self.store.finish_run(self.run_id, status,
+                                      report.model_dump(mode="json") if report else None,
+                                      stats)
+        except Exception:  # the report is the user's; a failing record must not cost it
+            log.warning("could not finish run %s in the store", self.run_id, exc_info=True)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the stores this session opened."""
+        for store in {id(s): s for s in (self.store, self.docs_store) if s}.values():
+            store.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None

@@ -1,0 +1,334 @@
+"""The local web app behind ``sleuth serve``: one page, a JSON API and a Server-Sent Events stream.
+
+Routes::
+
+    GET  /                          the page (inline CSS and JS, nothing external)
+    GET  /api/config                defaults for the form, providers, whether the store is on
+    POST /api/runs                  start a research (JSON body); 409 while one is running
+    GET  /api/runs/{id}/events      the run's progress, then its report, as Server-Sent Events
+    POST /api/runs/{id}/stop        cancel a running research
+    GET  /api/runs/{id}/report.html the finished report as one self-contained HTML file
+    GET  /api/runs/{id}/report.md   ... as Markdown
+    GET  /api/history               past runs from the run store (when it is on)
+    GET  /api/history/{id}          one stored report, rendered
+
+One research runs at a time. Its events are kept, so a page that reconnects (or a
+second tab) replays them from the start or from ``Last-Event-ID``. Requests must name
+a loopback host (DNS-rebinding guard) unless the server was bound elsewhere on
+purpose, and a POST must be JSON from the page's own origin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.html import render_fragment, render_html, report_from_data
+from sleuth.models import Report
+from sleuth.progress import Event
+from sleuth.settings import Settings, load_settings
+from sleuth.web.page import render_page
+
+__all__ = ["LOOPBACK_HOSTS", "LiveRun", "WebState", "create_app"]
+
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+KEEP_RUNS = 20
+KEEPALIVE_S = 15.0
+#: The form's fields (settings names); everything else comes from the server's settings.
+FORM_FIELDS = ("depth", "max_sources", "search", "model")
+
+
+@dataclass
+class LiveRun:
+    """One research started from the page: its event log, and its report once done."""
+
+    id: str
+    question: str
+    settings: Settings
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+    report: Report | None = None
+    started: float = field(default_factory=time.monotonic)
+    done: bool = False
+
+    def add(self, name: str, data: dict[str, Any]) -> None:
+        """Append one SSE message and wake every stream that waits for it."""
+        self.events.append((name, data))
+        self.changed.set()
+        self.changed = asyncio.Event()
+
+    def on_event(self, event: Event) -> None:
+        """The progress callback: every pipeline event becomes a ``progress`` message."""
+        self.add("progress", {"kind": event.kind, "message": event.message,
+                              "data": event.data,
+                              "t": round(time.monotonic() - self.started, 3)})
+
+
+class WebState:
+    """The server's settings and its runs (newest last, at most ``KEEP_RUNS``)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.runs: OrderedDict[str, LiveRun] = OrderedDict()
+
+    def running(self) -> LiveRun | None:
+        return next((run for run in self.runs.values() if not run.done), None)
+
+    def keep(self, run: LiveRun) -> None:
+        self.runs[run.id] = run
+        while len(self.runs) > KEEP_RUNS:
+            oldest = next(iter(self.runs))
+            if not self.runs[oldest].done:
+                break
+            del self.runs[oldest]
+
+
+def _error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
+    """The server's settings with the form's choices applied; ConfigError for bad ones.
+
+    Only choices that differ from the server's own count as set: a form sent as it
+    was shown must not turn a default into an explicit choice (``--docs`` searches
+    the web only when ``--search`` was given).
+    """
+    values = base.model_dump(exclude_unset=True)
+    chosen = {}
+    for key in FORM_FIELDS:
+        value = form.get(key)
+        if isinstance(value, str):
+            value = value.strip()
+        if value not in (None, ""):
+            chosen[key] = value
+    trial = load_settings({**values, **chosen}, env={})  # validates every choice
+    changed = {key: value for key, value in chosen.items()
+               if getattr(trial, key) != getattr(base, key)}
+    return load_settings({**values, **changed}, env={})
+
+
+async def _execute(run: LiveRun) -> None:
+    """Run the research and append its outcome (report or error) and an ``end`` message."""
+    from sleuth.pipeline import research
+
+    try:
+        report = await research(run.question, settings=run.settings, on_event=run.on_event)
+    except asyncio.CancelledError:
+        run.add("failed", {"message": "stopped"})
+    except SleuthError as exc:
+        run.add("failed", {"message": str(exc)})
+    except Exception as exc:  # the page shows it; the server keeps serving
+        run.add("failed", {"message": f"internal error: {type(exc).__name__}: {exc}"})
+    else:
+        run.report = report
+        stats = report.stats
+        run.add("report", {
+            "html": render_fragment(report), "confidence": report.confidence,
+            "sources": len(report.sources), "failures": len(report.failures),
+            "tokens": stats.prompt_tokens + stats.completion_tokens,
+            "elapsed_s": round(time.monotonic() - run.started, 3), "run_id": report.run_id})
+    finally:
+        run.done = True
+        run.add("end", {})
+
+
+def _same_origin(request: Request) -> bool:
+    origin = request.headers.get("origin")
+    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
+
+
+async def start_run(request: Request) -> Response:
+    state: WebState = request.app.state.web
+    if not request.headers.get("content-type", "").startswith("application/json"):
+        return _error("send JSON", 415)
+    if not _same_origin(request):
+        return _error("cross-origin request refused", 403)
+    try:
+        form = await request.json()
+    except ValueError:
+        return _error("the body is not valid JSON", 400)
+    if not isinstance(form, dict):
+        return _error("the body must be a JSON object", 400)
+    if state.running() is not None:
+        return _error("a research is already running; wait for it or stop it", 409)
+    from sleuth.pipeline import clean_question
+
+    try:
+        question = clean_question(form.get("question", ""))
+        settings = run_settings(state.settings, form)
+    except ConfigError as exc:
+        return _error(str(exc), 400)
+    run = LiveRun(id=secrets.token_hex(6), question=question, settings=settings)
+    state.keep(run)
+    run.task = asyncio.create_task(_execute(run))
+    return JSONResponse({"id": run.id, "events": f"/api/runs/{run.id}/events"}, status_code=201)
+
+
+def _sse(index: int, name: str, data: dict[str, Any]) -> str:
+    payload = json.dumps(data, ensure_ascii=False, default=str)
+    return f"id: {index}\nevent: {name}\ndata: {payload}\n\n"
+
+
+async def _follow(run: LiveRun, start: int) -> AsyncIterator[str]:
+    index = start
+    yield "retry: 1000\n\n"
+    while True:
+        while index < len(run.events):
+            name, data = run.events[index]
+            index += 1
+            yield _sse(index, name, data)
+        if run.done:
+            return
+        try:
+            await asyncio.wait_for(run.changed.wait(), KEEPALIVE_S)
+        except TimeoutError:
+            yield ": keep-alive\n\n"
+
+
+def _get_run(request: Request) -> LiveRun | None:
+    state: WebState = request.app.state.web
+    return state.runs.get(request.path_params["run_id"])
+
+
+async def run_events(request: Request) -> Response:
+    run = _get_run(request)
+    if run is None:
+        return _error("no such run", 404)
+    try:
+        start = max(0, int(request.headers.get("last-event-id", "0")))
+    except ValueError:
+        start = 0
+    return StreamingResponse(_follow(run, start), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+async def stop_run(request: Request) -> Response:
+    run = _get_run(request)
+    if run is None:
+        return _error("no such run", 404)
+    if not _same_origin(request):
+        return _error("cross-origin request refused", 403)
+    if run.task is not None and not run.done:
+        run.task.cancel()
+    return JSONResponse({"stopped": True})
+
+
+async def run_report(request: Request) -> Response:
+    run = _get_run(request)
+    fmt = request.path_params["fmt"]
+    if run is None or run.report is None or fmt not in ("html", "md"):
+        return _error("no report for that run (yet)", 404)
+    if fmt == "md":
+        return PlainTextResponse(run.report.markdown, media_type="text/markdown; charset=utf-8")
+    return HTMLResponse(render_html(run.report))
+
+
+async def config(request: Request) -> Response:
+    from sleuth.search import provider_names
+
+    settings: Settings = request.app.state.web.settings
+    search = ",".join(settings.search)
+    providers = provider_names()
+    if search not in providers:
+        providers = [search, *providers]
+    return JSONResponse({
+        "depth": settings.depth, "max_sources": settings.max_sources, "search": search,
+        "providers": providers, "model": settings.model or "", "no_llm": settings.no_llm,
+        "store": not settings.no_store})
+
+
+def _history_list(settings: Settings) -> dict[str, Any]:
+    if settings.no_store:
+        return {"enabled": False, "runs": [], "note": "the run store is off (--no-store)"}
+    from sleuth.store import DB_NAME, Store, default_home
+
+    home = settings.home or default_home()
+    if not (home / DB_NAME).exists():
+        return {"enabled": True, "runs": [], "note": "no run stored yet"}
+    with Store(home) as store:
+        runs = store.list_runs(20)
+    return {"enabled": True, "runs": [run._asdict() for run in runs]}
+
+
+def _history_report(settings: Settings, run_id: str) -> dict[str, Any]:
+    from sleuth.store import Store, default_home
+
+    with Store(settings.home or default_home()) as store:
+        info = store.get_run(run_id)
+    if not isinstance(info.report, dict):
+        return {"error": f"run {info.id} has no report (status: {info.status})"}
+    return {"html": render_fragment(report_from_data(info.report)), "question": info.question}
+
+
+async def history(request: Request) -> Response:
+    settings: Settings = request.app.state.web.settings
+    try:
+        return JSONResponse(await asyncio.to_thread(_history_list, settings))
+    except (SleuthError, OSError, ImportError) as exc:  # history is optional: say why, go on
+        return JSONResponse({"enabled": False, "runs": [],
+                             "note": f"the run store could not be read: {exc}"})
+
+
+async def history_run(request: Request) -> Response:
+    settings: Settings = request.app.state.web.settings
+    if settings.no_store:
+        return _error("the run store is off", 404)
+    try:
+        result = await asyncio.to_thread(_history_report, settings,
+                                         request.path_params["run_id"])
+    except ConfigError as exc:
+        return _error(str(exc), 404)
+    except (SleuthError, OSError, ValueError) as exc:
+        return _error(f"the stored report could not be read: {exc}", 500)
+    return JSONResponse(result, status_code=404 if "error" in result else 200)
+
+
+async def page(request: Request) -> Response:
+    nonce = secrets.token_urlsafe(16)
+    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+           "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; "
+           "frame-ancestors 'none'")
+    return HTMLResponse(render_page(nonce), headers={
+        "Content-Security-Policy": csp, "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+
+
+def create_app(settings: Settings, *, allowed_hosts: list[str] | None = None) -> Starlette:
+    """The ASGI app; ``allowed_hosts`` are the Host names it answers (default: loopback)."""
+    routes = [
+        Route("/", page),
+        Route("/api/config", config),
+        Route("/api/runs", start_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/events", run_events),
+        Route("/api/runs/{run_id}/stop", stop_run, methods=["POST"]),
+        Route("/api/runs/{run_id}/report.{fmt:str}", run_report),
+        Route("/api/history", history),
+        Route("/api/history/{run_id}", history_run),
+    ]
+    hosts = LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts
+    app = Starlette(routes=routes,
+                    middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app.state.web = WebState(settings)
+    return app

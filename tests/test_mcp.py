@@ -1,0 +1,261 @@
+"""``sleuth mcp``: the MCP SDK's own client against the server, over stdio, HTTP and in memory."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.memory import create_connected_server_and_client_session
+from mcp.types import CallToolResult, TextContent
+
+import sleuth.mcp_server as mcp_server
+from sleuth.cli import run
+from sleuth.progress import Event
+from sleuth.settings import Settings, load_settings
+from sleuth.testing import OfflineWeb
+
+
+def server_env(web: OfflineWeb, home: Path) -> dict[str, str]:
+    """The environment a user would put in the MCP client's config, pointed at the test web."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
+    env.update(SLEUTH_SEARCH="searxng", SLEUTH_SEARXNG_URL=web.searxng_url,
+               SLEUTH_ALLOW_PRIVATE_URLS="1", SLEUTH_TIMEOUT="2", SLEUTH_NO_LLM="1",
+               SLEUTH_HOME=str(home))
+    return env
+
+
+def text_of(result: CallToolResult) -> str:
+    assert result.content and isinstance(result.content[0], TextContent)
+    return result.content[0].text
+
+
+def offline_settings(web: OfflineWeb, **extra: Any) -> Settings:
+    return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
+                          "allow_private_urls": True, "timeout": 2, "no_store": True,
+                          "no_llm": True, **extra}, env={})
+
+
+@asynccontextmanager
+async def in_memory(settings: Settings) -> AsyncIterator[ClientSession]:
+    server = mcp_server.build_server(settings)
+    async with create_connected_server_and_client_session(server) as client:
+        yield client
+
+
+async def research_with_progress(client: ClientSession, topic: str,
+                                 **args: Any) -> tuple[CallToolResult, list[str]]:
+    messages: list[str] = []
+
+    async def progress(done: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    result = await client.call_tool("web_research", {"topic": topic, **args},
+                                    progress_callback=progress)
+    return result, messages
+
+
+def assert_cited_report(markdown: str) -> None:
+    assert markdown.startswith("# Research:")
+    cited = {int(n) for n in re.findall(r"^\[(\d+)\] \[", markdown, re.MULTILINE)}
+    assert cited and cited == set(range(1, len(cited) + 1))
+    assert "## Confidence:" in markdown and "## Gaps" in markdown
+
+
+@pytest.mark.slow
+async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: Path) -> None:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
+                                   env=server_env(web, tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        # No model is configured, so agent mode is not offered.
+        assert set(tools) == {"web_research", "fetch_page"}
+        schema = tools["web_research"].inputSchema
+        assert list(schema["properties"]) == ["topic", "depth", "max_sources"]
+        assert schema["required"] == ["topic"]
+        assert schema["properties"]["depth"]["default"] == 2
+        assert schema["properties"]["max_sources"]["default"] == 5
+
+        result, progress = await research_with_progress(client, web.topics[0].question,
+                                                        max_sources=3)
+        assert not result.isError
+        assert_cited_report(text_of(result))
+        kinds = [message.split(":")[0] for message in progress]
+        assert kinds.index("plan") < kinds.index("search") < kinds.index("fetched")
+        assert kinds[-1] == "report"
+
+        bad = await client.call_tool("web_research", {"topic": "x", "depth": 9})
+        assert bad.isError and "depth must be 1, 2 or 3" in text_of(bad)
+        # The server survived the bad call.
+        page = await client.call_tool("fetch_page", {"url": web.docs[0].url})
+        assert not page.isError and web.docs[0].url in text_of(page)
+
+
+def _start_http_server(web: OfflineWeb, home: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "mcp", "--http", "--port", "0"],
+                            env=server_env(web, home), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the first line names the address it listens on
+        match = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
+        if match:
+            return proc, match.group(1)
+    proc.kill()
+    raise AssertionError(f"the server did not start (exit {proc.wait()})")
+
+
+@pytest.fixture
+def http_server(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
+    proc, url = _start_http_server(web, tmp_path)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.mark.slow
+async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> None:
+    assert http_server.startswith("http://127.0.0.1:")
+    # DNS rebinding: a request naming another host is refused before it reaches a tool.
+    async with httpx.AsyncClient() as plain:
+        rebound = await plain.post(http_server, json={"jsonrpc": "2.0", "id": 1,
+                                                      "method": "tools/list"},
+                                   headers={"Host": "evil.example",
+                                            "Accept": "application/json, text/event-stream"})
+    assert rebound.status_code == 421
+    async with streamable_http_client(http_server) as (read, write, _), \
+            ClientSession(read, write) as client:
+        await client.initialize()
+        result, progress = await research_with_progress(client, web.topics[1].question,
+                                                        depth=1, max_sources=2)
+        assert not result.isError, text_of(result)
+        assert_cited_report(text_of(result))
+        assert any(message.startswith("fetched:") for message in progress)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"topic": "x", "depth": 0}, "depth must be 1, 2 or 3"),
+    ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
+    ({"topic": "x", "depth": "deep"}, "valid integer"),
+    ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
+    ({"topic": "   "}, "the question is empty"),
+    ({"topic": "?!"}, "no words"),
+    ({}, "topic"),
+])
+async def test_bad_arguments_are_tool_errors(web: OfflineWeb, args: dict[str, Any],
+                                            message: str) -> None:
+    async with in_memory(offline_settings(web)) as client:
+        result = await client.call_tool("web_research", args)
+        assert result.isError and message in text_of(result)
+
+
+async def test_max_sources_is_capped_at_ten_as_grip_does(
+        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sleuth.pipeline import research
+
+    asked: dict[str, Any] = {}
+
+    async def fake_research(topic: str, **kwargs: Any) -> Any:
+        asked.update(kwargs)
+        return await research(topic, settings=kwargs["settings"], depth=1, max_sources=1)
+
+    monkeypatch.setattr("sleuth.pipeline.research", fake_research)
+    async with in_memory(offline_settings(web)) as client:
+        result = await client.call_tool("web_research", {"topic": web.topics[0].question,
+                                                         "depth": 3, "max_sources": 50})
+    assert not result.isError
+    assert asked["max_sources"] == 10 and asked["depth"] == 3
+
+
+async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:
+    async with in_memory(offline_settings(web, allow_private_urls=False)) as client:
+        blocked = await client.call_tool("fetch_page", {"url": web.docs[0].url})
+        assert blocked.isError and "refused" in text_of(blocked)
+        scheme = await client.call_tool("fetch_page", {"url": "file:///etc/passwd"})
+        assert scheme.isError and "http" in text_of(scheme)
+    async with in_memory(offline_settings(web)) as client:
+        doc = web.doc(web.topics[0].expected[0])
+        page = await client.call_tool("fetch_page", {"url": doc.url})
+        assert not page.isError and text_of(page).startswith(f"# {doc.title}")
+        missing = await client.call_tool("fetch_page", {"url": web.hostile["not_found"]})
+        assert missing.isError and "HTTP 404" in text_of(missing)
+
+
+async def test_web_search_tool_only_with_a_model_and_the_agent(
+        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, Settings]] = []
+
+    class Result:
+        def to_markdown(self) -> str:
+            return "# Agent search: found it [1]"
+
+    async def fake_agent(goal: str, *, settings: Settings, on_event: Any) -> Result:
+        calls.append((goal, settings))
+        on_event(Event("info", "round 1"))
+        return Result()
+
+    monkeypatch.setattr(mcp_server, "agent_function", lambda: fake_agent)
+    async with in_memory(offline_settings(web)) as client:  # --no-llm: no model
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "web_search" not in names
+    with_model = offline_settings(web, no_llm=False, base_url="http://127.0.0.1:9/v1",
+                                  model="small")
+    async with in_memory(with_model) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+        assert "web_search" in names
+        messages: list[str] = []
+
+        async def progress(done: float, total: float | None, message: str | None) -> None:
+            messages.append(message or "")
+
+        result = await client.call_tool("web_search", {"query": "who won?"},
+                                        progress_callback=progress)
+        assert not result.isError and text_of(result) == "# Agent search: found it [1]"
+        assert messages == ["info: round 1"] and calls[0][0] == "who won?"
+        empty = await client.call_tool("web_search", {"query": " "})
+        assert empty.isError
+
+
+def test_agent_function_is_found_when_agent_mode_is_installed() -> None:
+    fn = mcp_server.agent_function()
+    try:
+        import sleuth.agent as agent
+    except ImportError:
+        assert fn is None
+    else:
+        assert fn is getattr(agent, "web_search", None)
+
+
+def test_cli_rejects_a_port_without_http(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["mcp", "--port", "9000"]) == 2
+    assert "--port goes with --http" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "extra", "modules"), [
+    (["mcp"], "mcp", ["mcp", "mcp.server", "mcp.server.fastmcp"]),
+    (["serve", "--port", "0"], "web", ["starlette", "uvicorn"]),
+])
+def test_a_missing_extra_is_named_in_one_line(
+        argv: list[str], extra: str, modules: list[str], monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    import sleuth
+
+    monkeypatch.delattr(sleuth, "mcp_server", raising=False)
+    monkeypatch.delitem(sys.modules, "sleuth.mcp_server", raising=False)
+    for name in modules:  # None in sys.modules: "import name" raises ImportError
+        monkeypatch.setitem(sys.modules, name, None)
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert f"pip install 'sleuth-research[{extra}]'" in err and err.count("\n") == 1

@@ -1,0 +1,302 @@
+"""``sleuth serve``: the API and its event stream in process, then the page in a real Chromium."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from sleuth.cli import run
+from sleuth.progress import Event
+from sleuth.settings import Settings, load_settings
+from sleuth.store import Store
+from sleuth.testing import OfflineWeb
+from sleuth.web import is_loopback
+from sleuth.web.app import create_app
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--no-first-run"]
+
+
+def offline_settings(web: OfflineWeb, home: Path, **extra: Any) -> Settings:
+    return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
+                          "allow_private_urls": True, "timeout": 2, "no_llm": True,
+                          "home": str(home), **extra}, env={})
+
+
+@pytest.fixture
+def client(web: OfflineWeb, tmp_path: Path) -> Iterator[TestClient]:
+    # One portal (event loop) for the whole test, so a started research keeps running.
+    with TestClient(create_app(offline_settings(web, tmp_path)),
+                    base_url="http://127.0.0.1:8000") as test_client:
+        yield test_client
+
+
+def sse_messages(body: str) -> list[tuple[str, dict[str, Any]]]:
+    messages = []
+    for block in body.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines()
+                      if ": " in line and not line.startswith(":"))
+        if "event" in fields:
+            messages.append((fields["event"], json.loads(fields["data"])))
+    return messages
+
+
+def test_a_research_streams_progress_then_the_report(client: TestClient,
+                                                     web: OfflineWeb) -> None:
+    started = client.post("/api/runs", json={"question": web.topics[0].question, "depth": "1",
+                                             "max_sources": "3"})
+    assert started.status_code == 201
+    events = sse_messages(client.get(started.json()["events"]).text)
+    names = [name for name, _ in events]
+    assert names[-2:] == ["report", "end"]
+    kinds = [data["kind"] for name, data in events if name == "progress"]
+    assert kinds.index("plan") < kinds.index("search") < kinds.index("fetched")
+    report = events[-2][1]
+    assert report["html"].startswith('<article class="sleuth-report">')
+    assert 'href="#source-1"' in report["html"] and report["sources"] >= 1
+    # The finished report can be downloaded as one HTML file or as Markdown.
+    run_id = started.json()["id"]
+    html = client.get(f"/api/runs/{run_id}/report.html")
+    assert html.status_code == 200 and html.text.startswith("<!DOCTYPE html>")
+    markdown = client.get(f"/api/runs/{run_id}/report.md")
+    assert markdown.text.startswith("# Research:")
+    # A page that reconnects replays only what it has not seen.
+    again = client.get(started.json()["events"], headers={"Last-Event-ID": str(len(events) - 2)})
+    assert [name for name, _ in sse_messages(again.text)] == ["report", "end"]
+
+
+def test_one_research_at_a_time_and_stop(client: TestClient,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    async def endless(question: str, **kwargs: Any) -> None:
+        kwargs["on_event"](Event("plan", "1 queries", {"queries": [question]}))
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr("sleuth.pipeline.research", endless)
+    first = client.post("/api/runs", json={"question": "first question"})
+    assert first.status_code == 201
+    second = client.post("/api/runs", json={"question": "second question"})
+    assert second.status_code == 409 and "already running" in second.json()["error"]
+    assert client.post(f"/api/runs/{first.json()['id']}/stop").json() == {"stopped": True}
+    events = sse_messages(client.get(first.json()["events"]).text)
+    assert events[-2:] == [("failed", {"message": "stopped"}), ("end", {})]
+    assert client.post("/api/runs", json={"question": "third question"}).status_code == 201
+
+
+@pytest.mark.parametrize(("body", "status", "message"), [
+    ({"question": "  "}, 400, "the question is empty"),
+    ({"question": "ok", "depth": "9"}, 400, "invalid value for --depth"),
+    ({"question": "ok", "max_sources": "many"}, 400, "invalid value for --max-sources"),
+    ({"question": "ok", "search": "nosuchengine,"}, None, None),  # checked when the run starts
+    (["not", "an", "object"], 400, "JSON object"),
+])
+def test_bad_input_is_one_line_error(client: TestClient, body: Any, status: int | None,
+                                     message: str | None) -> None:
+    reply = client.post("/api/runs", json=body)
+    if status is None:  # an unknown provider fails the run, and the page is told why
+        events = sse_messages(client.get(reply.json()["events"]).text)
+        assert events[-2][0] == "failed" and "nosuchengine" in events[-2][1]["message"]
+        return
+    assert reply.status_code == status and message in reply.json()["error"]
+    assert "\n" not in reply.json()["error"]
+
+
+def test_other_hosts_and_origins_are_refused(client: TestClient) -> None:
+    # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host.
+    assert client.get("/api/config", headers={"Host": "evil.example:8000"}).status_code == 400
+    cross = client.post("/api/runs", json={"question": "q"},
+                        headers={"Origin": "http://evil.example"})
+    assert cross.status_code == 403
+    form = client.post("/api/runs", content="question=q",
+                       headers={"Content-Type": "application/x-www-form-urlencoded"})
+    assert form.status_code == 415
+    page = client.get("/")
+    csp = page.headers["content-security-policy"]
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.text)  # nothing external
+
+
+def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> None:
+    from sleuth.pipeline import research_sync
+
+    report = research_sync(web.topics[0].question, settings=offline_settings(
+        web, tmp_path, no_store=True))
+    with Store(tmp_path) as store:
+        run_id = store.create_run("stored question", {"depth": 2})
+        store.finish_run(run_id, "done", report.to_json_dict(),
+                         {"sources": len(report.sources), "tokens": 0})
+        failed_id = store.create_run("a run that failed", {})
+        store.finish_run(failed_id, "failed")
+    with TestClient(create_app(offline_settings(web, tmp_path)),
+                    base_url="http://127.0.0.1:8000") as client:
+        listed = client.get("/api/history").json()
+        assert listed["enabled"] is True
+        runs = {entry["id"]: entry for entry in listed["runs"]}
+        assert runs[run_id]["question"] == "stored question"
+        assert runs[run_id]["sources"] == len(report.sources)
+        shown = client.get(f"/api/history/{run_id}").json()
+        assert 'href="#source-1"' in shown["html"] and 'id="source-1"' in shown["html"]
+        missing = client.get(f"/api/history/{failed_id}")
+        assert missing.status_code == 404 and "no report" in missing.json()["error"]
+        assert client.get("/api/history/zzzzzz").status_code == 404
+    off = create_app(offline_settings(web, tmp_path, no_store=True))
+    with TestClient(off, base_url="http://127.0.0.1:8000") as client:
+        listed = client.get("/api/history").json()
+        assert listed == {"enabled": False, "runs": [],
+                          "note": "the run store is off (--no-store)"}
+
+
+def test_serve_refuses_a_busy_port_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        assert run(["serve", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"sleuth: error: cannot listen on 127.0.0.1:{port}") and err.count(
+        "\n") == 1
+
+
+def test_loopback_names() -> None:
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.2", "::", "example.com"))
+
+
+# ------------------------------------------------------------------ the page in Chromium
+
+def chromium_path() -> str | None:
+    configured = os.environ.get("SLEUTH_CHROMIUM")
+    if configured:
+        return configured
+    for name in ("chromium", "chromium-browser", "chromium-headless-shell"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture
+def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
+    """``sleuth serve --port 0`` in a subprocess, configured like a user would, via the env."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
+    env.update(SLEUTH_SEARCH="searxng", SLEUTH_SEARXNG_URL=web.searxng_url,
+               SLEUTH_ALLOW_PRIVATE_URLS="1", SLEUTH_TIMEOUT="2", SLEUTH_NO_LLM="1",
+               SLEUTH_HOME=str(tmp_path / "home"))
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    url = None
+    for line in proc.stderr:
+        match = re.search(r"serving on (http://\S+/)", line)
+        if match:
+            url = match.group(1)
+            break
+    try:
+        assert url is not None, f"sleuth serve did not start (exit {proc.poll()})"
+        assert url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def screenshot_dir(tmp_path: Path) -> Path:
+    configured = os.environ.get("SLEUTH_SCREENSHOT_DIR")
+    folder = Path(configured) if configured else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.mark.slow
+def test_the_page_shows_a_research_live_in_chromium(
+        served: str, web: OfflineWeb, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    browser_path = chromium_path()
+    if browser_path is None:
+        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    question = web.topics[0].question
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else 0)
+            page.goto(served)
+            page.wait_for_selector("body[data-ready='1']")
+            # The options that matter, filled in from the server's settings.
+            assert page.locator("#ui-depth option").count() == 3
+            assert page.input_value("#ui-search") == "searxng"
+            assert page.input_value("#ui-sources") == "5"
+            assert page.locator("#ui-model").is_visible()
+
+            page.fill("#ui-question", question)
+            started = time.monotonic()
+            page.click("#ui-go")
+            page.wait_for_selector("#ui-log li")  # progress appears while the run goes on
+            page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+            wall_s = time.monotonic() - started
+            first_report_ms = int(page.evaluate("document.body.dataset.firstReportMs"))
+
+            log = page.inner_text("#ui-log")
+            assert "plan" in log and "search" in log and "fetched" in log
+            assert int(page.inner_text("#ui-c-queries")) >= 1
+            assert int(page.inner_text("#ui-c-hits")) >= 1
+            read = int(page.inner_text("#ui-c-fetched"))
+            cited = page.locator("#ui-report ol.sources li").count()
+            assert read >= cited >= 1
+            assert "Report ready" in page.inner_text("#ui-status")
+            assert page.locator("#ui-report .badge.conf-high, #ui-report .badge.conf-medium, "
+                                "#ui-report .badge.conf-low").count() == 1
+            assert page.locator("#ui-report h2#gaps").count() == 1
+
+            # A citation marker jumps to its source entry.
+            page.locator("#ui-report a.cite").first.click()
+            page.wait_for_function("() => location.hash === '#source-1'")
+            target = page.evaluate("""() => {
+                const el = document.getElementById('source-1');
+                const box = el.getBoundingClientRect();
+                return {target: el.matches(':target'), top: box.top, bottom: box.bottom,
+                        height: window.innerHeight};
+            }""")
+            assert target["target"]
+            assert target["top"] >= 0 and target["bottom"] <= target["height"], target
+
+            # The run was stored, and the past-runs list shows it.
+            page.wait_for_selector(f"#ui-runs li:has-text({json.dumps(question[:40])})")
+            path = screenshot_dir(tmp_path) / "sleuth-serve.png"
+            page.screenshot(path=str(path), full_page=True)
+            assert path.stat().st_size > 10_000
+            assert not errors, errors
+        finally:
+            browser.close()
+    with capsys.disabled():
+        print(f"\nscreenshot: {path}\nfirst report shown {first_report_ms} ms after submit "
+              f"(test clock {wall_s:.2f} s)")
+
+
+def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> None:
+    """Sending the defaults back must not make them explicit (--docs keeps to local files)."""
+    from sleuth.web.app import run_settings
+
+    base = load_settings({"docs": str(tmp_path), "no_llm": True}, env={})
+    same = run_settings(base, {"depth": "2", "max_sources": "5", "search": "duckduckgo",
+                               "model": ""})
+    assert same.model_fields_set == base.model_fields_set
+    chosen = run_settings(base, {"depth": "3", "search": "searxng, duckduckgo", "model": "m"})
+    assert (chosen.depth, chosen.search, chosen.model) == (3, ["searxng", "duckduckgo"], "m")
+    assert {"depth", "search", "model"} <= chosen.model_fields_set
