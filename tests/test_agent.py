@@ -168,6 +168,26 @@ async def test_one_round_search_browse_finish(web: OfflineWeb, llm: ScriptedLLM,
     assert "Stadia launched thin" in (workspace / "result.md").read_text(encoding="utf-8")
 
 
+async def test_a_second_search_reuses_the_stores_pages_and_searches(
+        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
+    """browse and search sit behind the run store, as a research's fetches do."""
+    page = web.doc(web.topics[0].expected[0])
+    home = tmp_path / "home"
+    for _ in range(2):
+        Script(llm).calls(("search", {"query": "Google Stadia launch review"})) \
+            .calls(("browse", {"url": page.url})) \
+            .calls(("all_finished", {"result": "done"}))
+    web.reset_log()
+    first = await web_search("Stadia?", **agent_options(web, llm, home))
+    assert first.status == "finished" and len(web.requests_for(page.url)) == 1
+    web.reset_log()
+    second = await web_search("Stadia?", **agent_options(web, llm, home))
+    assert second.status == "finished" and second.pages == [page.url]
+    # Same page text for the model, and not one request to the page host or the search.
+    assert web.requests == []
+    assert page.title in tool_messages(llm.requests[-1])[-1]
+
+
 def script_three_rounds(script: Script, doc_url: str) -> None:
     """The scripted three-round search (also what the README's measurement ran)."""
     # Round 1: search, write the finding down, end the round by replying in text.

@@ -119,14 +119,35 @@ async def _llm_client(settings: Settings, emit: ProgressCallback) -> Any:
 
 @contextlib.asynccontextmanager
 async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
-    """The search providers (checked: ProviderError before any round) and the fetcher."""
+    """The search providers (checked: ProviderError before any round) and the fetcher.
+
+    Both sit behind the run store, as in a research: a page or search the store
+    holds fresh costs no request (``--refresh`` re-asks, ``--no-store`` skips it).
+    """
+    from sleuth.caching import CachedProvider, StorePageCache
     from sleuth.fetch import Fetcher
     from sleuth.search import build_providers, make_search_client
+    from sleuth.search.local import LocalSearch
+    from sleuth.store import Store, default_home
 
-    async with make_search_client(settings) as client:
-        providers = build_providers(settings, client)
-        async with Fetcher(settings) as fetcher:
-            yield providers, fetcher
+    store = None if settings.no_store else Store(settings.home or default_home())
+    try:
+        async with make_search_client(settings) as client:
+            providers = build_providers(settings, client)
+            page_cache = None
+            if store is not None:
+                read = not settings.refresh
+                providers = [
+                    p if isinstance(p, LocalSearch) else
+                    CachedProvider(p, store, max_age_s=settings.cache_ttl, read=read)
+                    for p in providers]
+                page_cache = StorePageCache(store, max_age_s=settings.cache_ttl,
+                                            max_chars=settings.max_chars, read=read)
+            async with Fetcher(settings, cache=page_cache) as fetcher:
+                yield providers, fetcher
+    finally:
+        if store is not None:
+            store.close()
 
 
 def _result(search: _Search, status: str, reason: str, result: str,
