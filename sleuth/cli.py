@@ -93,6 +93,8 @@ class _Progress:
 
 
 def _check_output(path: Path) -> None:
+    if path.expanduser().is_dir():
+        raise ConfigError(f"cannot write {path}: it is a folder; give a file name")
     parent = path.expanduser().resolve().parent
     if not parent.is_dir():
         raise ConfigError(f"cannot write {path}: folder {parent} does not exist")
@@ -103,13 +105,19 @@ def _check_output(path: Path) -> None:
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
     path = path.expanduser()
-    fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, a vanished folder: one line, exit 2
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
         raise
 
 

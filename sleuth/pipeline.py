@@ -82,7 +82,8 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
                        budget: Budget | None = None, *,
                        known: Mapping[str, Page | FetchFailure] | None = None,
                        on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
-                       accept: PageCheck | None = None) -> Gathered:
+                       accept: PageCheck | None = None,
+                       more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -94,9 +95,16 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
     started on each page as it arrives, while other pages still download; a page
     counts as read once it returns None, and is replaced by the next candidate when
     it returns a reason (the page is not relevant).
+
+    ``more`` (a future the caller owns) resolves to a fuller ranking while pages
+    are already being fetched (the model's follow-up queries): the candidates not
+    tried yet are then taken in its order, and the pages kept are ordered by it.
+    Gathering does not wait for it once ``want`` pages are in.
     """
     out = Gathered()
     queue = list(candidates)
+    order = list(candidates)
+    tried: set[str] = set()
     window = want + max(2, want // 2)
     running: dict[asyncio.Task[Page | FetchFailure], Candidate] = {}
     done: dict[str, Page] = {}
@@ -115,6 +123,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
                 out.stopped_by = reason
                 return
             candidate = queue.pop(0)
+            tried.add(candidate.canonical_url)
             out.attempted += 1
             if budget is not None:
                 budget.charge_fetch()
@@ -136,33 +145,53 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
             on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
                            {"url": candidate.url, "reason": result.reason}))
 
-    def settle(task: asyncio.Task[Any]) -> None:
+    def settle(task: asyncio.Future[Any]) -> None:
+        nonlocal order
+        if task is more:
+            fuller: list[Candidate] = task.result()
+            queue[:] = [c for c in fuller if c.canonical_url not in tried]
+            urls = {c.canonical_url for c in fuller}
+            order = fuller + [c for c in order if c.canonical_url not in urls]
+            return
         if task in running:
             take(running.pop(task), task.result())
             return
-        candidate, page = judging.pop(task)
+        candidate, page = judging.pop(task)  # type: ignore[call-overload]
         reason = task.result()
         if reason is None:
             done[candidate.canonical_url] = page
         else:
             out.failures.append(Failure(url=candidate.url, reason=reason, stage="read"))
 
+    settled_more = False
+
+    def coming() -> bool:
+        # ``more`` is waited for (once) while it is pending or not yet taken in.
+        return more is not None and not settled_more
+
     by_url = {c.canonical_url: c for c in candidates}
     for candidate in [by_url[key] for key in at_hand if key in by_url]:
         if len(done) + promised() >= want:
             break
         queue.remove(candidate)
+        tried.add(candidate.canonical_url)
         out.attempted += 1
         out.cached += 1
         take(candidate, at_hand[candidate.canonical_url])
     launch()
     try:
-        while (running or judging) and len(done) < want:
+        while (running or judging or coming()) and len(done) < want:
             timeout = budget.seconds_left() if budget is not None else None
-            finished, _ = await asyncio.wait([*running, *judging], timeout=timeout,
+            waiting: list[asyncio.Future[Any]] = [*running, *judging]
+            if coming():
+                assert more is not None
+                waiting.append(more)
+            finished, _ = await asyncio.wait(waiting, timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
                 settle(task)
+                if task is more:
+                    settled_more = True
             # Only the time budget cuts pages already in flight; the others stop launches.
             if budget is not None and budget.seconds_left() == 0:
                 out.stopped_by = budget.exhausted()
@@ -184,7 +213,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
         if running or judging:
             await asyncio.gather(*running, *judging, return_exceptions=True)
     # Pages finishing in the same wait can overshoot ``want``: keep the best-ranked.
-    out.pages = [(c, done[c.canonical_url]) for c in candidates if c.canonical_url in done][:want]
+    out.pages = [(c, done[c.canonical_url]) for c in order if c.canonical_url in done][:want]
     return out
 
 
@@ -227,6 +256,8 @@ class RunContext:
     session: StoreSession | None = None
     cached_fetches: int = 0
     report: Report | None = None
+    #: The model's picks per query ranked so far (canonical URLs), so none is asked twice.
+    picks: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def reply_cache(self) -> Any | None:
@@ -336,23 +367,26 @@ async def search_stage(ctx: RunContext, plan: Plan) -> list[SearchHit]:
 async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
     """Stage 3: candidates in the order they should be fetched.
 
-    With a model, its picks per query come first, then the quality ranking's order.
+    With a model, its picks per query come first, then the quality ranking's order
+    (a query already ranked in this run is not asked about again).
     """
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
     else:
         candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
-                                                     ctx.rules)
+                                                     ctx.rules, picked=ctx.picks)
     chosen = f" ({picked} chosen by the model)" if picked else ""
     ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
                    {"candidates": len(candidates), "picked": picked}))
     return candidates
 
 
-async def fetch_stage(ctx: RunContext, candidates: list[Candidate]) -> Gathered:
+async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
+                      more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
+    ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
     """
     if ctx.llm is not None and ctx.reader is None:
         ctx.reader = PageReader(ctx.llm, ctx.topic)
@@ -369,7 +403,9 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate]) -> Gathered:
         gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
                                       ctx.budget, known=known,
                                       on_result=recorder.fetched if recorder else None,
-                                      accept=accept)
+                                      accept=accept, more=more)
+    if recorder is not None and more is not None and more.done() and not more.cancelled():
+        recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits
     ctx.failures += gathered.failures
     if gathered.stopped_by:
@@ -394,6 +430,53 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
         sources = ctx.reader.apply(sources, pages)
     ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
     return sources
+
+
+async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
+    """Stages 1–4 with a model, overlapped: fetch the first round while follow-ups are planned.
+
+    The planner's first queries are searched and ranked (one select call each), and
+    those candidates are fetched and summarised while the model writes its follow-up
+    queries and they are searched and ranked; the fuller ranking then orders what is
+    not fetched yet (and the pages kept). The plan is complete before this returns, so
+    the report lists every query; no query is selected twice, no page fetched twice.
+    """
+    assert ctx.llm is not None
+    first: asyncio.Future[tuple[list[str], list[SearchHit]]] = (
+        asyncio.get_running_loop().create_future())
+
+    async def search(queries: list[str]) -> list[SearchHit]:
+        hits = await search_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
+        if not first.done():
+            first.set_result((queries, hits))
+        return hits
+
+    async def full_ranking() -> list[Candidate]:
+        plan = await planning
+        return await rank_stage(ctx, plan, await search_stage(ctx, plan))
+
+    planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
+    fuller: asyncio.Future[list[Candidate]] | None = None
+    try:
+        racing: list[asyncio.Future[Any]] = [planning, first]
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        if not first.done() or planning.done():  # a rule-based plan, or nothing to overlap
+            plan = await planning
+            candidates = await rank_stage(ctx, plan, await search_stage(ctx, plan))
+            return plan, await fetch_stage(ctx, candidates)
+        queries, hits = first.result()
+        early = await rank_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"),
+                                 hits)
+        fuller = asyncio.ensure_future(full_ranking())
+        gathered = await fetch_stage(ctx, early, more=fuller)
+        await fuller
+        return await planning, gathered
+    finally:
+        for task in (planning, fuller, first):
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(*(t for t in (planning, fuller) if t is not None),
+                             return_exceptions=True)
 
 
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
@@ -447,10 +530,13 @@ async def research(question: str, *, settings: Settings | None = None,
     elif options:
         settings = load_settings({**settings.model_dump(exclude_unset=True), **options}, env={})
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
-        plan = await plan_stage(ctx)
-        hits = await search_stage(ctx, plan)
-        candidates = await rank_stage(ctx, plan, hits)
-        gathered = await fetch_stage(ctx, candidates)
+        if ctx.llm is None:
+            plan = await plan_stage(ctx)
+            hits = await search_stage(ctx, plan)
+            candidates = await rank_stage(ctx, plan, hits)
+            gathered = await fetch_stage(ctx, candidates)
+        else:
+            plan, gathered = await plan_and_fetch(ctx)
         sources = await read_stage(ctx, plan, gathered)
         ctx.record("sources", sources)
         return ctx.done(await write_stage(ctx, plan, sources, gathered))

@@ -80,22 +80,28 @@ def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[list
 
 
 async def select_candidates(llm: RunLLM, question: str, queries: list[str],
-                            hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None
+                            hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None,
+                            *, picked: dict[str, list[str]] | None = None
                             ) -> tuple[list[Candidate], int]:
     """Candidates in fetch order, and how many of them the model picked.
 
     One select call per query that has hits, run concurrently (the client bounds
-    how many are in flight).
+    how many are in flight). ``picked`` holds the picks of queries already asked
+    (query → canonical URLs): they are not asked again, and new picks are added.
     """
     ranked = rank(hits, rules)
     by_query = {q: [h for h in hits if h.query == q] for q in dict.fromkeys(queries)}
     asked = [(q, found) for q, found in by_query.items() if found]
     if not asked or not llm.usable:
         return ranked, 0
-    replies = await asyncio.gather(*(_pick(llm, question, q, found) for q, found in asked),
+    known = picked if picked is not None else {}
+    todo = [(q, found) for q, found in asked if q not in known]
+    replies = await asyncio.gather(*(_pick(llm, question, q, found) for q, found in todo),
                                    return_exceptions=True)
-    picks: list[list[str]] = []
-    for reply in replies:
+    picks: list[list[str]] = [known[q] for q, _ in asked if q in known]
+    for (query, _found), reply in zip(todo, replies, strict=True):
+        if isinstance(reply, list):
+            known[query] = reply
         if isinstance(reply, LLMAuthError):
             raise reply
         if isinstance(reply, LLMError):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import sqlite3
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -199,6 +200,12 @@ class StoreSession:
                 session.run_id = store.get_run(resume_id).id
                 store.resume_run(session.run_id)
                 session.resumed = True
+        except sqlite3.DatabaseError as exc:  # e.g. the disk is full: one line, exit 2
+            store.close()
+            error = store._config_error(exc)
+            if error is None:
+                raise
+            raise error from None
         except BaseException:
             store.close()
             raise

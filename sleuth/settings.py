@@ -344,6 +344,14 @@ class Settings(BaseModel):
             raise ValueError("must start with http:// or https://")
         return value.rstrip("/") if value else value
 
+    @field_validator("output", "quality_rules", "home", "docs", mode="before")
+    @classmethod
+    def _non_empty_path(cls, value: object) -> object:
+        # Path("") is ".": an empty value (an unset shell variable) must not mean "here".
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("the path is empty")
+        return value
+
 
 def field_meta(name: str) -> dict[str, Any]:
     """The flag/env/short metadata of one settings field."""

@@ -116,7 +116,7 @@ def _path(raw: str) -> str:
     path = _remove_dot_segments(_normalise_percent(raw or "/"))
     if len(path) > 1:
         # "/docs/" and "/docs" are one page on nearly every site; keep the root as "/".
-        path = path.rstrip("/") or "/"
+        path = path.rstrip("/ \t") or "/"  # raw blanks too: the URL is stripped anyway
     return path
 
 
@@ -130,6 +130,7 @@ def _query(raw: str) -> str:
     # the encoding of values ("+" vs "%20") and so the identity of the page.
     pairs = []
     for piece in raw.split("&"):
+        piece = piece.strip()  # raw blanks are not part of a value (spaces are %20 or +)
         if not piece:
             continue
         key = piece.split("=", 1)[0]

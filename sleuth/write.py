@@ -135,7 +135,9 @@ def sources_block(sources: list[Source], llm: RunLLM, budget: int) -> str:
     for head, source in zip(heads, sources, strict=True):
         notes = _source_notes(source).strip()
         if notes and llm.tokens(notes, "report") > share:
-            notes = chunk_text(notes, share, model=model)[0] + " …"
+            # Only the first chunk is kept: chunk no more than could fill it (8 characters
+            # a token at most), or a huge unbroken summary costs minutes to cut.
+            notes = chunk_text(notes[:share * 8], share, model=model)[0] + " …"
         blocks.append(f"{head}\n{notes}")
     return "\n\n".join(blocks)
 

@@ -228,6 +228,9 @@ _LEVELS = (
     (re.compile(r"\s+"), " "),
 )
 _SEPARATOR_TOKENS = 1  # what a join costs at most: one whitespace token
+#: Characters per token that a cut looks ahead at most (estimate: 4 at most; a longer
+#: real token only makes a hard-cut chunk shorter than it could be, never too long).
+_MAX_TOKEN_CHARS = 8
 
 
 def chunk_text(text: str, budget_tokens: int, *, model: str | None = None) -> list[str]:
@@ -300,11 +303,14 @@ def _hard_split(text: str, budget: int, count: Callable[[str], int]) -> list[str
     """Cut between characters: the longest prefix that fits, repeatedly."""
     chunks: list[str] = []
     rest = text
+    # Counting only what can fit keeps this linear: counting all of ``rest`` for every
+    # chunk made a 400 kB reply without spaces take minutes.
+    reach = max(1, budget * _MAX_TOKEN_CHARS)
     while rest:
-        if count(rest) <= budget:
+        if len(rest) <= reach and count(rest) <= budget:
             chunks.append(rest)
             break
-        low, high = 1, len(rest) - 1  # always take at least one character: progress
+        low, high = 1, min(len(rest) - 1, reach)  # always take one character: progress
         while low < high:
             mid = (low + high + 1) // 2
             if count(rest[:mid]) <= budget:

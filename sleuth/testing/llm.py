@@ -36,7 +36,7 @@ from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
@@ -211,6 +211,8 @@ class ScriptedLLM:
             body = await request.json()
         except ValueError:
             return _error(400, "request body is not JSON")
+        except ClientDisconnect:  # the client gave up (a cancelled call): nobody to answer
+            return Response(status_code=499)
         if not isinstance(body, dict):
             return _error(400, "request body must be a JSON object")
         recorded = RecordedRequest(
