@@ -1,14 +1,14 @@
 """The command line: ``sleuth [OPTIONS] QUESTION``.
 
-Options are generated from the settings table (``sleuth.settings.Settings``), so the
-flags, their environment variables and the docs never drift apart. Values are
+Options are generated from the settings table (``sleuth.settings.Settings``, compiled
+to ``data/cli_options.json`` so that ``--help`` needs no pydantic), so the flags, their
+environment variables and the docs never drift apart. Values are
 validated by the settings model, and every user error becomes one line on stderr
 with exit code 2 — never a traceback.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -18,13 +18,13 @@ from typing import Any
 
 import click
 
+from sleuth._options import cli_options
 from sleuth._version import __version__
 from sleuth.cli_agent import agent_command
 from sleuth.cli_reach import reach_commands
 from sleuth.cli_runs import run_commands
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.progress import Event
-from sleuth.settings import Settings, field_meta, load_settings
 
 EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
@@ -32,22 +32,17 @@ EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2,
 def _settings_options() -> list[click.Option]:
     """One click option per settings field; values stay strings until pydantic checks them."""
     options = []
-    for name, info in Settings.model_fields.items():
-        meta = field_meta(name)
-        decls = [meta["flag"], *([meta["short"]] if meta["short"] else []), name]
-        envs = ", ".join(meta["env"])
-        help_text = f"{info.description}" + (f" [env: {envs}]" if envs else "")
-        if info.annotation is bool:
+    for row in cli_options():
+        decls = [row["flag"], *([row["short"]] if row["short"] else []), row["name"]]
+        envs = ", ".join(row["env"])
+        help_text = f"{row['help']}" + (f" [env: {envs}]" if envs else "")
+        if row["is_flag"]:
             options.append(click.Option(decls, is_flag=True, flag_value=True, default=None,
                                         help=help_text))
             continue
-        else:
-            default = info.get_default(call_default_factory=True)
-            if isinstance(default, list):
-                default = ",".join(default)
-            shown = f" [default: {default}]" if default not in (None, "") else ""
-            options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
-                                        metavar=name.upper().replace("_", "-")))
+        shown = f" [default: {row['default']}]" if row["default"] is not None else ""
+        options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
+                                    metavar=row["name"].upper().replace("_", "-")))
     return options
 
 
@@ -122,6 +117,8 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
+    from sleuth.settings import load_settings  # pydantic: not needed for --help
+
     settings = load_settings(values)
     if settings.output is not None:
         _check_output(settings.output)
@@ -129,6 +126,8 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
 
     progress = _Progress(quiet)
     try:
+        import asyncio  # here, not at the top: `sleuth --help` stays fast
+
         report = asyncio.run(research(question, settings=settings, on_event=progress))
     finally:
         progress.close()

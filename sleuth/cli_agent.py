@@ -10,7 +10,6 @@ agent's answer and its dashboard, and the report with ``--report``) to stdout or
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from collections.abc import Callable
@@ -48,6 +47,8 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
 
     progress = _Progress(quiet)
     try:
+        import asyncio  # here, not at the top: `sleuth --help` stays fast
+
         result = asyncio.run(web_search(goal or None, resume=resume,
                                         session=session or "default", report=report,
                                         on_event=progress, **explicit))

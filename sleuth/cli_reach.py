@@ -14,7 +14,6 @@ from typing import Any
 import click
 
 from sleuth.errors import ConfigError
-from sleuth.settings import load_settings
 
 __all__ = ["reach_commands"]
 
@@ -30,6 +29,8 @@ def _missing(extra: str, exc: ImportError) -> ConfigError:
 def _mcp(http: bool | None, port: int | None, **values: Any) -> int:
     if port is not None and not http:
         raise ConfigError("--port goes with --http (stdio needs no port)")
+    from sleuth.settings import load_settings
+
     settings = load_settings(values)
     try:
         from sleuth import mcp_server
@@ -43,6 +44,8 @@ def _mcp(http: bool | None, port: int | None, **values: Any) -> int:
 
 
 def _serve(host: str | None, port: int, **values: Any) -> int:
+    from sleuth.settings import load_settings
+
     settings = load_settings(values)
     try:
         import starlette  # noqa: F401

@@ -7,7 +7,6 @@ on stderr and exit code 2, like every other bad input.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import time
@@ -17,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth.errors import ConfigError, SleuthError
-from sleuth.settings import load_settings, parse_duration
 
 if TYPE_CHECKING:
     from sleuth.models import Report
@@ -29,6 +27,7 @@ _QUESTION_WIDTH = 60
 
 
 def _home(home: str | None) -> Path:
+    from sleuth.settings import load_settings
     from sleuth.store import default_home
 
     return load_settings({"home": home}).home or default_home()
@@ -142,11 +141,15 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         report = _stored_report(info.report)
     else:
         # The options the run was started with; the environment of today does not apply.
+        from sleuth.settings import load_settings
+
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
         from sleuth.pipeline import research
 
         progress = _Progress(quiet)
         try:
+            import asyncio  # here, not at the top: `sleuth --help` stays fast
+
             report = asyncio.run(research(info.question, settings=settings, on_event=progress,
                                           resume_id=info.id))
         finally:
@@ -156,6 +159,8 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
 
 
 def _cache_clear(home: str | None, older_than: str | None) -> int:
+    from sleuth.settings import parse_duration
+
     age = parse_duration(older_than) if older_than is not None else None
     with _open(home) as store:
         counts = store.clear_cache(age)

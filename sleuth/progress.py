@@ -12,10 +12,12 @@ A run reports progress by calling ``on_event(Event(...))``. Code that would rath
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 T = TypeVar("T")
 
@@ -54,11 +56,15 @@ class EventStream:
     _END = object()
 
     def __init__(self) -> None:
+        import asyncio  # here: the CLI imports this module, and --help needs no asyncio
+
         self._queue: asyncio.Queue[object] = asyncio.Queue()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
 
     def _put(self, item: object) -> None:
+        import asyncio
+
         try:
             running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
@@ -86,6 +92,8 @@ class EventStream:
         return task
 
     async def __aiter__(self) -> AsyncIterator[Event]:
+        import asyncio
+
         self._loop = self._loop or asyncio.get_running_loop()
         while True:
             item = await self._queue.get()

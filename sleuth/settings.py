@@ -412,3 +412,30 @@ def settings_markdown() -> str:
         envs = ", ".join(f"`{e}`" for e in meta["env"])
         rows.append(f"| `{meta['flag']}` | {envs} | {shown} | {info.description} |")
     return "\n".join(rows)
+
+
+#: The settings table compiled for the CLI, so that ``sleuth --help`` needs no pydantic.
+CLI_OPTIONS_FILE = Path(__file__).resolve().parent / "data" / "cli_options.json"
+
+
+def cli_options_table() -> list[dict[str, Any]]:
+    """One row per setting: what the CLI needs to build its option (flag, env, help, default)."""
+    rows = []
+    for name, info in Settings.model_fields.items():
+        meta = field_meta(name)
+        is_flag = info.annotation is bool
+        default = info.get_default(call_default_factory=True)
+        if isinstance(default, list):
+            default = ",".join(default)
+        rows.append({"name": name, "flag": meta["flag"], "short": meta["short"],
+                     "env": meta["env"], "help": info.description, "is_flag": is_flag,
+                     "default": None if is_flag or default in (None, "") else str(default)})
+    return rows
+
+
+def write_cli_options(path: Path = CLI_OPTIONS_FILE) -> None:
+    """Regenerate ``sleuth/data/cli_options.json`` after changing the settings table."""
+    import json
+
+    path.write_text(json.dumps(cli_options_table(), ensure_ascii=False, indent=1) + "\n",
+                    encoding="utf-8")

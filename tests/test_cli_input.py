@@ -79,3 +79,15 @@ def test_subprocess_has_no_traceback(tmp_path: Path) -> None:
     assert proc.stdout == ""
     assert proc.stderr.strip() == ("sleuth: error: invalid value for --depth: "
                                    "Input should be less than or equal to 3")
+
+
+def test_help_loads_no_heavy_library(tmp_path: Path) -> None:
+    """`sleuth --help` must start fast: the event loop, HTTP and extraction load lazily."""
+    code = ("import sys\nfrom sleuth.cli import run\nrun(['--help'])\n"
+            "heavy = ('asyncio', 'httpx', 'openai', 'trafilatura', 'lxml', 'numpy', 'bm25s',"
+            " 'rich', 'sqlite3', 'mcp', 'starlette', 'pydantic')\n"
+            "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "LOADED []"

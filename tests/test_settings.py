@@ -19,6 +19,17 @@ def test_readme_settings_table_is_generated_from_the_model() -> None:
         "README settings table is stale: paste sleuth.settings.settings_markdown() output")
 
 
+def test_cli_options_file_is_generated_from_the_model() -> None:
+    """The CLI reads the table from a compiled file (fast --help); it must not drift."""
+    from sleuth._options import cli_options
+    from sleuth.settings import cli_options_table
+
+    cli_options.cache_clear()
+    assert list(cli_options()) == cli_options_table(), (
+        "sleuth/data/cli_options.json is stale: run python -c 'from sleuth.settings "
+        "import write_cli_options; write_cli_options()'")
+
+
 def test_environment_then_overrides() -> None:
     env = {"SLEUTH_DEPTH": "3", "SLEUTH_SEARCH": "searxng, duckduckgo",
            "SLEUTH_ALLOW_PRIVATE_URLS": "yes"}
