@@ -332,11 +332,14 @@ async def plan_stage(ctx: RunContext) -> Plan:
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
-async def search_stage(ctx: RunContext, plan: Plan) -> list[SearchHit]:
+async def search_stage(ctx: RunContext, plan: Plan,
+                       lead: asyncio.Future[list[SearchHit]] | None = None) -> list[SearchHit]:
     """Stage 2: every query through the providers; failures go to ``ctx.failures``.
 
     Queries already searched in this run (the LLM planner's first round) are not
-    searched again; the hits of every query of ``plan`` are returned.
+    searched again; the hits of every query of ``plan`` are returned. ``lead``, when
+    given, is resolved with the first query's hits as soon as they are in, while the
+    other queries are still being searched (so fetching can start).
     """
     settings = ctx.settings
     queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
@@ -348,11 +351,25 @@ async def search_stage(ctx: RunContext, plan: Plan) -> list[SearchHit]:
             if ctx.session.recorder is not None:
                 ctx.session.recorder.plan(plan)
         ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
-        # The documents folder is searched alongside the web, not as its fallback.
-        answers = await asyncio.gather(*(
-            run_searches(queries, group, limit=settings.results_per_query,
-                         timeout=settings.search_timeout, on_event=ctx.emit)
-            for group in provider_groups(providers)))
+        groups = provider_groups(providers)
+
+        async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
+            # The documents folder is searched alongside the web, not as its fallback.
+            return await asyncio.gather(*(
+                run_searches(batch, group, limit=settings.results_per_query,
+                             timeout=settings.search_timeout, on_event=ctx.emit)
+                for group in groups))
+
+        if lead is not None and len(queries) > 1:
+            rest = asyncio.ensure_future(search(queries[1:]))
+            try:
+                answers = await search(queries[:1])
+                lead.set_result([hit for found, _ in answers for hit in found])
+                answers += await rest
+            finally:
+                rest.cancel()
+        else:
+            answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
     failures = [failure for _, failed in answers for failure in failed]
     ctx.failures += [
@@ -479,6 +496,39 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
                              return_exceptions=True)
 
 
+async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
+    """Stages 2–4 without a model, overlapped: fetch the question's own results at once.
+
+    The first query (the question as asked) is ranked and its best pages fetched as
+    soon as its search answers; the ranking of every query's hits, when they are all
+    in, then orders what is not fetched yet and the pages kept. The wait for the
+    slowest variant query is thus spent downloading instead of idling.
+    """
+    lead: asyncio.Future[list[SearchHit]] = asyncio.get_running_loop().create_future()
+    searching = asyncio.ensure_future(search_stage(ctx, plan, lead))
+
+    async def full_ranking() -> list[Candidate]:
+        return await rank_stage(ctx, plan, await searching)
+
+    fuller: asyncio.Future[list[Candidate]] | None = None
+    try:
+        await asyncio.wait([lead, searching], return_when=asyncio.FIRST_COMPLETED)
+        if searching.done():  # one query, or an error before any search
+            return await fetch_stage(ctx, await full_ranking())
+        # Ranked directly: the rank event and record come with the full ranking.
+        early = rank(lead.result(), ctx.rules)
+        fuller = asyncio.ensure_future(full_ranking())
+        gathered = await fetch_stage(ctx, early, more=fuller)
+        await fuller
+        return gathered
+    finally:
+        for task in (searching, fuller):
+            if task is not None and not task.done():
+                task.cancel()
+        await asyncio.gather(*(t for t in (searching, fuller) if t is not None),
+                             return_exceptions=True)
+
+
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
     """The model's share of a run's Stats: calls, tokens, estimated cost."""
     if llm is None:
@@ -532,9 +582,7 @@ async def research(question: str, *, settings: Settings | None = None,
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)
-            hits = await search_stage(ctx, plan)
-            candidates = await rank_stage(ctx, plan, hits)
-            gathered = await fetch_stage(ctx, candidates)
+            gathered = await search_and_fetch(ctx, plan)
         else:
             plan, gathered = await plan_and_fetch(ctx)
         sources = await read_stage(ctx, plan, gathered)

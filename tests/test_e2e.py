@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 
 import sleuth
 from sleuth.cli import run
+from sleuth.models import SearchHit
 from sleuth.testing import OfflineWeb
 
 # What each misbehaving page must be reported as, in the report's Gaps.
@@ -184,3 +186,35 @@ def test_time_budget_ends_a_run_waiting_on_a_slow_page(web: OfflineWeb) -> None:
     assert time.monotonic() - started < 10
     assert report.sources == [] and report.stopped_by is not None
     assert report.stopped_by.startswith("time budget reached")
+
+
+async def test_pages_download_while_slower_queries_are_still_searched(
+        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The question's own results are fetched without waiting for its variant queries."""
+    from sleuth.search import base as search_base
+    from sleuth.search.searxng import SearxngProvider
+
+    fetching = asyncio.Event()
+
+    class Gated(SearxngProvider):
+        name = "gated"
+
+        async def search(self, query: str, *, limit: int) -> list[SearchHit]:
+            if query != topic.question:
+                # Answers only once a page download has begun: a pipeline that waits for
+                # every query before fetching would stall here until the search timeout.
+                await asyncio.wait_for(fetching.wait(), timeout=PAGE_TIMEOUT * 3)
+            return await super().search(query, limit=limit)
+
+    def on_event(event: sleuth.Event) -> None:
+        if event.kind == "fetch_start":
+            fetching.set()
+
+    monkeypatch.setitem(search_base._REGISTRY, "gated", Gated)
+    topic = web.topics[0]
+    report = await sleuth.research(
+        topic.question, search="gated", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+    assert len(report.queries) > 1
+    assert not [f for f in report.failures if f.stage == "search"], report.failures
+    assert len(report.sources) == 3
