@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 import unicodedata
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth._gather import Gathered, PageCheck, gather_pages
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
 from sleuth.fetch import Fetcher
@@ -23,7 +24,6 @@ from sleuth.llm.run import RunLLM, open_llm
 from sleuth.models import (
     Candidate,
     Failure,
-    FetchFailure,
     Page,
     Plan,
     Report,
@@ -59,162 +59,6 @@ def clean_question(question: str) -> str:
     if not any(ch.isalnum() for ch in text):
         raise ConfigError("the question has no words in it")
     return text
-
-
-#: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
-PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
-
-
-@dataclass
-class Gathered:
-    """Pages in candidate order, what went wrong along the way, and why gathering stopped."""
-
-    pages: list[tuple[Candidate, Page]] = field(default_factory=list)
-    failures: list[Failure] = field(default_factory=list)
-    attempted: int = 0
-    #: Of ``attempted``, how many were answered by ``known`` (the page cache).
-    cached: int = 0
-    stopped_by: str | None = None
-
-
-async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
-                       on_event: ProgressCallback = no_progress,
-                       budget: Budget | None = None, *,
-                       known: Mapping[str, Page | FetchFailure] | None = None,
-                       on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
-                       accept: PageCheck | None = None,
-                       more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
-    """Fetch the best candidates until ``want`` pages are read or a budget is reached.
-
-    A few candidates beyond ``want`` are fetched at once so failures cost no extra
-    round trip; a failed candidate is replaced by the next in line; once ``want``
-    pages are in, stragglers are not waited for. ``known`` holds results already at
-    hand by canonical URL (fresh in the page cache): they are taken first, in the
-    order given, and cost no request and no fetch budget. ``on_result`` hears of every
-    page and failure as it arrives. ``accept`` (the LLM reader's summariser) is
-    started on each page as it arrives, while other pages still download; a page
-    counts as read once it returns None, and is replaced by the next candidate when
-    it returns a reason (the page is not relevant).
-
-    ``more`` (a future the caller owns) resolves to a fuller ranking while pages
-    are already being fetched (the model's follow-up queries): the candidates not
-    tried yet are then taken in its order, and the pages kept are ordered by it.
-    Gathering does not wait for it once ``want`` pages are in.
-    """
-    out = Gathered()
-    queue = list(candidates)
-    order = list(candidates)
-    tried: set[str] = set()
-    window = want + max(2, want // 2)
-    running: dict[asyncio.Task[Page | FetchFailure], Candidate] = {}
-    done: dict[str, Page] = {}
-    judging: dict[asyncio.Task[str | None], tuple[Candidate, Page]] = {}
-    at_hand = known or {}
-
-    def promised() -> int:
-        # Cached pages still being judged are counted as read, so a rerun whose pages
-        # are all in the store sends no request while the (cached) verdicts come in.
-        return sum(1 for c, _ in judging.values() if c.canonical_url in at_hand)
-
-    def launch() -> None:
-        while (queue and len(done) + promised() < want
-               and len(running) + len(judging) + len(done) < window):
-            if budget is not None and (reason := budget.exhausted()):
-                out.stopped_by = reason
-                return
-            candidate = queue.pop(0)
-            tried.add(candidate.canonical_url)
-            out.attempted += 1
-            if budget is not None:
-                budget.charge_fetch()
-            on_event(Event("fetch_start", f"fetching {candidate.url}", {"url": candidate.url}))
-            running[asyncio.ensure_future(fetcher.fetch(candidate.url))] = candidate
-
-    def take(candidate: Candidate, result: Page | FetchFailure) -> None:
-        if on_result is not None:
-            on_result(candidate, result)
-        if isinstance(result, Page):
-            if accept is None:
-                done[candidate.canonical_url] = result
-            else:
-                judging[asyncio.ensure_future(accept(candidate, result))] = (candidate, result)
-            on_event(Event("fetched", f"read {result.title or candidate.url}",
-                           {"url": candidate.url, "chars": len(result.text)}))
-        else:
-            out.failures.append(Failure(url=candidate.url, reason=result.reason))
-            on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
-                           {"url": candidate.url, "reason": result.reason}))
-
-    def settle(task: asyncio.Future[Any]) -> None:
-        nonlocal order
-        if task is more:
-            fuller: list[Candidate] = task.result()
-            queue[:] = [c for c in fuller if c.canonical_url not in tried]
-            urls = {c.canonical_url for c in fuller}
-            order = fuller + [c for c in order if c.canonical_url not in urls]
-            return
-        if task in running:
-            take(running.pop(task), task.result())
-            return
-        candidate, page = judging.pop(task)  # type: ignore[call-overload]
-        reason = task.result()
-        if reason is None:
-            done[candidate.canonical_url] = page
-        else:
-            out.failures.append(Failure(url=candidate.url, reason=reason, stage="read"))
-
-    settled_more = False
-
-    def coming() -> bool:
-        # ``more`` is waited for (once) while it is pending or not yet taken in.
-        return more is not None and not settled_more
-
-    by_url = {c.canonical_url: c for c in candidates}
-    for candidate in [by_url[key] for key in at_hand if key in by_url]:
-        if len(done) + promised() >= want:
-            break
-        queue.remove(candidate)
-        tried.add(candidate.canonical_url)
-        out.attempted += 1
-        out.cached += 1
-        take(candidate, at_hand[candidate.canonical_url])
-    launch()
-    try:
-        while (running or judging or coming()) and len(done) < want:
-            timeout = budget.seconds_left() if budget is not None else None
-            waiting: list[asyncio.Future[Any]] = [*running, *judging]
-            if coming():
-                assert more is not None
-                waiting.append(more)
-            finished, _ = await asyncio.wait(waiting, timeout=timeout,
-                                             return_when=asyncio.FIRST_COMPLETED)
-            for task in finished:
-                settle(task)
-                if task is more:
-                    settled_more = True
-            # Only the time budget cuts pages already in flight; the others stop launches.
-            if budget is not None and budget.seconds_left() == 0:
-                out.stopped_by = budget.exhausted()
-                break
-            launch()
-    finally:
-        why = out.stopped_by or "enough sources were read first"
-        for task, candidate in running.items():
-            task.cancel()
-            out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}"))
-        for task, (candidate, page) in judging.items():
-            task.cancel()
-            # Cut by the time budget, a page read but not yet summarised is still a source.
-            if out.stopped_by and len(done) < want:
-                done[candidate.canonical_url] = page
-            else:
-                out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}",
-                                            stage="read"))
-        if running or judging:
-            await asyncio.gather(*running, *judging, return_exceptions=True)
-    # Pages finishing in the same wait can overshoot ``want``: keep the best-ranked.
-    out.pages = [(c, done[c.canonical_url]) for c in order if c.canonical_url in done][:want]
-    return out
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],

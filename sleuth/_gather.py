@@ -1,0 +1,207 @@
+"""The fetch stage's scheduler: the best candidates, a few at a time, until enough are read.
+
+Kept apart from :mod:`sleuth.pipeline` because it is the one intricate piece of the
+pipeline: a window of concurrent downloads, failed pages replaced by the next in
+line, pages judged (summarised) while others still download, a fuller ranking that
+may arrive mid-way, budgets, and no waiting on stragglers once enough are in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sleuth.models import Candidate, Failure, FetchFailure, Page
+from sleuth.progress import Event, ProgressCallback, no_progress
+
+if TYPE_CHECKING:
+    from sleuth.budget import Budget
+    from sleuth.fetch import Fetcher
+
+#: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
+PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
+
+
+@dataclass
+class Gathered:
+    """Pages in candidate order, what went wrong along the way, and why gathering stopped."""
+
+    pages: list[tuple[Candidate, Page]] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+    attempted: int = 0
+    #: Of ``attempted``, how many were answered by ``known`` (the page cache).
+    cached: int = 0
+    stopped_by: str | None = None
+
+
+async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
+                       on_event: ProgressCallback = no_progress,
+                       budget: Budget | None = None, *,
+                       known: Mapping[str, Page | FetchFailure] | None = None,
+                       on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
+                       accept: PageCheck | None = None,
+                       more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
+    """Fetch the best candidates until ``want`` pages are read or a budget is reached.
+
+    A few candidates beyond ``want`` are fetched at once so failures cost no extra
+    round trip; a failed candidate is replaced by the next in line; once ``want``
+    pages are in, stragglers are not waited for. ``known`` holds results already at
+    hand by canonical URL (fresh in the page cache): they are taken first, in the
+    order given, and cost no request and no fetch budget. ``on_result`` hears of every
+    page and failure as it arrives. ``accept`` (the LLM reader's summariser) is
+    started on each page as it arrives, while other pages still download; a page
+    counts as read once it returns None, and is replaced by the next candidate when
+    it returns a reason (the page is not relevant).
+
+    ``more`` (a future the caller owns) resolves to a fuller ranking while pages
+    are already being fetched (the model's follow-up queries, or the variant
+    queries' hits): the candidates not tried yet are then taken in its order, and
+    the pages kept are ordered by it. Gathering does not wait for it once ``want``
+    pages are in.
+    """
+    gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more)
+    return await gatherer.run(known or {})
+
+
+class _Gatherer:
+    """The state of one :func:`gather_pages` call."""
+
+    def __init__(self, candidates: list[Candidate], fetcher: Fetcher, want: int,
+                 on_event: ProgressCallback, budget: Budget | None,
+                 on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
+                 accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None
+                 ) -> None:
+        self.candidates, self.fetcher, self.want = candidates, fetcher, want
+        self.on_event, self.budget = on_event, budget
+        self.on_result, self.accept, self.more = on_result, accept, more
+        self.out = Gathered()
+        self.queue = list(candidates)
+        self.order = list(candidates)
+        self.tried: set[str] = set()
+        self.window = want + max(2, want // 2)
+        self.running: dict[asyncio.Future[Page | FetchFailure], Candidate] = {}
+        self.judging: dict[asyncio.Future[str | None], tuple[Candidate, Page]] = {}
+        self.done: dict[str, Page] = {}
+        self.at_hand: Mapping[str, Page | FetchFailure] = {}
+        self.more_taken = False
+
+    async def run(self, known: Mapping[str, Page | FetchFailure]) -> Gathered:
+        self.at_hand = known
+        self._take_known()
+        self._launch()
+        try:
+            await self._loop()
+        finally:
+            await self._drop_stragglers()
+        # Pages finishing in the same wait can overshoot ``want``: keep the best-ranked.
+        done = self.done
+        self.out.pages = [(c, done[c.canonical_url]) for c in self.order
+                          if c.canonical_url in done][:self.want]
+        return self.out
+
+    def _promised(self) -> int:
+        # Cached pages still being judged are counted as read, so a rerun whose pages
+        # are all in the store sends no request while the (cached) verdicts come in.
+        return sum(1 for c, _ in self.judging.values() if c.canonical_url in self.at_hand)
+
+    def _coming(self) -> bool:
+        # ``more`` is waited for (once) while it is pending or not yet taken in.
+        return self.more is not None and not self.more_taken
+
+    def _take_known(self) -> None:
+        by_url = {c.canonical_url: c for c in self.candidates}
+        for candidate in [by_url[key] for key in self.at_hand if key in by_url]:
+            if len(self.done) + self._promised() >= self.want:
+                break
+            self.queue.remove(candidate)
+            self.tried.add(candidate.canonical_url)
+            self.out.attempted += 1
+            self.out.cached += 1
+            self._take(candidate, self.at_hand[candidate.canonical_url])
+
+    def _launch(self) -> None:
+        budget = self.budget
+        while (self.queue and len(self.done) + self._promised() < self.want
+               and len(self.running) + len(self.judging) + len(self.done) < self.window):
+            if budget is not None and (reason := budget.exhausted()):
+                self.out.stopped_by = reason
+                return
+            candidate = self.queue.pop(0)
+            self.tried.add(candidate.canonical_url)
+            self.out.attempted += 1
+            if budget is not None:
+                budget.charge_fetch()
+            self.on_event(Event("fetch_start", f"fetching {candidate.url}",
+                                {"url": candidate.url}))
+            self.running[asyncio.ensure_future(self.fetcher.fetch(candidate.url))] = candidate
+
+    async def _loop(self) -> None:
+        budget = self.budget
+        while (self.running or self.judging or self._coming()) and len(self.done) < self.want:
+            timeout = budget.seconds_left() if budget is not None else None
+            waiting: list[asyncio.Future[Any]] = [*self.running, *self.judging]
+            if self._coming():
+                assert self.more is not None
+                waiting.append(self.more)
+            finished, _ = await asyncio.wait(waiting, timeout=timeout,
+                                             return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                self._settle(task)
+            # Only the time budget cuts pages already in flight; the others stop launches.
+            if budget is not None and budget.seconds_left() == 0:
+                self.out.stopped_by = budget.exhausted()
+                return
+            self._launch()
+
+    def _take(self, candidate: Candidate, result: Page | FetchFailure) -> None:
+        if self.on_result is not None:
+            self.on_result(candidate, result)
+        if isinstance(result, Page):
+            if self.accept is None:
+                self.done[candidate.canonical_url] = result
+            else:
+                judged = asyncio.ensure_future(self.accept(candidate, result))
+                self.judging[judged] = (candidate, result)
+            self.on_event(Event("fetched", f"read {result.title or candidate.url}",
+                                {"url": candidate.url, "chars": len(result.text)}))
+        else:
+            self.out.failures.append(Failure(url=candidate.url, reason=result.reason))
+            self.on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
+                                {"url": candidate.url, "reason": result.reason}))
+
+    def _settle(self, task: asyncio.Future[Any]) -> None:
+        if task is self.more:
+            self.more_taken = True
+            fuller: list[Candidate] = task.result()
+            self.queue[:] = [c for c in fuller if c.canonical_url not in self.tried]
+            urls = {c.canonical_url for c in fuller}
+            self.order = fuller + [c for c in self.order if c.canonical_url not in urls]
+        elif task in self.running:
+            self._take(self.running.pop(task), task.result())
+        else:
+            candidate, page = self.judging.pop(task)
+            reason = task.result()
+            if reason is None:
+                self.done[candidate.canonical_url] = page
+            else:
+                self.out.failures.append(Failure(url=candidate.url, reason=reason,
+                                                 stage="read"))
+
+    async def _drop_stragglers(self) -> None:
+        out = self.out
+        why = out.stopped_by or "enough sources were read first"
+        for task, candidate in self.running.items():
+            task.cancel()
+            out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}"))
+        for judged, (candidate, page) in self.judging.items():
+            judged.cancel()
+            # Cut by the time budget, a page read but not yet summarised is still a source.
+            if out.stopped_by and len(self.done) < self.want:
+                self.done[candidate.canonical_url] = page
+            else:
+                out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}",
+                                            stage="read"))
+        if self.running or self.judging:
+            await asyncio.gather(*self.running, *self.judging, return_exceptions=True)
