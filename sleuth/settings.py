@@ -39,6 +39,31 @@ def parse_duration(text: str | float) -> float:
     return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
+_DOMAIN = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
+
+
+def normalize_domain(text: str) -> str:
+    """``text`` as a domain-list entry: lower-case ASCII (IDNA), no ``*.`` or dots around.
+
+    An IP address is kept as one (IPv6 without brackets). Raises ``ValueError`` for a
+    URL or anything else that is not a host name.
+    """
+    import ipaddress
+
+    entry = text.strip().lower().removeprefix("*.").strip(".")
+    try:
+        return ipaddress.ip_address(entry.strip("[]")).compressed
+    except ValueError:
+        pass
+    try:
+        entry = entry.encode("idna").decode("ascii")
+    except UnicodeError:
+        raise ValueError(f"{text.strip()!r} is not a domain name") from None
+    if not _DOMAIN.match(entry):
+        raise ValueError(f"expected a domain such as example.com, not {text.strip()!r}")
+    return entry
+
+
 def _meta(
     flag: str, env: str | tuple[str, ...] | None, *, short: str | None = None
 ) -> dict[str, Any]:
@@ -147,6 +172,38 @@ class Settings(BaseModel):
         "",
         description="User-Agent header; empty means sleuth's own.",
         json_schema_extra=_meta("--user-agent", "SLEUTH_USER_AGENT"),
+    )
+    host_delay: float = Field(
+        0.2,
+        ge=0,
+        le=60,
+        description="Seconds between the starts of two requests to one host (0: no wait).",
+        json_schema_extra=_meta("--host-delay", "SLEUTH_HOST_DELAY"),
+    )
+    max_pages_per_host: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description="Pages requested from one host per run; more are skipped.",
+        json_schema_extra=_meta("--max-pages-per-host", "SLEUTH_MAX_PAGES_PER_HOST"),
+    )
+    respect_robots: bool = Field(
+        False,
+        description="Skip pages a site's robots.txt disallows for sleuth's User-Agent (off: "
+                    "sleuth reads pages a person asked about, as a browser does, not a crawl).",
+        json_schema_extra=_meta("--respect-robots", "SLEUTH_RESPECT_ROBOTS"),
+    )
+    allow_domains: list[str] = Field(
+        default_factory=list,
+        description="Fetch pages only from these domains and their subdomains, "
+                    "comma-separated; their private addresses are allowed too.",
+        json_schema_extra=_meta("--allow-domains", "SLEUTH_ALLOW_DOMAINS"),
+    )
+    deny_domains: list[str] = Field(
+        default_factory=list,
+        description="Never fetch pages from these domains or their subdomains, "
+                    "comma-separated.",
+        json_schema_extra=_meta("--deny-domains", "SLEUTH_DENY_DOMAINS"),
     )
     max_chars: int = Field(
         30_000,
@@ -325,6 +382,15 @@ class Settings(BaseModel):
             value = [v for v in value if v]
             if not value:
                 raise ValueError("name at least one search provider")
+        return value
+
+    @field_validator("allow_domains", "deny_domains", mode="before")
+    @classmethod
+    def _split_domains(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.split(",")
+        if isinstance(value, list | tuple):
+            return [normalize_domain(str(v)) for v in value if str(v).strip()]
         return value
 
     @field_validator("cache_ttl", "max_time", mode="before")

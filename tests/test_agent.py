@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -561,6 +562,21 @@ async def test_resume_after_a_round_cut_off_midway(web: OfflineWeb, llm: Scripte
     ends = [r for r in history(result) if r["type"] == "round_end"]
     assert [(e["round"], e["outcome"], e["elapsed_s"]) for e in ends][1] == (
         2, "interrupted", 4.0)
+
+
+async def test_a_resumed_search_keeps_its_domain_rules(web: OfflineWeb, llm: ScriptedLLM,
+                                                        tmp_path: Path) -> None:
+    page = web.docs[0]
+    host = urlsplit(page.url).hostname or ""
+    Script(llm).say("end of round 1")
+    first = await web_search("Stadia?", max_rounds=1, deny_domains=host,
+                             **agent_options(web, llm, tmp_path / "h"))
+    Script(llm).calls(("browse", {"url": page.url})).calls(("all_finished", {"result": "x"}))
+    web.reset_log()
+    result = await web_search(resume=first.workspace, max_rounds=3)
+    assert result.status == "finished"
+    assert "is denied (--deny-domains" in tool_messages(llm.requests[-1])[-1]
+    assert web.requests_for(page.url) == []
 
 
 def llm_prompt_tokens(llm: ScriptedLLM, index: int) -> int:

@@ -31,6 +31,7 @@ HOSTILE_REASONS = {
     "binary_html": "binary",
     "nav_only": "no main text",
     "empty": "empty",
+    "cookie_wall": "cookie wall",
 }
 PAGE_TIMEOUT = 2.0
 

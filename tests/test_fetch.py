@@ -392,7 +392,8 @@ async def test_concurrency_limits_hold() -> None:
         return html_page(ARTICLE)
 
     urls = [f"https://site{i % 3}.example/{i}" for i in range(18)]
-    async with Fetcher(settings(concurrency=4, per_host_concurrency=2),
+    # host_delay=0: spacing the starts would keep these instant requests from overlapping.
+    async with Fetcher(settings(concurrency=4, per_host_concurrency=2, host_delay=0),
                        transport=httpx.MockTransport(handler)) as fetcher:
         results = await asyncio.gather(*(fetcher.fetch(u) for u in urls))
     assert all(isinstance(r, Page) for r in results)
@@ -491,7 +492,7 @@ class FakeBrowser:
 
     rendered: ClassVar[list[str]] = []
 
-    def __init__(self, allow_private: bool) -> None:
+    def __init__(self, allow_private: bool, domains: object = None) -> None:
         self.allow_private = allow_private
 
     async def start(self) -> None:

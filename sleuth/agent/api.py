@@ -35,7 +35,10 @@ __all__ = ["RECORDED_SETTINGS", "web_search"]
 #: (options given again on resume win). API keys are never settings, never kept.
 RECORDED_SETTINGS = ("round_minutes", "max_rounds", "max_tool_calls", "max_time", "max_tokens",
                      "max_cost", "agent_protocol", "search", "searxng_url", "results_per_query",
-                     "allow_private_urls", "fetch_engine", "model", "base_url")
+                     "allow_private_urls", "fetch_engine", "model", "base_url",
+                     # the rules of where it may go hold across a resume too
+                     "allow_domains", "deny_domains", "respect_robots", "host_delay",
+                     "max_pages_per_host")
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.errors import BlockedURLError, ConfigError
-from sleuth.fetch.guard import address_problem, check_url
+from sleuth.fetch.guard import NO_DOMAIN_RULES, DomainRules, address_problem, check_url
 from sleuth.urls import host_of
 
 __all__ = ["Browser", "Rendered", "looks_like_script_shell", "playwright_installed",
@@ -86,8 +86,10 @@ def _chromium_path() -> str | None:
 class Browser:
     """One headless Chromium shared by all pages of a :class:`Fetcher`."""
 
-    def __init__(self, allow_private: bool = False) -> None:
+    def __init__(self, allow_private: bool = False,
+                 domains: DomainRules = NO_DOMAIN_RULES) -> None:
         self._allow_private = allow_private
+        self._domains = domains
         self._playwright: Any = None
         self._browser: Any = None
         self._lock = asyncio.Lock()
@@ -111,12 +113,12 @@ class Browser:
 
     async def _allowed(self, url: str) -> bool:
         try:
-            check_url(url, self._allow_private)
+            check_url(url, self._allow_private, self._domains)
         except BlockedURLError:
             return False
-        if self._allow_private:
-            return True
         host = host_of(url)
+        if self._allow_private or self._domains.allows_private(host):
+            return True
         try:
             loop = asyncio.get_running_loop()
             infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)

@@ -3,7 +3,10 @@
 One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
 every connection goes through the SSRF guard, bounds work globally and per host,
 gives each page one all-in deadline, reads at most ``max_page_bytes`` of
-(decompressed) body, and never fetches one canonical URL twice.
+(decompressed) body, and never fetches one canonical URL twice. Politeness: the
+starts of two requests to one host are ``host_delay`` apart, one host gives at most
+``max_pages_per_host`` pages per run, and with ``respect_robots`` its robots.txt is
+obeyed. ``allow_domains``/``deny_domains`` are applied by the guard to every hop.
 
 Two optional seams keep it independent of the run store: a :class:`PageCache`
 (consulted before the network, revalidated with a conditional request when stale,
@@ -17,7 +20,8 @@ import logging
 import re
 import time
 import zlib
-from collections.abc import Coroutine
+from collections import Counter
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Protocol, Self
@@ -43,7 +47,8 @@ from sleuth.fetch.extract import (
     run_in_extraction_thread,
     truncate_text,
 )
-from sleuth.fetch.guard import GuardedTransport, check_url
+from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url
+from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -66,6 +71,14 @@ _HTML_START = re.compile(rb"^\s*<(!doctype\s+html|html|head|body|meta|title)\b",
 # Fewer words than this is a logo or a "Loading…", not something to read.
 _MIN_WORDS = 3
 _ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
+# The stock phrases of cookie-consent dialogs. A short text that is mostly these is a
+# "cookie wall" (the article is behind a click), not a page to read and cite.
+_CONSENT = re.compile(
+    r"\b(cookies?|consent(?:ing)?|(?:our|\d+) partners|personal data|privacy policy|"
+    r"cookie policy|accept all|reject all|(?:manage|your) preferences|legitimate interests?|"
+    r"personali[sz]ed (?:ads|advertising|content)|store and/or access information)\b",
+    re.IGNORECASE)
+_CONSENT_MAX_WORDS = 400
 
 _HEADERS = {
     "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
@@ -149,6 +162,8 @@ class _Download:
     data: bytes
     engine: str = "httpx"
     validators: Validators = field(default_factory=Validators)
+    #: The compressed body ended before its compressed stream did (a cut-off download).
+    incomplete: bool = False
 
 
 @dataclass
@@ -194,6 +209,11 @@ class _Inflater:
                 return self._inflate(chunk, room)
             raise _Refused("corrupt compressed body") from None
 
+    @property
+    def complete(self) -> bool:
+        """False while a compressed stream has not reached its end (yet, or ever)."""
+        return self._zlib is None or self._zlib.eof or not self._started
+
     def _inflate(self, data: bytes, room: int) -> bytes:
         assert self._zlib is not None
         out = bytearray()
@@ -227,8 +247,12 @@ def _content_type(header: str) -> tuple[str, str | None]:
 def _kind(download: _Download) -> str:
     """"html", "pdf" or "text"; raises _Refused for anything else."""
     data, mime = download.data, download.mime
-    if data.lstrip()[:5] == b"%PDF-" or mime in _PDF:
+    if data.lstrip()[:5] == b"%PDF-":
         return "pdf"
+    if mime in _PDF:
+        # A "PDF" that is an HTML page (a login wall, or a server that labels by the
+        # URL's ".pdf") is read as the page it is.
+        return "html" if _HTML_START.match(data[:1024]) else "pdf"
     if mime in _HTML:
         return "html"
     if mime in _TEXT:
@@ -264,7 +288,22 @@ def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
         mime = download.mime if download.mime in _TEXT else "text/plain"
     if len(extracted.text.split()) < _MIN_WORDS:
         raise _Refused("no main text", download.status)
+    if _consent_only(extracted.text):
+        raise _Refused("cookie wall: only a consent notice, no content", download.status)
     return extracted, mime
+
+
+def _consent_only(text: str) -> bool:
+    """Whether ``text`` is a cookie-consent notice and nothing else.
+
+    Short (a real article about cookies is longer), at least four different consent
+    phrases, and dense in them: one in every 25 words or more.
+    """
+    words = len(text.split())
+    if words > _CONSENT_MAX_WORDS:
+        return False
+    found = [m.lower() for m in _CONSENT.findall(text)]
+    return len(set(found)) >= 4 and len(found) * 25 >= words
 
 
 def _validators(response: httpx.Response) -> Validators:
@@ -304,39 +343,53 @@ class Fetcher:
     :func:`check_url`, but connect-time address checks are then the transport's
     business. ``cache`` answers before the network (``cache_hits`` counts the
     pages it served, fresh or revalidated); ``documents`` reads ``file://`` URLs,
-    which without it are refused.
+    which without it are refused. ``clock`` and ``sleep`` pace the requests to one
+    host (``host_delay``); tests pass fake ones to see the spacing without waiting.
     """
 
     def __init__(self, settings: Settings, *,
                  transport: httpx.AsyncBaseTransport | None = None,
                  cache: PageCache | None = None,
-                 documents: LocalDocuments | None = None) -> None:
+                 documents: LocalDocuments | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
         self._settings = settings
         self._transport = transport
         self._cache = cache
         self._documents = documents
         #: Pages served by ``cache`` without a download (fresh, or a 304 answer).
         self.cache_hits = 0
+        #: Sites whose robots.txt could not be read (origin: why); they were treated
+        #: as allowing everything. Only filled with ``respect_robots``.
+        self.robots_notes: dict[str, str] = {}
         self._client: httpx.AsyncClient | None = None
         self._browser: Browser | None = None
         self._entries: dict[str, _Entry] = {}
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
+        self._domains = DomainRules.from_settings(settings)
+        self._clock = clock
+        self._sleep = sleep
+        self._next_start: dict[str, float] = {}
+        self._host_pages: Counter[str] = Counter()
+        self._robots: dict[str, asyncio.Task[Robots]] = {}
+        self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
 
     async def __aenter__(self) -> Self:
         settings = self._settings
         if settings.fetch_engine == "playwright":
             require_playwright()
-            self._browser = Browser(settings.allow_private_urls)
+            self._browser = Browser(settings.allow_private_urls, domains=self._domains)
             await self._browser.start()
         elif playwright_installed():
             # Only started if a script-only page turns up.
-            self._browser = Browser(settings.allow_private_urls)
+            self._browser = Browser(settings.allow_private_urls, domains=self._domains)
         limits = httpx.Limits(max_connections=settings.concurrency,
                               max_keepalive_connections=settings.concurrency)
         transport = self._transport or GuardedTransport(
-            allow_private=settings.allow_private_urls, http2=True, limits=limits)
-        headers = {**_HEADERS, "User-Agent": settings.user_agent or DEFAULT_USER_AGENT}
+            allow_private=settings.allow_private_urls, http2=True, limits=limits,
+            domains=self._domains)
+        headers = {**_HEADERS, "User-Agent": self._user_agent}
         self._client = httpx.AsyncClient(
             transport=transport, headers=headers, follow_redirects=False, trust_env=False,
             timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0)))
@@ -344,7 +397,9 @@ class Fetcher:
 
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
-        pending = [e.task for e in self._entries.values() if not e.task.done()]
+        pending: list[asyncio.Task[Any]] = [
+            e.task for e in self._entries.values() if not e.task.done()]
+        pending += [task for task in self._robots.values() if not task.done()]
         for task in pending:
             task.cancel()
         if pending:
@@ -388,10 +443,24 @@ class Fetcher:
                 return FetchFailure(url=url, reason="blocked: file URLs are read only from "
                                     "the documents folder (--docs)")
             return await self._documents.read(url)
+        # Rules first, cache second: a page cached under other settings is not a way in.
+        try:
+            self._check(url)
+            if self._settings.respect_robots:
+                await self._obey_robots(url)
+        except BlockedURLError as exc:
+            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
         cached = await self._cache_get(url)
         if cached is not None and cached.fresh:
             self.cache_hits += 1
             return cached.result
+        host = host_of(url)
+        if self._host_pages[host] >= self._settings.max_pages_per_host:
+            # Like a blocked URL, not cached: it depends on this run, not on the page.
+            return FetchFailure(url=url, reason=(
+                f"per-host page limit reached ({self._settings.max_pages_per_host} pages "
+                f"from {host}; --max-pages-per-host)"))
+        self._host_pages[host] += 1
         stale = cached if cached is not None and isinstance(cached.result, Page) else None
         try:
             result, validators = await self._fetch_network(url, stale)
@@ -405,6 +474,91 @@ class Fetcher:
         if self._cache is not None and not blocked:
             await _quietly(self._cache.put(url, result, validators))
         return result
+
+    def _check(self, url: str) -> None:
+        """The guard's verdict on ``url`` under this run's settings (raises BlockedURLError)."""
+        check_url(url, self._settings.allow_private_urls, self._domains)
+
+    # -- politeness --------------------------------------------------------------------------
+
+    async def _pace(self, host: str) -> None:
+        """Wait until ``host`` may get its next request: starts are ``host_delay`` apart.
+
+        The turn is taken before the wait, so concurrent callers queue up in order.
+        """
+        delay = self._settings.host_delay
+        if delay <= 0:
+            return
+        now = self._clock()
+        start = max(now, self._next_start.get(host, now))
+        self._next_start[host] = start + delay
+        if start > now:
+            await self._sleep(start - now)
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request`` (streaming) once its host's turn has come."""
+        assert self._client is not None
+        await self._pace(request.url.host)
+        return await self._client.send(request, stream=True)
+
+    async def _obey_robots(self, url: str) -> None:
+        """Raise BlockedURLError when the site's robots.txt disallows ``url`` for us."""
+        parsed = httpx.URL(url.strip())
+        origin = f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
+        task = self._robots.get(origin)
+        if task is None:
+            task = self._robots[origin] = asyncio.ensure_future(self._read_robots(origin))
+        robots = await asyncio.shield(task)  # one caller giving up must not end it for all
+        if not robots.allows(str(parsed), self._user_agent):
+            raise BlockedURLError(url, "disallowed by robots.txt (--respect-robots)")
+
+    async def _read_robots(self, origin: str) -> Robots:
+        """The robots.txt of ``origin``: read once per run, never a reason to fail."""
+        url = robots_url(origin)
+        try:
+            async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._settings.timeout)):
+                robots = await self._download_robots(url)
+        except _Refused as exc:
+            robots = Robots.allow_all(f"robots.txt {exc.reason}")
+        except BlockedURLError as exc:
+            robots = Robots.allow_all(f"robots.txt blocked: {exc.reason}")
+        except (TimeoutError, httpx.TimeoutException):
+            robots = Robots.allow_all("robots.txt timed out")
+        except httpx.HTTPError as exc:
+            robots = Robots.allow_all(f"robots.txt: {_network_reason(exc)}")
+        except Exception as exc:  # like pages: a broken robots.txt never ends the run
+            log.warning("unexpected error reading %s", url, exc_info=True)
+            robots = Robots.allow_all(f"robots.txt: unexpected error ({type(exc).__name__})")
+        if robots.note:
+            self.robots_notes[origin] = robots.note
+            log.info("%s: %s; treating every page as allowed", origin, robots.note)
+        return robots
+
+    async def _download_robots(self, url: str) -> Robots:
+        current = httpx.URL(url)
+        for _ in range(self._settings.max_redirects + 1):
+            self._check(str(current))
+            response = await self._send(self._client_request(current))
+            try:
+                status = response.status_code
+                location = response.headers.get("location")
+                if status in _REDIRECT_CODES and location:
+                    current = response.url.join(location)
+                    continue
+                if 400 <= status < 500:
+                    return Robots.allow_all()  # no robots.txt (or none for us): no rules
+                if not 200 <= status < 300:
+                    return Robots.allow_all(f"robots.txt answered HTTP {status}")
+                data = await self._read_body(response, ROBOTS_MAX_BYTES)
+            finally:
+                await response.aclose()
+            return Robots.parse(data.decode("utf-8", "replace"))
+        return Robots.allow_all("robots.txt: too many redirects")
+
+    def _client_request(self, url: httpx.URL, headers: dict[str, str] | None = None
+                        ) -> httpx.Request:
+        assert self._client is not None
+        return self._client.build_request("GET", url, headers=headers)
 
     async def _cache_get(self, url: str) -> CachedResult | None:
         if self._cache is None:
@@ -453,6 +607,7 @@ class Fetcher:
         extracted, content_type = await run_in_extraction_thread(
             _convert, download, self._settings.max_chars)
         text, truncated = truncate_text(extracted.text, self._settings.max_chars)
+        truncated = truncated or download.incomplete
         return Page(
             url=url, final_url=download.url, canonical_url=canonicalize(download.url),
             title=extracted.title or _fallback_title(text, download.url), text=text,
@@ -483,7 +638,7 @@ class Fetcher:
     async def _render(self, url: str) -> _Download | None:
         """The page as the browser shows it; None when it is not an HTML page."""
         assert self._browser is not None
-        check_url(url, self._settings.allow_private_urls)
+        self._check(url)
         try:
             rendered = await self._browser.render(url, self._settings.timeout)
         except ConfigError:
@@ -508,18 +663,19 @@ class Fetcher:
                         ) -> _Download:
         """GET ``url``, following up to ``max_redirects`` redirects by hand."""
         assert self._client is not None
-        check_url(url, self._settings.allow_private_urls)  # before httpx parses it at all
+        self._check(url)  # before httpx parses it at all
         current = httpx.URL(url.strip())
         seen: set[str] = set()
         for _ in range(self._settings.max_redirects + 1):
             # Every hop is checked; the guarded transport re-checks its addresses too.
-            check_url(str(current), self._settings.allow_private_urls)
+            self._check(str(current))
+            if self._settings.respect_robots:
+                await self._obey_robots(str(current))
             seen.add(str(current.copy_with(fragment=None)))
             # Ask "changed since?" only of the URL the cached page really came from.
             ask = conditional is not None and str(current) == conditional[0]
             headers = conditional[1].headers() if conditional is not None and ask else None
-            response = await self._client.send(
-                self._client.build_request("GET", current, headers=headers), stream=True)
+            response = await self._send(self._client_request(current, headers))
             try:
                 status = response.status_code
                 if status == 304 and ask:
@@ -535,16 +691,22 @@ class Fetcher:
                 mime, charset = _content_type(response.headers.get("content-type", ""))
                 if mime not in _ACCEPTED:
                     raise _Refused(f"unsupported content type {mime}", status)
-                data = await self._read_body(response)
+                data, complete = await self._read_body_checked(response)
                 return _Download(url=str(response.url), status=status, mime=mime,
-                                 charset=charset, data=data, validators=_validators(response))
+                                 charset=charset, data=data, validators=_validators(response),
+                                 incomplete=not complete)
             finally:
                 await response.aclose()
         raise _Refused("too many redirects")
 
-    async def _read_body(self, response: httpx.Response) -> bytes:
-        """The decoded body, refusing anything over ``max_page_bytes`` as soon as it shows."""
-        cap = self._settings.max_page_bytes
+    async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
+        """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
+        return (await self._read_body_checked(response, cap))[0]
+
+    async def _read_body_checked(self, response: httpx.Response, cap: int | None = None
+                                 ) -> tuple[bytes, bool]:
+        """The decoded body, and whether its compressed stream (if any) was complete."""
+        cap = self._settings.max_page_bytes if cap is None else cap
         too_large = _Refused(f"too large (> {cap} bytes)", response.status_code)
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > cap:
@@ -554,7 +716,7 @@ class Fetcher:
             # (httpx.MockTransport does); all that is left to do is to measure it.
             if len(response.content) > cap:
                 raise too_large
-            return response.content
+            return response.content, True
         # Raw bytes plus our own bounded inflater: counting decoded bytes is what
         # stops a gzip bomb, and bounding each inflate step is what keeps it small.
         inflater = _Inflater(response.headers.get("content-encoding", ""))
@@ -563,7 +725,7 @@ class Fetcher:
             body += inflater.feed(chunk, cap - len(body))
             if len(body) > cap:
                 raise too_large
-        return bytes(body)
+        return bytes(body), inflater.complete
 
 
 async def fetch_page(url: str, settings: Settings | None = None) -> Page:

@@ -11,6 +11,9 @@ Two layers:
   public, and connects to the address it checked. The address that was checked is
   the address that is used (no DNS-rebinding window), and redirects need no extra
   care because every hop opens its connections here too.
+
+Both layers also apply :class:`DomainRules` (``--allow-domains``/``--deny-domains``),
+so the lists hold for every page URL and redirect hop, whoever asked for the page.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,6 +34,7 @@ from sleuth._tls import ssl_context as shared_ssl_context
 from sleuth.errors import BlockedURLError
 
 __all__ = [
+    "DomainRules",
     "GuardedNetworkBackend",
     "GuardedTransport",
     "address_problem",
@@ -140,6 +145,79 @@ def is_public_address(ip: str | IPAddress) -> bool:
     return address_problem(ip) is None
 
 
+# ---------------------------------------------------------------- domain lists
+
+def _canonical_host(host: str) -> str:
+    """``host`` for list matching: lower case, no final dot, one spelling per IP address
+    (``16909060``, ``0x01020304`` and ``[::ffff:1.2.3.4]`` are all ``1.2.3.4``)."""
+    host = host.lower().removesuffix(".").strip("[]")
+    if ":" in host:
+        try:
+            v6 = ipaddress.IPv6Address(host.split("%", 1)[0])
+        except ValueError:
+            return host
+        return str(v6.ipv4_mapped) if v6.ipv4_mapped is not None else v6.compressed
+    try:
+        v4 = parse_ipv4_like(host)
+    except ValueError:
+        return host
+    return str(v4) if v4 is not None else host
+
+
+def _listed(host: str, domains: tuple[str, ...]) -> str | None:
+    """The entry of ``domains`` that ``host`` is (or is a subdomain of), or None."""
+    host = _canonical_host(host)
+    for domain in domains:
+        if host == domain or host.endswith("." + domain):
+            return domain
+    return None
+
+
+@dataclass(frozen=True)
+class DomainRules:
+    """``--allow-domains`` and ``--deny-domains``: which hosts pages may come from at all.
+
+    Entries are lower-case ASCII domains (or IP addresses) as ``Settings`` normalises
+    them; an entry matches itself and its subdomains. Deny always wins. An allow list,
+    when there is one, refuses every other host, and lets its own hosts resolve to
+    private addresses (an intranet named on purpose), which ``allow_private`` would
+    grant to every host.
+    """
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("allow", "deny"):
+            entries = tuple(_canonical_host(d) for d in getattr(self, name))
+            object.__setattr__(self, name, entries)
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> DomainRules:
+        """The rules of a :class:`~sleuth.settings.Settings`."""
+        return cls(tuple(settings.allow_domains), tuple(settings.deny_domains))
+
+    def __bool__(self) -> bool:
+        return bool(self.allow or self.deny)
+
+    def refusal(self, host: str) -> str | None:
+        """Why the lists refuse ``host`` (naming the option), or None."""
+        denied = _listed(host, self.deny)
+        if denied is not None:
+            return f"domain {host} is denied (--deny-domains {denied})"
+        if self.allow and _listed(host, self.allow) is None:
+            return f"domain {host} is not in --allow-domains"
+        return None
+
+    def allows_private(self, host: str) -> bool:
+        """Whether ``host`` was allow-listed, so its private addresses may be used."""
+        return bool(self.allow) and _listed(host, self.allow) is not None \
+            and _listed(host, self.deny) is None
+
+
+NO_DOMAIN_RULES = DomainRules()
+
+
 # ---------------------------------------------------------------- URLs
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
@@ -217,11 +295,13 @@ def _authority(url: str) -> str:
     return re.split(r"[/?#]", rest, maxsplit=1)[0]
 
 
-def check_url(url: str, allow_private: bool = False) -> None:
+def check_url(url: str, allow_private: bool = False,
+              domains: DomainRules = NO_DOMAIN_RULES) -> None:
     """Raise :class:`BlockedURLError` unless ``url`` is an http(s) URL sleuth may fetch.
 
     With ``allow_private`` the address checks are skipped (for intranets and tests)
-    but the scheme, credentials and host-syntax checks still apply.
+    but the scheme, credentials and host-syntax checks still apply. ``domains``
+    refuses hosts by name, and lifts the address checks for its allow-listed hosts.
     """
     url = url.strip()
     match = _SCHEME.match(url)
@@ -246,8 +326,15 @@ def check_url(url: str, allow_private: bool = False) -> None:
         raise BlockedURLError(url, found[0]) from None
     if parsed.userinfo:
         raise BlockedURLError(url, "credentials in URL")
-    found = _host_problem(parsed.raw_host.decode("ascii", "replace").lower())
-    if found is not None and not (allow_private and found[1]):
+    host = parsed.raw_host.decode("ascii", "replace").lower()
+    found = _host_problem(host)
+    if found is not None and not found[1]:
+        raise BlockedURLError(url, found[0])  # the host's syntax: nothing lifts that
+    # The lists before the address: with an allow list, "not in it" is the news.
+    refused = domains.refusal(host.removesuffix(".")) if domains else None
+    if refused is not None:
+        raise BlockedURLError(url, refused)
+    if found is not None and not (allow_private or domains.allows_private(host)):
         raise BlockedURLError(url, found[0])
 
 
@@ -263,9 +350,11 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     """
 
     def __init__(self, allow_private: bool = False,
-                 backend: httpcore.AsyncNetworkBackend | None = None) -> None:
+                 backend: httpcore.AsyncNetworkBackend | None = None,
+                 domains: DomainRules = NO_DOMAIN_RULES) -> None:
         self._allow_private = allow_private
         self._backend = backend or httpcore.AnyIOBackend()
+        self._domains = domains
 
     async def _resolve(self, host: str, port: int, limit_s: float | None) -> list[str]:
         loop = asyncio.get_running_loop()
@@ -291,8 +380,12 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
                           socket_options: Iterable[Any] | None = None,
                           ) -> httpcore.AsyncNetworkStream:
         """Resolve ``host``, refuse non-public answers, connect to a checked address."""
+        refused = self._domains.refusal(host.lower().removesuffix(".")) if self._domains \
+            else None
+        if refused is not None:
+            raise BlockedURLError(host, refused)
         addresses = await self._resolve(host, port, timeout)
-        if not self._allow_private:
+        if not (self._allow_private or self._domains.allows_private(host)):
             for address in addresses:
                 problem = address_problem(address)
                 if problem is not None:
@@ -330,7 +423,8 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     """
 
     def __init__(self, *, allow_private: bool = False, http2: bool = True,
-                 limits: httpx.Limits | None = None) -> None:
+                 limits: httpx.Limits | None = None,
+                 domains: DomainRules = NO_DOMAIN_RULES) -> None:
         limits = limits or httpx.Limits()
         ssl_context = shared_ssl_context(trust_env=False)
         super().__init__(verify=ssl_context, http2=http2, limits=limits, trust_env=False)
@@ -341,5 +435,5 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
             keepalive_expiry=limits.keepalive_expiry,
             http1=True,
             http2=http2,
-            network_backend=GuardedNetworkBackend(allow_private),
+            network_backend=GuardedNetworkBackend(allow_private, domains=domains),
         )

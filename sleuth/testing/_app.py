@@ -110,12 +110,16 @@ class OfflineApp:
         if isinstance(site, DocEntry):
             if path != site.path:
                 return _not_found()
-            if self.state.latency > 0:
-                await asyncio.sleep(self.state.latency)
+            await self._latency()
             return Response(self.corpus.body(site.file), media_type=site.content_type)
         if path not in self.hostile.paths(site):
             return _not_found()
+        await self._latency()  # hostile sites are page hosts too: as slow as the rest
         return self.hostile.respond(site, path)
+
+    async def _latency(self) -> None:
+        if self.state.latency > 0:
+            await asyncio.sleep(self.state.latency)
 
     async def _main(self, scope: Scope, receive: Receive, path: str) -> Response:
         if path == "/search":

@@ -1,5 +1,9 @@
 """Responses for the hostile cases: slow, endless, broken, lying and empty pages.
 
+Also odd-but-common content (a page labelled as the wrong type, a cut-off gzip
+body, legacy charsets, a cookie wall, one enormous line, text that tries to give
+orders) and a site whose robots.txt disallows its page for sleuth.
+
 Every streaming body checks the shared ``stopping`` event between chunks, so a
 shutdown ends it within a tenth of a second; a client that disconnects ends it
 through Starlette's disconnect listener.
@@ -8,6 +12,7 @@ through Starlette's disconnect listener.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import html
 import random
 import threading
@@ -19,7 +24,8 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from sleuth.testing._corpus import Corpus, HostileEntry
 
-__all__ = ["BOMB_INFLATED_SIZE", "HostileResponder", "gzip_bomb_size"]
+__all__ = ["BOMB_INFLATED_SIZE", "LONG_LINE_INTRO", "LONG_LINE_SIZE", "ROBOTS_TXT",
+           "TRUNCATED_GZIP_SHARE", "HostileResponder", "gzip_bomb_size", "long_line_page"]
 
 HTML = "text/html; charset=utf-8"
 
@@ -32,6 +38,22 @@ _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\x03"
 
 SLOW_DRIP_SECONDS = 3600
 _TICK = 0.1
+
+#: The robots.txt of the ``robots_disallowed`` site: its one page is off limits to sleuth
+#: (only), and other robots may read everything but the admin pages.
+ROBOTS_TXT = """\
+# Release Watch
+User-agent: *
+Disallow: /admin/
+Disallow: /search
+
+User-agent: sleuth
+Disallow: /firefox-release-calendar
+"""
+#: What part of the gzipped ``truncated_gzip`` page is sent (the rest never comes).
+TRUNCATED_GZIP_SHARE = 0.6
+#: Bytes of the ``long_line`` page: one line of minified HTML, under the default page cap.
+LONG_LINE_SIZE = 2_000_000
 
 
 @cache
@@ -95,13 +117,22 @@ class HostileResponder:
             "empty": lambda case, path: Response(b"", media_type=HTML),
             "wrong_charset": self._file_response, "nav_only": self._file_response,
             "pdf": self._file_response,
+            "html_as_pdf": self._labelled("application/pdf"),
+            "meta_charset": self._labelled("text/html"),  # charset only in a <meta> tag
+            "no_charset": self._labelled("text/html"),  # cp1252, declared nowhere
+            "cookie_wall": self._file_response, "injection": self._file_response,
+            "truncated_gzip": self._truncated_gzip,
+            "long_line": lambda case, path: Response(long_line_page(), media_type=HTML),
+            "robots_disallowed": self._robots_site,
         }
         self._builders = builders
 
     def paths(self, case: HostileEntry) -> tuple[str, ...]:
-        """The paths a case answers on (the redirect loop has a second one)."""
+        """The paths a case answers on (the redirect loop and two robots.txt add one)."""
         if case.name == "redirect_loop":
             return (case.path, case.path + "/next")
+        if case.name in ("robots_disallowed", "server_error"):
+            return (case.path, "/robots.txt")  # the broken server breaks its robots.txt too
         return (case.path,)
 
     def respond(self, case: HostileEntry, path: str) -> Response:
@@ -117,6 +148,25 @@ class HostileResponder:
         else:
             media = HTML
         return Response(self.corpus.body(case.file), media_type=media)
+
+    def _labelled(self, content_type: str) -> Callable[[HostileEntry, str], Response]:
+        """The case's file under exactly this Content-Type (no charset added)."""
+        def respond(case: HostileEntry, path: str) -> Response:
+            assert case.file is not None, case.name
+            return Response(self.corpus.body(case.file), headers={"Content-Type": content_type})
+        return respond
+
+    def _truncated_gzip(self, case: HostileEntry, path: str) -> Response:
+        """The page gzipped and cut off: a complete HTTP response, an incomplete gzip stream."""
+        assert case.file is not None, case.name
+        packed = gzip.compress(self.corpus.body(case.file), compresslevel=9, mtime=0)
+        body = packed[:int(len(packed) * TRUNCATED_GZIP_SHARE)]
+        return Response(body, media_type=HTML, headers={"Content-Encoding": "gzip"})
+
+    def _robots_site(self, case: HostileEntry, path: str) -> Response:
+        if path == "/robots.txt":
+            return Response(ROBOTS_TXT, media_type="text/plain; charset=utf-8")
+        return self._file_response(case, path)
 
     def _redirect_loop(self, case: HostileEntry, path: str) -> Response:
         target = case.path if path != case.path else case.path + "/next"
@@ -167,6 +217,49 @@ class HostileResponder:
             yield segment
             await asyncio.sleep(0)
         yield final + _BOMB_CRC.to_bytes(4, "little") + BOMB_INFLATED_SIZE.to_bytes(4, "little")
+
+
+_TOWNS = ("Lincoln County", "Hartford", "Canton", "Beresford", "Worthing", "Lennox",
+          "Tea", "Harrisburg", "Parker", "Marion", "Chancellor", "Davis")
+_COMMENTS = (
+    "The turbines would stand closer to our farmhouse than the county setback ever allowed.",
+    "Our township needs the tax revenue; the school roof has leaked for six winters.",
+    "Nobody has measured the low-frequency noise at night, and that is when we sleep.",
+    "Bald eagles nest along the creek below the ridge where tower nine would go.",
+    "My family leased our quarter section, and the payments kept the farm in the family.",
+    "Shadow flicker across a kitchen window is not a small thing when it lasts an hour.",
+    "The road repair agreement must be signed before the first crane crosses the bridge.",
+    "Property values near the Jasper County turbines did not fall; please read that study.",
+    "Decommissioning bonds should cover removing every foundation, not only the towers.",
+    "Put the hearing record online so that people who work days can read it.",
+)
+#: The first words of the ``long_line`` page's text.
+LONG_LINE_INTRO = ("The county zoning board received thousands of written comments about "
+                   "the Prairie Ridge wind farm permit")
+
+
+@cache
+def long_line_page(size: int = LONG_LINE_SIZE) -> bytes:
+    """A minified page of ``size`` bytes without one line break: a public-comment record."""
+    head = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Prairie "
+            "Ridge wind farm permit: every public comment | County Record</title></head>"
+            "<body><header><a href=\"/\">County Record</a> <a href=\"/hearings\">Hearings"
+            "</a></header><article><h1>Prairie Ridge wind farm permit: every public comment"
+            f"</h1><p>{LONG_LINE_INTRO}, about turbine setbacks, noise, eagles and road "
+            "repairs. We publish the record exactly as the board handed it over: one unbroken "
+            "block of text.</p><p class=\"record\">")
+    tail = "</p></article><footer>County Record</footer></body></html>"
+    parts, total, n = [head], len(head.encode()) + len(tail), 0
+    while True:
+        n += 1
+        piece = (f"Comment {n} ({_TOWNS[n % len(_TOWNS)]}): "
+                 f"{html.escape(_COMMENTS[n * 7 % len(_COMMENTS)])} ")
+        if total + len(piece.encode()) > size:
+            break
+        parts.append(piece)
+        total += len(piece.encode())
+    parts.append(tail)
+    return "".join(parts).encode()
 
 
 def _filler_chunk(corpus: Corpus, size: int = 64 * 1024) -> bytes:

@@ -59,7 +59,7 @@ class OfflineWeb:
     Use it as a context manager; it starts in well under a second and stops
     within about half a second, ending slow and endless responses. Attributes
     are filled in on ``__enter__``. ``latency`` (seconds added to every corpus
-    page response) and ``search_failures`` (the next N searches answer 500) can
+    and hostile page response) and ``search_failures`` (the next N searches answer 500) can
     be changed while the web runs.
     """
 
@@ -91,7 +91,7 @@ class OfflineWeb:
 
     @property
     def latency(self) -> float:
-        """Seconds added before every corpus page response."""
+        """Seconds added before every corpus and hostile page response."""
         return self._state.latency
 
     @latency.setter
