@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import re
 import statistics
 import subprocess
@@ -391,17 +390,36 @@ def help_time(repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+# ``ru_maxrss`` of a child survives execve on Linux: a child of this (large) process would
+# report at least our own size. VmHWM belongs to the new address space, so the child reads
+# its own high-water mark at exit.
+_HWM_WRAPPER = """
+import atexit, sys
+out = sys.argv.pop(1)
+def hwm():
+    with open('/proc/self/status') as status, open(out, 'w') as sink:
+        sink.write(next(line for line in status if line.startswith('VmHWM')))
+atexit.register(hwm)
+sys.argv[0] = 'sleuth'
+from sleuth.cli import main
+main()
+"""
+
+
 def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
-    """Peak RSS (MB) and wall (s) of one CLI run in a fresh process."""
-    start = time.perf_counter()
-    proc = subprocess.Popen([*_sleuth_command(), question, *w.cli_args(llm)], cwd=REPO,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    wall = time.perf_counter() - start
-    if proc.returncode != 0:
-        raise RuntimeError(f"the sleuth CLI run failed with exit code {proc.returncode}")
-    return usage.ru_maxrss / 1024, wall  # KiB on Linux
+    """Peak RSS (MB, the child's own VmHWM) and wall (s) of one CLI run in a fresh process."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
+        start = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, sink.name, question,
+                               *w.cli_args(llm)], cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=False)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"the sleuth CLI run failed with exit code {proc.returncode}")
+        kib = int(sink.read().split()[1])  # "VmHWM:   123456 kB"
+    return kib / 1024, wall
 
 
 def footprint_table(w: WorldProcess) -> str:

@@ -131,7 +131,7 @@ class Settings(BaseModel):
         15.0,
         gt=0,
         le=600,
-        description="Seconds allowed for one page, all in.",
+        description="Seconds allowed for downloading one page, redirects included.",
         json_schema_extra=_meta("--timeout", "SLEUTH_TIMEOUT"),
     )
     search_timeout: float = Field(

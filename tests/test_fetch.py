@@ -170,6 +170,24 @@ def html_page(body: str, title: str = "A page") -> httpx.Response:
 ARTICLE = "<p>" + "Tidal locking makes the Moon show one face to the Earth. " * 5 + "</p>"
 
 
+async def test_waiting_for_the_extraction_thread_does_not_fail_a_page_that_arrived(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The deadline is the download's: a page behind a big one in the extraction queue is read."""
+    from sleuth.fetch import fetcher as fetcher_module
+
+    real = fetcher_module.run_in_extraction_thread
+
+    async def queued_behind_a_big_page(func: Callable[..., object], *args: object) -> object:
+        await asyncio.sleep(0.6)  # stands in for another page's long extraction
+        return await real(func, *args)
+
+    monkeypatch.setattr(fetcher_module, "run_in_extraction_thread", queued_behind_a_big_page)
+    page = await fetch_mock(lambda request: html_page(ARTICLE), "https://moon.example/a",
+                            timeout=0.2)
+    assert isinstance(page, Page), page
+    assert "Tidal locking" in page.text
+
+
 @pytest.mark.parametrize("target", [
     "http://10.0.0.7/admin", "http://169.254.169.254/latest/meta-data/",
     "http://2130706433/", "http://[::ffff:192.168.0.1]/", "http://localhost:6379/",

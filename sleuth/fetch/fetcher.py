@@ -2,7 +2,8 @@
 
 One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
 every connection goes through the SSRF guard, bounds work globally and per host,
-gives each page one all-in deadline, reads at most ``max_page_bytes`` of
+gives each page's download one deadline (redirects included; extraction, bounded
+by the byte cap, comes after it), reads at most ``max_page_bytes`` of
 (decompressed) body, and never fetches one canonical URL twice. Politeness: the
 starts of two requests to one host are ``host_delay`` apart, one host gives at most
 ``max_pages_per_host`` pages per run, and with ``respect_robots`` its robots.txt is
@@ -584,7 +585,11 @@ class Fetcher:
                 # The deadline starts once the page really starts, not while it queues.
                 start = time.monotonic()
                 async with asyncio.timeout(timeout):
-                    return await self._fetch_page(url, start, conditional)
+                    download = await self._get(url, conditional)
+            # Extraction is outside the deadline and the slots: its cost is bounded by the
+            # byte cap, and a page that arrived in time must not fail while it queues for
+            # the one extraction thread behind a big page.
+            return await self._read(url, start, download)
         except _NotModified:
             raise
         except _Refused as exc:
@@ -600,10 +605,8 @@ class Fetcher:
             failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
         return failure, Validators()
 
-    async def _fetch_page(self, url: str, start: float,
-                          conditional: tuple[str, Validators] | None = None,
-                          ) -> tuple[Page, Validators]:
-        download = await self._get(url, conditional)
+    async def _read(self, url: str, start: float, download: _Download
+                    ) -> tuple[Page, Validators]:
         extracted, content_type = await run_in_extraction_thread(
             _convert, download, self._settings.max_chars)
         text, truncated = truncate_text(extracted.text, self._settings.max_chars)
