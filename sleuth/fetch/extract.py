@@ -216,6 +216,42 @@ def _parse_html(html: str) -> Any:
         return None
 
 
+# Elements a reader never sees. Cheap test first: most pages have none of these.
+_HIDDEN_HINT = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|\shidden[\s>=/]", re.I)
+_HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
+#: A hidden element holding more of the page's text than this is content a script
+#: reveals (an app shell, an anti-flicker wrapper), not something hidden from readers.
+_HIDDEN_MAX_SHARE = 0.3
+
+
+def without_hidden(html: str) -> str:
+    """``html`` without elements a reader never sees (inline ``display:none``,
+    ``visibility:hidden``, the ``hidden`` attribute), unless they hold most of its text.
+
+    Text hidden from people is where pages put instructions meant for models and
+    keyword stuffing meant for search engines; a reader of the page never saw it.
+    """
+    if not _HIDDEN_HINT.search(html):
+        return html
+    tree = _parse_html(html)
+    if tree is None:
+        return html
+    total = len(tree.text_content()) or 1
+    dropped = False
+    for node in tree.xpath("//body//*[@style or @hidden]"):
+        style = node.get("style") or ""
+        if node.get("hidden") is None and not _HIDDEN_STYLE.search(style):
+            continue
+        if len(node.text_content()) <= _HIDDEN_MAX_SHARE * total:
+            node.drop_tree()
+            dropped = True
+    if not dropped:
+        return html
+    lxml_html: Any = importlib.import_module("lxml.html")
+    cleaned: str = lxml_html.tostring(tree, encoding="unicode")
+    return cleaned
+
+
 def _html_title(tree: Any) -> str | None:
     if tree is None:
         return None
@@ -293,7 +329,8 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
     of its signals; where trafilatura's text holds all the model keeps, that text
     is used as it is. When the model keeps nothing, trafilatura's text is used (less
     menu and footer lines), and failing that the text of ``<body>`` without
-    scripts, navigation, headers and footers. Garbage in gives ``Extracted(text="")``.
+    scripts, navigation, headers and footers. Elements hidden from readers go first
+    (:func:`without_hidden`). Garbage in gives ``Extracted(text="")``.
     """
     if isinstance(html, bytes):
         html = decode_body(html)
@@ -303,6 +340,7 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
 
     with _TRAFILATURA_LOCK:
         try:
+            html = without_hidden(html)
             got = _block_inputs(html, url)
             if got is None:
                 return Extracted()
