@@ -75,7 +75,7 @@ class _Progress:
             return
         if self.status is not None:
             self.status.update(f"{event.kind}: {event.message}")
-        if event.kind == "fetch_start":
+        if event.kind in ("fetch_start", "llm"):  # the status line is enough for these
             return
         style = "yellow" if event.kind.endswith("_failed") else "dim"
         # Messages carry page titles: untrusted text, so escape rich markup.

@@ -24,6 +24,8 @@ T = TypeVar("T")
 EventKind = Literal[
     "plan", "search", "search_failed", "rank", "fetch_start", "fetched", "fetch_failed",
     "read", "report", "info",
+    # one model call answered (tokens in data: prompt_tokens, completion_tokens)
+    "llm",
     # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end
     "round", "round_failed", "tool", "tool_failed", "agent",
 ]

@@ -161,6 +161,19 @@ def test_subprocess_llm_run_writes_a_cited_report(web: OfflineWeb, llm: Scripted
     assert by_stage(llm)["report"] == 1
 
 
+def test_every_model_call_is_a_progress_event_with_its_tokens(web: OfflineWeb,
+                                                              llm: ScriptedLLM) -> None:
+    """Live counters (sleuth serve, MCP progress) see each call's tokens as it is answered."""
+    ScriptedResearcher().install(llm)
+    events: list[Event] = []
+    report = research(web, web.topics[0].question, events)
+    calls = [e for e in events if e.kind == "llm"]
+    assert len(calls) == report.stats.llm_calls == len(llm.requests)
+    assert sum(e.data["prompt_tokens"] for e in calls) == report.stats.prompt_tokens
+    assert sum(e.data["completion_tokens"] for e in calls) == report.stats.completion_tokens
+    assert {e.data["stage"] for e in calls} >= {"plan", "select", "report"}
+
+
 def test_each_stage_reaches_its_own_model(web: OfflineWeb, llm: ScriptedLLM) -> None:
     ScriptedResearcher().install(llm)
     report = research(web, web.topics[3].question, model="all-stages", plan_model="planner",

@@ -381,6 +381,12 @@ class LLMClient:
         completion = await self._create(request, stage)
         reply = self._reply(completion, name, messages, stage)
         self.usage.record(reply)
+        # One event per call the model really answered: live token counters (sleuth serve).
+        self._progress(Event("llm", f"{stage}: {reply.prompt_tokens:,} + "
+                                    f"{reply.completion_tokens:,} tokens ({name})",
+                             {"stage": stage, "model": name,
+                              "prompt_tokens": reply.prompt_tokens,
+                              "completion_tokens": reply.completion_tokens}))
         if key is not None and self.cache is not None and reply.text:
             self.cache.put(key, reply)
         return reply
