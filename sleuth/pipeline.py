@@ -269,6 +269,9 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits
     ctx.failures += gathered.failures
+    # --respect-robots: a site whose robots.txt could not be read was read anyway; say so.
+    ctx.failures += [Failure(url=f"{origin}/robots.txt", reason=f"{note}; every page allowed")
+                     for origin, note in fetcher.robots_notes.items()]
     if gathered.stopped_by:
         ctx.failures.append(Failure(url="", reason=gathered.stopped_by, stage="budget"))
     return gathered

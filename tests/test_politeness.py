@@ -514,3 +514,15 @@ async def test_only_decodable_encodings_are_advertised() -> None:
     async with Fetcher(settings(), transport=httpx.MockTransport(handler)) as fetcher:
         await fetcher.fetch("https://example.org/")
     assert seen == ["gzip, deflate"]
+
+
+def test_a_research_names_the_robots_txt_it_could_not_read(web: OfflineWeb) -> None:
+    """With --respect-robots, a site read without usable rules is named in the Gaps."""
+    topic = next(t for t in web.topics if t.id == "trade-war")  # finds the server_error page
+    report = sleuth.research_sync(
+        topic.question, search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=2.0, depth=1, max_sources=20, respect_robots=True, no_store=True)
+    robots = f"http://{host_of(web.hostile['server_error'])}/robots.txt"
+    assert [f.reason for f in report.failures if f.url == robots] == [
+        "robots.txt answered HTTP 500; every page allowed"]
+    assert robots in report.markdown.split("## Gaps", 1)[1]
