@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -25,6 +25,9 @@ from sleuth.cli_reach import reach_commands
 from sleuth.cli_runs import run_commands
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.progress import Event
+
+if TYPE_CHECKING:
+    from sleuth.models import Report
 
 EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
@@ -116,6 +119,28 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def render_report(report: Report, fmt: str) -> str:
+    """A report as the user asked for it: markdown, json or html."""
+    if fmt == "json":
+        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "html":
+        from sleuth.html import render_html
+
+        return render_html(report)
+    return report.markdown
+
+
+def emit(text: str, output: Path | None, what: str, quiet: bool) -> None:
+    """Print ``text`` on stdout, or write it atomically to ``output`` and say so on stderr."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    write_atomic(output, text)
+    if not quiet:
+        click.echo(f"{what} written to {output}", err=True)
+
+
 def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
     from sleuth.settings import load_settings  # pydantic: not needed for --help
 
@@ -131,21 +156,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         report = asyncio.run(research(question, settings=settings, on_event=progress))
     finally:
         progress.close()
-    if settings.format == "json":
-        text = json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
-    elif settings.format == "html":
-        from sleuth.html import render_html
-
-        text = render_html(report)
-    else:
-        text = report.markdown
-    if settings.output is not None:
-        write_atomic(settings.output, text)
-        if not quiet:
-            progress.console.print(f"[dim]report written to {settings.output}[/]")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    emit(render_report(report, settings.format), settings.output, "report", quiet)
     return EXIT_OK if report.sources else EXIT_NO_SOURCES
 
 

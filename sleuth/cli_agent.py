@@ -11,7 +11,6 @@ agent's answer and its dashboard, and the report with ``--report``) to stdout or
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ _NOT_FOR_AGENT = frozenset({"depth", "max_sources", "docs"})
 
 def _run_agent(goal: str | None, resume: str | None, session: str | None, report: bool,
                quiet: bool, values: dict[str, Any]) -> int:
-    from sleuth.cli import _check_output, _Progress, write_atomic
+    from sleuth.cli import _check_output, _Progress, emit
     from sleuth.settings import load_settings
 
     explicit = {k: v for k, v in values.items() if v is not None}
@@ -58,13 +57,7 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
         text = json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2) + "\n"
     else:
         text = result.to_markdown()
-    if checked.output is not None:
-        write_atomic(checked.output, text)
-        if not quiet:
-            progress.console.print(f"[dim]result written to {checked.output}[/]")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    emit(text, checked.output, "result", quiet)
     return EXIT_DONE if result.done else EXIT_STOPPED
 
 

@@ -8,7 +8,6 @@ on stderr and exit code 2, like every other bad input.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ if TYPE_CHECKING:
     from sleuth.models import Report
     from sleuth.store import RunSummary, Store
 
-__all__ = ["format_runs", "render_report", "run_commands"]
+__all__ = ["format_runs", "run_commands"]
 
 _QUESTION_WIDTH = 60
 
@@ -42,28 +41,14 @@ def _open(home: str | None) -> Store:
     return store
 
 
-def render_report(report: Report, fmt: str) -> str:
-    """A report as the user asked for it: markdown, json or html."""
-    if fmt == "json":
-        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
-    if fmt == "html":
-        from sleuth.html import render_html
+def _emit(report: Report, fmt: str, output: str | None, quiet: bool) -> None:
+    """The report in ``fmt``, on stdout or written to ``output`` (checked first)."""
+    from sleuth.cli import _check_output, emit, render_report
 
-        return render_html(report)
-    return report.markdown
-
-
-def _emit(text: str, output: str | None, quiet: bool) -> None:
-    from sleuth.cli import _check_output, write_atomic
-
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    _check_output(Path(output))
-    write_atomic(Path(output), text)
-    if not quiet:
-        click.echo(f"report written to {output}", err=True)
+    path = Path(output) if output is not None else None
+    if path is not None:
+        _check_output(path)
+    emit(render_report(report, fmt), path, "report", quiet)
 
 
 def _took(seconds: float) -> str:
@@ -122,7 +107,7 @@ def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
         raise SleuthError(f"run {info.id} has no report: it is {info.status}"
                           + ("; 'sleuth resume " + info.id + "' finishes it"
                              if info.status == "interrupted" else ""))
-    _emit(render_report(_stored_report(info.report), fmt), output, quiet=False)
+    _emit(_stored_report(info.report), fmt, output, quiet=False)
     return 0
 
 
@@ -154,7 +139,7 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
                                           resume_id=info.id))
         finally:
             progress.close()
-    _emit(render_report(report, fmt), output, quiet)
+    _emit(report, fmt, output, quiet)
     return EXIT_OK if report.sources else EXIT_NO_SOURCES
 
 
