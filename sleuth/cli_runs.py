@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sleuth._format import duration
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
@@ -51,15 +52,6 @@ def _emit(report: Report, fmt: str, output: str | None, quiet: bool) -> None:
     emit(render_report(report, fmt), path, "report", quiet)
 
 
-def _took(seconds: float) -> str:
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds}s"
-    if seconds < 3600:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-
-
 def format_runs(runs: list[RunSummary]) -> str:
     """The ``sleuth runs`` table: one line per run, newest first."""
     if not runs:
@@ -70,7 +62,7 @@ def format_runs(runs: list[RunSummary]) -> str:
         if len(question) > _QUESTION_WIDTH:
             question = question[:_QUESTION_WIDTH - 1] + "…"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
-        rows.append((run.id, run.status, started, _took(run.updated_at - run.created_at),
+        rows.append((run.id, run.status, started, duration(run.updated_at - run.created_at),
                      str(run.sources), str(run.tokens), question))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     numeric = {4, 5}

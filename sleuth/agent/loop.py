@@ -35,8 +35,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sleuth._format import duration
 from sleuth.agent.dashboard import DASHBOARD_MAX_CHARS, Dashboard
-from sleuth.agent.result import clean_text, duration
+from sleuth.agent.result import clean_text
 from sleuth.agent.tools import (
     NATIVE_PROTOCOL,
     RESULT_CHARS,

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from sleuth._format import duration
+
 __all__ = ["AgentResult", "AgentStatus", "clean_text"]
 
 #: Why a search stopped. ``finished``: the agent called all_finished.
@@ -23,16 +25,6 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 def clean_text(text: str) -> str:
     """Model-written text made safe to print: control characters (ANSI escapes) removed."""
     return _CONTROL.sub("", text)
-
-
-def duration(seconds: float) -> str:
-    """``75.2`` → ``1m15s``; ``4000`` → ``1h06m``."""
-    whole = max(0, round(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
 class AgentResult(BaseModel):
