@@ -336,11 +336,7 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         await fuller
         return await planning, gathered
     finally:
-        for task in (planning, fuller, first):
-            if task is not None and not task.done():
-                task.cancel()
-        await asyncio.gather(*(t for t in (planning, fuller) if t is not None),
-                             return_exceptions=True)
+        await _stop(planning, fuller, first)
 
 
 async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
@@ -369,11 +365,15 @@ async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
         await fuller
         return gathered
     finally:
-        for task in (searching, fuller):
-            if task is not None and not task.done():
-                task.cancel()
-        await asyncio.gather(*(t for t in (searching, fuller) if t is not None),
-                             return_exceptions=True)
+        await _stop(searching, fuller, lead)
+
+
+async def _stop(*futures: asyncio.Future[Any] | None) -> None:
+    """Cancel what is still pending and wait for it to end (a run's early exit)."""
+    started = [f for f in futures if f is not None]
+    for future in started:
+        future.cancel()  # a no-op on a future that is done
+    await asyncio.gather(*started, return_exceptions=True)
 
 
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
