@@ -34,6 +34,7 @@ from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.client import LLMReply
+    from sleuth.settings import Settings
 
 __all__ = [
     "TRANSIENT_FAILURE_TTL_S",
@@ -98,6 +99,20 @@ class CachedProvider(SearchProvider):
         #: Answers served from the cache.
         self.hits_served = 0
 
+    @classmethod
+    def for_run(cls, provider: SearchProvider, store: Store, settings: Settings, *,
+                resumed: bool = False,
+                on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None
+                ) -> CachedProvider:
+        """``provider`` behind the store with a run's rules: ``--cache-ttl``, ``--refresh``
+        (a resumed run takes any age), and no caching of the ``local`` provider, whose
+        index changes with the folder and costs nothing to search."""
+        from sleuth.search.local import LocalSearch
+
+        return cls(provider, store, max_age_s=None if resumed else settings.cache_ttl,
+                   read=resumed or not settings.refresh,
+                   cache=not isinstance(provider, LocalSearch), on_answer=on_answer)
+
     def params(self, limit: int) -> dict[str, Any]:
         """What, besides provider and query, changes the answer (part of the cache key)."""
         return {"limit": limit, "endpoint": getattr(self.inner, "base_url", None)}
@@ -155,6 +170,14 @@ class StorePageCache:
         self.max_age_s = max_age_s
         self.max_chars = max_chars
         self.read = read
+
+    @classmethod
+    def for_run(cls, store: Store, settings: Settings, *, resumed: bool = False
+                ) -> StorePageCache:
+        """The page cache with a run's rules (``--cache-ttl``, ``--refresh``, ``--max-chars``;
+        a resumed run takes any age)."""
+        return cls(store, max_age_s=None if resumed else settings.cache_ttl,
+                   max_chars=settings.max_chars, read=resumed or not settings.refresh)
 
     def lookup(self, url: str) -> CachedResult | None:
         """The cached result for ``url`` (blocking; :meth:`get` runs it in a thread)."""

@@ -210,14 +210,11 @@ class StoreSession:
             store.close()
             raise
         session.store = session.docs_store = store
-        # A resumed run reuses what it already did, whatever its age.
-        max_age = None if session.resumed else settings.cache_ttl
-        read = session.resumed or not settings.refresh
         session.recorder = RunRecorder(store, session.run_id, topic, settings.passages)
         if session.resumed:
             session.recorder.record("resumed", {})
-        session.page_cache = StorePageCache(store, max_age_s=max_age,
-                                            max_chars=settings.max_chars, read=read)
+        # A resumed run reuses what it already did, whatever its age.
+        session.page_cache = StorePageCache.for_run(store, settings, resumed=session.resumed)
         session.reply_cache = StoreReplyCache(store)
         return session
 
@@ -267,12 +264,8 @@ class StoreSession:
             if self.store is None or self.recorder is None:
                 wrapped.append(provider)
                 continue
-            cached = CachedProvider(
-                provider, self.store,
-                max_age_s=None if self.resumed else self.settings.cache_ttl,
-                read=self.resumed or not self.settings.refresh,
-                # The local index changes with the folder; searching it costs nothing.
-                cache=not isinstance(provider, LocalSearch), on_answer=self.recorder.hits)
+            cached = CachedProvider.for_run(provider, self.store, self.settings,
+                                            resumed=self.resumed, on_answer=self.recorder.hits)
             self.providers.append(cached)
             wrapped.append(cached)
         return wrapped

@@ -130,7 +130,6 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
     from sleuth.caching import CachedProvider, StorePageCache
     from sleuth.fetch import Fetcher
     from sleuth.search import build_providers, make_search_client
-    from sleuth.search.local import LocalSearch
     from sleuth.store import Store, default_home
 
     store = None if settings.no_store else Store(settings.home or default_home())
@@ -139,13 +138,8 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
             providers = build_providers(settings, client)
             page_cache = None
             if store is not None:
-                read = not settings.refresh
-                providers = [
-                    p if isinstance(p, LocalSearch) else
-                    CachedProvider(p, store, max_age_s=settings.cache_ttl, read=read)
-                    for p in providers]
-                page_cache = StorePageCache(store, max_age_s=settings.cache_ttl,
-                                            max_chars=settings.max_chars, read=read)
+                providers = [CachedProvider.for_run(p, store, settings) for p in providers]
+                page_cache = StorePageCache.for_run(store, settings)
             async with Fetcher(settings, cache=page_cache) as fetcher:
                 yield providers, fetcher
     finally:
