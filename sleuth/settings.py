@@ -466,15 +466,21 @@ def describe_validation_error(exc: ValidationError) -> str:
     return f"invalid value for {name}: {msg}"
 
 
+def _default_text(name: str) -> str | None:
+    """A field's default as the docs and --help show it (lists comma-joined); None if unset."""
+    default = Settings.model_fields[name].get_default(call_default_factory=True)
+    if isinstance(default, list):
+        default = ",".join(default)
+    return None if default in (None, "") else str(default)
+
+
 def settings_markdown() -> str:
     """The settings table as Markdown, for the README and ``sleuth --help-settings``."""
     rows = ["| option | environment | default | meaning |", "|---|---|---|---|"]
     for name, info in Settings.model_fields.items():
         meta = field_meta(name)
-        default = info.get_default(call_default_factory=True)
-        if isinstance(default, list):
-            default = ",".join(default)
-        shown = f"`{default}`" if default not in (None, "") else ""
+        default = _default_text(name)
+        shown = f"`{default}`" if default is not None else ""
         envs = ", ".join(f"`{e}`" for e in meta["env"])
         rows.append(f"| `{meta['flag']}` | {envs} | {shown} | {info.description} |")
     return "\n".join(rows)
@@ -490,12 +496,9 @@ def cli_options_table() -> list[dict[str, Any]]:
     for name, info in Settings.model_fields.items():
         meta = field_meta(name)
         is_flag = info.annotation is bool
-        default = info.get_default(call_default_factory=True)
-        if isinstance(default, list):
-            default = ",".join(default)
         rows.append({"name": name, "flag": meta["flag"], "short": meta["short"],
                      "env": meta["env"], "help": info.description, "is_flag": is_flag,
-                     "default": None if is_flag or default in (None, "") else str(default)})
+                     "default": None if is_flag else _default_text(name)})
     return rows
 
 
