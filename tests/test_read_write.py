@@ -1,5 +1,11 @@
 """Stages 5 and 6: passage selection and the report's shape."""
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from sleuth.models import Failure, Quality, Source
 from sleuth.read import best_passages, split_passages
 from sleuth.write import confidence, render_markdown
@@ -26,6 +32,35 @@ def test_passages_are_the_relevant_ones_in_page_order() -> None:
     assert len(chosen) == 2
     assert chosen[0].startswith("The authorization code flow")
     assert chosen[1].startswith("PKCE protects")
+
+
+# Runs in a fresh interpreter: which modules a process loads is the thing under test.
+_READ_IN_A_FRESH_PROCESS = """
+import json, sys
+from sleuth.read import best_passages
+chosen = best_passages(sys.argv[1], ["authorization code flow", "PKCE access token"], 2)
+print(json.dumps({"chosen": chosen, "modules": sorted(m for m in sys.modules
+                                                      if m.split(".")[0] in ("scipy", "bm25s"))}))
+"""
+
+
+def test_reading_never_loads_scipy_even_where_it_is_installed(tmp_path: Path) -> None:
+    """bm25s would load scipy.sparse (~10 MB) just for being installed; sleuth reads without."""
+    fake = tmp_path / "scipy"
+    fake.mkdir()
+    # A scipy that cannot be loaded unnoticed: importing it at all fails the run.
+    (fake / "__init__.py").write_text("raise SystemExit('scipy was imported')\n")
+    (fake / "sparse.py").write_text("raise SystemExit('scipy.sparse was imported')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    done = subprocess.run([sys.executable, "-c", _READ_IN_A_FRESH_PROCESS, PAGE], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [p[:12] for p in result["chosen"]] == ["The authoriz", "PKCE protect"]
+    assert "bm25s" in result["modules"]
+    assert not [m for m in result["modules"] if m.startswith("scipy")]
+
 
 
 def test_unrelated_questions_fall_back_to_the_opening() -> None:

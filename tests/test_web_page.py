@@ -300,3 +300,13 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
     chosen = run_settings(base, {"depth": "3", "search": "searxng, duckduckgo", "model": "m"})
     assert (chosen.depth, chosen.search, chosen.model) == (3, ["searxng", "duckduckgo"], "m")
     assert {"depth", "search", "model"} <= chosen.model_fields_set
+
+
+def test_the_warm_up_loads_what_the_first_research_would_wait_for() -> None:
+    """`sleuth serve` loads extraction and passage ranking before the first question."""
+    code = ("import sys\nfrom sleuth.web import _warm_up\n_warm_up()\n"
+            "print(' '.join(m for m in ('trafilatura', 'lxml', 'bm25s') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["trafilatura", "lxml", "bm25s"]

@@ -58,7 +58,10 @@ def _warm_up() -> None:
         text = "<p>sleuth warms up its text extraction before the first research starts.</p>"
         extract(f"<html><body><article>{text * 3}</article></body></html>",
                 url="http://127.0.0.1/")
-        best_passages("One short passage. Another short passage.", ["passage"], 1)
+        # Three passages for one wanted: fewer would return before bm25s is loaded.
+        passage = ("sleuth reads each page it fetched and keeps the passages that answer "
+                   "the question, ranked by BM25.")
+        best_passages("\n\n".join([passage] * 3), ["passage"], 1)
     except Exception:  # a slower first research, nothing worse
         return
 
