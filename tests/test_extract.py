@@ -277,3 +277,25 @@ def test_a_failing_block_model_falls_back_to_trafilatura(monkeypatch: pytest.Mon
     html, truth = load("ars-1")
     result = extract(html)
     assert recall(result.text, truth) >= 0.8 and result.title
+
+
+def test_each_page_gets_the_cutoff_that_suits_it() -> None:
+    """A grid of items the model is lukewarm about is kept; a clear article body stays clean."""
+    import numpy as np
+
+    from sleuth.fetch._extractors import best_keep
+
+    # A category page: menu links the model rejects, twelve product cards it rates 0.35.
+    grid = np.array([0.05, 0.08] + [0.35] * 12 + [0.1])
+    words = np.array([3.0, 4.0] + [12.0] * 12 + [6.0])
+    keep = best_keep(grid, words)
+    assert keep[2:14].all() and not keep[[0, 1, 14]].any()
+    assert not (grid >= 0.5).any()  # what the one fixed cutoff kept: nothing at all
+
+    # An article: paragraphs at 0.95, a teaser at 0.4 with few words.
+    article = np.array([0.95] * 8 + [0.4])
+    keep = best_keep(article, np.array([60.0] * 8 + [10.0]))
+    assert keep[:8].all() and not keep[8]
+
+    # Below the floor nothing is kept, however the rest of the page looks.
+    assert not best_keep(np.array([0.15, 0.12]), np.array([50.0, 50.0])).any()

@@ -9,11 +9,14 @@ repeats on the page, whether trafilatura kept it, what kind of page it sits on �
 and a small gradient-boosted tree model (``_block_model.py``, trained on the tune
 part of WCXB by ``bench/train_extractor.py``) says how likely it is main text.
 
-Then a few rules a reader would insist on: nothing inside ``<nav>`` or
-``<footer>`` is kept; a long passage said twice is kept once; on an article page,
-teasers after the article's end are dropped; and where trafilatura's own text
-holds everything the model keeps, trafilatura's text (cleaner, in its reading
-order) is the answer.
+Which blocks to keep is decided per page: those that maximise the page's expected
+F1 under the model's own probabilities (``best_keep``), so that a grid of items the
+model is lukewarm about is kept whole; a page that says it is an article uses the
+model's one fixed cutoff. Then a few rules a reader would insist on: nothing inside
+``<nav>`` or ``<footer>`` is kept; a long passage said twice is kept once; on an
+article page, teasers after the article's end are dropped; and where trafilatura's
+own text holds everything the model keeps, trafilatura's text (cleaner, in its
+reading order) is the answer.
 
 Pure Python plus lxml and numpy; callers hold the extraction lock.
 """
@@ -464,6 +467,31 @@ def _trafilatura_agrees(matrix: np.ndarray, keep: np.ndarray) -> bool:
                 and (words * keep * matrix[:, _IN_MAIN]).sum() >= 0.9 * kept)
 
 
+# The lowest probability a kept block may have, whatever the page's best cutoff says.
+_FLOOR = 0.2
+
+
+def best_keep(prob: np.ndarray, words: np.ndarray, floor: float = _FLOOR) -> np.ndarray:
+    """The blocks to keep: those that maximise the page's expected F1.
+
+    One fixed cutoff suits some pages and not others (a product grid's items sit at
+    0.3, an article's paragraphs at 0.9). Taking each probability as the chance that
+    the block is main text, keeping the k likeliest blocks has expected overlap
+    ``TP = sum(p·w)`` over them, and expected F1 ``2·TP / (kept words + expected main
+    words)``; the best k is one pass over the sorted blocks. Measured on WCXB
+    (bench/README.md): held-out F1 0.854 -> 0.863, most of it on collections
+    (0.587 -> 0.654), listings and forums.
+    """
+    if not len(prob):
+        return np.zeros(0, dtype=bool)
+    order = np.argsort(-prob, kind="stable")
+    overlap = np.cumsum(prob[order] * words[order])
+    kept = np.cumsum(words[order])
+    f1 = 2 * overlap / (kept + float((prob * words).sum()) + 1e-9)
+    cut = max(floor, float(prob[order][int(np.argmax(f1))]))
+    return prob >= cut
+
+
 def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
     """The text of the blocks the model keeps, one block a line, in page order.
 
@@ -473,7 +501,13 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
     models = _load_models()
     if not models or not blocks:
         return ""
-    keep = scores(matrix) >= models["cutoff"][0]
+    prob = scores(matrix)
+    if matrix[0, list(_ARTICLE_SIGNALS)].any():
+        # A page that says it is an article has one body, and the fixed cutoff finds it
+        # cleaner (AEB: 0.948 with it, 0.943 with the page's own cutoff).
+        keep = prob >= models["cutoff"][0]
+    else:
+        keep = best_keep(prob, np.expm1(matrix[:, 0]))
     if main and _trafilatura_agrees(matrix, keep):
         return main
     keep = _within_article(matrix, keep)
