@@ -11,7 +11,7 @@ Parts, each printed as a Markdown table (see bench/README.md for what every colu
 3. ``footprint``: ``sleuth --help`` start time and the peak RSS of a depth-2, 5-source
    run (LLM pipeline), each in a fresh subprocess.
 4. ``extraction``: :mod:`bench.extraction` on a sample of the WCXB held-out split plus
-   AEB by default (``--extraction full`` for all of it, ~5 min; ``none`` to skip).
+   AEB by default (``--extraction full`` for all of it, ~2 min; ``none`` to skip).
 
 The critical path of a run is computed from what the world logged (server-side start
 and end of every search, page and model call) and the sources the report cites; see
@@ -462,7 +462,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--recall-jobs", type=int, default=5)
     parser.add_argument("--recall-scale", type=float, default=0.25)
     parser.add_argument("--extraction", choices=("sample", "full", "none"), default="sample",
-                        help="sample: WCXB held-out sample + AEB (~1 min); full: ~5 min")
+                        help="sample: WCXB held-out sample + AEB (~15 s); full: ~2 min")
     parser.add_argument("--extraction-sample", type=int, default=150)
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     return parser.parse_args(argv)
