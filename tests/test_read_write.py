@@ -62,7 +62,6 @@ def test_reading_never_loads_scipy_even_where_it_is_installed(tmp_path: Path) ->
     assert not [m for m in result["modules"] if m.startswith("scipy")]
 
 
-
 def test_unrelated_questions_fall_back_to_the_opening() -> None:
     chosen = best_passages(PAGE, ["zeppelin"], 1)
     assert chosen == [split_passages(PAGE)[0]]
