@@ -257,14 +257,27 @@ def _ld_types(html: str) -> set[str]:
     return types
 
 
-def page_signals(html: str, url: str | None, tree: Any) -> list[float]:
+@dataclass(frozen=True)
+class Head:
+    """What a page's ``<head>`` says about it: its title and its og:type."""
+
+    title: str = ""
+    og_type: str = ""
+
+
+def read_head(tree: Any) -> Head:
+    """The page's title and og:type; call it before :func:`clean_tree`, which drops the head."""
+    return Head(title=tree.findtext(".//title") or "",
+                og_type=tree.xpath("string(//meta[@property='og:type']/@content)").lower())
+
+
+def page_signals(html: str, url: str | None, head: Head) -> list[float]:
     """What kind of page this looks like: URL words, schema.org types, og:type."""
     path = urlsplit(url or "").path.lower() + ("?" + urlsplit(url or "").query if url else "")
     signals = [1.0 if pattern.search(path) else 0.0 for _, pattern in _URL_KINDS]
     types = _ld_types(html)
     signals += [1.0 if types & set(names) else 0.0 for _, names in _LD_KINDS]
-    og = tree.xpath("string(//meta[@property='og:type']/@content)").lower()
-    signals += [float("article" in og), float("product" in og)]
+    signals += [float("article" in head.og_type), float("product" in head.og_type)]
     signals.append(float(path.strip("/?") == ""))  # a site's home page
     return signals
 
@@ -299,7 +312,7 @@ _TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, 
 N_TAG_GROUPS = 13
 
 
-def features(blocks: list[Block], html: str, url: str | None, tree: Any,
+def features(blocks: list[Block], html: str, url: str | None, head: Head,
              traf_main: str, traf_comments: str) -> np.ndarray:
     """One row of features per block (see module docstring); the columns are fixed."""
     n = len(blocks)
@@ -321,13 +334,13 @@ def features(blocks: list[Block], html: str, url: str | None, tree: Any,
     text_count = Counter(texts)
     main_n, comm_n = _norm(traf_main), _norm(traf_comments)
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
-    page = page_signals(html, url, tree)
+    page = page_signals(html, url, head)
     traf_share = len(main_n.split()) / total
     rows = np.zeros((n, N_FEATURES))
     cum = np.cumsum(words) - words
     first_h1 = next((i for i, b in enumerate(blocks) if b.tag == "h1"), None)
     title_at = float(cum[first_h1]) if first_h1 is not None else 0.0
-    title_n = _norm(tree.findtext(".//title") or "")
+    title_n = _norm(head.title)
     for i, b in enumerate(blocks):
         t = texts[i]
         tokens = _WORD.findall(t.lower())
@@ -437,12 +450,17 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """
     if not len(keep) or not _declares_article(matrix):
         return keep
-    inside = np.flatnonzero(matrix[:, _IN_MAIN] >= 0.5)
-    if not len(inside) or np.expm1(matrix[inside, 0]).sum() < 150:
+    words = np.expm1(matrix[:, 0])
+    inside = matrix[:, _IN_MAIN] >= 0.5
+    # The article's span is where trafilatura kept passages of five words or more: a
+    # lone "About" link it kept in the footer must not stretch the span over the
+    # teasers in between (AEB: +0.003, WCXB unchanged).
+    span = np.flatnonzero(inside & (words >= 5))
+    if not len(span) or words[inside].sum() < 150:
         return keep
     trimmed = keep.copy()
-    trimmed[:inside[0]] = False
-    trimmed[inside[-1] + 1:] = False
+    trimmed[:span[0]] = False
+    trimmed[span[-1] + 1:] = False
     return trimmed
 
 
@@ -509,7 +527,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
     prob = scores(matrix)
     if _declares_article(matrix):
         # A page that says it is an article has one body, and the fixed cutoff finds it
-        # cleaner (AEB: 0.948 with it, 0.943 with the page's own cutoff).
+        # cleaner (AEB: 0.953 with it, 0.949 with the page's own cutoff).
         keep = prob >= models["cutoff"][0]
     else:
         keep = best_keep(prob, np.expm1(matrix[:, 0]))

@@ -316,8 +316,10 @@ def _block_inputs(html: str, url: str | None
     if tree is None:
         return None
     title = title or _html_title(tree)
+    # The head goes with clean_tree; what the features need from it is read first.
+    head = bx.read_head(tree)
     blocks = bx.segment(bx.clean_tree(tree))
-    matrix = bx.features(blocks, html, url, tree, main, comments)
+    matrix = bx.features(blocks, html, url, head, main, comments)
     return blocks, matrix, main, title, date
 
 
