@@ -292,6 +292,12 @@ def _norm(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+# The word-overlap features and the duplicate check read at most this much of one text:
+# a page's text is cut to --max-chars (30,000 by default) anyway, and the trigrams of a
+# 2 MB one-line page cost ~60 MB of tuples (bench/hostile.py's long_line case).
+_OVERLAP_CHARS = 200_000
+
+
 def _grams(tokens: list[str]) -> set[tuple[str, ...]]:
     return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
 
@@ -332,10 +338,10 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     for b, w in zip(blocks, words, strict=True):
         sig_words[b.signature] += w
     text_count = Counter(texts)
-    main_n, comm_n = _norm(traf_main), _norm(traf_comments)
+    main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
     page = page_signals(html, url, head)
-    traf_share = len(main_n.split()) / total
+    traf_share = sum(1 for _ in _WORD.finditer(traf_main)) / total
     rows = np.zeros((n, N_FEATURES))
     cum = np.cumsum(words) - words
     first_h1 = next((i for i, b in enumerate(blocks) if b.tag == "h1"), None)
@@ -343,7 +349,7 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     title_n = _norm(head.title)
     for i, b in enumerate(blocks):
         t = texts[i]
-        tokens = _WORD.findall(t.lower())
+        tokens = _WORD.findall(t[:_OVERLAP_CHARS].lower())
         f: list[float] = [
             np.log1p(words[i]), link[i], cum[i] / total, float(b.hidden), b.cells,
             sum(c in ".!?" for c in t[-2:]) > 0, t.count(".") + t.count("?") + t.count("!"),
@@ -546,7 +552,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
         # layout of the same article): keep the first. Short lines ("Yes", "2 kg") repeat
         # legitimately in tables, so only blocks of eight words or more are compared,
         # by their word trigrams (a copy may be cut into blocks differently).
-        tokens = _WORD.findall(text.lower())
+        tokens = _WORD.findall(text[:_OVERLAP_CHARS].lower())
         if len(tokens) >= 8:
             grams = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
             if sum(g in seen for g in grams) >= 0.8 * len(grams):
