@@ -185,6 +185,62 @@ async def test_pages_finishing_together_do_not_exceed_the_limit() -> None:
     assert [c.url for c, _ in gathered.pages] == urls[:2]
 
 
+class LateFetcher:
+    """``slow`` pages come only once every other page has been served (or never)."""
+
+    def __init__(self, slow: set[str], never: bool = False) -> None:
+        self.slow, self.never = slow, never
+        self.others_done = asyncio.Event()
+
+    async def fetch(self, url: str) -> Page | FetchFailure:
+        if url in self.slow:
+            await self.others_done.wait()
+            if self.never:
+                await asyncio.Event().wait()
+        return page(url)
+
+
+async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
+    """The first pages to arrive are not the best: the top one, merely slow, still gets in."""
+    urls = [f"https://{x}.example/" for x in "abcdefg"]
+    fetcher = LateFetcher({urls[0]})
+    events: list[str] = []
+
+    def on_event(event: Any) -> None:
+        events.append(event.kind)
+        if sum(kind == "fetched" for kind in events) == 4:  # everything but the top page
+            fetcher.others_done.set()
+
+    gathered = await asyncio.wait_for(gather_pages(
+        [candidate(u, 1) for u in urls], fetcher, 4, on_event), timeout=10)  # type: ignore[arg-type]
+    assert [c.url for c, _ in gathered.pages] == urls[:4]  # a, not the fifth-ranked e
+
+
+async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import sleuth._gather as gather
+
+    urls = [f"https://{x}.example/" for x in "abcdefg"]
+    # The top page never comes: after its grace it is cut, and the run goes on without it.
+    monkeypatch.setattr(gather, "GRACE_MIN_S", 0.05)
+    monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)
+    fetcher = LateFetcher({urls[0]}, never=True)
+    fetcher.others_done.set()
+    gathered = await asyncio.wait_for(gather_pages(
+        [candidate(u, 1) for u in urls], fetcher, 4), timeout=10)  # type: ignore[arg-type]
+    assert [c.url for c, _ in gathered.pages] == urls[1:5]
+    assert (urls[0], "not waited for: enough sources were read first") in [
+        (f.url, f.reason) for f in gathered.failures]
+
+    # Below the top half of the pages wanted, nothing is waited for, however long the grace.
+    monkeypatch.setattr(gather, "GRACE_MIN_S", 3600.0)
+    fetcher = LateFetcher({urls[2]}, never=True)
+    fetcher.others_done.set()
+    gathered = await asyncio.wait_for(gather_pages(
+        [candidate(u, 1) for u in urls], fetcher, 4), timeout=10)  # type: ignore[arg-type]
+    assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
+
+
 @pytest.fixture
 def served() -> Iterator[ScriptedLLM]:
     with ScriptedLLM.serve(models=["small"]) as server:

@@ -247,7 +247,10 @@ def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
     report = read_json(out)
     assert report["run_id"] == run_id
     assert len(report["sources"]) == 5, "the resumed run did not finish its report"
-    assert set(fetched) <= {s["url"] for s in report["sources"]}
+    # Every source was fetched once, before the kill or after. A page fetched before it
+    # (from the question's own results) may be outranked by one that the resumed run,
+    # which knows every query's hits at once, waits for (sleuth._gather's grace).
+    assert {s["url"] for s in report["sources"]} <= set(fetched) | set(after)
     assert report["stats"]["cached_fetches"] >= len(fetched)
     assert "## Sources" in report["markdown"] and "[5]" in report["markdown"]
     with Store(home) as store:
