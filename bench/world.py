@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 import uvicorn
 from starlette.responses import JSONResponse, Response
@@ -272,7 +272,9 @@ class World:
                 await self.llm.root_app(scope, receive, send)
                 return
             response = await self._main(scope, receive, path)
-        elif key in self.sites and self.sites[key].path == path:
+        # ASGI's path is percent-decoded; page paths are stored as they appear in URLs
+        # (a title like "Alû" is /wiki/Al%C3%BB), so compare decoded with decoded.
+        elif key in self.sites and unquote(self.sites[key].path) == path:
             await self._page(self.sites[key], scope, receive, send)
             return
         else:
