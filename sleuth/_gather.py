@@ -55,13 +55,14 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
     round trip; a failed candidate is replaced by the next in line; once ``want``
     pages are in, only the top-ranked pages still on their way are waited for, briefly
-    (``_Gatherer._wait_for_better``), and the best-ranked ``want`` pages are kept. ``known`` holds results already at
-    hand by canonical URL (fresh in the page cache): they are taken first, in the
-    order given, and cost no request and no fetch budget. ``on_result`` hears of every
-    page and failure as it arrives. ``accept`` (the LLM reader's summariser) is
-    started on each page as it arrives, while other pages still download; a page
-    counts as read once it returns None, and is replaced by the next candidate when
-    it returns a reason (the page is not relevant).
+    (``_Gatherer._wait_for_better``), and the best-ranked ``want`` pages are kept.
+    ``known`` holds results already at hand by canonical URL (fresh in the page
+    cache): they are taken first, in the order given, and cost no request and no
+    fetch budget. ``on_result`` hears of every page and failure as it arrives.
+    ``accept`` (the LLM reader's summariser) is started on each page as it arrives,
+    while other pages still download; a page counts as read once it returns None,
+    and is replaced by the next candidate when it returns a reason (the page is not
+    relevant).
 
     ``more`` (a future the caller owns) resolves to a fuller ranking while pages
     are already being fetched (the model's follow-up queries, or the variant
