@@ -442,6 +442,11 @@ _PAGE_AT = N_OWN - N_PAGE_SIGNALS
 _ARTICLE_SIGNALS = (_PAGE_AT + 9, _PAGE_AT + 10)  # schema.org Article types, og:type article
 
 
+def _block_words(matrix: np.ndarray) -> np.ndarray:
+    """Each block's word count (the features hold it as log1p, in column 0)."""
+    return np.expm1(matrix[:, 0])
+
+
 def _declares_article(matrix: np.ndarray) -> bool:
     """Whether the page says it is an article (schema.org Article types or og:type)."""
     return bool(len(matrix) and matrix[0, list(_ARTICLE_SIGNALS)].any())
@@ -456,7 +461,7 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
     """
     if not len(keep) or not _declares_article(matrix):
         return keep
-    words = np.expm1(matrix[:, 0])
+    words = _block_words(matrix)
     inside = matrix[:, _IN_MAIN] >= 0.5
     # The article's span is where trafilatura kept passages of five words or more: a
     # lone "About" link it kept in the footer must not stretch the span over the
@@ -482,7 +487,7 @@ def _trafilatura_agrees(matrix: np.ndarray, keep: np.ndarray) -> bool:
     """
     if not len(keep):
         return False
-    words = np.expm1(matrix[:, 0])
+    words = _block_words(matrix)
     kept = (words * keep).sum()
     outside = matrix[:, _IN_MAIN] < 0.5
     inside = np.flatnonzero(~outside)
@@ -536,7 +541,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
         # cleaner (AEB: 0.953 with it, 0.949 with the page's own cutoff).
         keep = prob >= models["cutoff"][0]
     else:
-        keep = best_keep(prob, np.expm1(matrix[:, 0]))
+        keep = best_keep(prob, _block_words(matrix))
     if main and _trafilatura_agrees(matrix, keep):
         return main
     keep = _within_article(matrix, keep)
