@@ -183,8 +183,9 @@ class _Gatherer:
             return
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(GRACE_MIN_S, GRACE_SHARE * (loop.time() - self.started))
+        # Only downloads and summaries are awaited below, never ``more``: the order holds.
+        position = {c.canonical_url: i for i, c in enumerate(self.order)}
         while True:
-            position = {c.canonical_url: i for i, c in enumerate(self.order)}
             worst = sorted(position.get(url, len(position)) for url in self.done)[self.want - 1]
             out_there: list[tuple[asyncio.Future[Any], Candidate]] = [
                 *self.running.items(), *((t, c) for t, (c, _) in self.judging.items())]
