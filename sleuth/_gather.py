@@ -185,6 +185,7 @@ class _Gatherer:
         deadline = loop.time() + max(GRACE_MIN_S, GRACE_SHARE * (loop.time() - self.started))
         # Only downloads and summaries are awaited below, never ``more``: the order holds.
         position = {c.canonical_url: i for i, c in enumerate(self.order)}
+        told = False
         while True:
             worst = sorted(position.get(url, len(position)) for url in self.done)[self.want - 1]
             out_there: list[tuple[asyncio.Future[Any], Candidate]] = [
@@ -198,6 +199,12 @@ class _Gatherer:
                 timeout = min(timeout, left)
             if not better or timeout <= 0:
                 return
+            if not told:  # else the status line sits on the last page read, unexplained
+                told = True
+                pages = f"{len(better)} better-ranked page{'s' if len(better) > 1 else ''}"
+                self.on_event(Event("info", f"waiting up to {timeout:.1f} s for {pages} "
+                                    "still on the way",
+                                    {"pages": len(better), "seconds": round(timeout, 3)}))
             finished, _ = await asyncio.wait(better, timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
             for task in finished:

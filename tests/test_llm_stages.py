@@ -214,6 +214,9 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
     gathered = await asyncio.wait_for(gather_pages(
         [candidate(u, 1) for u in urls], fetcher, 4, on_event), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == urls[:4]  # a, not the fifth-ranked e
+    # The wait is said, once, before the top page is read (the progress line is not stuck).
+    assert events.count("info") == 1
+    assert events.index("info") < len(events) - 1 - events[::-1].index("fetched")
 
 
 async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
@@ -236,9 +239,11 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
     monkeypatch.setattr(gather, "GRACE_MIN_S", 3600.0)
     fetcher = LateFetcher({urls[2]}, never=True)
     fetcher.others_done.set()
+    said: list[Any] = []
     gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u, 1) for u in urls], fetcher, 4), timeout=10)  # type: ignore[arg-type]
+        [candidate(u, 1) for u in urls], fetcher, 4, said.append), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
+    assert not [e for e in said if e.kind == "info"]  # no wait, so no word of one
 
 
 @pytest.fixture
