@@ -28,6 +28,7 @@ import importlib
 import json
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -298,16 +299,22 @@ def _norm(text: str) -> str:
 _OVERLAP_CHARS = 200_000
 
 
-def _grams(tokens: list[str]) -> set[tuple[str, ...]]:
-    return {tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)}
+def _trigrams(tokens: list[str]) -> Iterator[tuple[str, str, str]]:
+    # zip over shifted lists (of unequal lengths, by design): a third of the time of
+    # slicing a tuple out at each position.
+    return zip(tokens, tokens[1:], tokens[2:], strict=False)
 
 
-def _share_in(tokens: list[str], norm: str, grams: set[tuple[str, ...]]) -> float:
+def _grams(tokens: list[str]) -> set[tuple[str, str, str]]:
+    return set(_trigrams(tokens))
+
+
+def _share_in(tokens: list[str], norm: str, grams: set[tuple[str, str, str]]) -> float:
     """How much of a block another extraction kept: its trigrams, or for short blocks its words."""
     if len(tokens) < 3:
         return float(bool(tokens) and f" {' '.join(tokens)} " in f" {norm} ")
-    mine = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
-    return sum(g in grams for g in mine) / len(mine)
+    kept = sum(map(grams.__contains__, _trigrams(tokens)))
+    return kept / (len(tokens) - 2)
 
 
 _TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, "h4": 4,
@@ -341,7 +348,10 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
     page = page_signals(html, url, head)
-    traf_share = sum(1 for _ in _WORD.finditer(traf_main)) / total
+    # main_n holds the words of traf_main, lowercased and space-joined, unless it was cut.
+    traf_words = (main_n.count(" ") + 1 if main_n else 0) if len(traf_main) <= _OVERLAP_CHARS \
+        else sum(1 for _ in _WORD.finditer(traf_main))
+    traf_share = traf_words / total
     rows = np.zeros((n, N_FEATURES))
     cum = np.cumsum(words) - words
     first_h1 = next((i for i, b in enumerate(blocks) if b.tag == "h1"), None)
@@ -546,7 +556,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
         return main
     keep = _within_article(matrix, keep)
     lines: list[str] = []
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[str, str, str]] = set()
     for block, kept in zip(blocks, keep, strict=True):
         # Navigation, footers and dialogs are never main text, whatever the model says:
         # a menu-only page must come out empty (and on WCXB this rule costs nothing).
@@ -559,8 +569,8 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
         # by their word trigrams (a copy may be cut into blocks differently).
         tokens = _WORD.findall(text[:_OVERLAP_CHARS].lower())
         if len(tokens) >= 8:
-            grams = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
-            if sum(g in seen for g in grams) >= 0.8 * len(grams):
+            grams = list(_trigrams(tokens))
+            if sum(map(seen.__contains__, grams)) >= 0.8 * len(grams):
                 continue
             seen.update(grams)
         if block.tag in HEADINGS and lines:
