@@ -317,6 +317,15 @@ def _share_in(tokens: list[str], norm: str, grams: set[tuple[str, str, str]]) ->
     return kept / (len(tokens) - 2)
 
 
+def _count_words(text: str, norm: str) -> int:
+    """The words of ``text``, given ``norm``, the ``_norm`` of its first _OVERLAP_CHARS."""
+    if len(text) <= _OVERLAP_CHARS:
+        # norm is all its words, space-joined: no second regex pass (the count differs
+        # only where lowercasing splits a letter in two, as Turkish İ).
+        return norm.count(" ") + 1 if norm else 0
+    return sum(1 for _ in _WORD.finditer(text))
+
+
 _TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, "h4": 4,
                "h5": 4, "h6": 4, "div": 5, "section": 5, "article": 5, "main": 5, "td": 2,
                "dd": 6, "dt": 6, "dl": 6, "pre": 7, "blockquote": 8, "figcaption": 9,
@@ -348,10 +357,7 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
     page = page_signals(html, url, head)
-    # main_n holds the words of traf_main, lowercased and space-joined, unless it was cut.
-    traf_words = (main_n.count(" ") + 1 if main_n else 0) if len(traf_main) <= _OVERLAP_CHARS \
-        else sum(1 for _ in _WORD.finditer(traf_main))
-    traf_share = traf_words / total
+    traf_share = _count_words(traf_main, main_n) / total
     rows = np.zeros((n, N_FEATURES))
     cum = np.cumsum(words) - words
     first_h1 = next((i for i, b in enumerate(blocks) if b.tag == "h1"), None)
