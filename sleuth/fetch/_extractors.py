@@ -107,9 +107,16 @@ class Block:
     cells: int = 0
     hidden: bool = False
 
-    @property
+    # Cached: the features and the text selection both read them. Only read once the
+    # block is complete (segment() has returned); its parts never change after that.
+    @functools.cached_property
     def text(self) -> str:
         return _SPACE.sub(" ", "".join(self.parts)).strip()
+
+    @functools.cached_property
+    def tokens(self) -> list[str]:
+        """Its lowercased words, from at most _OVERLAP_CHARS characters of its text."""
+        return _WORD.findall(self.text[:_OVERLAP_CHARS].lower())
 
 
 _DIGIT = re.compile(r"\d")
@@ -365,7 +372,7 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     title_n = _norm(head.title)
     for i, b in enumerate(blocks):
         t = texts[i]
-        tokens = _WORD.findall(t[:_OVERLAP_CHARS].lower())
+        tokens = b.tokens
         f: list[float] = [
             np.log1p(words[i]), link[i], cum[i] / total, float(b.hidden), b.cells,
             sum(c in ".!?" for c in t[-2:]) > 0, t.count(".") + t.count("?") + t.count("!"),
@@ -573,7 +580,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
         # layout of the same article): keep the first. Short lines ("Yes", "2 kg") repeat
         # legitimately in tables, so only blocks of eight words or more are compared,
         # by their word trigrams (a copy may be cut into blocks differently).
-        tokens = _WORD.findall(text[:_OVERLAP_CHARS].lower())
+        tokens = block.tokens
         if len(tokens) >= 8:
             grams = list(_trigrams(tokens))
             if sum(map(seen.__contains__, grams)) >= 0.8 * len(grams):
