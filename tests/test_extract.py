@@ -86,6 +86,24 @@ def test_navigation_only_page_has_no_text() -> None:
     assert extract(html).text == ""
 
 
+def test_justexts_stoplist_is_held_once() -> None:
+    """A page trafilatura hands to justext (a short one, here) used to leave its
+    154k-word stoplist in memory twice: trafilatura's tuple and justext's cached
+    lowercased copy, 31 MB of a run's ~145 MB peak. Now one set, which justext uses
+    as it is; any other stoplist is still lowercased by justext itself."""
+    import justext.core
+    import trafilatura.external
+
+    html = ("<html><head><title>Notice</title></head><body>"
+            "<div>Short note: the meeting moved to Tuesday at noon.</div></body></html>")
+    assert extract(html).text == "Short note: the meeting moved to Tuesday at noon."
+    held = trafilatura.external.JT_STOPLIST
+    assert isinstance(held, frozenset) and len(held) > 100_000
+    assert "the" in held and "und" in held and all(w == w.lower() for w in held)
+    assert justext.core.define_stoplist(held) is held
+    assert justext.core.define_stoplist(("The", "OF")) == frozenset({"the", "of"})
+
+
 def test_bytes_are_decoded_with_the_meta_charset() -> None:
     html = ("<html><head><meta charset='windows-1251'><title>Новости</title></head><body>"
             "<article><p>Привет, мир! Это тестовая статья о погоде в Москве.</p></article>"
