@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import unicodedata
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +31,7 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.plan import llm_plan, make_plan
+from sleuth.plan import llm_plan, make_plan, whole_question
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.rank import QualityRule, load_rules, rank
 from sleuth.read import PageReader, best_passages
@@ -182,8 +182,9 @@ async def search_stage(ctx: RunContext, plan: Plan,
 
     Queries already searched in this run (the LLM planner's first round) are not
     searched again; the hits of every query of ``plan`` are returned. ``lead``, when
-    given, is resolved with the first query's hits as soon as they are in, while the
-    other queries are still being searched (so fetching can start).
+    given, is resolved as soon as one query holding the whole question has hits (see
+    :func:`_search_with_lead`), while the others are still being searched (so
+    fetching can start).
     """
     settings = ctx.settings
     queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
@@ -205,13 +206,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
                 for group in groups))
 
         if lead is not None and len(queries) > 1:
-            rest = asyncio.ensure_future(search(queries[1:]))
-            try:
-                answers = await search(queries[:1])
-                lead.set_result([hit for found, _ in answers for hit in found])
-                answers += await rest
-            finally:
-                rest.cancel()
+            answers = await _search_with_lead(search, queries, lead)
         else:
             answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
@@ -223,6 +218,38 @@ async def search_stage(ctx: RunContext, plan: Plan,
     for query in queries:
         ctx.searched[query] = [h for h in hits if h.query == query]
     return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched[query]]
+
+
+_Answers = list[tuple[list[SearchHit], list[Any]]]
+
+
+async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
+                            queries: list[str], lead: asyncio.Future[list[SearchHit]]
+                            ) -> _Answers:
+    """Search every query; resolve ``lead`` with the hits of the first query to answer
+    among those that hold the whole question (it, and its templated variants).
+
+    Those rank the same pages as the question itself (the fragments of a split
+    question do not: ranking their hits first cited more off-topic pages), so
+    fetching waits only for the quickest of them.
+    """
+    whole = whole_question(queries)
+    tasks = [asyncio.ensure_future(search([query])) for query in whole]
+    rest = [query for query in queries if query not in whole]
+    others = asyncio.ensure_future(search(rest)) if rest else None
+    try:
+        for next_answer in asyncio.as_completed(tasks):
+            hits = [hit for found, _ in await next_answer for hit in found]
+            if hits and not lead.done():
+                lead.set_result(hits)
+        if not lead.done():
+            lead.set_result([])
+        answers = [answer for task in tasks for answer in task.result()]
+        return answers + (await others if others is not None else [])
+    finally:
+        for task in [*tasks, others]:
+            if task is not None:
+                task.cancel()
 
 
 async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
@@ -342,10 +369,11 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
 async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
     """Stages 2–4 without a model, overlapped: fetch the question's own results at once.
 
-    The first query (the question as asked) is ranked and its best pages fetched as
-    soon as its search answers; the ranking of every query's hits, when they are all
-    in, then orders what is not fetched yet and the pages kept. The wait for the
-    slowest variant query is thus spent downloading instead of idling.
+    The hits of the first query holding the whole question to answer (the question
+    as asked, or a templated variant such as "… explained") are ranked and their best
+    pages fetched at once; the ranking of every query's hits, when they are all in,
+    then orders what is not fetched yet and the pages kept. The wait for the slower
+    queries is thus spent downloading instead of idling.
     """
     lead: asyncio.Future[list[SearchHit]] = asyncio.get_running_loop().create_future()
     searching = asyncio.ensure_future(search_stage(ctx, plan, lead))

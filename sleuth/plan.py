@@ -79,6 +79,18 @@ def dedupe(queries: list[str]) -> list[str]:
     return out
 
 
+def whole_question(queries: list[str]) -> list[str]:
+    """The first query and the others that hold it whole (case-insensitively).
+
+    For a rule-based plan: the question and its templated variants ("what is …",
+    "… explained"), not the sides of a split comparison.
+    """
+    if not queries:
+        return []
+    core = " ".join(_core(queries[0]).lower().split())
+    return [queries[0], *(q for q in queries[1:] if core in " ".join(q.lower().split()))]
+
+
 def make_plan(question: str, depth: int) -> Plan:
     """The rule-based plan; the LLM planner (when configured) returns the same record."""
     return Plan(question=question, queries=rule_queries(question, depth), planner="rules")

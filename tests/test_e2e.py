@@ -17,6 +17,7 @@ import pytest
 import sleuth
 from sleuth.cli import run
 from sleuth.models import SearchHit
+from sleuth.plan import rule_queries
 from sleuth.testing import OfflineWeb
 
 # What each misbehaving page must be reported as, in the report's Gaps.
@@ -218,4 +219,76 @@ async def test_pages_download_while_slower_queries_are_still_searched(
         timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
     assert len(report.queries) > 1
     assert not [f for f in report.failures if f.stage == "search"], report.failures
+    assert len(report.sources) == 3
+
+
+async def test_a_variant_holding_the_whole_question_can_start_the_fetching(
+        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When "<question> explained" answers before the question itself, its hits are
+    fetched at once: they rank the same pages, so there is nothing to wait for."""
+    from sleuth.search import base as search_base
+    from sleuth.search.searxng import SearxngProvider
+
+    fetching = asyncio.Event()
+    topic = web.topics[2]  # "How are tariffs … affecting markets and trade talks?"
+
+    class Gated(SearxngProvider):
+        name = "gated"
+
+        async def search(self, query: str, *, limit: int) -> list[SearchHit]:
+            if not query.endswith(" explained"):
+                # The question and the sides of its split answer only once a download
+                # has begun: waiting for the question itself would stall here.
+                await asyncio.wait_for(fetching.wait(), timeout=PAGE_TIMEOUT * 3)
+            return await super().search(query, limit=limit)
+
+    def on_event(event: sleuth.Event) -> None:
+        if event.kind == "fetch_start":
+            fetching.set()
+
+    monkeypatch.setitem(search_base._REGISTRY, "gated", Gated)
+    report = await sleuth.research(
+        topic.question, search="gated", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+    assert len(report.queries) == 4 and report.queries[-1].endswith(" explained")
+    assert not [f for f in report.failures if f.stage == "search"], report.failures
+    assert len(report.sources) == 3
+
+
+async def test_the_sides_of_a_split_question_never_start_the_fetching(
+        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fragments such as "trade talks" rank off-topic pages first: even when they answer
+    first, fetching waits for a query that holds the whole question."""
+    from sleuth.search import base as search_base
+    from sleuth.search.searxng import SearxngProvider
+
+    topic = web.topics[2]
+    fragments = [q for q in rule_queries(topic.question, 2)[1:] if not q.endswith(" explained")]
+    fragments_in = asyncio.Event()
+    answered: list[str] = []
+    order: list[str] = []
+
+    class Ordered(SearxngProvider):
+        name = "ordered"
+
+        async def search(self, query: str, *, limit: int) -> list[SearchHit]:
+            if query not in fragments:
+                await asyncio.wait_for(fragments_in.wait(), timeout=PAGE_TIMEOUT * 3)
+            hits = await super().search(query, limit=limit)
+            answered.append(query)
+            order.append("fragment" if query in fragments else "whole")
+            if set(fragments) <= set(answered):
+                fragments_in.set()
+            return hits
+
+    def on_event(event: sleuth.Event) -> None:
+        if event.kind == "fetch_start":
+            order.append("fetch")
+
+    monkeypatch.setitem(search_base._REGISTRY, "ordered", Ordered)
+    report = await sleuth.research(
+        topic.question, search="ordered", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+    assert len(fragments) == 2 and order[:2] == ["fragment", "fragment"]
+    assert order.index("fetch") > order.index("whole"), order
     assert len(report.sources) == 3

@@ -2,7 +2,7 @@
 
 import pytest
 
-from sleuth.plan import make_plan, rule_queries
+from sleuth.plan import make_plan, rule_queries, whole_question
 
 
 def test_depth_one_is_question_and_what_is() -> None:
@@ -65,3 +65,15 @@ def test_bad_depth_is_refused(depth: int) -> None:
 def test_plan_record_names_its_planner() -> None:
     plan = make_plan("sqlite wal mode", 1)
     assert plan.planner == "rules" and plan.queries[0] == "sqlite wal mode"
+
+
+def test_whole_question_keeps_the_templated_variants_not_the_sides_of_a_split() -> None:
+    queries = rule_queries("Postgres vs MySQL", 3)
+    assert "postgres" in [q.lower() for q in queries]  # a side of the split is planned
+    assert whole_question(queries) == [
+        "Postgres vs MySQL", "what is Postgres vs MySQL", "Postgres vs MySQL comparison",
+        "Postgres vs MySQL explained", "how does Postgres vs MySQL work", "why Postgres vs MySQL",
+        "Postgres vs MySQL advantages disadvantages"]
+    assert whole_question(["Is  X good?", "is x GOOD explained", "X"]) == [
+        "Is  X good?", "is x GOOD explained"]
+    assert whole_question([]) == []
