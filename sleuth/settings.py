@@ -257,7 +257,7 @@ class Settings(BaseModel):
         json_schema_extra=_meta("--context-window", "SLEUTH_CONTEXT_WINDOW"),
     )
     llm_concurrency: int = Field(
-        4,
+        8,
         ge=1,
         le=64,
         description="Model calls in flight at once.",

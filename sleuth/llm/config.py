@@ -87,7 +87,7 @@ class LLMConfig(BaseModel):
     context_window: int | None = Field(
         default=None, ge=512, description="Context window; overrides the models table.")
     max_concurrency: int = Field(
-        default=4, ge=1, le=64, description="Model calls in flight at once.")
+        default=8, ge=1, le=64, description="Model calls in flight at once.")
     timeout: float = Field(
         default=180.0, gt=0, le=3600, description="Seconds allowed for one call.")
     max_retries: int = Field(
