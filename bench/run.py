@@ -145,7 +145,9 @@ def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
         plan call                                       (LLM pipeline; 0 without a model)
         + [slowest first-round search + refine call]    (only if *s* was found by a follow-up query)
         + search of the query that found *s*            (the quickest such chain if several did)
-        + that query's select call                      (LLM pipeline: ranking its hits)
+        + that query's select call                      (LLM pipeline: ranking its round's
+                                                          hits, so after the slowest search
+                                                          of the queries it ranks)
         + the fetch of *s*                              (the first complete request for it)
         + the summary of *s*                            (slowest chunk call + its merge calls)
 
@@ -166,7 +168,14 @@ def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
                    if refine is None or e["start"] < refine["start"]]
     follow_wait = ((max((_dur(e) for e in first_round), default=0.0) + _dur(refine))
                    if refine else 0.0)
-    selects = {e["key"]: _dur(e) for e in llm if e["stage"] == "select"}
+    # One select call ranks a round's queries (its key lists them, one per line), so it
+    # waits for the slowest of their searches: query -> (that search, the select call).
+    selects: dict[str, tuple[float, float]] = {}
+    for e in llm:
+        if e["stage"] == "select":
+            queries = e["key"].splitlines()
+            slowest = max((_dur(searches[q]) for q in queries if q in searches), default=0.0)
+            selects.update({q: (slowest, _dur(e)) for q in queries})
     fetches: dict[str, float] = {}
     for entry in log:
         if entry["kind"] == "page" and not entry.get("left"):
@@ -178,9 +187,10 @@ def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
             if url not in entry.get("urls", [])[:RESULTS_PER_QUERY]:
                 continue
             wait = follow_wait if refine is not None and entry["start"] >= refine["start"] else 0
-            options.append((wait + _dur(entry) + selects.get(query, 0.0),
-                            {"refine": wait, "search": _dur(entry),
-                             "select": selects.get(query, 0.0)}))
+            search, select = selects.get(query, (0.0, 0.0))
+            search = max(search, _dur(entry))
+            options.append((wait + search + select,
+                            {"refine": wait, "search": search, "select": select}))
         found, parts = min(options, key=lambda o: o[0]) if options else (0.0, {})
         summaries = [_dur(e) for e in llm if e["stage"] == "summarize" and e["key"] == url]
         merges = [_dur(e) for e in llm if e["stage"] == "merge" and e["key"] == url]

@@ -227,7 +227,7 @@ class World:
                 found = re.search(r"^URL: (\S+)", section(user, "PAGE") or user, re.MULTILINE)
                 about = found.group(1) if found else ""
             elif stage == "select":
-                about = section(user, "QUERY")
+                about = section(user, "QUERIES")  # one query per line
             usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                      "total_tokens": prompt + completion}
             entry = {"kind": "llm", "stage": stage, "key": about, "start": start,

@@ -102,6 +102,8 @@ class RunContext:
     report: Report | None = None
     #: The model's picks per query ranked so far (canonical URLs), so none is asked twice.
     picks: dict[str, list[str]] = field(default_factory=dict)
+    #: The search results shown to the model so far (canonical URLs): each is shown once.
+    shown: set[str] = field(default_factory=set)
 
     @property
     def reply_cache(self) -> Any | None:
@@ -255,14 +257,15 @@ async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
 async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
     """Stage 3: candidates in the order they should be fetched.
 
-    With a model, its picks per query come first, then the quality ranking's order
-    (a query already ranked in this run is not asked about again).
+    With a model, its picks come first, then the quality ranking's order (one select
+    call per round of queries; no query or result is asked about twice in a run).
     """
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
     else:
         candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
-                                                     ctx.rules, picked=ctx.picks)
+                                                     ctx.rules, picked=ctx.picks,
+                                                     shown=ctx.shown)
     chosen = f" ({picked} chosen by the model)" if picked else ""
     ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
                    {"candidates": len(candidates), "picked": picked}))
@@ -326,7 +329,7 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
 async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
     """Stages 1–4 with a model, overlapped: fetch the first round while follow-ups are planned.
 
-    The planner's first queries are searched and ranked (one select call each), and
+    The planner's first queries are searched and ranked (one select call), and
     those candidates are fetched and summarised while the model writes its follow-up
     queries and they are searched and ranked; the fuller ranking then orders what is
     not fetched yet (and the pages kept). The plan is complete before this returns, so

@@ -1,11 +1,16 @@
 """Stage 3 with a model, select: the model picks the results worth reading.
 
-For each query the model sees that query's hits (title, URL, snippet), numbered,
-and picks at most :data:`PICKS_PER_QUERY` of them, best first (MetaGPT's
-COLLECT_AND_RANKURLS). The picks are then merged with the quality ranking of
-:func:`sleuth.rank.rank`, which both pipelines share:
+One call per round of queries (the planner's first queries, then its follow-ups):
+the model sees the question, the round's queries and the round's results (title, URL,
+snippet), each result once however many queries found it, numbered in the quality
+ranking's order, and picks at most :data:`PICKS_PER_CALL` of them, best first. A
+result an earlier call of the run showed is not shown again. (MetaGPT's
+COLLECT_AND_RANKURLS asks once per query, and related queries find mostly the same
+pages: on the bench, 64 results per run, 20–23 of them distinct.) The picks are then
+merged with the quality ranking of :func:`sleuth.rank.rank`, which both pipelines
+share:
 
-* picked candidates come first, ordered by how many queries picked them, then by
+* picked candidates come first, ordered by how many queries found them, then by
   their quality-ranking score;
 * every other candidate follows in quality-ranking order, as reserves for pages
   that cannot be fetched;
@@ -13,14 +18,12 @@ COLLECT_AND_RANKURLS). The picks are then merged with the quality ranking of
   registered domain, as in the quality ranking), so a page several queries want
   is fetched once.
 
-A query whose reply picks nothing usable leaves its order to the quality ranking,
+A round whose reply picks nothing usable leaves its order to the quality ranking,
 and the reason is recorded.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from typing import TYPE_CHECKING
 
 from sleuth.llm.errors import LLMAuthError, LLMError
@@ -32,47 +35,68 @@ from sleuth.urls import canonicalize
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["PICKS_PER_QUERY", "merge_picks", "select_candidates"]
+__all__ = ["PICKS_PER_CALL", "merge_picks", "select_candidates"]
 
-PICKS_PER_QUERY = 4
+PICKS_PER_CALL = 8
 SNIPPET_CHARS = 300
 
 
-def _results_block(hits: list[SearchHit]) -> str:
+def _results_block(candidates: list[Candidate]) -> str:
     lines = []
-    for n, hit in enumerate(hits, start=1):
-        snippet = " ".join(hit.snippet.split())[:SNIPPET_CHARS]
-        lines.append(f"{n}. {' '.join(hit.title.split())}\n   URL: {hit.url}\n   {snippet}")
+    for n, candidate in enumerate(candidates, start=1):
+        snippet = " ".join(candidate.snippet.split())[:SNIPPET_CHARS]
+        lines.append(f"{n}. {' '.join(candidate.title.split())}\n"
+                     f"   URL: {candidate.url}\n   {snippet}")
     return "\n".join(lines)
 
 
-async def _pick(llm: RunLLM, question: str, query: str, hits: list[SearchHit]) -> list[str]:
-    """Canonical URLs the model picked for ``query``, best first ([] when it picked none)."""
+async def _pick(llm: RunLLM, question: str, queries: list[str],
+                candidates: list[Candidate]) -> list[str]:
+    """Canonical URLs the model picked among ``candidates``, best first ([] for none)."""
     from sleuth.llm.run import reply_tokens
 
     reply = await llm.ask(
-        "select", stage="select", max_tokens=reply_tokens(30, llm.window("select")),
-        question=question, query=query, results=_results_block(hits), count=PICKS_PER_QUERY)
+        "select", stage="select", max_tokens=reply_tokens(40, llm.window("select")),
+        question=question, queries="\n".join(" ".join(q.split()) for q in queries),
+        results=_results_block(candidates), count=PICKS_PER_CALL)
     if is_empty_answer(reply.text):
         return []
-    picked = expect_indices(reply.text, len(hits), what="search results")[:PICKS_PER_QUERY]
-    return [canonicalize(hits[i - 1].url) for i in picked]
+    picked = expect_indices(reply.text, len(candidates), what="search results")
+    return [candidates[i - 1].canonical_url for i in picked[:PICKS_PER_CALL]]
 
 
-def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[list[str]],
+def _in_turn(queries: list[str], hits: list[SearchHit], ranked: list[Candidate],
+             seen: set[str]) -> list[Candidate]:
+    """The candidates these queries found and no call showed yet, each query's best in turn.
+
+    Each query's first result, then each one's second, and so on: every query's best
+    results are near the top of the list, not only the pages many queries found.
+    """
+    by_url = {c.canonical_url: c for c in ranked}
+    lists = [sorted((h for h in hits if h.query == q), key=lambda h: h.rank) for q in queries]
+    out: dict[str, Candidate] = {}
+    for turn in range(max((len(found) for found in lists), default=0)):
+        for found in lists:
+            url = canonicalize(found[turn].url) if turn < len(found) else ""
+            if url in by_url and url not in seen and url not in out:
+                out[url] = by_url[url]
+    return list(out.values())
+
+
+def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[str],
                 rules: tuple[QualityRule, ...] | None = None) -> list[Candidate]:
-    """Picked candidates first (most votes, then score), then the quality ranking's rest.
+    """Picked candidates first, in the order picked, then the quality ranking's rest.
 
-    ``picks`` holds one list of canonical URLs per query. The picked candidates are
-    ranked among themselves with :func:`rank` over all their hits, so their scores
-    and one-per-domain rule are the quality ranking's; a picked URL therefore wins
+    ``picks`` holds canonical URLs, best first (a URL picked twice counts at its first
+    place). The picked candidates are built with :func:`rank` over all their hits, so
+    their one-per-domain rule is the quality ranking's; a picked URL therefore wins
     its domain over an unpicked one.
     """
-    votes = Counter(url for chosen in picks for url in dict.fromkeys(chosen))
-    if not votes:
+    order = {url: n for n, url in enumerate(dict.fromkeys(picks))}
+    if not order:
         return ranked
-    picked = rank([h for h in hits if canonicalize(h.url) in votes], rules)
-    picked.sort(key=lambda c: (-votes[c.canonical_url], -c.score, c.canonical_url))
+    picked = rank([h for h in hits if canonicalize(h.url) in order], rules)
+    picked.sort(key=lambda c: order[c.canonical_url])
     urls = {c.canonical_url for c in picked}
     domains = {c.domain for c in picked}
     rest = [c for c in ranked if c.canonical_url not in urls and c.domain not in domains]
@@ -81,35 +105,35 @@ def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[list
 
 async def select_candidates(llm: RunLLM, question: str, queries: list[str],
                             hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None,
-                            *, picked: dict[str, list[str]] | None = None
-                            ) -> tuple[list[Candidate], int]:
+                            *, picked: dict[str, list[str]] | None = None,
+                            shown: set[str] | None = None) -> tuple[list[Candidate], int]:
     """Candidates in fetch order, and how many of them the model picked.
 
-    One select call per query that has hits, run concurrently (the client bounds
-    how many are in flight). ``picked`` holds the picks of queries already asked
-    (query → canonical URLs): they are not asked again, and new picks are added.
+    One select call for the queries not asked about yet, over their results that no
+    earlier call showed. ``picked`` holds the picks so far (each query asked → its
+    round's picks, best first) and ``shown`` the canonical URLs already shown; both
+    are updated, so a later round asks only about what is new.
     """
     ranked = rank(hits, rules)
-    by_query = {q: [h for h in hits if h.query == q] for q in dict.fromkeys(queries)}
-    asked = [(q, found) for q, found in by_query.items() if found]
-    if not asked or not llm.usable:
-        return ranked, 0
     known = picked if picked is not None else {}
-    todo = [(q, found) for q, found in asked if q not in known]
-    replies = await asyncio.gather(*(_pick(llm, question, q, found) for q, found in todo),
-                                   return_exceptions=True)
-    picks: list[list[str]] = [known[q] for q, _ in asked if q in known]
-    for (query, _found), reply in zip(todo, replies, strict=True):
-        if isinstance(reply, list):
-            known[query] = reply
-        if isinstance(reply, LLMAuthError):
-            raise reply
-        if isinstance(reply, LLMError):
-            llm.fell_back("select", reply, "the quality ranking ordered those results")
-        elif isinstance(reply, BaseException):
-            raise reply
+    seen = shown if shown is not None else set()
+    todo = [q for q in dict.fromkeys(queries)
+            if q not in known and any(h.query == q for h in hits)]
+    if not llm.usable or not (todo or known):
+        return ranked, 0
+    if todo:
+        fresh = _in_turn(todo, hits, ranked, seen)
+        try:
+            chosen = await _pick(llm, question, todo, fresh) if fresh else []
+        except LLMAuthError:
+            raise
+        except LLMError as exc:
+            llm.fell_back("select", exc, "the quality ranking ordered those results")
         else:
-            picks.append(reply)
+            seen.update(c.canonical_url for c in fresh)
+            known.update(dict.fromkeys(todo, chosen))
+    # Round by round, each in the order the model gave: the first round's picks are
+    # what the question needs most, the follow-ups' fill its gaps.
+    picks = [url for urls in known.values() for url in urls]
     merged = merge_picks(ranked, hits, picks, rules)
-    chosen = len({url for chosen in picks for url in chosen} & {c.canonical_url for c in merged})
-    return merged, chosen
+    return merged, len(set(picks) & {c.canonical_url for c in merged})

@@ -37,7 +37,7 @@ from sleuth.models import Report
 from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import RecordedRequest, ScriptedLLM
-from sleuth.testing.researcher import MARKERS, ScriptedResearcher
+from sleuth.testing.researcher import MARKERS, ScriptedResearcher, _content_words, section
 
 MODEL = "scripted-model"
 MARK = "INJECTED-7F3A"
@@ -76,8 +76,20 @@ class ObedientResearcher(ScriptedResearcher):
 
     Its replies are those of ScriptedResearcher for the page without the injection, so a
     run over poisoned pages and one over clean pages get the same answers; any difference
-    in what sleuth then does comes from sleuth acting on page text.
+    in what sleuth then does comes from sleuth acting on page text. Of the search
+    results it picks only those that share a word with the question, as the prompt
+    asks, not the first few whatever they are: a follow-up round's off-topic picks
+    would otherwise reorder what is fetched depending on when that ranking arrives.
     """
+
+    def select(self, body: dict[str, Any]) -> str:
+        prompt = str(body["messages"][-1]["content"])
+        words = lambda text: {w.lower() for w in _content_words(text)}  # noqa: E731
+        asked = words(section(prompt, "QUESTION"))
+        items = re.split(r"^(?=\d+\. )", section(prompt, "RESULTS"), flags=re.MULTILINE)
+        chosen = [n for n, item in enumerate((i for i in items if i.strip()), start=1)
+                  if asked & words(item)]
+        return json.dumps(chosen[:self.picks])
 
     def summarize(self, body: dict[str, Any]) -> str:
         text = json.dumps(body)

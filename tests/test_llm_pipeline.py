@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import pytest
 from starlette.responses import JSONResponse, Response
 
@@ -99,11 +100,12 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
     assert (report["planner"], report["writer"]) == ("llm", "llm")
     assert not llm.unmatched
 
-    # MetaGPT's shape: plan, search, refine, select per query, summaries, one report.
+    # MetaGPT's shape, with one select call per round of queries instead of one per
+    # query: plan, search, select, refine, search, select, summaries, one report.
     stages = by_stage(llm)
     assert llm.requests[0].last_user.count(MARKERS["plan"]) == 1
     assert stages["plan"] == stages["refine"] == stages["report"] == 1
-    assert stages["select"] == len(report["queries"])
+    assert stages["select"] == 2 < len(report["queries"])
     assert stages["summarize"] >= len(report["sources"]) >= 3
     planned = re.search(r"\[.*\]", ScriptedResearcher().plan(llm.requests[0].body), re.S)
     assert planned is not None
@@ -119,13 +121,19 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
         assert f"[{n}] [{source['quality']}]" in report["markdown"].split("## Sources", 1)[1]
     assert f"[{len(report['sources']) + 1}]" not in report["markdown"]
 
-    # Several queries picked the same page; it was still fetched once.
-    picked: Counter[str] = Counter()
+    # Several queries found the same pages: each was shown to the model once, with
+    # every query of its round, and fetched once.
+    shown: Counter[str] = Counter()
     for request in llm.requests:
         if stage_of(request) == "select":
-            urls = re.findall(r"URL: (\S+)", section(request.last_user, "RESULTS"))
-            picked.update(urls[:4])
-    assert max(picked.values()) >= 2 and max(fetched.values()) == 1
+            shown.update(re.findall(r"URL: (\S+)", section(request.last_user, "RESULTS")))
+            assert len(section(request.last_user, "QUERIES").splitlines()) > 1
+    found: Counter[str] = Counter()
+    for query in report["queries"]:
+        reply = httpx.get(web.url("/search"), params={"q": query, "format": "json"})
+        found.update({hit["url"] for hit in reply.json()["results"][:8]})
+    assert max(found.values()) >= 3  # the same page under three queries or more
+    assert shown and max(shown.values()) == 1 and max(fetched.values()) == 1
 
     # Every call and its tokens are counted (ScriptedLLM reports words as tokens).
     stats = report["stats"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +19,7 @@ from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
 from sleuth.pipeline import gather_pages
 from sleuth.read import PageReader
-from sleuth.select import merge_picks
+from sleuth.select import merge_picks, select_candidates
 from sleuth.settings import load_settings
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import MARKERS, section
@@ -121,16 +122,47 @@ def candidate(url: str, score: float) -> Candidate:
                      score=score)
 
 
-def test_picks_come_first_by_votes_and_each_url_once() -> None:
+def test_picks_come_first_in_the_order_picked_and_each_url_once() -> None:
     a, b, c, d = (f"https://{x}.example/page" for x in "abcd")
     hits = [hit(a, "q1", 1), hit(b, "q1", 2), hit(c, "q2", 1), hit(b, "q2", 2),
             hit(d, "q2", 3), hit(b + "?utm_source=x", "q3", 1)]
     ranked = [candidate(a, 9), candidate(c, 8), candidate(b, 7), candidate(d, 1)]
-    merged = merge_picks(ranked, hits, [[canonicalize(d), canonicalize(b)],
-                                        [canonicalize(b)], []])
-    assert [m.url for m in merged] == [b, d, a, c]
-    assert merged[0].queries == ["q1", "q2", "q3"]  # one candidate for all its spellings
-    assert merge_picks(ranked, hits, [[], []]) == ranked
+    merged = merge_picks(ranked, hits, [canonicalize(d), canonicalize(b), canonicalize(d)])
+    assert [m.url for m in merged] == [d, b, a, c]
+    assert merged[1].queries == ["q1", "q2", "q3"]  # one candidate for all its spellings
+    assert merge_picks(ranked, hits, []) == ranked
+
+
+async def test_each_search_result_is_shown_to_the_model_once_per_run(
+        served: ScriptedLLM) -> None:
+    a, b, c, d = (f"https://{x}.example/page" for x in "abcd")
+    first = [hit(a, "q1", 1), hit(b, "q1", 2), hit(c, "q2", 1), hit(b, "q2", 2)]
+    served.fail(400)  # the first try fails: its results do not count as shown
+    served.add("[2]")
+    served.add("[1]")
+    picked: dict[str, list[str]] = {}
+    shown: set[str] = set()
+    config = LLMConfig(base_url=served.base_url, model="small")
+    async with LLMClient(config, sleep=lambda s: asyncio.sleep(0)) as client:
+        llm = RunLLM(client, question="q", language="English")
+
+        async def select(queries: list[str], hits: list[SearchHit]) -> list[str]:
+            ranked, _ = await select_candidates(llm, "q?", queries, hits,
+                                                picked=picked, shown=shown)
+            return [c.url for c in ranked]
+
+        assert await select(["q1", "q2"], first) == [b, a, c]  # the quality ranking
+        # One call for the round: each query's best in turn, b once for both queries.
+        assert await select(["q1", "q2"], first) == [c, b, a]
+        later = [*first, hit(b, "q3", 1), hit(d, "q3", 2)]
+        assert await select(["q1", "q2", "q3"], later) == [c, d, b, a]
+        # Nothing new to show: no call, same order.
+        assert await select(["q1", "q2", "q3", "q4"], [*later, hit(a, "q4", 1)]) == [c, d, b, a]
+    prompts = [r.last_user for r in served.requests]
+    assert len(prompts) == 3
+    assert [re.findall(r"URL: (\S+)", section(p, "RESULTS")) for p in prompts] == [
+        [a, c, b], [a, c, b], [d]]
+    assert [section(p, "QUERIES") for p in prompts] == ["q1\nq2", "q1\nq2", "q3"]
 
 
 # -- reading pages as they arrive -----------------------------------------------------------

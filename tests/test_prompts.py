@@ -14,7 +14,7 @@ from sleuth.llm.prompts import PROMPT_NAMES, load, placeholders, render, render_
 EXPECTED = {
     "plan": {"question", "count", "language", "today"},
     "refine": {"question", "queries", "results", "count", "language", "today"},
-    "select": {"question", "query", "results", "count"},
+    "select": {"question", "queries", "results", "count"},
     "summarize": {"question", "title", "url", "page", "words", "language"},
     "merge": {"question", "title", "url", "notes", "words", "language"},
     "report": {"question", "sources", "words", "language", "today"},
