@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from sleuth.llm.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_list, is_empty_answer
 from sleuth.models import Plan, SearchHit
+from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
@@ -102,6 +103,8 @@ FIRST_QUERIES = {1: 3, 2: 4, 3: 6}
 FOLLOW_UPS = {1: 0, 2: 4, 3: 6}
 #: Results per query shown to the model when it plans follow-ups.
 RESULTS_SHOWN = 5
+#: Listed under a query in the refine prompt whose results were all listed before.
+SAME_PAGES = "- (only pages listed above)"
 MAX_QUERY_CHARS = 200
 
 SearchFn = Callable[[list[str]], Awaitable[list[SearchHit]]]
@@ -143,9 +146,14 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
 
 
 def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget: int) -> str:
-    """Titles and snippets per query, as many as fit ``budget`` tokens, best-ranked first."""
+    """Titles and snippets per query, as many as fit ``budget`` tokens, best-ranked first.
+
+    A page several queries found is listed once, under the first query to reach it:
+    related queries find mostly the same pages, and a repeat tells the model nothing.
+    """
     by_query = {q: [h for h in hits if h.query == q][:RESULTS_SHOWN] for q in queries}
     chosen: dict[str, list[str]] = {q: [] for q in queries}
+    listed: set[str] = set()
     used = 0
     # Round-robin over queries, so a long answer to one query cannot crowd out the rest.
     for position in range(RESULTS_SHOWN):
@@ -153,14 +161,17 @@ def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget
             if position >= len(by_query[query]):
                 continue
             hit = by_query[query][position]
+            if canonicalize(hit.url) in listed:
+                continue
             line = f"- {' '.join(hit.title.split())}: {' '.join(hit.snippet.split())[:300]}"
             cost = llm.tokens(line, "refine") + 1
             if used + cost > budget:
                 continue
             used += cost
+            listed.add(canonicalize(hit.url))
             chosen[query].append(line)
-    return "\n\n".join(f"Query: {q}\n" + "\n".join(lines) for q, lines in chosen.items()
-                        if lines)
+    return "\n\n".join(f"Query: {q}\n" + "\n".join(lines or [SAME_PAGES])
+                        for q, lines in chosen.items() if by_query[q])
 
 
 async def _follow_ups(question: str, depth: int, llm: RunLLM, first: list[str],

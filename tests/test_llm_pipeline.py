@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response
 import sleuth
 from sleuth.cli import run
 from sleuth.models import Report
+from sleuth.plan import SAME_PAGES
 from sleuth.progress import Event
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import RecordedRequest, ScriptedLLM
@@ -134,6 +135,11 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
         found.update({hit["url"] for hit in reply.json()["results"][:8]})
     assert max(found.values()) >= 3  # the same page under three queries or more
     assert shown and max(shown.values()) == 1 and max(fetched.values()) == 1
+    # The refine prompt, too, lists each page once, under the first query to find it.
+    refine = next(r for r in llm.requests if stage_of(r) == "refine")
+    listed = [line for line in section(refine.last_user, "RESULTS").splitlines()
+              if line.startswith("- ") and line != SAME_PAGES]
+    assert listed and len(listed) == len(set(listed))
 
     # Every call and its tokens are counted (ScriptedLLM reports words as tokens).
     stats = report["stats"]
