@@ -280,7 +280,7 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
     """
     if ctx.llm is not None and ctx.reader is None:
-        ctx.reader = PageReader(ctx.llm, ctx.topic)
+        ctx.reader = PageReader(ctx.llm, ctx.topic, ctx.settings.read_tokens)
     session = ctx.session or StoreSession(ctx.settings)
     recorder = session.recorder
     if recorder is not None:
@@ -316,7 +316,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     """
     pages = gathered.pages
     if ctx.llm is not None:
-        ctx.reader = ctx.reader or PageReader(ctx.llm, ctx.topic)
+        ctx.reader = ctx.reader or PageReader(ctx.llm, ctx.topic,
+                                                     ctx.settings.read_tokens)
         pages, dropped = await ctx.reader.read_all(pages)
         ctx.failures += [Failure(url=c.url, reason=why, stage="read") for c, why in dropped]
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)

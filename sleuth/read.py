@@ -23,7 +23,7 @@ import asyncio
 import importlib
 import re
 import sys
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
@@ -108,6 +108,18 @@ def _tokens(texts: list[str]) -> list[list[str]]:
     return [list(t) for t in tokenized]
 
 
+def _by_relevance(passages: list[str], queries: list[str]) -> list[tuple[float, int]]:
+    """(BM25 score against ``queries``, index) of every passage, most relevant first."""
+    query = sorted({tok for toks in _tokens(queries) for tok in toks})
+    if not query:
+        return [(0.0, i) for i in range(len(passages))]
+    retriever = _bm25s().BM25()
+    retriever.index(_tokens(passages), show_progress=False)
+    scores = retriever.get_scores(query)
+    return sorted(((float(scores[i]), i) for i in range(len(passages))),
+                  key=lambda pair: (-pair[0], pair[1]))
+
+
 def best_passages(text: str, queries: list[str], k: int) -> list[str]:
     """The ``k`` passages of ``text`` most relevant to ``queries``, in page order.
 
@@ -117,20 +129,40 @@ def best_passages(text: str, queries: list[str], k: int) -> list[str]:
     passages = split_passages(text)
     if len(passages) <= k:
         return passages
-    bm25s = _bm25s()
-    corpus = _tokens(passages)
-    query = sorted({tok for toks in _tokens(queries) for tok in toks})
-    if not query:
-        return passages[:k]
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    scores = retriever.get_scores(query)
-    ranked = sorted(range(len(passages)), key=lambda i: (-float(scores[i]), i))
-    chosen = [i for i in ranked[:k] if float(scores[i]) > 0]
+    chosen = [i for score, i in _by_relevance(passages, queries)[:k] if score > 0]
     if not chosen:
         return passages[:k]
     return [passages[i] for i in sorted(chosen)]
 
+
+def passages_within(text: str, queries: list[str], budget: int,
+                    count: Callable[[str], int]) -> str:
+    """``text`` itself if it fits ``budget`` tokens, else its most relevant passages that do.
+
+    The passages are kept in page order, with "[…]" where text was left out, so a
+    model reads them as excerpts. Passages that share no term with ``queries`` fill
+    what is left of the budget in page order.
+    """
+    if count(text) <= budget:
+        return text
+    passages = split_passages(text)
+    chosen: list[int] = []
+    used = 0
+    for _score, i in _by_relevance(passages, queries):
+        cost = count(passages[i]) + 2
+        if used + cost <= budget:
+            chosen.append(i)
+            used += cost
+    parts: list[str] = []
+    previous = -1
+    for i in sorted(chosen):
+        if i != previous + 1:
+            parts.append("[…]")
+        parts.append(passages[i])
+        previous = i
+    if previous < len(passages) - 1:
+        parts.append("[…]")
+    return "\n\n".join(parts)
 
 
 #: Words asked of the model per page summary (and per chunk note).
@@ -157,9 +189,11 @@ async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
 class PageReader:
     """Summaries of the pages of one run, made with the summary model as pages arrive."""
 
-    def __init__(self, llm: RunLLM, question: str) -> None:
+    def __init__(self, llm: RunLLM, question: str, read_tokens: int = 0) -> None:
         self.llm = llm
         self.question = question
+        #: A page longer than this is read as its most relevant passages (0: whole).
+        self.read_tokens = read_tokens
         self.summaries: dict[str, str] = {}
         self.judged: set[str] = set()
         self.cap: int | None = None  # chunk budget learned from a context overflow
@@ -220,7 +254,12 @@ class PageReader:
                                                            **values), reply)
         if self.cap is not None:
             budget = min(budget, self.cap)
-        chunks = chunk_text(page.text, budget, model=llm.model_for("summarize"))
+        text = page.text
+        if self.read_tokens:
+            # Tokens buy evidence: a long page's passages about the question, not all of it.
+            text = passages_within(text, [self.question], self.read_tokens,
+                                   lambda t: llm.tokens(t, "summarize"))
+        chunks = chunk_text(text, budget, model=llm.model_for("summarize"))
         notes = [note for found in await _all(self._chunk(c, budget, reply, values)
                                                for c in chunks) for note in found]
         if not notes:

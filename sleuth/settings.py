@@ -256,6 +256,13 @@ class Settings(BaseModel):
         description="Model context in tokens; overrides sleuth's table.",
         json_schema_extra=_meta("--context-window", "SLEUTH_CONTEXT_WINDOW"),
     )
+    read_tokens: int = Field(
+        2500,
+        ge=0,
+        description="Tokens of a page the model reads: a longer page is read as its passages "
+                    "most relevant to the question; 0 reads every page whole.",
+        json_schema_extra=_meta("--read-tokens", "SLEUTH_READ_TOKENS"),
+    )
     llm_concurrency: int = Field(
         8,
         ge=1,

@@ -18,7 +18,7 @@ from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
 from sleuth.pipeline import gather_pages
-from sleuth.read import PageReader
+from sleuth.read import PageReader, passages_within
 from sleuth.select import merge_picks, select_candidates
 from sleuth.settings import load_settings
 from sleuth.testing.llm import ScriptedLLM
@@ -305,6 +305,42 @@ async def test_long_pages_are_chunked_and_irrelevant_chunks_dropped(served: Scri
     merged = section(next(r for r in served.requests if MARKERS["merge"] in r.last_user)
                      .last_user, "NOTES")
     assert merged.count("PKCE binds codes.") == len(chunks) - 1  # the irrelevant one is gone
+
+
+async def test_a_long_page_is_read_as_its_passages_about_the_question(
+        served: ScriptedLLM) -> None:
+    filler = [f"Section {i} describes the weather in harbour town number {i}. " * 10
+              for i in range(60)]
+    answer = ("PKCE protects the authorization code: the client sends a hash of a "
+              "verifier first and the verifier itself when it redeems the code. ") * 2
+    text = "\n\n".join([*filler[:31], answer, *filler[31:]])
+    served.add("PKCE binds the code to a verifier.", contains=MARKERS["summarize"], times=None)
+    served.add("PKCE binds the code to a verifier.", contains=MARKERS["merge"], times=None)
+    async with run_llm(served).client as client:
+        llm = RunLLM(client, question="How does PKCE protect the authorization code?",
+                     language="English")
+        whole = await PageReader(llm, "How does PKCE protect the code?").summarise(
+            page("https://p.example/", text))
+        excerpt = await PageReader(llm, "How does PKCE protect the code?", 400).summarise(
+            page("https://p.example/", text))
+    assert whole == excerpt == "PKCE binds the code to a verifier."
+    sent = [section(r.last_user, "PAGE") for r in served.requests
+            if MARKERS["summarize"] in r.last_user]
+    # Whole: every chunk of the ~6,000-word page, one call each. Excerpt: one call with
+    # the passage that answers, within the budget, and the gaps marked.
+    *chunks, excerpt_sent = sent
+    assert len(chunks) > 1 and sum(len(c.split()) for c in chunks) > 5000
+    assert answer.strip() in excerpt_sent and len(excerpt_sent.split()) < 400
+    assert "[…]" in excerpt_sent and not any("[…]" in c for c in chunks)
+
+
+def test_a_page_that_fits_is_read_whole() -> None:
+    weather = "The weather today is mild with light winds from the west. " * 5
+    pkce = "PKCE binds the authorization code to a secret verifier the client keeps. " * 4
+    text = f"{weather}\n\n{pkce}\n\n{weather}"
+    words = lambda t: len(t.split())  # noqa: E731
+    assert passages_within(text, ["PKCE"], 200, words) == text
+    assert passages_within(text, ["PKCE"], 60, words) == f"[…]\n\n{pkce.strip()}\n\n[…]"
 
 
 async def test_an_overflow_that_halving_cannot_fix_falls_back(served: ScriptedLLM) -> None:
