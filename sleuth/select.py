@@ -2,16 +2,15 @@
 
 One call per round of queries (the planner's first queries, then its follow-ups):
 the model sees the question, the round's queries and the round's results (title, URL,
-snippet), each result once however many queries found it, numbered in the quality
-ranking's order, and picks at most :data:`PICKS_PER_CALL` of them, best first. A
+snippet), each result once however many queries found it, numbered in turn from each
+query's best, and picks at most :data:`PICKS_PER_CALL` of them, best first. A
 result an earlier call of the run showed is not shown again. (MetaGPT's
 COLLECT_AND_RANKURLS asks once per query, and related queries find mostly the same
 pages: on the bench, 64 results per run, 20–23 of them distinct.) The picks are then
 merged with the quality ranking of :func:`sleuth.rank.rank`, which both pipelines
 share:
 
-* picked candidates come first, ordered by how many queries found them, then by
-  their quality-ranking score;
+* picked candidates come first, round by round, each in the order the model gave;
 * every other candidate follows in quality-ranking order, as reserves for pages
   that cannot be fetched;
 * candidates are de-duplicated across queries by canonical URL (and one per

@@ -410,6 +410,14 @@ class Settings(BaseModel):
                 raise ValueError(str(exc).removeprefix("invalid duration ")) from None
         return value
 
+    @field_validator("read_tokens")
+    @classmethod
+    def _read_tokens(cls, value: int) -> int:
+        # A passage is up to 600 characters: a smaller budget could hold none of them.
+        if 0 < value < 256:
+            raise ValueError("must be 0 (read pages whole) or at least 256")
+        return value
+
     @field_validator("searxng_url", "base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:

@@ -18,6 +18,7 @@ from sleuth.cli import run
     (["--depth", "7", "q"], "invalid value for --depth"),
     (["--depth", "two", "q"], "invalid value for --depth"),
     (["--max-sources", "0", "q"], "invalid value for --max-sources"),
+    (["--read-tokens", "100", "q"], "--read-tokens: must be 0 (read pages whole) or at least 256"),
     (["--search", "nosuch", "q"], "unknown search provider 'nosuch'"),
     (["--search", "serper", "q"], "SERPER_API_KEY"),
     (["--search", "searxng", "q"], "searxng"),
