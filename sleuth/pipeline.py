@@ -100,7 +100,8 @@ class RunContext:
     session: StoreSession | None = None
     cached_fetches: int = 0
     report: Report | None = None
-    #: The model's picks per query ranked so far (canonical URLs), so none is asked twice.
+    #: Each query the model was asked about → its round's picks (canonical URLs, best
+    #: first), so none is asked about twice.
     picks: dict[str, list[str]] = field(default_factory=dict)
     #: The search results shown to the model so far (canonical URLs): each is shown once.
     shown: set[str] = field(default_factory=set)
@@ -316,8 +317,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     """
     pages = gathered.pages
     if ctx.llm is not None:
-        ctx.reader = ctx.reader or PageReader(ctx.llm, ctx.topic,
-                                                     ctx.settings.read_tokens)
+        if ctx.reader is None:
+            ctx.reader = PageReader(ctx.llm, ctx.topic, ctx.settings.read_tokens)
         pages, dropped = await ctx.reader.read_all(pages)
         ctx.failures += [Failure(url=c.url, reason=why, stage="read") for c, why in dropped]
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
