@@ -57,8 +57,12 @@ def _sentences_to_windows(paragraph: str) -> list[str]:
     return [piece[i:i + MAX_PASSAGE] for piece in out for i in range(0, len(piece), MAX_PASSAGE)]
 
 
-def split_passages(text: str) -> list[str]:
-    """Paragraph-sized passages of ``text``, each at most MAX_PASSAGE characters."""
+def split_passages(text: str, joiner: str = " ") -> list[str]:
+    """Paragraph-sized passages of ``text``, each at most MAX_PASSAGE characters.
+
+    Short lines are joined to the next with ``joiner`` (a space: one passage to quote;
+    a newline: lines kept, for a model to read a list or a table as such).
+    """
     passages: list[str] = []
     pending = ""
     for raw in text.split("\n"):
@@ -71,9 +75,12 @@ def split_passages(text: str) -> list[str]:
                 pending = ""
             passages.extend(_sentences_to_windows(paragraph))
             continue
-        pending = f"{pending} {paragraph}".strip()
+        if pending and len(pending) + len(joiner) + len(paragraph) > MAX_PASSAGE:
+            passages.append(pending)  # short, but joining would cut the paragraph's end
+            pending = ""
+        pending = f"{pending}{joiner}{paragraph}" if pending else paragraph
         if len(pending) >= MIN_PASSAGE:
-            passages.append(pending[:MAX_PASSAGE])
+            passages.append(pending)
             pending = ""
     if pending:
         passages.append(pending)
@@ -139,13 +146,13 @@ def passages_within(text: str, queries: list[str], budget: int,
                     count: Callable[[str], int]) -> str:
     """``text`` itself if it fits ``budget`` tokens, else its most relevant passages that do.
 
-    The passages are kept in page order, with "[…]" where text was left out, so a
-    model reads them as excerpts. Passages that share no term with ``queries`` fill
-    what is left of the budget in page order.
+    The passages are kept in page order, their lines as they were, with "[…]" where
+    text was left out, so a model reads them as excerpts. Passages that share no term
+    with ``queries`` fill what is left of the budget in page order.
     """
     if count(text) <= budget:
         return text
-    passages = split_passages(text)
+    passages = split_passages(text, "\n")
     chosen: list[int] = []
     used = 0
     for _score, i in _by_relevance(passages, queries):
@@ -162,7 +169,7 @@ def passages_within(text: str, queries: list[str], budget: int,
         previous = i
     if previous < len(passages) - 1:
         parts.append("[…]")
-    return "\n\n".join(parts)
+    return "\n".join(parts)
 
 
 #: Words asked of the model per page summary (and per chunk note).
@@ -255,10 +262,12 @@ class PageReader:
         if self.cap is not None:
             budget = min(budget, self.cap)
         text = page.text
-        if self.read_tokens:
+        if self.read_tokens and llm.tokens(text, "summarize") > self.read_tokens:
             # Tokens buy evidence: a long page's passages about the question, not all of it.
-            text = passages_within(text, [self.question], self.read_tokens,
-                                   lambda t: llm.tokens(t, "summarize"))
+            # In a thread: the first call imports bm25s (~0.2 s), while pages download.
+            text = await asyncio.to_thread(passages_within, text, [self.question],
+                                           self.read_tokens,
+                                           lambda t: llm.tokens(t, "summarize"))
         chunks = chunk_text(text, budget, model=llm.model_for("summarize"))
         notes = [note for found in await _all(self._chunk(c, budget, reply, values)
                                                for c in chunks) for note in found]

@@ -152,7 +152,9 @@ def test_page_text_reaches_the_model_only_as_data(web: OfflineWeb, llm: Scripted
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     poison_pages(monkeypatch)
     ObedientResearcher().install(llm)
-    report = research(web, web.topics[0].question, max_sources=3)
+    # Pages read whole (not as their passages about the question, the default for long
+    # ones), so the injection arrives as the page wrote it.
+    report = research(web, web.topics[0].question, max_sources=3, read_tokens=0)
     assert report.sources and report.writer == "llm"
     # A long page is read in chunks; the injection sits in its last one.
     summarize = [r for r in llm.requests if stage_of(r) == "summarize" and MARK in r.last_user]
@@ -174,6 +176,10 @@ def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
     question = web.topics[1].question
     runs = []
     dirty_requests: list[RecordedRequest] = []
+    # A warm-up run first: the first research of a process imports libraries as it
+    # goes, which shifts what is still downloading when enough pages are read.
+    ObedientResearcher().install(llm)
+    research(web, question, max_sources=3)
     for poisoned in (False, True, False):
         with monkeypatch.context() as patch:
             if poisoned:

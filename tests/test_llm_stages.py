@@ -340,7 +340,7 @@ def test_a_page_that_fits_is_read_whole() -> None:
     text = f"{weather}\n\n{pkce}\n\n{weather}"
     words = lambda t: len(t.split())  # noqa: E731
     assert passages_within(text, ["PKCE"], 200, words) == text
-    assert passages_within(text, ["PKCE"], 60, words) == f"[…]\n\n{pkce.strip()}\n\n[…]"
+    assert passages_within(text, ["PKCE"], 60, words) == f"[…]\n{pkce.strip()}\n[…]"
 
 
 async def test_an_overflow_that_halving_cannot_fix_falls_back(served: ScriptedLLM) -> None:

@@ -74,6 +74,12 @@ def test_long_paragraphs_are_cut_at_sentences() -> None:
     assert all(p.endswith(".") for p in parts[:-1])
 
 
+def test_a_short_line_never_costs_the_next_paragraph_its_end() -> None:
+    paragraph = "Tokens expire after an hour. " * 19 + "The refresh token lasts a week."
+    parts = split_passages(f"Updated today at noon.\n{paragraph}")  # 605 characters
+    assert parts == ["Updated today at noon.", " ".join(paragraph.split())]
+
+
 def test_confidence_follows_grip_counting_only_read_sources() -> None:
     assert confidence([])[0] == "LOW"
     assert confidence([source(1, Quality.PRIMARY, 5)])[0] == "MEDIUM"
