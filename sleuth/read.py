@@ -262,9 +262,10 @@ class PageReader:
         if self.cap is not None:
             budget = min(budget, self.cap)
         text = page.text
-        if self.read_tokens and llm.tokens(text, "summarize") > self.read_tokens:
+        if self.read_tokens:
             # Tokens buy evidence: a long page's passages about the question, not all of it.
-            # In a thread: the first call imports bm25s (~0.2 s), while pages download.
+            # In a thread: counting a page's tokens, and the first long page's bm25s
+            # import (~0.2 s), would otherwise hold up the pages still downloading.
             text = await asyncio.to_thread(passages_within, text, [self.question],
                                            self.read_tokens,
                                            lambda t: llm.tokens(t, "summarize"))
