@@ -161,14 +161,15 @@ def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget
             if position >= len(by_query[query]):
                 continue
             hit = by_query[query][position]
-            if canonicalize(hit.url) in listed:
+            url = canonicalize(hit.url)
+            if url in listed:
                 continue
             line = f"- {' '.join(hit.title.split())}: {' '.join(hit.snippet.split())[:300]}"
             cost = llm.tokens(line, "refine") + 1
             if used + cost > budget:
                 continue
             used += cost
-            listed.add(canonicalize(hit.url))
+            listed.add(url)
             chosen[query].append(line)
     return "\n\n".join(f"Query: {q}\n" + "\n".join(lines or [SAME_PAGES])
                         for q, lines in chosen.items() if by_query[q])
