@@ -111,6 +111,12 @@ class RunContext:
         """The store's LLM reply cache (for ``LLMClient(cache=...)``); None without a store."""
         return self.session.reply_cache if self.session is not None else None
 
+    def page_reader(self) -> PageReader | None:
+        """The run's page reader (made on first use); None without a model."""
+        if self.llm is not None and self.reader is None:
+            self.reader = PageReader(self.llm, self.topic, self.settings.read_tokens)
+        return self.reader
+
     def record(self, stage: str, payload: Any) -> None:
         """Append one stage output to the run record, as it happens (no-op without a store)."""
         if self.session is not None and self.session.recorder is not None:
@@ -280,16 +286,15 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
     ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
     """
-    if ctx.llm is not None and ctx.reader is None:
-        ctx.reader = PageReader(ctx.llm, ctx.topic, ctx.settings.read_tokens)
+    reader = ctx.page_reader()
     session = ctx.session or StoreSession(ctx.settings)
     recorder = session.recorder
     if recorder is not None:
         recorder.ranking(candidates)
     known = await session.fresh_results(candidates)
-    accept: PageCheck | None = ctx.reader.judge if ctx.reader else None
-    if accept is not None and ctx.reader is not None and recorder is not None:
-        accept = recorder.summaries(accept, ctx.reader.summaries)
+    accept: PageCheck | None = reader.judge if reader else None
+    if accept is not None and reader is not None and recorder is not None:
+        accept = recorder.summaries(accept, reader.summaries)
     async with Fetcher(ctx.settings, cache=session.page_cache,
                        documents=session.documents) as fetcher:
         gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
@@ -316,14 +321,13 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     arrived another way), and pages with nothing relevant are left out.
     """
     pages = gathered.pages
-    if ctx.llm is not None:
-        if ctx.reader is None:
-            ctx.reader = PageReader(ctx.llm, ctx.topic, ctx.settings.read_tokens)
-        pages, dropped = await ctx.reader.read_all(pages)
+    reader = ctx.page_reader()
+    if reader is not None:
+        pages, dropped = await reader.read_all(pages)
         ctx.failures += [Failure(url=c.url, reason=why, stage="read") for c, why in dropped]
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
-    if ctx.reader is not None:
-        sources = ctx.reader.apply(sources, pages)
+    if reader is not None:
+        sources = reader.apply(sources, pages)
     ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
     return sources
 
