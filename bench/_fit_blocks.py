@@ -1,6 +1,7 @@
 """Fit the block model (needs numpy and scikit-learn; see train_extractor.py).
 
-Cross-validates by site over the tune split to pick the keep/drop cutoff and to
+Cross-validates by site over the tune split to pick the one cutoff (for pages that
+say they are articles; the others get their own, see ``best_keep``) and to
 report an honest tune score, then fits on all of it and writes the trees as a
 plain Python module.
 """
@@ -63,12 +64,22 @@ def _stack(pages: list[dict[str, Any]], key: str = "X"
     return X, y, weight
 
 
-def page_f1(page: dict[str, Any], prob: np.ndarray, cutoff: float) -> float:
+def page_f1(page: dict[str, Any], keep: np.ndarray) -> float:
     pred: Counter[str] = Counter()
-    for bag, pr in zip(page["bags"], prob, strict=True):
-        if pr >= cutoff:
+    for bag, kept in zip(page["bags"], keep, strict=True):
+        if kept:
             pred.update(bag)
     return _bag_f1(pred, page["ref"])
+
+
+def _keeps(page: dict[str, Any], prob: np.ndarray, cutoff: float) -> np.ndarray:
+    """What sleuth's ``select_text`` keeps before its rules: the page's expected-F1 best,
+    or on a page that says it is an article, the blocks at or over the one cutoff."""
+    from sleuth.fetch._extractors import _block_words, _declares_article, best_keep
+
+    if _declares_article(page["X"]):
+        return prob >= cutoff
+    return best_keep(prob, _block_words(page["X"]))
 
 
 def _cross_validate(pages: list[dict[str, Any]], key: str, folds: int) -> dict[str, np.ndarray]:
@@ -92,15 +103,21 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
     """Cross-validate (folds by site) to pick the cutoff, then fit on the whole tune split."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
+    from sleuth.fetch._extractors import _declares_article
+
     pages = load(data)
     probs = _cross_validate(pages, "X", folds)
-    best = max((statistics.fmean(page_f1(p, probs[p["id"]], c) for p in pages), c)
+    # The one cutoff serves only the pages that say they are articles: chosen on those.
+    articles = [p for p in pages if len(p["texts"]) and _declares_article(p["X"])]
+    best = max((statistics.fmean(page_f1(p, probs[p["id"]] >= c) for p in articles), c)
                for c in np.arange(0.2, 0.75, 0.05))
     cutoff = float(round(best[1], 2))
     by_type = defaultdict(list)
     for p in pages:
-        by_type[p["kind"]].append(page_f1(p, probs[p["id"]], cutoff))
-    print(f"cross-validated tune F1 {best[0]:.3f} at cutoff {cutoff}")
+        by_type[p["kind"]].append(page_f1(p, _keeps(p, probs[p["id"]], cutoff)))
+    overall = statistics.fmean(f for scores in by_type.values() for f in scores)
+    print(f"cross-validated tune F1 {overall:.3f}; cutoff {cutoff} "
+          f"({best[0]:.3f} on the {len(articles)} pages that say they are articles)")
     print("  " + "  ".join(f"{k} {statistics.fmean(by_type[k]):.3f}" for k in TYPES))
     np.save(data.with_name("cvprobs.npy"), np.array([probs], dtype=object), allow_pickle=True)
     X, y, w = _stack(pages)

@@ -6,8 +6,9 @@ Two steps, so that training needs no dependency the project does not have:
     python bench/train_extractor.py fit        # any Python with scikit-learn: -> _block_model.py
 
 Only pages of the *tune* split (see ``bench/extraction.py``) are read; the held-out
-split stays unseen. A block's label is the share of its word trigrams (or, for
-blocks under three words, its word sequence) found in the page's ground truth.
+split stays unseen. A block's label is the share of its words that an in-order
+alignment of the whole page's words with the ground truth's words matches (see
+``block_labels``).
 WCXB is CC BY 4.0 (Murrough Foley, github.com/Murrough-Foley/web-content-extraction-benchmark);
 the shipped model is derived from it, with attribution in the model module.
 """
@@ -15,6 +16,7 @@ the shipped model is derived from it, with attribution in the model module.
 from __future__ import annotations
 
 import argparse
+import difflib
 import gzip
 import json
 import re
@@ -33,11 +35,32 @@ MODEL = Path(__file__).resolve().parents[1] / "sleuth" / "fetch" / "_block_model
 _WORD = re.compile(r"\w+")
 
 
-def _label(tokens: list[str], truth_grams: set[tuple[str, ...]], truth_text: str) -> float:
-    if len(tokens) >= 3:
-        grams = [tuple(tokens[i:i + 3]) for i in range(len(tokens) - 2)]
-        return sum(g in truth_grams for g in grams) / len(grams)
-    return float(f" {' '.join(tokens)} " in truth_text)
+def block_labels(texts: list[str], truth: str) -> list[float]:
+    """Each block's share of words that the ground truth holds *at that place*.
+
+    The page's words (block after block) and the truth's words are aligned in order
+    (difflib's longest matching runs, then the same left and right of each), and a
+    block's label is the share of its words inside a matched run. Labelling a block by
+    whether its words occur anywhere in the truth instead (the earlier way) called a
+    menu's "Men" or "Laces" main text on a product page whose description says
+    "men" and "laces", and taught the model to keep menus: with aligned labels the
+    oracle's choice of blocks scores 0.986 on held-out, not 0.953, and the trained
+    model 0.873, not 0.861 (bench/README.md).
+    """
+    tokens = [_WORD.findall(text.lower()) for text in texts]
+    page = [word for words in tokens for word in words]
+    matched = [False] * len(page)
+    truth_words = _WORD.findall(truth.lower())
+    if page and truth_words:
+        # autojunk off: frequent words ("the", a repeated "Add to cart") must still align.
+        runs = difflib.SequenceMatcher(None, page, truth_words, autojunk=False)
+        for start, _, size in runs.get_matching_blocks():
+            matched[start:start + size] = [True] * size
+    labels, at = [], 0
+    for words in tokens:
+        labels.append(sum(matched[at:at + len(words)]) / max(1, len(words)))
+        at += len(words)
+    return labels
 
 
 def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
@@ -51,11 +74,8 @@ def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
     if got is None:
         return {"X": [], "y": [], "texts": []}
     blocks, matrix = got[0], got[1]
-    truth_tokens = _WORD.findall(truth.lower())
-    grams = {tuple(truth_tokens[i:i + 3]) for i in range(len(truth_tokens) - 2)}
-    truth_text = f" {' '.join(truth_tokens)} "
     texts = [b.text for b in blocks]
-    labels = [_label(_WORD.findall(t.lower()), grams, truth_text) for t in texts]
+    labels = block_labels(texts, truth)
     return {"X": matrix.tolist(), "y": labels, "texts": texts}
 
 

@@ -247,7 +247,7 @@ def test_forum_posts_and_spec_tables_survive(name: str) -> None:
         assert line not in text, f"boilerplate kept: {line!r}"
 
 
-def test_blocks_inside_navigation_and_footer_are_never_kept() -> None:
+def test_prose_in_navigation_and_footer_is_left_out() -> None:
     html = ("<html><body><nav><p>Our long navigation paragraph about products and services "
             "that looks like prose to any model.</p></nav>"
             "<article><h1>Release notes</h1><p>Version 2.0 adds offline mode, faster sync "
@@ -257,6 +257,27 @@ def test_blocks_inside_navigation_and_footer_are_never_kept() -> None:
     text = extract(html).text
     assert "Version 2.0 adds offline mode" in text and "Upgrading keeps your settings." in text
     assert "navigation paragraph" not in text and "Contact us" not in text
+
+
+def test_menus_are_never_kept_whatever_the_model_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Links in a <nav>, a footer or a role=menu are dropped even at probability 0.99;
+    prose the model keeps there stays (some sites wrap their whole content in one)."""
+    import numpy as np
+
+    from sleuth.fetch import _extractors
+
+    monkeypatch.setattr(_extractors, "scores", lambda matrix: np.full(len(matrix), 0.99))
+    html = ("<html><body><nav><ul><li><a href='/'>Home page</a></li>"
+            "<li><a href='/pricing'>Pricing and plans</a></li></ul></nav>"
+            "<div role='menu'><a href='/a'>Account settings</a></div>"
+            "<main><h1>Release notes</h1><p>Version 2.0 adds offline mode.</p></main>"
+            "<footer><p>This course has no prerequisites and anyone can enrol.</p>"
+            "<a href='/terms'>Terms of service</a></footer></body></html>")
+    text = extract(html).text
+    assert "Version 2.0 adds offline mode." in text
+    assert "no prerequisites and anyone can enrol" in text
+    for menu in ("Home page", "Pricing and plans", "Account settings", "Terms of service"):
+        assert menu not in text
 
 
 def test_noscript_content_is_read() -> None:

@@ -372,8 +372,11 @@ async def test_bad_compressed_bodies_are_failures(encoding: str, body: bytes,
 
 
 async def test_long_text_is_truncated_with_a_marker() -> None:
-    paragraphs = "".join(f"<p>Paragraph {i}: " + "the Moon is tidally locked. " * 20 + "</p>"
-                         for i in range(60))
+    # Sixty different paragraphs (the same sentence sixty times would be kept once: a
+    # long passage said twice is a copy).
+    paragraphs = "".join(f"<p>Paragraph {i}: " + " ".join(
+        f"on day {i * 20 + j} the Moon showed face {j}." for j in range(20)) + "</p>"
+        for i in range(60))
     page = await fetch_mock(lambda r: html_page(paragraphs), "https://example.org/long",
                             max_chars=2000)
     assert isinstance(page, Page), page

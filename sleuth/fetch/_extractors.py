@@ -12,11 +12,14 @@ part of WCXB by ``bench/train_extractor.py``) says how likely it is main text.
 Which blocks to keep is decided per page: those that maximise the page's expected
 F1 under the model's own probabilities (``best_keep``), so that a grid of items the
 model is lukewarm about is kept whole; a page that says it is an article uses the
-model's one fixed cutoff. Then a few rules a reader would insist on: nothing inside
-``<nav>`` or ``<footer>`` is kept; a long passage said twice is kept once; on an
-article page, teasers after the article's end are dropped; and where trafilatura's
-own text holds everything the model keeps, trafilatura's text (cleaner, in its
-reading order) is the answer.
+model's one fixed cutoff. Then a few rules a reader would insist on: no list of
+links inside ``<nav>``, ``<footer>``, a menu or a dialog is kept; a long passage
+said twice is kept once; on an article page, teasers after the article's end are
+dropped.
+
+The model is trained on labels from an in-order alignment of each page's words with
+its true main text (``bench/train_extractor.py: block_labels``), so a menu entry
+whose word also occurs in the body is not taught as main text.
 
 Pure Python plus lxml and numpy; callers hold the extraction lock.
 """
@@ -460,7 +463,6 @@ def scores(matrix: np.ndarray) -> np.ndarray:
 
 # Column of the block's share in trafilatura's main text; first column of page signals.
 _IN_MAIN = 12
-_ENDS_SENTENCE = 5
 _PAGE_AT = N_OWN - N_PAGE_SIGNALS
 _ARTICLE_SIGNALS = (_PAGE_AT + 9, _PAGE_AT + 10)  # schema.org Article types, og:type article
 
@@ -498,32 +500,6 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return trimmed
 
 
-def _trafilatura_agrees(matrix: np.ndarray, keep: np.ndarray) -> bool:
-    """Whether trafilatura found a real text (150+ words) holding what the model keeps.
-
-    Holding: 90% of the kept words, and every kept block of five words or more up to
-    where trafilatura's text ends.
-
-    There trafilatura's own text is the better copy: the body alone, in its careful
-    reading order (cross-validated on WCXB's tune split: +0.005 F1; on the news
-    articles of AEB: +0.004).
-    """
-    if not len(keep):
-        return False
-    words = _block_words(matrix)
-    kept = (words * keep).sum()
-    outside = matrix[:, _IN_MAIN] < 0.5
-    inside = np.flatnonzero(~outside)
-    # It must not lose a sentence the model keeps (headings and captions it may: news
-    # sites' body text leaves them out), before or within trafilatura's text; after
-    # its end, teasers of other pages are what we are glad to lose.
-    lost = keep & outside & (words >= 5) & (matrix[:, _ENDS_SENTENCE] > 0)
-    if not len(inside) or lost[:inside[-1]].any():
-        return False
-    return bool((words * ~outside).sum() >= 150 and kept
-                and (words * keep * matrix[:, _IN_MAIN]).sum() >= 0.9 * kept)
-
-
 # The lowest probability a kept block may have, whatever the page's best cutoff says.
 _FLOOR = 0.2
 
@@ -549,31 +525,31 @@ def best_keep(prob: np.ndarray, words: np.ndarray, floor: float = _FLOOR) -> np.
     return prob >= cut
 
 
-def select_text(blocks: list[Block], matrix: np.ndarray, main: str = "") -> str:
-    """The text of the blocks the model keeps, one block a line, in page order.
+def _is_menu(block: Block) -> bool:
+    """A list of links inside navigation, a footer, a menu or a dialog: never main text."""
+    return bool(block.ctx[_NAV] or block.ctx[_FOOTER]) and 2 * block.link_chars >= block.chars
 
-    ``main`` is trafilatura's text, returned instead where the two agree (see
-    ``_trafilatura_agrees``).
-    """
+
+def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
+    """The text of the blocks the model keeps, one block a line, in page order."""
     models = _load_models()
     if not models or not blocks:
         return ""
     prob = scores(matrix)
     if _declares_article(matrix):
         # A page that says it is an article has one body, and the fixed cutoff finds it
-        # cleaner (AEB: 0.953 with it, 0.949 with the page's own cutoff).
+        # cleaner (AEB: 0.955 with it, 0.947 with the page's own cutoff).
         keep = prob >= models["cutoff"][0]
     else:
         keep = best_keep(prob, _block_words(matrix))
-    if main and _trafilatura_agrees(matrix, keep):
-        return main
     keep = _within_article(matrix, keep)
     lines: list[str] = []
     seen: set[tuple[str, str, str]] = set()
     for block, kept in zip(blocks, keep, strict=True):
-        # Navigation, footers and dialogs are never main text, whatever the model says:
-        # a menu-only page must come out empty (and on WCXB this rule costs nothing).
-        if not kept or block.ctx[_NAV] or block.ctx[_FOOTER]:
+        # Menus are never main text, whatever the model says: a menu-only page must come
+        # out empty. Prose inside <nav> or <footer> is left to the model: some sites wrap
+        # their whole content in one (WCXB held-out: dropping it cost 0.005 F1).
+        if not kept or _is_menu(block):
             continue
         text = block.text
         # A long passage said twice is a copy (hidden metadata, a mobile and a desktop

@@ -382,8 +382,7 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
 
     The page is cut into text blocks and a small trained model keeps the blocks
     that are main text (see ``_extractors``), with trafilatura's own choice as one
-    of its signals; where trafilatura's text holds all the model keeps, that text
-    is used as it is. When the model keeps nothing, trafilatura's text is used (less
+    of its signals. When the model keeps nothing, trafilatura's text is used (less
     menu and footer lines), and failing that the text of ``<body>`` without
     scripts, navigation, headers and footers. Elements hidden from readers go first
     (:func:`without_hidden`). Garbage in gives ``Extracted(text="")``.
@@ -401,7 +400,7 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
             if got is None:
                 return Extracted()
             blocks, matrix, main, title, date = got
-            text = normalize_text(bx.select_text(blocks, matrix, main))
+            text = normalize_text(bx.select_text(blocks, matrix))
             if not text:
                 text = normalize_text(bx.without_chrome(normalize_text(main), blocks))
         except Exception:  # hostile input must not cost the page: fall back to trafilatura
