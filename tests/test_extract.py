@@ -338,3 +338,22 @@ def test_each_page_gets_the_cutoff_that_suits_it() -> None:
 
     # Below the floor nothing is kept, however the rest of the page looks.
     assert not best_keep(np.array([0.15, 0.12]), np.array([50.0, 50.0])).any()
+
+
+def test_training_labels_follow_the_truth_in_page_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The block model's labels (bench/train_extractor.py): a menu entry whose word the
+    body also uses is not main text; the body is, and a line the truth says once is main
+    text once."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from bench.train_extractor import block_labels
+
+    texts = ["Men", "Women", "Laces", "Men's Wool Runner",
+             "Soft wool for men, with laces you can wash.", "Wash cold.",
+             "Socks", "Wash cold."]
+    truth = "Men's Wool Runner\nSoft wool for men, with laces you can wash.\nWash cold."
+    labels = block_labels(texts, truth)
+    assert labels[:3] == [0.0, 0.0, 0.0]
+    assert labels[3:6] == [1.0, 1.0, 1.0]
+    # The truth says "Wash cold." once: only its first place on the page is main text.
+    assert labels[6:] == [0.0, 0.0]
+    assert block_labels(["Anything"], "") == [0.0]
