@@ -72,16 +72,6 @@ def page_f1(page: dict[str, Any], keep: np.ndarray) -> float:
     return _bag_f1(pred, page["ref"])
 
 
-def _keeps(page: dict[str, Any], prob: np.ndarray, cutoff: float) -> np.ndarray:
-    """What sleuth's ``select_text`` keeps before its rules: the page's expected-F1 best,
-    or on a page that says it is an article, the blocks at or over the one cutoff."""
-    from sleuth.fetch._extractors import _block_words, _declares_article, best_keep
-
-    if _declares_article(page["X"]):
-        return prob >= cutoff
-    return best_keep(prob, _block_words(page["X"]))
-
-
 def _cross_validate(pages: list[dict[str, Any]], key: str, folds: int) -> dict[str, np.ndarray]:
     """Out-of-fold probabilities for every page (folds by site)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
@@ -103,7 +93,7 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
     """Cross-validate (folds by site) to pick the cutoff, then fit on the whole tune split."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
-    from sleuth.fetch._extractors import _declares_article
+    from sleuth.fetch._extractors import _declares_article, model_keeps
 
     pages = load(data)
     probs = _cross_validate(pages, "X", folds)
@@ -114,7 +104,7 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
     cutoff = float(round(best[1], 2))
     by_type = defaultdict(list)
     for p in pages:
-        by_type[p["kind"]].append(page_f1(p, _keeps(p, probs[p["id"]], cutoff)))
+        by_type[p["kind"]].append(page_f1(p, model_keeps(probs[p["id"]], p["X"], cutoff)))
     overall = statistics.fmean(f for scores in by_type.values() for f in scores)
     print(f"cross-validated tune F1 {overall:.3f}; cutoff {cutoff} "
           f"({best[0]:.3f} on the {len(articles)} pages that say they are articles)")
