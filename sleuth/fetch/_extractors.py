@@ -537,9 +537,14 @@ def model_keeps(prob: np.ndarray, matrix: np.ndarray, cutoff: float) -> np.ndarr
     return best_keep(prob, _block_words(matrix))
 
 
+def _in_chrome(block: Block) -> bool:
+    """Whether the block sits inside navigation, a footer, a menu or a dialog."""
+    return bool(block.ctx[_NAV] or block.ctx[_FOOTER])
+
+
 def _is_menu(block: Block) -> bool:
-    """A list of links inside navigation, a footer, a menu or a dialog: never main text."""
-    return bool(block.ctx[_NAV] or block.ctx[_FOOTER]) and 2 * block.link_chars >= block.chars
+    """A list of links inside the page's chrome: never main text."""
+    return _in_chrome(block) and 2 * block.link_chars >= block.chars
 
 
 def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
@@ -575,7 +580,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
 
 def without_chrome(text: str, blocks: list[Block]) -> str:
     """``text`` less the lines that are the text of a navigation, footer or dialog block."""
-    chrome = {block.text for block in blocks if block.ctx[_NAV] or block.ctx[_FOOTER]}
+    chrome = {block.text for block in blocks if _in_chrome(block)}
     if not chrome:
         return text
     return "\n".join(line for line in text.split("\n") if line.strip() not in chrome)
