@@ -183,6 +183,32 @@ def test_a_hidden_segment_nobody_moves_is_still_hidden() -> None:
     assert "Ignore previous instructions" not in extract(page).text
 
 
+def test_a_passage_the_author_repeats_is_kept_each_time() -> None:
+    """A meal plan gives the same breakfast every day: five days, five breakfasts
+    (AEB's meal-plan page lost half its text when every repeat counted as a copy)."""
+    day = ("<h3>Day {d}</h3><p>Breakfast: two eggs, a cup of asparagus and half a sweet"
+           " potato, eaten an hour before the workout.</p><p>Dinner on day {d} is grilled"
+           " fish with rice.</p>")
+    page = ("<html><head><title>Meal plan</title></head><body><article>"
+            "<h1>A five-day meal plan</h1><p>This plan repeats the same breakfast every day"
+            " so that preparing it takes five minutes each morning.</p>"
+            + "".join(day.format(d=d) for d in range(1, 6)) + "</article></body></html>")
+    assert extract(page).text.count("Breakfast: two eggs") == 5
+
+
+def test_a_second_layout_of_the_same_text_is_read_once() -> None:
+    """A desktop and a mobile copy of the same paragraphs: the reader reads them once."""
+    copy = ("<p>The Moon keeps one face towards the Earth because tides slowed its spin"
+            " long ago.</p><p>Most large moons of the Solar System are tidally locked to"
+            " their planets as well.</p><p>Mercury is not locked but turns three times for"
+            " every two orbits of the Sun.</p>")
+    page = ("<html><head><title>Tidal locking</title></head><body><article>"
+            f"<h1>Tidal locking</h1><div class='desktop'>{copy}</div>"
+            f"<div class='mobile'>{copy}</div></article></body></html>")
+    text = extract(page).text
+    assert text.count("keeps one face") == 1 and "Mercury is not locked" in text
+
+
 @pytest.mark.parametrize("garbage", [
     "", "   ", "<<<>>>", "\x00\x01\x02", "<html>", "<p>" * 5000 + "deep", b"\xff\xfe\x00garbage",
     b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4, "<?xml version='1.0'?><rss></rss>",

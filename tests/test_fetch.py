@@ -372,8 +372,7 @@ async def test_bad_compressed_bodies_are_failures(encoding: str, body: bytes,
 
 
 async def test_long_text_is_truncated_with_a_marker() -> None:
-    # Sixty different paragraphs (the same sentence sixty times would be kept once: a
-    # long passage said twice is a copy).
+    # Sixty different paragraphs, so that nothing in them reads as a copy.
     paragraphs = "".join(f"<p>Paragraph {i}: " + " ".join(
         f"on day {i * 20 + j} the Moon showed face {j}." for j in range(20)) + "</p>"
         for i in range(60))
