@@ -354,6 +354,48 @@ def test_menus_are_never_kept_whatever_the_model_says(monkeypatch: pytest.Monkey
         assert menu not in text
 
 
+def _news_page(after: str) -> str:
+    """A page that says it is a news article: a two-paragraph brief, then ``after``."""
+    ld = '{"@context": "https://schema.org", "@type": "NewsArticle", "headline": "Bridge"}'
+    brief = ("<div class='article-body'><p>The old river bridge reopened to traffic on"
+             " Wednesday after eight months of repairs to its steel deck, the city's transport"
+             " office said in a statement.</p><p>Engineers replaced forty corroded beams and"
+             " resurfaced the whole span; buses return to the route on Monday, and a weight"
+             " limit of twelve tonnes stays in place until the final inspection in spring."
+             "</p></div>")
+    return (f"<html><head><title>Bridge reopens</title><script type='application/ld+json'>"
+            f"{ld}</script></head><body><h1>Bridge reopens</h1>{brief}{after}"
+            "<footer><a href='/about'>About</a></footer></body></html>")
+
+
+def test_a_short_news_brief_loses_its_ticker_of_headlines() -> None:
+    """After a short article (AEB: a 79-word Jerusalem Post brief) the model rated a
+    ticker of headlines and dates at 0.4-0.6 and kept it: half the text was dates."""
+    ticker = "".join(
+        f"<div class='item'><div class='title'><a href='/n/{i}'>Council approves new budget"
+        f" for parks number {i}</a></div><ul><li>By CITY DESK</li>"
+        f"<li>11/{i + 1:02d}/2019 0{i % 9}:15 PM</li></ul></div>" for i in range(15))
+    text = extract(_news_page(f"<div class='latest'><h3>Latest news</h3>{ticker}</div>")).text
+    assert "forty corroded beams" in text
+    assert "Council approves" not in text and "/2019" not in text
+
+
+def test_after_a_short_article_what_the_model_is_sure_of_stays(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A list article whose intro alone trafilatura finds keeps its list (WCXB:
+    blog.resy.com's restaurants), when the model is sure of it."""
+    import numpy as np
+
+    from sleuth.fetch import _extractors
+
+    monkeypatch.setattr(_extractors, "scores", lambda matrix: np.full(len(matrix), 0.95))
+    entries = "".join(f"<h3>Stop {i}</h3><p>Ferry pier number {i} has a new waiting room.</p>"
+                      for i in range(1, 4))
+    text = extract(_news_page(entries)).text
+    assert "forty corroded beams" in text
+    assert "Ferry pier number 1" in text and "Ferry pier number 3" in text
+
+
 def test_noscript_content_is_read() -> None:
     """Discourse-style pages put the whole thread in <noscript> for readers without JS."""
     replies = ["Same here: the battery lasted four hours after the update.",
