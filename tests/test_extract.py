@@ -135,6 +135,14 @@ def test_a_hidden_wrapper_around_the_whole_page_is_still_read() -> None:
     assert "tides slowed its spin" in extract(page).text
 
 
+def test_a_hidden_wrapper_is_weighed_against_text_not_scripts() -> None:
+    """A store page carries megabytes of script state: its article, hidden until a
+    script reveals it, is still most of what a reader sees (WCXB: an eBay category)."""
+    state = "<script>window.__STATE__ = " + '{"item": "x"}, ' * 20_000 + "</script>"
+    page = HIDDEN_PAGE.format(hidden="").replace("<article>", '<article style="display:none">')
+    assert "tides slowed its spin" in extract(page.replace("</body>", state + "</body>")).text
+
+
 @pytest.mark.parametrize("panel", [
     '<div role="tabpanel" hidden><p>{text}</p></div>',
     '<div class="faq__answer" style="display: none"><p>{text}</p></div>',

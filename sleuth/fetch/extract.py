@@ -234,6 +234,15 @@ def _one_click_away(node: Any) -> bool:
     return bool(_PANEL_HINT.search(f"{node.get('class') or ''} {node.get('id') or ''}"))
 
 
+def _readable_chars(node: Any) -> int:
+    """Characters of text under ``node`` that a reader could see: not scripts or styles.
+
+    A page's inline scripts can outweigh its text a hundred to one (a store's state as
+    JSON), and must not make the whole article look like a small part of the page.
+    """
+    return sum(map(len, node.xpath(".//text()[not(ancestor::script or ancestor::style)]")))
+
+
 def without_hidden(html: str) -> str:
     """``html`` without elements a reader never sees (inline ``display:none``,
     ``visibility:hidden``, the ``hidden`` attribute), unless they hold most of its text.
@@ -251,7 +260,7 @@ def without_hidden(html: str) -> str:
     if tree is None:
         return html
     changed = _place_streamed(tree, html)
-    total = len(tree.text_content()) or 1
+    total = _readable_chars(tree) or 1
     for node in tree.xpath("//body//*[@style or @hidden]"):
         style = node.get("style") or ""
         if node.get("hidden") is None and not _HIDDEN_STYLE.search(style):
@@ -261,7 +270,7 @@ def without_hidden(html: str) -> str:
             node.attrib.pop("hidden", None)
             node.set("style", _HIDDEN_STYLE.sub("", style))
             changed = True
-        elif len(node.text_content()) <= _HIDDEN_MAX_SHARE * total:
+        elif _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
     if not changed:
