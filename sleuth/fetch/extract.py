@@ -240,7 +240,8 @@ def _readable_chars(node: Any) -> int:
     A page's inline scripts can outweigh its text a hundred to one (a store's state as
     JSON), and must not make the whole article look like a small part of the page.
     """
-    return sum(map(len, node.xpath(".//text()[not(ancestor::script or ancestor::style)]")))
+    code = sum(len(inner.text_content()) for inner in node.iter("script", "style"))
+    return len(node.text_content()) - code
 
 
 def without_hidden(html: str) -> str:
