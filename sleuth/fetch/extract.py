@@ -312,7 +312,9 @@ def _place_streamed(tree: Any, html: str) -> bool:
         suffix = segment_id[2:]
         target = next((by_id[i] for i in (where.get(segment_id), f"P:{suffix}", f"B:{suffix}")
                        if i in by_id), None)
-        if target is None or target is segment or segment in target.iterancestors():
+        # Nested either way round (only a hostile page does that): read it where it is.
+        if (target is None or target is segment or segment in target.iterancestors()
+                or target in segment.iterancestors()):
             continue
         _keep_tail(segment)
         target.addprevious(segment)
