@@ -465,6 +465,8 @@ def scores(matrix: np.ndarray) -> np.ndarray:
 _IN_MAIN = 12
 _PAGE_AT = N_OWN - N_PAGE_SIGNALS
 _ARTICLE_SIGNALS = (_PAGE_AT + 9, _PAGE_AT + 10)  # schema.org Article types, og:type article
+_PRODUCT_SIGNALS = (_PAGE_AT + 6, _PAGE_AT + 11)  # schema.org Product/Offer, og:type product
+_FORUM_SIGNAL = _PAGE_AT + 5  # schema.org DiscussionForumPosting, QAPage, ...
 
 
 def _block_words(matrix: np.ndarray) -> np.ndarray:
@@ -513,6 +515,51 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray, prob: np.ndarray) -> n
     trimmed[:span[0]] = False
     trimmed[span[-1] + 1:] = False
     return trimmed
+
+
+# A class or id naming customer reviews ("preview" is a thumbnail, not a review).
+_REVIEWS = re.compile(r"(?<!p)review", re.I)
+# Past this share of the page's words, the "reviews" are the page: a review site's body.
+_REVIEWS_MAX_SHARE = 0.6
+
+
+def _without_reviews(blocks: list[Block], matrix: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """On a product page, drop kept blocks inside its customer reviews.
+
+    The main text of a product page is what its seller says: name, description,
+    specifications. Visitors' reviews are kept out, as comments are under an article
+    (a forum thread, where the posts are the page, is not touched). They can outweigh
+    the product's own text (IKEA's KALLAX shelf: 300 words, and 720 of reviews), and a
+    citation of the seller's page should not point at them. WCXB: 7% of the text under
+    a "review" class or id on product pages is main text (77% on articles); held-out
+    products 0.668 -> 0.704. A page whose ``<h1>`` sits inside the reviews, or where
+    they hold most of its words, is a review itself and is left alone.
+    """
+    if not len(keep) or _declares_article(matrix) or matrix[0, _FORUM_SIGNAL]:
+        return keep
+    if not matrix[0, list(_PRODUCT_SIGNALS)].any():
+        return keep
+    # Blocks share their ancestors (held alive by block.path, so id() is stable): each
+    # element's class and id are read once.
+    named: dict[int, bool] = {}
+
+    def is_reviews(node: Any) -> bool:
+        hit = named.get(id(node))
+        if hit is None:
+            hit = named[id(node)] = bool(_REVIEWS.search(
+                f"{node.get('class') or ''} {node.get('id') or ''}"))
+        return hit
+
+    reviews = np.fromiter((any(map(is_reviews, block.path)) for block in blocks),
+                          dtype=bool, count=len(blocks))
+    if not reviews.any():
+        return keep
+    heading = next((i for i, block in enumerate(blocks) if block.tag == "h1"), None)
+    words = _block_words(matrix)
+    if ((heading is not None and reviews[heading])
+            or words[reviews].sum() >= _REVIEWS_MAX_SHARE * words.sum()):
+        return keep
+    return keep & ~reviews
 
 
 # The lowest probability a kept block may have, whatever the page's best cutoff says.
@@ -569,6 +616,7 @@ def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
         return ""
     prob = scores(matrix)
     keep = _within_article(matrix, model_keeps(prob, matrix, models["cutoff"][0]), prob)
+    keep = _without_reviews(blocks, matrix, keep)
     lines: list[str] = []
     # Each trigram already kept, with the parent element of the block that first had it.
     seen: dict[tuple[str, str, str], int] = {}
