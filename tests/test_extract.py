@@ -393,7 +393,7 @@ _REVIEWS = ("<section id='reviews' class='product-reviews'><h2>Customer reviews<
 
 @pytest.fixture
 def sure_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A block model that keeps every block, so only the rules decide."""
+    """A block model sure of every block (0.95), so only the rules decide."""
     import numpy as np
 
     from sleuth.fetch import _extractors
@@ -471,15 +471,10 @@ def test_a_short_news_brief_loses_its_ticker_of_headlines() -> None:
     assert "Council approves" not in text and "/2019" not in text
 
 
-def test_after_a_short_article_what_the_model_is_sure_of_stays(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.usefixtures("sure_model")
+def test_after_a_short_article_what_the_model_is_sure_of_stays() -> None:
     """A list article whose intro alone trafilatura finds keeps its list (WCXB:
     blog.resy.com's restaurants), when the model is sure of it."""
-    import numpy as np
-
-    from sleuth.fetch import _extractors
-
-    monkeypatch.setattr(_extractors, "scores", lambda matrix: np.full(len(matrix), 0.95))
     entries = "".join(f"<h3>Stop {i}</h3><p>Ferry pier number {i} has a new waiting room.</p>"
                       for i in range(1, 4))
     text = extract(_news_page(entries)).text
