@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import re
 import threading
@@ -76,6 +77,43 @@ def test_short_page_falls_back_to_body_text_without_navigation() -> None:
     assert result.text == "Short note: the meeting moved to Tuesday at noon."
     assert result.title == "Notice"
     assert result.date is None  # "Copyright 2024" is not a publication date
+
+
+def test_a_build_stamp_in_a_comment_is_not_the_publication_date() -> None:
+    """Sites stamp each render in an HTML comment (IKEA: ``<!-- 2026-03-05T21:00Z,
+    Navigera … -->``); read as the page's date, it made every page look published
+    the day it was fetched."""
+    html = ("<html><head><title>Bookcases</title>"
+            "<!-- 2026-03-05T21:00:38.792Z, build 3bd05f0 --></head><body><main>"
+            "<h1>Bookcases and shelving units</h1>"
+            "<p>Open shelves keep books in reach and show off the things you love.</p>"
+            "<!-- rendered 2026-03-05 11:21:50 CET --></main></body></html>")
+    result = extract(html, "https://shop.example/cat/bookcases/")
+    assert "Open shelves keep books in reach" in result.text
+    assert result.date is None
+
+
+def test_title_and_date_do_not_depend_on_trafilatura_finding_text(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Title and date are read from the page's head, not from trafilatura's output:
+    on a page where trafilatura finds no text (a Discourse thread, here made to
+    fail), the report still shows the og:title, not the ``<title>`` with the
+    site's suffixes, and the published time."""
+    extract_module = importlib.import_module("sleuth.fetch.extract")
+
+    def no_text(*args: object) -> tuple[str, str]:
+        raise ValueError("discarding data")
+
+    monkeypatch.setattr(extract_module, "_trafilatura", no_text)
+    html = ("<html><head><title>Where should I start? - Configuration - Example Forum"
+            "</title><meta property='og:title' content='Where should I start? &amp; why'>"
+            "<meta property='article:published_time' content='2018-09-16T10:00:00Z'>"
+            "</head><body><div>Start with one room, then add a sensor a week.</div>"
+            "</body></html>")
+    result = extract(html, "https://forum.example/t/where-should-i-start/1")
+    assert result.text == "Start with one room, then add a sensor a week."
+    assert result.title == "Where should I start? & why"
+    assert result.date == "2018-09-16"
 
 
 def test_navigation_only_page_has_no_text() -> None:
