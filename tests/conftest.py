@@ -51,6 +51,16 @@ def no_model(closed_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OLLAMA_HOST", f"http://127.0.0.1:{closed_port}")
 
 
+@pytest.fixture(autouse=True)
+def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The offline web's slow-drip and endless pages rank first for some topics: the
+    wait for a best-ranked page (``TOP_WAIT_S``, 3 s) would add a minute to the suite.
+    test_llm_stages.py tests that wait with values of its own."""
+    import sleuth._gather as gather
+
+    monkeypatch.setattr(gather, "TOP_WAIT_S", 0.0)
+
+
 @pytest.fixture(scope="session")
 def web() -> Iterator[OfflineWeb]:
     """A started ``OfflineWeb`` over ``tests/data/corpus``, shared by the whole session.

@@ -256,9 +256,10 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
     import sleuth._gather as gather
 
     urls = [f"https://{x}.example/" for x in "abcdefg"]
-    # The top page never comes: after its grace it is cut, and the run goes on without it.
+    # The top page never comes: after its wait it is cut, and the run goes on without it.
     monkeypatch.setattr(gather, "GRACE_MIN_S", 0.05)
     monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)
+    monkeypatch.setattr(gather, "TOP_WAIT_S", 0.05)
     fetcher = LateFetcher({urls[0]}, never=True)
     fetcher.others_done.set()
     gathered = await asyncio.wait_for(gather_pages(
@@ -276,6 +277,38 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
         [candidate(u, 1) for u in urls], fetcher, 4, said.append), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
     assert not [e for e in said if e.kind == "info"]  # no wait, so no word of one
+
+
+async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first search result, slow, still makes the report; the second, as slow, does not."""
+    import sleuth._gather as gather
+
+    monkeypatch.setattr(gather, "GRACE_MIN_S", 0.0)
+    monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)  # no grace at all for the others
+    monkeypatch.setattr(gather, "TOP_WAIT_S", 3600.0)
+    urls = [f"https://{x}.example/" for x in "abcdefg"]
+    first = LateFetcher({urls[0]})
+    events: list[Any] = []
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+        if sum(e.kind == "fetched" for e in events) == 4:  # everything but the top page
+            first.others_done.set()
+
+    gathered = await asyncio.wait_for(gather_pages(
+        [candidate(u, 1) for u in urls], first, 4, on_event), timeout=10)  # type: ignore[arg-type]
+    assert [c.url for c, _ in gathered.pages] == urls[:4]
+    assert [e.data["pages"] for e in events if e.kind == "info"] == [1]
+
+    # The second-ranked page gets only the grace (none here): the fifth takes its place.
+    second = LateFetcher({urls[1]}, never=True)
+    second.others_done.set()
+    gathered = await asyncio.wait_for(gather_pages(
+        [candidate(u, 1) for u in urls], second, 4), timeout=10)  # type: ignore[arg-type]
+    assert [c.url for c, _ in gathered.pages] == [urls[0], *urls[2:5]]
+    assert (urls[1], "not waited for: enough sources were read first") in [
+        (f.url, f.reason) for f in gathered.failures]
 
 
 @pytest.fixture
