@@ -224,11 +224,9 @@ class _Gatherer:
 
     def _out_there(self, position: Mapping[str, int]) -> list[tuple[int, asyncio.Future[Any]]]:
         """(rank, task) of every page still downloading or being summarised."""
-        unranked = len(position)
-        return [*((position.get(c.canonical_url, unranked), task)
-                  for task, c in self.running.items()),
-                *((position.get(c.canonical_url, unranked), task)
-                  for task, (c, _) in self.judging.items())]
+        out: list[tuple[asyncio.Future[Any], Candidate]] = [
+            *self.running.items(), *((task, c) for task, (c, _) in self.judging.items())]
+        return [(position.get(c.canonical_url, len(position)), task) for task, c in out]
 
     def _take(self, candidate: Candidate, result: Page | FetchFailure) -> None:
         if self.on_result is not None:

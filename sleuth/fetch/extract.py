@@ -450,8 +450,8 @@ def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
     """The page's title and publication date, found as trafilatura's metadata pass does.
 
     Title: the page's meta tags (og:title and kin), then its JSON-LD, then its
-    ``<title>`` and headings. Date: htmldate, with the page's own canonical URL.
-    Reads ``tree`` without changing it; never raises.
+    ``<title>`` and headings, and failing those ``_html_title``. Date: htmldate, with
+    the page's own canonical URL. Reads ``tree`` without changing it; never raises.
     """
     if tree is None:
         return None, None
@@ -470,7 +470,7 @@ def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
         page_url = meta.url or meta_pass.extract_url(tree, url)
         # No "extensive search": it reads "Copyright 2024" as a publication date.
         date = find_date(tree, url=page_url, extensive_search=False, original_date=True)
-        return title or None, date
+        return title or _html_title(tree), date
     except Exception:  # metadata is a nicety: a hostile head must not cost the text
         log.debug("no title or date read from %s", url, exc_info=True)
         return _html_title(tree), None
@@ -493,7 +493,6 @@ def _block_inputs(html: str, url: str | None
     if tree is None:
         return None
     title, date = _page_meta(tree, url)
-    title = title or _html_title(tree)
     # The head goes with clean_tree; what the features need from it is read first.
     head = bx.read_head(tree)
     blocks = bx.segment(bx.clean_tree(tree))
