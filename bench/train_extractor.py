@@ -3,14 +3,14 @@
 Two steps, so that training needs no dependency the project does not have:
 
     python bench/train_extractor.py features   # project venv: blocks, features, labels -> .npz
-    python bench/train_extractor.py fit        # any Python with scikit-learn: -> _block_model.py
+    python bench/train_extractor.py fit        # any Python with scikit-learn: -> block_model.json
 
 Only pages of the *tune* split (see ``bench/extraction.py``) are read; the held-out
 split stays unseen. A block's label is the share of its words that an in-order
 alignment of the whole page's words with the ground truth's words matches (see
 ``block_labels``).
 WCXB is CC BY 4.0 (Murrough Foley, github.com/Murrough-Foley/web-content-extraction-benchmark);
-the shipped model is derived from it, with attribution in the model module.
+the shipped model is derived from it, with attribution in the model file ("about").
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if __package__ in (None, ""):
 from bench.extraction import DEFAULT_DATA, wcxb_pages
 
 WORK = Path("/tmp/sleuth-extract-train")
-MODEL = Path(__file__).resolve().parents[1] / "sleuth" / "fetch" / "_block_model.py"
+MODEL = Path(__file__).resolve().parents[1] / "sleuth" / "data" / "block_model.json"
 _WORD = re.compile(r"\w+")
 
 

@@ -597,3 +597,46 @@ def test_training_labels_follow_the_truth_in_page_order(monkeypatch: pytest.Monk
     # The truth says "Wash cold." once: only its first place on the page is main text.
     assert labels[6:] == [0.0, 0.0]
     assert block_labels(["Anything"], "") == [0.0]
+
+
+def test_the_shipped_block_model_reads_the_features_sleuth_computes() -> None:
+    """The trees are package data: they load, and every split tests a column that exists
+    (a model trained on another feature layout would silently read the wrong columns)."""
+    from sleuth.fetch import _extractors
+
+    _extractors._MODELS.clear()
+    models = _extractors._load_models()
+    feature = models["trees"][0]
+    assert 0 < feature.max() < _extractors.N_FEATURES
+    assert 0.0 < models["cutoff"][0] < 1.0
+    html, truth = load("ars-1")
+    assert recall(extract(html).text, truth) >= 0.9
+
+
+def test_retrained_trees_route_a_block_on_the_threshold_as_they_were_trained(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """bench/train_extractor.py writes thresholds exactly: a block whose feature equals a
+    split's threshold (counts make that common: log1p(3)) goes left, as scikit-learn sends
+    it. Rounded to six digits, 1.38629 < log1p(3) sent such blocks right."""
+    import json
+    import math
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    from bench._fit_blocks import write_model
+    from sleuth.fetch._extractors import _trees, predict
+
+    node = np.dtype([("is_leaf", "u1"), ("feature_idx", "u4"), ("num_threshold", "f8"),
+                     ("left", "u4"), ("right", "u4"), ("value", "f8"), ("depth", "u4")])
+    split = math.log1p(3)
+    nodes = np.array([(0, 1, split, 1, 2, 0.0, 0), (1, 0, 0.0, 0, 0, -2.0, 1),
+                      (1, 0, 0.0, 0, 0, 2.0, 1)], dtype=node)
+    model = SimpleNamespace(_predictors=[(SimpleNamespace(nodes=nodes),)],
+                            _baseline_prediction=np.array([[0.0]]), n_features_in_=2)
+    write_model({"BLOCKS": model}, 0.4, tmp_path / "model.json")
+    trees = _trees(json.loads((tmp_path / "model.json").read_text())["blocks"])
+    blocks = np.array([[0.0, split], [0.0, split + 1e-9], [0.0, 0.5]])
+    below, above, far_below = predict(trees, blocks)
+    assert below < 0.2 and far_below < 0.2 and above > 0.8

@@ -6,7 +6,7 @@ marketing pages it drops much of what a reader came for (posts filed as
 page (a *block*: the inline content of one block-level element) a feature vector
 — its words and links, the tags and class names above it, how often its structure
 repeats on the page, whether trafilatura kept it, what kind of page it sits on —
-and a small gradient-boosted tree model (``_block_model.py``, trained on the tune
+and a small gradient-boosted tree model (``sleuth/data/block_model.json``, trained on the tune
 part of WCXB by ``bench/train_extractor.py``) says how likely it is main text.
 
 Which blocks to keep is decided per page: those that maximise the page's expected
@@ -33,6 +33,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from importlib.resources import files
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -418,23 +419,28 @@ N_FEATURES = N_OWN + 2 * len(_NEIGHBOUR_COLS)
 _MODELS: dict[str, tuple[Any, ...]] = {}
 
 
-def _trees(m: Any, name: str) -> tuple[Any, ...]:
+def _trees(spec: dict[str, Any]) -> tuple[Any, ...]:
     def get(field: str, dtype: Any) -> np.ndarray:
-        return np.array(getattr(m, f"{name}_{field}").split(), dtype=float).astype(dtype)
+        return np.asarray(spec[field], dtype=dtype)
 
-    return (get("FEATURE", np.intp), get("THRESHOLD", float), get("LEFT", np.intp),
-            get("RIGHT", np.intp), get("VALUE", float), get("ROOTS", np.intp),
-            float(getattr(m, f"{name}_BASELINE")), int(getattr(m, f"{name}_DEPTH")))
+    return (get("feature", np.intp), get("threshold", float), get("left", np.intp),
+            get("right", np.intp), get("value", float), get("roots", np.intp),
+            float(spec["baseline"]), int(spec["depth"]))
 
 
 def _load_models() -> dict[str, tuple[Any, ...]]:
-    """The trained tree ensemble as numpy arrays (empty when none is installed)."""
+    """The trained tree ensemble as numpy arrays (empty when none is installed).
+
+    The trees are package data (``sleuth/data/block_model.json``, written by
+    ``bench/train_extractor.py``), read once, on the first page extracted.
+    """
     if not _MODELS:
         try:
-            from sleuth.fetch import _block_model as m
-        except ImportError:
+            raw = (files("sleuth") / "data" / "block_model.json").read_text(encoding="utf-8")
+        except OSError:
             return _MODELS
-        _MODELS.update(trees=_trees(m, "BLOCKS"), cutoff=(float(m.CUTOFF),))
+        doc = json.loads(raw)
+        _MODELS.update(trees=_trees(doc["blocks"]), cutoff=(float(doc["cutoff"]),))
     return _MODELS
 
 
