@@ -114,9 +114,9 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
 
 
 def _flatten(model: Any) -> dict[str, Any]:
-    """One ensemble as flat lists.
+    """One ensemble as flat lists, keyed as ``_extractors._trees`` reads them.
 
-    Node i tests X[FEATURE[i]] <= THRESHOLD[i]; FEATURE[i] < 0 marks a leaf.
+    Node i tests X[feature[i]] <= threshold[i]; feature[i] < 0 marks a leaf.
     """
     feature: list[int] = []
     threshold: list[float] = []
@@ -139,9 +139,9 @@ def _flatten(model: Any) -> dict[str, Any]:
             right.append(base + int(node["right"]) if not leaf else base)
             value.append(float(f"{node['value']:.5g}") if leaf else 0.0)
             depth = max(depth, int(node["depth"]))
-    return {"BASELINE": float(np.ravel(model._baseline_prediction)[0]), "DEPTH": depth + 1,
-            "ROOTS": roots, "FEATURE": feature, "THRESHOLD": threshold, "LEFT": left,
-            "RIGHT": right, "VALUE": value}
+    return {"baseline": float(np.ravel(model._baseline_prediction)[0]), "depth": depth + 1,
+            "roots": roots, "feature": feature, "threshold": threshold, "left": left,
+            "right": right, "value": value}
 
 
 def write_model(models: dict[str, Any], cutoff: float, out: Path) -> None:
@@ -157,8 +157,7 @@ def write_model(models: dict[str, Any], cutoff: float, out: Path) -> None:
         "cutoff": cutoff,
     }
     for name, model in models.items():
-        flat = {key.lower(): value for key, value in _flatten(model).items()}
-        doc[name.lower()] = {"features": int(model.n_features_in_), **flat}
+        doc[name.lower()] = {"features": int(model.n_features_in_), **_flatten(model)}
     out.write_text(_json_lines(doc) + "\n")
     print(f"wrote {out}")
 
