@@ -6,13 +6,15 @@ Adapters from :class:`~sleuth.store.Store` to the seams the stages already have:
   is reused, a new one is stored; ``--refresh`` skips the reads, never the writes.
 * :class:`StorePageCache` is the fetcher's :class:`~sleuth.fetch.fetcher.PageCache`:
   pages stay fresh for ``--cache-ttl`` and are then revalidated (ETag/Last-Modified);
-  failures stand for a shorter time (see :func:`failure_ttl`).
+  failures stand for a shorter time (see :func:`failure_ttl`). Each entry keeps whether
+  it surely came from a public address, for the fetcher's check of the run's URL rules.
 * :class:`DocumentReader` is the fetcher's :class:`~sleuth.fetch.fetcher.LocalDocuments`:
   ``file://`` sources come from the documents index, only from inside ``--docs``.
 * :class:`StoreReplyCache` is the LLM client's ``ReplyCache``: a rerun costs no tokens.
 
 A resumed run (``sleuth resume``) takes every cached answer as fresh: what the run
-already did is reused, whatever its age.
+already did is reused, whatever its age. Fresh or not, a cached page answers only where
+the run's own URL rules let it be fetched (:meth:`sleuth.fetch.Fetcher.usable`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from sleuth.fetch.fetcher import CachedResult, Validators
 from sleuth.models import FetchFailure, Page, SearchHit
 from sleuth.search.base import SearchProvider
 from sleuth.store import CachedPage, Store
+from sleuth.store.db import log_store_failure
 from sleuth.store.docs import get_doc, path_from_file_url
 from sleuth.urls import canonicalize
 
@@ -124,8 +127,8 @@ class CachedProvider(SearchProvider):
             try:
                 found = await asyncio.to_thread(self.store.get_search, self.name, query,
                                                 params, self.max_age_s)
-            except Exception:  # a broken cache costs a search, never the run
-                log.warning("search cache lookup failed", exc_info=True)
+            except Exception as exc:  # a broken cache costs a search, never the run
+                log_store_failure(log, "search cache lookup failed", exc)
                 found = None
             if found is not None:
                 self.hits_served += 1
@@ -135,8 +138,8 @@ class CachedProvider(SearchProvider):
         if self.cache:
             try:
                 await asyncio.to_thread(self.store.put_search, self.name, query, params, hits)
-            except Exception:
-                log.warning("search cache write failed", exc_info=True)
+            except Exception as exc:
+                log_store_failure(log, "search cache write failed", exc)
         self._tell(query, hits, cached=False)
         return hits
 
@@ -190,7 +193,7 @@ class StorePageCache:
         if not entry.ok:
             failure = FetchFailure(url=url, reason=entry.failure or "failed", status=entry.status)
             ttl = None if self.max_age_s is None else failure_ttl(failure, self.max_age_s)
-            return CachedResult(failure, fresh=ttl is None or age <= ttl)
+            return CachedResult(failure, fresh=ttl is None or age <= ttl, public=entry.public)
         text = entry.text or ""
         cut = _cut_at(text)
         if cut is not None and cut < self.max_chars:
@@ -199,23 +202,25 @@ class StorePageCache:
         page = entry.to_page().model_copy(update={"url": url, "text": text,
                                                   "truncated": truncated or cut is not None})
         fresh = self.max_age_s is None or age <= self.max_age_s
-        return CachedResult(page, fresh=fresh,
+        return CachedResult(page, fresh=fresh, public=entry.public,
                             validators=Validators(entry.etag, entry.last_modified))
 
     async def get(self, url: str) -> CachedResult | None:
         """The cached result for ``url``, fresh or stale; None when never fetched."""
         return await asyncio.to_thread(self.lookup, url)
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators) -> None:
-        """Keep a fetch result under ``url``'s canonical form."""
+    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
+                  public: bool | None = None) -> None:
+        """Keep a fetch result under ``url``'s canonical form, and where it came from."""
         key = canonicalize(url)
         if isinstance(result, Page):
             entry = CachedPage.from_page(result, etag=validators.etag,
                                          last_modified=validators.last_modified,
-                                         fetched_at=self.store.clock())
+                                         fetched_at=self.store.clock(), public=public)
             entry = entry.model_copy(update={"canonical_url": key, "url": url})
         else:
-            entry = CachedPage.from_failure(result, key, fetched_at=self.store.clock())
+            entry = CachedPage.from_failure(result, key, fetched_at=self.store.clock(),
+                                            public=public)
         await asyncio.to_thread(self.store.put_page, entry)
 
     async def revalidated(self, url: str, validators: Validators) -> None:
@@ -281,8 +286,8 @@ class StoreReplyCache:
 
         try:
             hit = self.store.get_llm(key)
-        except Exception:  # a broken cache costs a model call, never the run
-            log.warning("LLM cache lookup failed", exc_info=True)
+        except Exception as exc:  # a broken cache costs a model call, never the run
+            log_store_failure(log, "LLM cache lookup failed", exc)
             return None
         if hit is None:
             return None
@@ -300,6 +305,6 @@ class StoreReplyCache:
                  "finish_reason": reply.finish_reason, "estimated": reply.estimated}
         try:
             self.store.put_llm(key, reply.text, usage, model=reply.model)
-        except Exception:
-            log.warning("LLM cache write failed", exc_info=True)
+        except Exception as exc:
+            log_store_failure(log, "LLM cache write failed", exc)
 

@@ -10,6 +10,7 @@ with exit code 2 — never a traceback.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 import tempfile
@@ -213,8 +214,42 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+class _WarningLines(logging.Handler):
+    """sleuth's logged warnings as ``sleuth: warning: …`` lines on stderr, one each.
+
+    Without a handler, Python prints a warning logged with its exception as the whole
+    traceback; a user is told what happened in one line, and ``SLEUTH_DEBUG=1`` shows
+    the traceback.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            lines = record.getMessage().strip().splitlines() or ["(no message)"]
+            text = lines[0]
+            if record.exc_info and record.exc_info[1] is not None:
+                error = record.exc_info[1]
+                if os.environ.get("SLEUTH_DEBUG"):
+                    text += "\n" + logging.Formatter().formatException(record.exc_info)
+                else:
+                    detail = (str(error).strip().splitlines() or [""])[0]
+                    text += f" ({type(error).__name__}{': ' + detail if detail else ''})"
+            click.echo(f"sleuth: warning: {text}", err=True)
+        except Exception:  # logging must never be why a run fails
+            self.handleError(record)
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by tests and ``main``)."""
+    handler = _WarningLines(logging.WARNING)
+    logger = logging.getLogger("sleuth")
+    logger.addHandler(handler)
+    try:
+        return _run(argv)
+    finally:
+        logger.removeHandler(handler)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = cli.main(args=argv, prog_name="sleuth", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -5,7 +5,9 @@ boundary, so callers catch ``SleuthError`` and nothing else::
 
     SleuthError
     ├── ConfigError              bad input or settings: the CLI exits 2 with a one-line message
-    │   └── ProviderError        unknown search provider, or one that lacks its API key
+    │   ├── ProviderError        unknown search provider, or one that lacks its API key
+    │   └── StoreError           the run store's file or disk: full, read-only, unreadable
+    │       └── StoreCorruptError  … or damaged (both in ``sleuth.store.db``)
     ├── FetchError               one URL could not be fetched (raised by ``fetch_page``)
     │   └── BlockedURLError      the SSRF guard refused a URL
     ├── WorkspaceError           an agent file tool tried to leave or overfill its workspace

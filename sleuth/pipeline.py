@@ -40,6 +40,7 @@ from sleuth.search.local import provider_groups
 from sleuth.select import select_candidates
 from sleuth.session import StoreSession, documents_search
 from sleuth.settings import Settings, load_settings
+from sleuth.store.db import StoreCorruptError
 from sleuth.write import confidence, llm_report, render_markdown
 
 MAX_QUESTION_CHARS = 2000
@@ -170,8 +171,13 @@ async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
     else:
         if ctx.report is None:
             session.finish("failed", error="the run ended without a report")
-        else:
-            session.finish("done", ctx.report)
+            return
+        try:
+            session.check_store()
+        except StoreCorruptError as exc:
+            session.finish("failed", error=str(exc))
+            raise
+        session.finish("done", ctx.report)
 
 
 async def plan_stage(ctx: RunContext) -> Plan:
@@ -291,12 +297,14 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     recorder = session.recorder
     if recorder is not None:
         recorder.ranking(candidates)
-    known = await session.fresh_results(candidates)
     accept: PageCheck | None = reader.judge if reader else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
     async with Fetcher(ctx.settings, cache=session.page_cache,
                        documents=session.documents) as fetcher:
+        # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
+        known = await session.fresh_results(candidates, fetcher.usable)
+        session.check_store()  # a damaged store ends the run before any page is fetched
         gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
                                       ctx.budget, known=known,
                                       on_result=recorder.fetched if recorder else None,
@@ -470,6 +478,8 @@ async def research(question: str, *, settings: Settings | None = None,
         else:
             plan, gathered = await plan_and_fetch(ctx)
         sources = await read_stage(ctx, plan, gathered)
+        if ctx.session is not None:
+            ctx.session.check_store()  # found damaged while fetching: no report on top
         ctx.record("sources", sources)
         return ctx.done(await write_stage(ctx, plan, sources, gathered))
 

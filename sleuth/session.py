@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from sleuth.caching import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.errors import ProviderError
+from sleuth.fetch.fetcher import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
 from sleuth.read import best_passages
@@ -32,6 +33,7 @@ from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
 from sleuth.store.cache import text_hash
+from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure
 from sleuth.store.docs import check_folder
 from sleuth.urls import canonicalize
 
@@ -44,6 +46,8 @@ _NOT_OPTIONS = frozenset({"output", "home", "format"})
 FinalStatus = Literal["done", "failed", "interrupted"]
 #: The LLM reader's verdict on a fetched page: None to use it, else why not.
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
+#: Whether a cached result may answer for a URL under the run's URL rules.
+CacheCheck = Callable[[str, CachedResult], Awaitable[bool]]
 
 
 def documents_search(settings: Settings) -> Settings:
@@ -157,8 +161,9 @@ class RunRecorder:
 
 
 def _log_failure(job: Future[None]) -> None:
-    if not job.cancelled() and job.exception() is not None:
-        log.warning("could not record a run stage: %s", job.exception())
+    error = None if job.cancelled() else job.exception()
+    if error is not None:
+        log_store_failure(log, "could not record a run stage", error)
 
 
 @dataclass
@@ -270,40 +275,63 @@ class StoreSession:
             wrapped.append(cached)
         return wrapped
 
-    async def fresh_results(self, candidates: Sequence[Candidate]
+    async def fresh_results(self, candidates: Sequence[Candidate], usable: CacheCheck
                             ) -> dict[str, Page | FetchFailure]:
-        """Fetch results the page cache holds fresh, by canonical URL (no network).
+        """Fetch results the page cache holds fresh, by canonical URL (no page request).
 
-        Pages the last finished run of the same question used as sources come first,
-        then the rest in rank order: a rerun takes the very pages that run read
-        (whose summaries are cached too), not others that merely rank above them.
+        Only those ``usable`` (the run's fetcher's :meth:`~sleuth.fetch.Fetcher.usable`)
+        lets answer under this run's URL rules; the others are left to the fetcher,
+        which refuses them as it refuses any URL. Pages the last finished run of the
+        same question used as sources come first, then the rest in rank order: a rerun
+        takes the very pages that run read (whose summaries are cached too), not others
+        that merely rank above them.
         """
         cache, store = self.page_cache, self.store
         if cache is None or store is None:
             return {}
 
-        def look() -> dict[str, Page | FetchFailure]:
-            found: dict[str, Page | FetchFailure] = {}
-            for candidate in candidates:
-                hit = cache.lookup(candidate.url)
-                if hit is not None and hit.fresh:
-                    found[candidate.canonical_url] = hit.result
+        def look() -> tuple[list[tuple[Candidate, CachedResult]], set[str]]:
+            found = [(candidate, hit) for candidate in candidates
+                     if (hit := cache.lookup(candidate.url)) is not None and hit.fresh]
             last = store.last_report(self.topic, exclude=self.run_id) or {}
             used = {canonicalize(str(s.get("url", ""))) for s in last.get("sources") or []}
-            first = {key: result for key, result in found.items()
-                     if isinstance(result, Page) and canonicalize(result.final_url) in used}
-            return {**first, **found}
+            return found, used
 
         try:
-            return await asyncio.to_thread(look)
-        except Exception:  # a broken cache costs downloads, never the run
-            log.warning("page cache lookup failed", exc_info=True)
+            hits, used = await asyncio.to_thread(look)
+        except Exception as exc:  # a broken cache costs downloads, never the run
+            log_store_failure(log, "page cache lookup failed", exc)
             return {}
+        found = {candidate.canonical_url: hit.result for candidate, hit in hits
+                 if await usable(candidate.url, hit)}
+        first = {key: result for key, result in found.items()
+                 if isinstance(result, Page) and canonicalize(result.final_url) in used}
+        return {**first, **found}
 
     @property
     def cached_searches(self) -> int:
         """Searches answered from the cache in this run."""
         return sum(p.hits_served for p in self.providers)
+
+    @property
+    def store_failure(self) -> StoreError | None:
+        """The first failure of the store's file or disk in this run (None: none)."""
+        for store in (self.store, self.docs_store):
+            if store is not None and store.failure is not None:
+                return store.failure
+        return None
+
+    def check_store(self) -> None:
+        """Raise :class:`~sleuth.store.db.StoreCorruptError` once the store was found damaged.
+
+        A full disk costs the run its record, not its report (see :meth:`finish`); a
+        damaged file is bad input, like a home that cannot be written: the run ends with
+        the one-line message at the next stage that asks (before fetching, before
+        writing the report, and at the end).
+        """
+        failure = self.store_failure
+        if isinstance(failure, StoreCorruptError):
+            raise failure
 
     # ------------------------------------------------------------ the end
 
@@ -325,10 +353,14 @@ class StoreSession:
                 self.store.finish_run(self.run_id, status,
                                       report.model_dump(mode="json") if report else None,
                                       stats)
-        except Exception:  # the report is the user's; a failing record must not cost it
-            log.warning("could not finish run %s in the store", self.run_id, exc_info=True)
+        except Exception as exc:  # the report is the user's; a failing record must not cost it
+            log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
         finally:
             self.close()
+        failure = self.store_failure
+        if failure is not None and not isinstance(failure, StoreCorruptError):
+            # Said once for the run, not once per page or record that could not be kept.
+            log.warning("%s; this run's record and cache are incomplete", failure)
 
     def close(self) -> None:
         """Close the stores this session opened."""

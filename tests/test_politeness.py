@@ -154,7 +154,8 @@ class MemoryCache:
         found = self.fresh.get(url)
         return CachedResult(found, fresh=True) if found is not None else None
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators) -> None:
+    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
+                  public: bool | None = None) -> None:
         self.stored[url] = result
 
     async def revalidated(self, url: str, validators: Validators) -> None:

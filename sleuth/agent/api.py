@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import shutil
 import tempfile
 import time
@@ -30,6 +31,8 @@ from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.settings import Settings, load_settings
 
 __all__ = ["RECORDED_SETTINGS", "web_search"]
+
+log = logging.getLogger(__name__)
 
 #: Settings kept in the start record, so ``--resume`` runs the search as it began
 #: (options given again on resume win). API keys are never settings, never kept.
@@ -145,6 +148,8 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
     finally:
         if store is not None:
             store.close()
+            if store.failure is not None:  # full or damaged: said once, not once per page
+                log.warning("%s; this search's cache is incomplete", store.failure)
 
 
 def _result(search: _Search, status: str, reason: str, result: str,

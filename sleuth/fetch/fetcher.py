@@ -12,6 +12,9 @@ obeyed. ``allow_domains``/``deny_domains`` are applied by the guard to every hop
 Two optional seams keep it independent of the run store: a :class:`PageCache`
 (consulted before the network, revalidated with a conditional request when stale,
 filled after) and :class:`LocalDocuments`, the only way a ``file://`` URL is read.
+A cached page answers only where this run's rules would let it be fetched
+(:meth:`Fetcher.usable`): the cache remembers whether each page came from a public
+address, so a page read under ``--allow-private-urls`` is not a way round the guard.
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ from sleuth.fetch.extract import (
     run_in_extraction_thread,
     truncate_text,
 )
-from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url
+from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
 from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
@@ -118,12 +121,14 @@ class CachedResult:
 
     ``fresh``: use ``result`` as it is. A stale :class:`Page` is revalidated with a
     conditional request when it has ``validators`` (a 304 reuses it); anything else
-    stale is fetched again.
+    stale is fetched again. ``public``: whether the result is known to come from a
+    public address (see :meth:`Fetcher.usable`); None when that is not known.
     """
 
     result: Page | FetchFailure
     fresh: bool
     validators: Validators = field(default_factory=Validators)
+    public: bool | None = None
 
 
 class PageCache(Protocol):
@@ -132,8 +137,10 @@ class PageCache(Protocol):
     async def get(self, url: str) -> CachedResult | None:
         """The last fetch of ``url`` (keyed by its canonical form), or None."""
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators) -> None:
-        """Remember a fresh fetch of ``url`` (page or failure)."""
+    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
+                  public: bool | None = None) -> None:
+        """Remember a fresh fetch of ``url`` (page or failure), and whether it is known to
+        come from a public address (to hand back as ``CachedResult.public``)."""
 
     async def revalidated(self, url: str, validators: Validators) -> None:
         """The server answered 304 for ``url``: its cached page is fresh again."""
@@ -165,6 +172,8 @@ class _Download:
     validators: Validators = field(default_factory=Validators)
     #: The compressed body ended before its compressed stream did (a cut-off download).
     incomplete: bool = False
+    #: The IP address the body came from, when the transport says (httpcore does).
+    address: str | None = None
 
 
 @dataclass
@@ -316,8 +325,27 @@ async def _quietly(call: Coroutine[Any, Any, None]) -> None:
     """Await a cache write; a failing one is logged, since the page was read all the same."""
     try:
         await call
-    except Exception:
-        log.warning("page cache write failed", exc_info=True)
+    except Exception as exc:
+        _cache_failed("page cache write failed", exc)
+
+
+def _cache_failed(what: str, exc: Exception) -> None:
+    # A ConfigError is the cache's file or disk (full, damaged): its owner says so once
+    # (a research at its end), not once per page. Anything else is a bug: a traceback.
+    if isinstance(exc, ConfigError):
+        log.debug("%s: %s", what, exc)
+    else:
+        log.warning("%s", what, exc_info=exc)
+
+
+def _peer(response: httpx.Response) -> str | None:
+    """The IP address ``response`` came from, if its transport tells (httpcore's does)."""
+    stream = response.extensions.get("network_stream")
+    try:
+        peer = stream.get_extra_info("server_addr") if stream is not None else None
+    except Exception:  # a transport's own stream type: nothing to learn from it
+        return None
+    return str(peer[0]) if isinstance(peer, tuple) and peer else None
 
 
 def _fallback_title(text: str, url: str) -> str:
@@ -452,6 +480,8 @@ class Fetcher:
         except BlockedURLError as exc:
             return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
         cached = await self._cache_get(url)
+        if cached is not None and not await self.usable(url, cached):
+            cached = None  # read under rules that this run's refuse: as if never cached
         if cached is not None and cached.fresh:
             self.cache_hits += 1
             return cached.result
@@ -464,7 +494,7 @@ class Fetcher:
         self._host_pages[host] += 1
         stale = cached if cached is not None and isinstance(cached.result, Page) else None
         try:
-            result, validators = await self._fetch_network(url, stale)
+            result, validators, public = await self._fetch_network(url, stale)
         except _NotModified as answer:
             assert stale is not None and self._cache is not None
             self.cache_hits += 1
@@ -473,12 +503,55 @@ class Fetcher:
         # A blocked URL cost no request, and whether it is blocked depends on the settings.
         blocked = isinstance(result, FetchFailure) and result.reason.startswith("blocked: ")
         if self._cache is not None and not blocked:
-            await _quietly(self._cache.put(url, result, validators))
+            await _quietly(self._cache.put(url, result, validators, public=public))
         return result
 
     def _check(self, url: str) -> None:
         """The guard's verdict on ``url`` under this run's settings (raises BlockedURLError)."""
         check_url(url, self._settings.allow_private_urls, self._domains)
+
+    async def usable(self, url: str, cached: CachedResult) -> bool:
+        """Whether ``cached`` may answer for ``url`` in this run, with no request sent.
+
+        Only where a fetch under this run's settings would have got it: the URL and the
+        page's final URL pass the guard and the domain lists (and robots.txt under
+        ``respect_robots``), and the page came from a public address, or from one these
+        settings allow for its host (``allow_private_urls``, an ``--allow-domains`` host).
+        Where it came from is what the cache remembers (``CachedResult.public``), not
+        what the name resolves to today: no DNS lookup, and a name pointed elsewhere
+        since cannot launder a private page. Otherwise the entry is as if never cached,
+        and the fetch itself meets the guard.
+        """
+        result = cached.result
+        last = result.final_url if isinstance(result, Page) and result.final_url else url
+        try:
+            for hop in dict.fromkeys((url, last)):
+                self._check(hop)
+                if self._settings.respect_robots:
+                    await self._obey_robots(hop)
+        except BlockedURLError:
+            return False
+        return bool(cached.public) or self._private_allowed(last)
+
+    def _private_allowed(self, url: str) -> bool:
+        """Whether this run lets ``url``'s host be at a non-public address."""
+        if self._settings.allow_private_urls:
+            return True
+        try:
+            host = httpx.URL(url.strip()).raw_host.decode("ascii", "replace").lower()
+        except (httpx.InvalidURL, ValueError):
+            return False
+        return self._domains.allows_private(host)
+
+    def _public(self, url: str, address: str | None) -> bool:
+        """Whether what was read from ``url`` (the last hop) surely came from a public address.
+
+        Under rules that refuse private addresses for its host, the guard checked every
+        address it connected to; otherwise only the address the transport reports can tell.
+        """
+        if not self._private_allowed(url):
+            return True
+        return address is not None and is_public_address(address)
 
     # -- politeness --------------------------------------------------------------------------
 
@@ -566,13 +639,16 @@ class Fetcher:
             return None
         try:
             return await self._cache.get(url)
-        except Exception:  # a broken cache costs a download, never the page
-            log.warning("page cache lookup failed for %s", url, exc_info=True)
+        except Exception as exc:  # a broken cache costs a download, never the page
+            _cache_failed(f"page cache lookup failed for {url}", exc)
             return None
 
     async def _fetch_network(self, url: str, stale: CachedResult | None
-                             ) -> tuple[Page | FetchFailure, Validators]:
-        """Download and extract ``url``; raises _NotModified when a conditional GET gets 304."""
+                             ) -> tuple[Page | FetchFailure, Validators, bool]:
+        """Download and extract ``url``; raises _NotModified when a conditional GET gets 304.
+
+        The flag says whether the result surely came from a public address (see _public).
+        """
         conditional = None
         if stale is not None and isinstance(stale.result, Page) and stale.validators.headers():
             conditional = (stale.result.final_url, stale.validators)
@@ -589,7 +665,8 @@ class Fetcher:
             # Extraction is outside the deadline and the slots: its cost is bounded by the
             # byte cap, and a page that arrived in time must not fail while it queues for
             # the one extraction thread behind a big page.
-            return await self._read(url, start, download)
+            page, validators = await self._read(url, start, download)
+            return page, validators, self._public(download.url, download.address)
         except _NotModified:
             raise
         except _Refused as exc:
@@ -603,7 +680,7 @@ class Fetcher:
         except Exception as exc:  # the contract: page problems never raise
             log.warning("unexpected error fetching %s", url, exc_info=True)
             failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
-        return failure, Validators()
+        return failure, Validators(), self._public(url, None)
 
     async def _read(self, url: str, start: float, download: _Download
                     ) -> tuple[Page, Validators]:
@@ -697,7 +774,7 @@ class Fetcher:
                 data, complete = await self._read_body_checked(response)
                 return _Download(url=str(response.url), status=status, mime=mime,
                                  charset=charset, data=data, validators=_validators(response),
-                                 incomplete=not complete)
+                                 incomplete=not complete, address=_peer(response))
             finally:
                 await response.aclose()
         raise _Refused("too many redirects")

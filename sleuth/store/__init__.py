@@ -12,7 +12,15 @@ short and thread-safe: from async code call it through ``asyncio.to_thread``.
 from __future__ import annotations
 
 from sleuth.store.cache import SEARCH_TTL_S, CachedLLM, CachedPage, CacheStore, llm_key
-from sleuth.store.db import DB_NAME, Database, StoreBusyError, default_home, parse_duration
+from sleuth.store.db import (
+    DB_NAME,
+    Database,
+    StoreBusyError,
+    StoreCorruptError,
+    StoreError,
+    default_home,
+    parse_duration,
+)
 from sleuth.store.docs import DocHit, IndexReport, file_url, index_folder, search_docs
 from sleuth.store.migrations import MIGRATIONS, Migration
 from sleuth.store.runs import RunInfo, RunNotFoundError, RunStore, RunSummary, StageRecord
@@ -33,6 +41,8 @@ __all__ = [
     "StageRecord",
     "Store",
     "StoreBusyError",
+    "StoreCorruptError",
+    "StoreError",
     "default_home",
     "file_url",
     "index_folder",

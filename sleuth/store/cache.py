@@ -3,8 +3,9 @@
 * **searches**: (provider, query, parameters) → hits, fresh for a TTL (1 day by default);
   the caller skips :meth:`CacheStore.get_search` under ``--refresh`` but still writes.
 * **pages**: canonical URL → the last fetch (text, title, status, ETag/Last-Modified,
-  content hash, or the failure reason); a stale entry is revalidated by the fetcher
-  with a conditional request and refreshed with :meth:`CacheStore.mark_revalidated`.
+  content hash, or the failure reason, and whether it surely came from a public
+  address); a stale entry is revalidated by the fetcher with a conditional request and
+  refreshed with :meth:`CacheStore.mark_revalidated`.
 * **LLM calls**: :func:`llm_key` (model, messages, parameters) → reply and usage, kept
   until the cache is cleared, so a rerun costs no tokens.
 """
@@ -69,6 +70,8 @@ class CachedPage(BaseModel):
     date: str | None = None
     failure: str | None = None
     fetched_at: float
+    #: Whether the fetch surely came from a public address; None when not known.
+    public: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,9 +95,10 @@ class CachedPage(BaseModel):
     @classmethod
     def from_page(cls, page: Page, *, etag: str | None = None,
                   last_modified: str | None = None, content_hash: str | None = None,
-                  fetched_at: float | None = None) -> CachedPage:
+                  fetched_at: float | None = None, public: bool | None = None) -> CachedPage:
         """A cache entry for a fetched page (hash of the text unless one is given)."""
         return cls(canonical_url=page.canonical_url, url=page.url, final_url=page.final_url,
+                   public=public,
                    status=page.status, etag=etag, last_modified=last_modified,
                    content_type=page.content_type,
                    content_hash=content_hash or text_hash(page.text), title=page.title,
@@ -103,10 +107,11 @@ class CachedPage(BaseModel):
 
     @classmethod
     def from_failure(cls, failure: FetchFailure, canonical_url: str,
-                     fetched_at: float | None = None) -> CachedPage:
+                     fetched_at: float | None = None, public: bool | None = None
+                     ) -> CachedPage:
         """A cache entry recording that ``failure.url`` could not be fetched."""
         return cls(canonical_url=canonical_url, url=failure.url, status=failure.status,
-                   failure=failure.reason,
+                   failure=failure.reason, public=public,
                    fetched_at=time.time() if fetched_at is None else fetched_at)
 
 
@@ -124,7 +129,7 @@ class CachedLLM(BaseModel):
 
 _PAGE_COLUMNS = ("canonical_url", "url", "final_url", "status", "etag", "last_modified",
                  "content_type", "content_hash", "title", "text", "date", "failure",
-                 "fetched_at")
+                 "fetched_at", "public")
 
 
 class CacheStore(Database):
@@ -143,9 +148,10 @@ class CacheStore(Database):
             "SELECT hits, created_at FROM searches WHERE key = ?", (key,)).fetchone())
         if row is None:
             return None
-        if max_age_s is not None and self.clock() - float(row[1]) > max_age_s:
-            return None
-        return [SearchHit.model_validate(item) for item in json.loads(row[0])]
+        with self.decoding():
+            if max_age_s is not None and self.clock() - float(row[1]) > max_age_s:
+                return None
+            return [SearchHit.model_validate(item) for item in json.loads(row[0])]
 
     def put_search(self, provider: str, query: str, params: Mapping[str, Any],
                    hits: Sequence[SearchHit]) -> None:
@@ -163,7 +169,10 @@ class CacheStore(Database):
         """The last fetch of ``canonical_url``, fresh or stale; None if never fetched."""
         sql = f"SELECT {', '.join(_PAGE_COLUMNS)} FROM pages WHERE canonical_url = ?"
         row = self.read(lambda c: c.execute(sql, (canonical_url,)).fetchone())
-        return None if row is None else CachedPage(**dict(zip(_PAGE_COLUMNS, row, strict=True)))
+        if row is None:
+            return None
+        with self.decoding():
+            return CachedPage(**dict(zip(_PAGE_COLUMNS, row, strict=True)))
 
     def put_page(self, page: CachedPage) -> None:
         """Store one fetch result (see :meth:`CachedPage.from_page` / ``from_failure``)."""
@@ -194,8 +203,9 @@ class CacheStore(Database):
             (key,)).fetchone())
         if row is None:
             return None
-        return CachedLLM(key=row[0], model=row[1], reply=row[2], usage=json.loads(row[3]),
-                         created_at=row[4])
+        with self.decoding():
+            return CachedLLM(key=row[0], model=row[1], reply=row[2], usage=json.loads(row[3]),
+                             created_at=row[4])
 
     def put_llm(self, key: str, reply_text: str, usage: Mapping[str, Any] | None = None,
                 *, model: str | None = None) -> None:

@@ -9,6 +9,11 @@ connections themselves, so a crash loses at most the transaction in flight.
 
 ``synchronous=NORMAL`` is used: in WAL mode it survives any crash of sleuth
 without corruption or loss; only a power cut can drop the last few commits.
+
+A file or disk that fails (full, read-only, damaged on disk, rows that no longer
+decode) raises :class:`StoreError`, one line a user can act on, and is remembered in
+:attr:`Database.failure`, so that a run which carries on without its store can say
+so once, at its end, instead of once per page.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from enum import Enum
 from functools import partial
@@ -41,8 +46,11 @@ __all__ = [
     "DB_NAME",
     "Database",
     "StoreBusyError",
+    "StoreCorruptError",
+    "StoreError",
     "canonical_json",
     "default_home",
+    "log_store_failure",
     "parse_duration",
     "to_json",
 ]
@@ -58,6 +66,32 @@ _sleep = time.sleep  # tests replace it to act between retries
 
 class StoreBusyError(SleuthError):
     """The database stayed locked by another writer through every retry."""
+
+
+class StoreError(ConfigError):
+    """The database's file or disk cannot be used: full, read-only, unreadable, damaged."""
+
+
+class StoreCorruptError(StoreError):
+    """The database file is damaged: SQLite finds it malformed, or its rows do not decode."""
+
+
+#: What a row that does not decode raises: bytes where text was written (UnicodeDecodeError),
+#: broken JSON, pydantic's ValidationError (all ValueErrors), or a value of the wrong type.
+_UNDECODABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError)
+
+
+def log_store_failure(logger: logging.Logger, what: str, exc: BaseException) -> None:
+    """Log a store read or write that failed where a failure costs work, never the run.
+
+    A :class:`StoreError` is the file's or the disk's, remembered by the store and said
+    once by whoever owns the run: here it is only a debug line. Anything else is a bug,
+    logged with its traceback.
+    """
+    if isinstance(exc, StoreError):
+        logger.debug("%s: %s", what, exc)
+    else:
+        logger.warning("%s", what, exc_info=exc)
 
 
 # ---------------------------------------------------------------- helpers
@@ -153,15 +187,17 @@ class Database:
         self._holders_lock = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
+        #: The first file or disk failure met since opening (None while all is well).
+        self.failure: StoreError | None = None
         self._check_home()
         #: Versions applied by this open (empty when the schema was already current).
         self.applied_now: list[int] = []
         try:
             self.journal_mode = self._retrying(self._enable_wal)
             self.applied_now = self._migrate(migrations)
-        except sqlite3.DatabaseError as exc:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             self.close()
-            error = self._config_error(exc)
+            error = self._file_error(exc)
             if error is None:
                 raise
             raise error from None
@@ -191,25 +227,66 @@ class Database:
     def _config_error(self, exc: sqlite3.DatabaseError) -> ConfigError | None:
         """A one-line ConfigError for problems of the file or disk; None for bugs."""
         text = str(exc)
-        if "not a database" in text or "malformed" in text:
-            return ConfigError(f"{self.path} is not a usable sleuth database ({text}); "
-                               "move it away or choose another --home")
+        if ("not a database" in text or "malformed" in text
+                or text.startswith("Could not decode")):
+            return self._corrupt(text)
         if "fts5" in text:
             return ConfigError(f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, "
                                "which sleuth's store needs; use a Python built with it")
         if any(word in text for word in ("readonly", "unable to open", "disk", "full")):
-            return ConfigError(f"cannot use sleuth database {self.path}: {text}")
+            return StoreError(f"cannot use sleuth database {self.path}: {text}")
         return None
+
+    def _file_error(self, exc: sqlite3.DatabaseError | UnicodeDecodeError) -> ConfigError | None:
+        """:meth:`_config_error`, and SQLite error messages that do not decode: they quote
+        a damaged schema's bytes (Python raises UnicodeDecodeError instead of the error)."""
+        if isinstance(exc, UnicodeDecodeError):
+            return self._corrupt("SQLite's error message quotes bytes that are not text")
+        return self._config_error(exc)
+
+    def _corrupt(self, why: str) -> StoreCorruptError:
+        """The one message for a damaged database file."""
+        # SQLite's "Could not decode … with text '…'" quotes the damaged bytes: not for a terminal.
+        why = why.split(" with text ", 1)[0]
+        why = "".join(ch if ch.isprintable() else "?" for ch in " ".join(why.split()))[:160]
+        return StoreCorruptError(f"{self.path} is not a usable sleuth database ({why}); "
+                                 "move it away or choose another --home")
+
+    def _failed(self, error: StoreError) -> StoreError:
+        """Remember the first failure of the file or disk; returns ``error``."""
+        if self.failure is None:
+            self.failure = error
+        return error
+
+    @contextlib.contextmanager
+    def decoding(self) -> Iterator[None]:
+        """Turn rows read back into values inside this block: a row that does not decode
+        (random bytes where JSON or a number was written) means a damaged file, and
+        raises :class:`StoreCorruptError` instead of a decoding error."""
+        try:
+            yield
+        except SleuthError:
+            raise
+        except _UNDECODABLE as exc:
+            raise self._failed(self._corrupt(f"a stored row does not decode: "
+                                             f"{type(exc).__name__}: {exc}")) from None
 
     def _new_connection(self) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
                                    isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
-            raise ConfigError(f"cannot open sleuth database {self.path}: {exc}") from None
-        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA synchronous = NORMAL")
+            raise StoreError(f"cannot open sleuth database {self.path}: {exc}") from None
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+            conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute("PRAGMA synchronous = NORMAL")  # reads the schema: damage shows here
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            conn.close()
+            error = self._file_error(exc)
+            if error is None:
+                raise
+            raise error from None
         return conn
 
     def _enable_wal(self) -> str:
@@ -227,6 +304,9 @@ class Database:
             "CREATE TABLE IF NOT EXISTS schema_migrations ("
             "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"))
         done = set(self.schema_versions())
+        if done != set(range(1, len(done) + 1)):
+            # Every sleuth records 1, 2, 3… in order; anything else was never written so.
+            raise self._failed(self._corrupt(f"schema versions {sorted(done)[:5]}"))
         if done and max(done) > len(migrations):
             raise ConfigError(f"{self.path} was written by a newer sleuth (schema {max(done)}, "
                               f"this one knows {len(migrations)}); upgrade or use another --home")
@@ -319,13 +399,31 @@ class Database:
         """Run ``fn(conn)`` in one short write transaction, retried when busy.
 
         ``fn`` may run more than once, so it must do nothing but database work;
-        do slow things (network, parsing) before calling this.
+        do slow things (network, parsing) before calling this. A full, read-only or
+        damaged file raises :class:`StoreError`.
         """
-        return self._retrying(lambda: self._transaction("BEGIN IMMEDIATE", fn))
+        return self._translated(lambda: self._transaction("BEGIN IMMEDIATE", fn))
 
     def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` in a read transaction: one consistent snapshot."""
-        return self._retrying(lambda: self._transaction("BEGIN", fn))
+        """Run ``fn(conn)`` in a read transaction: one consistent snapshot.
+
+        A damaged or unreadable file raises :class:`StoreError`.
+        """
+        return self._translated(lambda: self._transaction("BEGIN", fn))
+
+    def _translated(self, attempt: Callable[[], T]) -> T:
+        """``attempt()`` retried when busy, SQLite's file and disk errors as StoreError."""
+        try:
+            return self._retrying(attempt)
+        except StoreError as exc:  # from opening this thread's connection
+            raise self._failed(exc) from None
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise  # a constraint: the caller's business (a taken run id, say)
+            error = self._file_error(exc)
+            if not isinstance(error, StoreError):
+                raise
+            raise self._failed(error) from None
 
     # ------------------------------------------------------------ introspection
 
@@ -333,7 +431,8 @@ class Database:
         """The migration versions recorded in this database, ascending."""
         rows = self.read(lambda c: c.execute(
             "SELECT version FROM schema_migrations ORDER BY version").fetchall())
-        return [int(row[0]) for row in rows]
+        with self.decoding():
+            return [int(row[0]) for row in rows]
 
     def integrity_check(self) -> str:
         """``PRAGMA integrity_check``: ``"ok"`` for a healthy database."""

@@ -276,7 +276,16 @@ def _known(store: Database, root: Path) -> dict[str, _Known]:
     where, args = _under(root)
     rows = store.read(lambda c: c.execute(
         f"SELECT path, id, mtime_ns, size, sha256 FROM docs WHERE {where}", args).fetchall())
-    return {row[0]: _Known(row[1], row[2], row[3], row[4]) for row in rows}
+    with store.decoding():
+        return {_text(row[0]): _Known(row[1], int(row[2]), int(row[3]), _text(row[4]))
+                for row in rows}
+
+
+def _text(value: Any) -> str:
+    """A text column's value; TypeError (a damaged row, see Database.decoding) if not text."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected text, found {type(value).__name__}")
+    return value
 
 
 def _save(store: Database, path: str, stat: os.stat_result, digest: str, kind: str,
@@ -408,7 +417,9 @@ def search_docs(store: Database, query: str, limit: int = 10,
            f"FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
            f"WHERE docs_fts MATCH ? {where} ORDER BY rank LIMIT ?")
     rows = store.read(lambda c: c.execute(sql, (match, *args, limit)).fetchall())
-    return [DocHit(row[0], row[1], " ".join(row[2].split()), -float(row[3])) for row in rows]
+    with store.decoding():
+        return [DocHit(_text(row[0]), _text(row[1]), " ".join(_text(row[2]).split()),
+                       -float(row[3])) for row in rows]
 
 
 def get_doc(store: Database, path: Path | str) -> LocalDoc | None:
@@ -417,4 +428,8 @@ def get_doc(store: Database, path: Path | str) -> LocalDoc | None:
     row = store.read(lambda c: c.execute(
         "SELECT d.path, d.title, f.body, d.kind, d.sha256, d.mtime_ns FROM docs d "
         "JOIN docs_fts f ON f.rowid = d.id WHERE d.path = ?", (key,)).fetchone())
-    return None if row is None else LocalDoc(*row)
+    if row is None:
+        return None
+    with store.decoding():
+        return LocalDoc(_text(row[0]), _text(row[1]), _text(row[2]), _text(row[3]),
+                        _text(row[4]), int(row[5]))

@@ -98,4 +98,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             title, body, tokenize = 'porter unicode61 remove_diacritics 2'
         )""",
     )),
+    # Whether a cached page surely came from a public address (1), may not have (0, read
+    # under --allow-private-urls or an --allow-domains host), or is not known (NULL, a
+    # page cached before this column): a run that refuses private addresses reuses only 1.
+    Migration(3, "where cached pages came from", (
+        "ALTER TABLE pages ADD COLUMN public INTEGER",
+    )),
 )

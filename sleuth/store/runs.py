@@ -118,6 +118,9 @@ def _execute(sql: str, args: tuple[Any, ...], conn: sqlite3.Connection) -> int:
 
 def _summary(row: tuple[Any, ...]) -> RunSummary:
     run_id, status, question, created, updated, report, stats = row
+    if not all(isinstance(v, str) for v in (run_id, status, question)) or not all(
+            isinstance(v, int | float) for v in (created, updated)):
+        raise TypeError("a run row holds values of the wrong type")
     data = json.loads(stats) if stats else {}
     sources = data.get("sources")
     if not isinstance(sources, int):
@@ -175,7 +178,8 @@ class RunStore(Database):
             sql += " AND stage = ?"
             args += (stage,)
         rows = self.read(lambda c: c.execute(sql + " ORDER BY id", args).fetchall())
-        return [StageRecord(row[0], json.loads(row[1]), row[2]) for row in rows]
+        with self.decoding():
+            return [StageRecord(row[0], json.loads(row[1]), row[2]) for row in rows]
 
     def finish_run(self, run_id: str, status: RunStatus, report_json: Any = None,
                    stats: Mapping[str, Any] | None = None) -> None:
@@ -210,7 +214,8 @@ class RunStore(Database):
         rows = self.read(lambda c: c.execute(
             "SELECT id, status, question, created_at, updated_at, report, stats FROM runs "
             "ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)).fetchall())
-        return [_summary(row) for row in rows]
+        with self.decoding():
+            return [_summary(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunInfo:
         """The run whose id is ``run_id`` or starts with it; ConfigError if none or several."""
@@ -232,10 +237,12 @@ class RunStore(Database):
             raise ConfigError(f"run id {run_id!r} is ambiguous: it starts {shown}"
                               f"{', ...' if len(rows) > 5 else ''}; type more of it")
         row = rows[0]
-        return RunInfo(id=row[0], question=row[1], options=json.loads(row[2]), status=row[3],
-                       created_at=row[4], updated_at=row[5], finished_at=row[6], pid=row[7],
-                       host=row[8], report=json.loads(row[9]) if row[9] else None,
-                       stats=json.loads(row[10]) if row[10] else None)
+        with self.decoding():
+            return RunInfo(id=row[0], question=row[1], options=json.loads(row[2]),
+                           status=row[3], created_at=row[4], updated_at=row[5],
+                           finished_at=row[6], pid=row[7], host=row[8],
+                           report=json.loads(row[9]) if row[9] else None,
+                           stats=json.loads(row[10]) if row[10] else None)
 
     def last_report(self, question: str, exclude: str | None = None) -> Any:
         """The report of the latest finished run of ``question`` (not ``exclude``), or None."""
@@ -243,7 +250,8 @@ class RunStore(Database):
             "SELECT report FROM runs WHERE question = ? AND status = 'done' AND id != ? "
             "AND report IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
             (question, exclude or "")).fetchone())
-        return json.loads(row[0]) if row else None
+        with self.decoding():
+            return json.loads(row[0]) if row else None
 
     def orphaned(self, stale_after_s: float = STALE_AFTER_S) -> list[str]:
         """Ids of runs marked ``running`` whose process is gone.
@@ -256,11 +264,12 @@ class RunStore(Database):
         host = socket.gethostname()
         now = self.clock()
         dead = []
-        for run_id, pid, run_host, updated in rows:
-            if now - updated > stale_after_s or (
-                    run_host == host and pid is not None and pid != os.getpid()
-                    and not pid_alive(pid)):
-                dead.append(run_id)
+        with self.decoding():
+            for run_id, pid, run_host, updated in rows:
+                if now - updated > stale_after_s or (
+                        run_host == host and pid is not None and pid != os.getpid()
+                        and not pid_alive(pid)):
+                    dead.append(run_id)
         return dead
 
     def mark_orphans_interrupted(self, stale_after_s: float = STALE_AFTER_S) -> list[str]:
