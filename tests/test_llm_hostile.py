@@ -1,4 +1,4 @@
-"""Hostile model replies at the HTTP level.
+"""Hostile model replies at the HTTP level, and --max-time as a deadline for the whole run.
 
 A model server can send bytes that are not UTF-8, truncated or absurdly nested JSON,
 a body that never ends or drips one byte at a time, or nothing for an hour. Each must
@@ -13,7 +13,11 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -190,3 +194,47 @@ def test_the_cli_gives_a_report_not_an_internal_error(web: OfflineWeb, llm: Scri
     assert code == 0, out.err
     assert "internal error" not in out.err and "Traceback" not in out.err
     assert json.loads(out.out)["planner"] == "rules"
+
+
+# -- --max-time bounds the model calls too --------------------------------------------------
+
+def test_max_time_cuts_the_report_call_and_the_template_report_is_given(
+        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    """The deadline passes while the model writes: the call is cancelled, not waited for."""
+    llm.misbehave("delay", contains=MARKERS["report"])  # an hour before the headers
+    ScriptedResearcher().install(llm)
+    report = research(web, web.topics[1].question, max_time="4s", llm_timeout=3600)
+    assert report.sources and report.writer == "template"
+    assert report.stopped_by == "time budget reached (--max-time 4s)"
+    assert "LLM report: time budget reached (--max-time 4s)" in gaps(report)
+    assert llm.wait_disconnected(1)
+    assert MARKERS["report"] in llm.disconnected[0].last_user
+
+
+@pytest.mark.slow
+def test_max_time_ends_a_cli_run_whose_model_never_answers(web: OfflineWeb, llm: ScriptedLLM,
+                                                           tmp_path: Path) -> None:
+    """The planner's reply would come in an hour: the run ends at --max-time with a report."""
+    llm.misbehave("delay", contains=MARKERS["plan"])
+    ScriptedResearcher().install(llm)
+    web.reset_log()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
+    env["SLEUTH_HOME"] = str(tmp_path / "home")
+    out = tmp_path / "report.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "sleuth", "--search", "searxng", "--searxng-url",
+         web.searxng_url, "--allow-private-urls", "--base-url", web.llm_url, "--model", MODEL,
+         "--max-time", "2", "--llm-timeout", "3600", "--format", "json", "-o", str(out),
+         web.topics[2].question],
+        capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path, env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["stopped_by"] == "time budget reached (--max-time 2s)"
+    assert report["planner"] == "rules"
+    assert "LLM plan: time budget reached (--max-time 2s)" in report["markdown"]
+    assert llm.wait_disconnected(1)
+    assert MARKERS["plan"] in llm.disconnected[0].last_user
+    # The rule-based queries came after the deadline: none was searched.
+    assert not [r for r in web.requests if r.path == "/search"]
+
