@@ -2,7 +2,9 @@
 
 The pipeline asks :meth:`Budget.exhausted` before starting more work; once any
 budget is reached, gathering stops and the report is written from what is in,
-saying which budget stopped it.
+saying which budget stopped it. ``--max-time`` is a deadline for the whole run:
+model calls (:class:`~sleuth.llm.run.RunLLM`) and searches are bounded by
+:meth:`Budget.seconds_left` too, so a call in flight when it passes is cancelled.
 """
 
 from __future__ import annotations
@@ -40,12 +42,22 @@ class Budget:
             return None
         return max(0.0, self.settings.max_time - (self.clock() - self.started))
 
+    @property
+    def time_reason(self) -> str:
+        """What the report says when ``--max-time`` stopped the run."""
+        return f"time budget reached (--max-time {self.settings.max_time or 0:g}s)"
+
+    def out_of_time(self) -> str | None:
+        """:attr:`time_reason` once ``--max-time`` has passed; None before (or without one)."""
+        left = self.seconds_left()
+        return self.time_reason if left is not None and left <= 0 else None
+
     def exhausted(self) -> str | None:
         """Which budget is used up, as the reason shown in the report; None while all are left."""
         s = self.settings
-        left = self.seconds_left()
-        if left is not None and left <= 0:
-            return f"time budget reached (--max-time {s.max_time:g}s)"
+        time_up = self.out_of_time()
+        if time_up is not None:
+            return time_up
         if s.max_fetches is not None and self.fetches >= s.max_fetches:
             return f"fetch budget reached (--max-fetches {s.max_fetches})"
         if s.max_tokens is not None and self.tokens >= s.max_tokens:

@@ -15,9 +15,9 @@ boundary, so callers catch ``SleuthError`` and nothing else::
         ├── LLMAuthError         401/403: the key is refused; the CLI exits 2
         ├── LLMUnavailableError  unreachable, timing out or overloaded after every retry
         ├── ContextOverflowError the prompt is longer than the model's context
-        ├── ParseError           the reply held no usable answer
+        ├── ParseError           the reply held no usable answer, or could not be read
         ├── PromptError          a prompt template was rendered with wrong values
-        └── LLMBudgetError       --max-tokens or --max-cost is spent
+        └── LLMBudgetError       --max-time, --max-tokens or --max-cost is spent
 
 A research in which single searches or pages fail is not an error: the failures are
 recorded in ``Report.failures`` and shown in the report's Gaps section. The same holds

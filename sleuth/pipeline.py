@@ -203,6 +203,11 @@ async def search_stage(ctx: RunContext, plan: Plan,
     """
     settings = ctx.settings
     queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
+    # --max-time bounds the searches too: none starts after it, none runs past it.
+    left = ctx.budget.seconds_left()
+    timeout = settings.search_timeout if left is None else min(settings.search_timeout, left)
+    if timeout <= 0:
+        queries = []
     async with make_search_client(settings) as client:
         # Every provider name and key is checked before anything is said or sent.
         providers = build_providers(settings, client)
@@ -217,12 +222,13 @@ async def search_stage(ctx: RunContext, plan: Plan,
             # The documents folder is searched alongside the web, not as its fallback.
             return await asyncio.gather(*(
                 run_searches(batch, group, limit=settings.results_per_query,
-                             timeout=settings.search_timeout, on_event=ctx.emit)
+                             timeout=timeout, on_event=ctx.emit)
                 for group in groups))
 
+        answers: _Answers = []
         if lead is not None and len(queries) > 1:
             answers = await _search_with_lead(search, queries, lead)
-        else:
+        elif queries:
             answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
     failures = [failure for _, failed in answers for failure in failed]
@@ -232,7 +238,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
     for query in queries:
         ctx.searched[query] = [h for h in hits if h.query == query]
-    return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched[query]]
+    return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched.get(query, [])]
 
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
@@ -447,7 +453,9 @@ async def write_stage(ctx: RunContext, plan: Plan, sources: list[Source],
         failures=ctx.failures, confidence=level, confidence_reason=reason, markdown=markdown,
         stats=Stats(searches=ctx.searches, fetches=gathered.attempted,
                     elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(ctx.llm)),
-        run_id=ctx.run_id, planner=plan.planner, stopped_by=gathered.stopped_by,
+        run_id=ctx.run_id, planner=plan.planner,
+        # A model call cut by --max-time after gathering (the report, the check) says so too.
+        stopped_by=gathered.stopped_by or (ctx.llm.cut_by if ctx.llm is not None else None),
         writer="llm" if written else "template", citations=citations,
     )
     ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))

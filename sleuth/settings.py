@@ -274,7 +274,8 @@ class Settings(BaseModel):
         180.0,
         gt=0,
         le=3600,
-        description="Seconds allowed for one model call.",
+        description="Seconds allowed for one model call, its whole reply included (each retry "
+        "gets as long again).",
         json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT"),
     )
     no_llm: bool = Field(
@@ -330,7 +331,7 @@ class Settings(BaseModel):
     max_time: float | None = Field(
         None,
         gt=0,
-        description="Seconds of research before writing the report (90, 5m).",
+        description="Seconds the whole run may take, model calls included (90, 5m).",
         json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME"),
     )
     max_fetches: int | None = Field(

@@ -348,6 +348,45 @@ async def test_sandbox_escapes_are_refused_and_nothing_is_written_outside(
     assert result.status == "finished" and history(result)[0]["type"] == "start"
 
 
+async def test_a_folder_named_like_the_result_cannot_be_made(web: OfflineWeb, llm: ScriptedLLM,
+                                                             tmp_path: Path) -> None:
+    """Writing result.md/x.md would leave a folder where sleuth writes the result."""
+    Script(llm).calls(("file", {"operation": "write", "path": "result.md/x.md",
+                                "content": "x"})) \
+        .calls(("all_finished", {"result": "the answer is 42"}))
+    result = await web_search("Titan?", **agent_options(web, llm, tmp_path / "home"))
+    (error,) = tool_messages(llm.requests[1])
+    assert "status: error" in error and "kept by sleuth" in error
+    assert result.status == "finished" and result.result == "the answer is 42"
+    written = Path(result.workspace or "") / "result.md"
+    assert "the answer is 42" in written.read_text(encoding="utf-8")
+
+
+async def test_the_result_survives_something_in_the_way_of_result_md(
+        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
+    """A result.md that is a folder (an older sleuth let the agent make one) cannot lose
+    the result: it comes back, with the reason result.md was not written."""
+    Script(llm).say("end of round 1")
+    first = await web_search("Titan?", max_rounds=1, **agent_options(web, llm, tmp_path / "h"))
+    workspace = Path(first.workspace or "")
+    (workspace / "result.md").unlink()
+    (workspace / "result.md" / "x.md").parent.mkdir()
+    (workspace / "result.md" / "x.md").write_text("in the way", encoding="utf-8")
+    Script(llm).calls(("all_finished", {"result": "lakes of methane"}))
+    events: list[Event] = []
+    result = await web_search(resume=workspace, max_rounds=3, on_event=events.append)
+    assert result.status == "finished" and result.result == "lakes of methane"
+    assert result.result_note is not None and "result.md" in result.result_note
+    assert "lakes of methane" in result.to_markdown()
+    assert any("result.md" in e.message and "not written" in e.message for e in events)
+    assert (workspace / "result.md" / "x.md").read_text(encoding="utf-8") == "in the way"
+    # A dashboard.md that is a folder: the search cannot go on, and says so in one line.
+    (workspace / "dashboard.md").unlink()
+    (workspace / "dashboard.md").mkdir()
+    with pytest.raises(sleuth.ConfigError, match=r"dashboard\.md cannot be read"):
+        await web_search(resume=workspace, max_rounds=4)
+
+
 async def test_dashboard_limit_is_enforced(web: OfflineWeb, llm: ScriptedLLM,
                                            tmp_path: Path) -> None:
     Script(llm).calls(("update_dashboard", {"content": "x" * 5000})) \

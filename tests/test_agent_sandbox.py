@@ -12,6 +12,7 @@ from sleuth.agent.dashboard import DASHBOARD_MAX_CHARS, NOTES_HEADER, Dashboard,
 from sleuth.agent.tools import parse_json_action, tool_definitions, wrap_result
 from sleuth.agent.workspace import (
     MAX_FILE_BYTES,
+    MAX_FILES,
     Workspace,
     WorkspaceError,
     new_workspace,
@@ -149,6 +150,54 @@ def test_reserved_files_and_size_caps(box: Workspace) -> None:
     with pytest.raises(WorkspaceError, match="would grow to"):
         box.write("grow.md", "y" * 11, append=True)
     assert len(box.read("grow.md")) == MAX_FILE_BYTES - 10
+
+
+@pytest.mark.parametrize("path", [
+    "result.md/x.md", "Result.MD/notes.md", "notes/dashboard.md/x", "history.jsonl/a/b.md",
+    "sources/REPORT.md",
+])
+def test_reserved_names_are_refused_in_every_part_of_a_path(box: Workspace, path: str) -> None:
+    """A folder named result.md would stand where sleuth writes the result at the end."""
+    with pytest.raises(WorkspaceError, match="kept by sleuth"):
+        box.write(path, "x")
+    assert tree(box.root) == {}
+
+
+@pytest.mark.parametrize("path", [
+    "con", "NUL", "nul.md", "notes/aux.txt", "com1", "LPT9.log", "com\u00b9.md", "CON .txt",
+    "conin$", "prn/x.md",                                 # DOS devices, with or without suffix
+    "dashboard.md.", "notes.md /x.md", "sources./a.md",  # trailing dots and spaces
+    "dashboard.md::$DATA", "notes.md:hidden", "sub/a:b.md",  # NTFS streams
+    "DASHBO~1.MD", "sources/PAGE~12.MD", "RESULT~1",      # 8.3 short names
+    "what?.md", "a*b.md", "<x>.md", 'quote".md', "pipe|.md",
+])
+def test_names_special_on_windows_are_refused(box: Workspace, path: str) -> None:
+    """Workspaces move between systems: a name Windows maps elsewhere is refused everywhere."""
+    for attempt in (lambda: box.write(path, "x"), lambda: box.read(path)):
+        with pytest.raises(WorkspaceError, match="special on Windows"):
+            attempt()
+    assert tree(box.root) == {}
+
+
+def test_names_that_only_look_special_are_fine(box: Workspace) -> None:
+    for path in ("console.md", "nullable/x.md", "com10.md", "lpt.md", "a.b.c.md",
+                 "my~notes.md", "résumé.md", "sources/result-notes.md", ".hidden.md"):
+        box.write(path, "x")
+        assert box.read(path) == "x"
+
+
+def test_folders_count_toward_the_entry_cap(box: Workspace) -> None:
+    """Deep paths cannot make hundreds of folders: each one is an entry of the cap."""
+    refused = 0
+    for n in range(40):
+        deep = "/".join([f"t{n}", *(f"level{i}" for i in range(20)), "x.md"])
+        try:
+            box.write(deep, "x")
+        except WorkspaceError as exc:
+            assert f"at most {MAX_FILES} files and folders" in str(exc)
+            refused += 1
+    entries = sum(len(dirs) + len(files) for _, dirs, files in os.walk(box.root))
+    assert refused > 0 and entries <= MAX_FILES
 
 
 def test_history_survives_a_torn_last_line(box: Workspace) -> None:

@@ -73,7 +73,11 @@ def _open_resumed(path: str | Path, settings: Settings | None,
         settings = load_settings({**recorded, **options})
     elif options:
         settings = load_settings({**settings.model_dump(), **options}, env={})
-    text = workspace.read_text(DASHBOARD)
+    try:
+        text = workspace.read_text(DASHBOARD)
+    except OSError as exc:  # a folder of that name, made by an older sleuth's agent
+        raise ConfigError(f"cannot resume {folder}: {DASHBOARD} cannot be read "
+                          f"({exc.strerror or exc})") from None
     dashboard = Dashboard.parse(text) if text else Dashboard.initial(workspace.label)
     return _Search(workspace, dashboard, state, settings)
 
@@ -238,7 +242,10 @@ async def _run(search: _Search, llm: Any, services: tuple[list[Any], Any], want_
     outcome = _result(search, status, reason, result, loop.protocol)
     if want_report:
         outcome = await _with_report(outcome, search, toolbox, emit)
-    workspace.write_text(RESULT, outcome.to_markdown())
+    problem = _keep(workspace, RESULT, outcome.to_markdown())
+    if problem is not None:  # the result is still returned (and printed): never lost
+        outcome = outcome.model_copy(update={"result_note": problem})
+        emit(Event("info", problem, {"file": RESULT}))
     emit(Event("agent", f"{status}: {reason} · {outcome.summary_line()}",
                {"status": status, "rounds": outcome.rounds, "tool_calls": outcome.tool_calls,
                 "tokens": outcome.tokens}))
@@ -255,5 +262,22 @@ async def _with_report(outcome: AgentResult, search: _Search, toolbox: Toolbox,
     except WorkspaceError as exc:  # pragma: no cover - the workspace vanished under us
         return outcome.model_copy(update={"report_note": f"no report: {exc}"})
     if markdown:
-        search.workspace.write_text(REPORT, markdown)
+        problem = _keep(search.workspace, REPORT, markdown)
+        if problem is not None:
+            note = f"{note}; {problem}" if note else problem
+            emit(Event("info", problem, {"file": REPORT}))
     return outcome.model_copy(update={"report": markdown or None, "report_note": note})
+
+
+def _keep(workspace: Workspace, name: str, text: str) -> str | None:
+    """Write one of the search's output files; what went wrong, instead of raising.
+
+    Something can stand where the file goes (a folder of that name, made by an older
+    sleuth's agent or by hand; a full disk): the output must not be lost to it.
+    """
+    try:
+        workspace.write_text(name, text)
+    except OSError as exc:
+        return (f"{name} was not written to the workspace ({exc.strerror or exc}); "
+                "the result is in this output")
+    return None

@@ -33,7 +33,8 @@ class AgentResult(BaseModel):
     ``result`` is the agent's answer when it called ``all_finished`` (else empty);
     ``dashboard`` its memory as it ended; ``workspace`` the folder to resume from
     (None with ``--no-store``, whose workspace is deleted at the end); ``pages`` the
-    URLs the agent read; ``report`` the cited report when one was asked for.
+    URLs the agent read; ``report`` the cited report when one was asked for;
+    ``result_note`` why ``result.md`` could not be written (else None).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -56,6 +57,7 @@ class AgentResult(BaseModel):
     protocol: Literal["tools", "json"] = "tools"
     report: str | None = None
     report_note: str | None = None
+    result_note: str | None = None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -91,6 +93,8 @@ class AgentResult(BaseModel):
         lines += ["", "## Result", ""]
         lines.append(clean_text(self.result).strip() or "_The agent gave no final result; "
                      "see the dashboard._")
+        if self.result_note:
+            lines += ["", f"_{clean_text(self.result_note)}_"]
         lines += ["", "## Dashboard", "", "```text", clean_text(self.dashboard).replace(
             "```", "ʼʼʼ"), "```", ""]
         if self.report_note:

@@ -11,9 +11,13 @@ any ``..`` component, any symbolic link on the way (checked component by compone
 with ``lstat``, the resolved path is checked to lie inside the workspace, and files
 are opened with ``O_NOFOLLOW`` where the platform has it), devices, FIFOs and other
 special files, hard-linked files (a hard link is another name for a file that may
-live elsewhere), and writes to the files sleuth itself keeps. Files are capped in
-size and number. Only the agent (one call at a time) writes here, so the checks
-are not racing anyone.
+live elsewhere), writes to the files sleuth itself keeps (in any part of a path, in
+any case: a folder ``result.md/`` would stand where the result is written), and names
+that are special on Windows in any part of a path (devices such as ``con`` or
+``nul.md``, trailing dots and spaces, ``:`` streams, ``~1`` short names, ``<>"|?*``):
+workspaces move between systems, and there such a name is another file or none.
+Files are capped in size, and files and folders together in number. Only the agent
+(one call at a time) writes here, so the checks are not racing anyone.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import os
 import re
 import stat
 import tempfile
+import unicodedata
 from datetime import datetime
 from pathlib import Path, PureWindowsPath
 from typing import Any
@@ -50,6 +55,7 @@ REPORT = "report.md"
 RESERVED = frozenset({DASHBOARD, HISTORY, RESULT, REPORT})
 
 MAX_FILE_BYTES = 200_000
+#: Files and folders a workspace may hold (sleuth's own files included).
 MAX_FILES = 200
 MAX_LIST_ENTRIES = 200
 _MAX_PATH_CHARS = 240
@@ -60,10 +66,35 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO must not block the open
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+#: Windows devices, with or without an extension (the list of Python 3.13's
+#: ``os.path.isreserved``, which 3.11 lacks).
+_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+                     | {f"{kind}{n}" for kind in ("COM", "LPT")
+                        for n in "123456789\u00b9\u00b2\u00b3"})
+_WINDOWS_CHARS = re.compile(r'[<>:"|?*]')
+_SHORT_NAME = re.compile(r"~\d")
 
 
 class WorkspaceError(SleuthError):
     """A file operation the sandbox refused; the message is meant for the model."""
+
+
+def _windows_problem(name: str) -> str | None:
+    """Why ``name`` means something else on Windows, or None when it does not."""
+    if name.endswith((".", " ")):
+        return "ends with a dot or a space, which Windows drops"
+    if _WINDOWS_CHARS.search(name):
+        return 'has one of <>:"|?* (":" names a hidden stream of a file on Windows)'
+    if name.partition(".")[0].rstrip(" ").upper() in _DEVICES:
+        return "is a device on Windows, whatever its extension"
+    if _SHORT_NAME.search(name):
+        return "looks like a short 8.3 name (~1), another name for some file on Windows"
+    return None
+
+
+def _reserved(name: str) -> bool:
+    """True when ``name`` is one of sleuth's own files on a case-insensitive system."""
+    return unicodedata.normalize("NFKC", name).casefold() in RESERVED
 
 
 def check_session(name: str) -> str:
@@ -142,6 +173,11 @@ class Workspace:
             if len(part) > _MAX_NAME_CHARS or _CONTROL.search(part):
                 raise WorkspaceError(f"path refused: the name {part[:40]!r} is too long or "
                                      "has control characters")
+            problem = _windows_problem(part)
+            if problem is not None:
+                raise WorkspaceError(f"path refused: the name {part[:40]!r} is special on "
+                                     f"Windows: it {problem}. Workspaces move between "
+                                     "systems; use another name")
         if not parts and not allow_root:
             raise WorkspaceError("give a file path relative to the workspace, e.g. notes.md")
         return parts
@@ -216,27 +252,42 @@ class Workspace:
     def write(self, path: str, content: str, *, append: bool = False) -> str:
         """Write (or append) ``content``; returns a one-line confirmation."""
         parts = self._parts(path)
-        if len(parts) == 1 and parts[0].lower() in RESERVED:
-            raise WorkspaceError(f"{parts[0]} is kept by sleuth and cannot be written; "
-                                 "use update_dashboard to change the dashboard")
+        kept = next((part for part in parts if _reserved(part)), None)
+        if kept is not None:
+            raise WorkspaceError(f"{kept} is kept by sleuth and cannot be written, nor be part "
+                                 "of a path; use update_dashboard to change the dashboard")
         data = content.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
             raise WorkspaceError(f"content is {len(data):,} bytes; a file may hold at most "
                                  f"{MAX_FILE_BYTES:,}")
+        new = self._missing(parts)
+        held = self.count_entries() if new else 0
+        if held + new > MAX_FILES:
+            raise WorkspaceError(f"the workspace may hold at most {MAX_FILES} files and folders; "
+                                 f"it holds {held}, and {'/'.join(parts)} would add {new}. "
+                                 "Append to an existing file instead")
         target, shown, info = self._target(path, create=True)
         size = info.st_size if (info is not None and append) else 0
         if size + len(data) > MAX_FILE_BYTES:
             raise WorkspaceError(f"{shown} would grow to {size + len(data):,} bytes; a file "
                                  f"may hold at most {MAX_FILE_BYTES:,}. Start a new file")
-        if info is None and self.count_files() >= MAX_FILES:
-            raise WorkspaceError(f"the workspace already holds {MAX_FILES} files; "
-                                 "append to an existing one instead")
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         fd = self._open(target, shown, flags)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         verb = "appended" if append else "wrote"
         return f"{verb} {len(data):,} bytes to {shown} ({size + len(data):,} bytes now)"
+
+    def _missing(self, parts: list[str]) -> int:
+        """How many of ``parts`` (the folders, then the file) do not exist yet."""
+        path = self.root
+        for i, name in enumerate(parts):
+            path = path / name
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                return len(parts) - i
+        return 0
 
     def listing(self, path: str = ".") -> str:
         """The entries of a folder in the workspace, one per line."""
@@ -255,9 +306,10 @@ class Workspace:
                     lines.append(f"{entry.name}  ({_kind(info.st_mode)})")
         return f"{shown}:\n" + ("\n".join(lines) if lines else "(empty)")
 
-    def count_files(self) -> int:
-        """Regular files in the workspace (links are not followed)."""
-        return sum(len(files) for _, _, files in os.walk(self.root, followlinks=False))
+    def count_entries(self) -> int:
+        """Files and folders in the workspace (links are not followed)."""
+        return sum(len(dirs) + len(files)
+                   for _, dirs, files in os.walk(self.root, followlinks=False))
 
     # -- what sleuth keeps -----------------------------------------------------------------
     def write_text(self, name: str, text: str) -> Path:

@@ -10,7 +10,12 @@ llama.cpp, LM Studio, gateways) with the SDK's own retries off, and adds:
 * an ``LLMUsage`` tally of every call: tokens (estimated, and flagged, when the
   server reports none), per model and per stage, retries, failures, cost when the
   price is known;
-* translation of every SDK error into :mod:`sleuth.llm.errors` at this boundary.
+* a deadline of ``timeout`` seconds on each attempt as a whole (httpx's own timeout
+  is per read, so a reply dripped a byte at a time would never end), and replies
+  capped at :data:`MAX_REPLY_BYTES` (:mod:`sleuth.llm._wire`);
+* translation of every SDK error into :mod:`sleuth.llm.errors` at this boundary,
+  including what the SDK lets through unwrapped: a reply that is not UTF-8, not
+  JSON, nested too deep to parse, or not shaped like a chat completion.
 
 Sleeping, randomness and the clock are injectable, so tests run instantly and can
 assert the exact delays chosen.
@@ -19,7 +24,6 @@ assert the exact delays chosen.
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import random
@@ -31,16 +35,33 @@ from typing import Any, Protocol
 
 import openai
 
-from sleuth._tls import ssl_context
 from sleuth.errors import ConfigError
+from sleuth.llm._wire import (
+    MAX_REPLY_BYTES,
+    UNPARSABLE,
+    Misshapen,
+    ReplyRefused,
+    cause,
+    headers_of,
+    model_http_client,
+    parse_retry_after,
+    read_completion,
+)
 from sleuth.llm.config import LLMConfig
-from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
+from sleuth.llm.errors import (
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnavailableError,
+    ParseError,
+)
 from sleuth.llm.models_table import model_info
 from sleuth.llm.parse import strip_think
 from sleuth.llm.tokens import context_window, count_tokens, message_tokens
 from sleuth.progress import Event, ProgressCallback, no_progress
 
 __all__ = [
+    "MAX_REPLY_BYTES",
     "LLMClient",
     "LLMReply",
     "LLMUsage",
@@ -195,42 +216,6 @@ def cache_key(model: str, messages: Sequence[Message], max_tokens: int | None,
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None
-                      ) -> float | None:
-    """Seconds a server asked us to wait, or None when it did not say (or said nonsense).
-
-    Reads ``retry-after-ms`` (OpenAI's) first, then ``Retry-After`` as seconds or as an
-    HTTP date (relative to ``now``, a Unix time, default the current time). Dates in
-    the past mean zero.
-    """
-    if not headers:
-        return None
-    lowered = {k.lower(): v for k, v in headers.items()}
-    raw_ms = lowered.get("retry-after-ms")
-    if raw_ms is not None:
-        try:
-            millis = float(raw_ms)
-        except ValueError:
-            millis = -1.0
-        if millis >= 0 and millis == millis:  # not NaN
-            return millis / 1000
-    raw = lowered.get("retry-after")
-    if raw is None:
-        return None
-    try:
-        seconds = float(raw)
-        return seconds if seconds >= 0 and seconds == seconds and seconds != float("inf") else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
 def _server_message(exc: openai.APIStatusError) -> str:
     """The server's own error message, without the SDK's "Error code: N - " wrapping."""
     body = exc.body
@@ -240,12 +225,6 @@ def _server_message(exc: openai.APIStatusError) -> str:
         if isinstance(message, str) and message.strip():
             return message
     return re.sub(r"^Error code: \d+ - ", "", exc.message or str(exc))
-
-
-def _headers(exc: BaseException) -> dict[str, str]:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
-    return dict(headers.items()) if headers is not None else {}
 
 
 class LLMClient:
@@ -274,11 +253,13 @@ class LLMClient:
         self._warned_unknown: set[str] = set()
         key = config.api_key.get_secret_value() if config.api_key else ""
         self._key = key
+        # The SDK takes an httpx client (and from 3.x an httpx2 one); its hints name one.
+        http: Any = model_http_client(config.timeout)
         # Keyless local servers ignore the header, but the SDK insists on some key.
         self._client = openai_client or openai.AsyncOpenAI(
             base_url=config.base_url or "https://api.openai.com/v1",
             api_key=key or "not-needed", max_retries=0, timeout=config.timeout,
-            http_client=openai.DefaultAsyncHttpxClient(verify=ssl_context()))
+            http_client=http)
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -318,10 +299,15 @@ class LLMClient:
     async def list_models(self) -> list[str]:
         """The model ids the server lists at ``/models``."""
         try:
-            page = await self._client.models.list()
-        except openai.OpenAIError as exc:
+            async with asyncio.timeout(self.config.timeout):
+                page = await self._client.models.list()
+        except (openai.OpenAIError, TimeoutError, *UNPARSABLE) as exc:
             raise self._translate(exc) from None
-        return [m.id for m in page.data]
+        data = getattr(page, "data", None)
+        if not isinstance(data, list):  # the SDK does not check the shape of the JSON
+            raise ParseError(f"the LLM server at {self.server} sent a model list sleuth "
+                             "cannot read")
+        return [m.id for m in data if isinstance(getattr(m, "id", None), str)]
 
     async def resolve_model(self) -> str:
         """The default model: configured, or else the first one the server lists."""
@@ -395,9 +381,9 @@ class LLMClient:
         attempt = 0
         while True:
             try:
-                async with self._semaphore:
+                async with self._semaphore, asyncio.timeout(self.config.timeout):
                     return await self._client.chat.completions.create(**request)
-            except openai.OpenAIError as exc:
+            except (openai.OpenAIError, TimeoutError, *UNPARSABLE) as exc:
                 error = self._translate(exc)
                 if not error.retryable or attempt >= self.config.max_retries:
                     self.usage.failures += 1
@@ -405,7 +391,7 @@ class LLMClient:
                         error = type(error)(f"{error} (gave up after {attempt + 1} attempts)",
                                             status=error.status, retryable=True)
                     raise error from None
-                delay = self.retry_delay(attempt, _headers(exc))
+                delay = self.retry_delay(attempt, headers_of(exc))
             attempt += 1
             self.usage.retries += 1
             self._progress(Event("info", f"LLM {stage}: {error}; retry {attempt} in "
@@ -416,29 +402,22 @@ class LLMClient:
 
     def _reply(self, completion: Any, name: str, messages: Sequence[Message],
                stage: str) -> LLMReply:
-        choices = getattr(completion, "choices", None) or []
-        if not choices:
+        try:
+            read = read_completion(completion)
+        except Misshapen as exc:
+            raise ParseError(f"the LLM server at {self.server} sent a reply that is not a chat "
+                             f"completion: {exc}") from None
+        if read is None:
             raise LLMError(f"the LLM server at {self.server} returned no answer for {name!r}")
-        message = getattr(choices[0], "message", None)
-        text = getattr(message, "content", None) or ""
-        model = getattr(completion, "model", None) or name
-        usage = getattr(completion, "usage", None)
-        prompt = getattr(usage, "prompt_tokens", None)
-        answer = getattr(usage, "completion_tokens", None)
-        calls = tuple(
-            ToolCall(id=str(getattr(c, "id", "") or f"call_{n}"),
-                     name=str(getattr(c.function, "name", "") or ""),
-                     arguments=str(getattr(c.function, "arguments", "") or ""))
-            for n, c in enumerate(getattr(message, "tool_calls", None) or [])
-            if getattr(c, "function", None) is not None)
-        estimated = not isinstance(prompt, int) or not isinstance(answer, int)
+        calls = tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in read.calls)
+        prompt, answer = read.prompt_tokens, read.completion_tokens
+        estimated = prompt is None or answer is None
         if estimated:
             # Servers that omit usage still cost tokens: count them ourselves, flagged.
-            spoken = text + "".join(c.name + c.arguments for c in calls)
+            spoken = read.text + "".join(c.name + c.arguments for c in calls)
             prompt, answer = message_tokens(messages, name), count_tokens(spoken, name)
-        return LLMReply(text=text, model=str(model), prompt_tokens=int(prompt or 0),
-                        completion_tokens=int(answer or 0),
-                        finish_reason=getattr(choices[0], "finish_reason", None),
+        return LLMReply(text=read.text, model=read.model or name, prompt_tokens=prompt or 0,
+                        completion_tokens=answer or 0, finish_reason=read.finish_reason,
                         estimated=estimated, stage=stage, tool_calls=calls)
 
     def _scrub(self, message: str) -> str:
@@ -447,12 +426,27 @@ class LLMClient:
         message = " ".join(message.split())
         return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 1] + "…"
 
-    def _translate(self, exc: openai.OpenAIError) -> LLMError:
-        """The sleuth error for an SDK error (see the tree in sleuth.llm.errors)."""
+    def _translate(self, exc: BaseException) -> LLMError:
+        """The sleuth error for an SDK error (see the tree in sleuth.llm.errors).
+
+        A reply that cannot be parsed, or was refused unread (over the byte cap), is a
+        ParseError: never retried, since the same request gets the same reply.
+        """
         where = self.server
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, openai.APITimeoutError | TimeoutError):
             return LLMUnavailableError(f"the LLM server at {where} did not answer within "
                                        f"{self.config.timeout:g} s", retryable=True)
+        refused = cause(exc, ReplyRefused)
+        if refused is not None:
+            return ParseError(f"the LLM server at {where} sent a reply sleuth did not use: "
+                              f"{refused}")
+        if isinstance(exc, UNPARSABLE):
+            what = ("JSON nested too deep to parse" if isinstance(exc, RecursionError) else
+                    "bytes that are not UTF-8" if isinstance(exc, UnicodeDecodeError) else
+                    f"a body that is not valid JSON ({self._scrub(exc.msg)})"
+                    if isinstance(exc, json.JSONDecodeError) else type(exc).__name__)
+            return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: "
+                              f"{what}")
         if isinstance(exc, openai.APIConnectionError):
             return LLMUnavailableError(f"could not connect to the LLM server at {where}",
                                        retryable=True)

@@ -8,9 +8,12 @@ Everything the openai SDK raises is translated into these at the boundary
         ├── LLMAuthError         401/403: the key is missing, wrong or not allowed this model
         ├── LLMUnavailableError  server unreachable, timing out or overloaded after all retries
         ├── ContextOverflowError 400 saying the prompt is longer than the model's context
-        ├── ParseError           the reply had no usable answer (no list, no verdict, ...)
+        ├── ParseError           the reply had no usable answer (no list, no verdict, ...),
+        │                        or could not be read (not UTF-8, not JSON, nested too deep,
+        │                        over the byte cap, not shaped like a chat completion)
         ├── PromptError          a prompt template was rendered with missing or extra values
-        └── LLMBudgetError       --max-tokens or --max-cost is spent: no further calls are made
+        └── LLMBudgetError       --max-time, --max-tokens or --max-cost is spent: the call
+                                 in flight is cancelled (--max-time), no further calls are made
 
 Messages never contain the API key.
 """
@@ -51,7 +54,8 @@ class ContextOverflowError(LLMError):
 
 
 class ParseError(LLMError):
-    """A reply had no usable answer; ``excerpt`` is its start, for the Gaps section."""
+    """A reply had no usable answer, or could not be read at all; ``excerpt`` is its start
+    (when there is text), for the Gaps section. Never retried."""
 
     def __init__(self, message: str, *, excerpt: str = "") -> None:
         super().__init__(message)
@@ -66,7 +70,8 @@ class PromptError(LLMError, ValueError):
 
 
 class LLMBudgetError(LLMError):
-    """The run's token or cost budget is spent, so the call was not made.
+    """The run's time, token or cost budget is spent, so the call was not made (or, when
+    ``--max-time`` passed while it was in flight, was cancelled).
 
     Stages treat it like any other model failure: they take their no-LLM path.
     """

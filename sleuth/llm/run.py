@@ -7,6 +7,10 @@ as :class:`ContextOverflowError` (so stages fall back rather than crash), and on
 place to record why a stage fell back to its no-LLM path (``Failure(stage="llm")``,
 shown in the report's Gaps).
 
+Every call ends by the run's ``--max-time`` deadline: one in flight when it passes is
+cancelled and raises :class:`LLMBudgetError`, so its stage falls back as for a spent
+token budget, and ``cut_by`` says so for the report's ``stopped_by``.
+
 When the server is unreachable after every retry, or does not know the model, the
 run stops asking it (``usable`` turns False) instead of paying the retries again at
 every later call. An authentication error is never swallowed: it is a setting the
@@ -15,6 +19,7 @@ user must fix, and ends the run with exit code 2.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -79,6 +84,8 @@ class RunLLM:
         self.failures = failures if failures is not None else []
         self.today = today or datetime.date.today().isoformat()
         self.down: str | None = None
+        #: The time budget's reason once it cancelled a call in flight (else None).
+        self.cut_by: str | None = None
         self._said: set[str] = set()
 
     # -- facts -----------------------------------------------------------------------
@@ -101,9 +108,12 @@ class RunLLM:
         return self.client.context_window(stage)
 
     def budget_reason(self) -> str | None:
-        """Why no more model calls may be made (--max-tokens / --max-cost), or None."""
+        """Why no more model calls may be made (--max-time / --max-tokens / --max-cost), or None."""
         if self.budget is None:
             return None
+        time_up = self.budget.out_of_time()
+        if time_up is not None:
+            return time_up
         settings = self.budget.settings
         if settings.max_tokens is not None and self.budget.tokens >= settings.max_tokens:
             return f"token budget reached (--max-tokens {settings.max_tokens})"
@@ -117,6 +127,7 @@ class RunLLM:
                    temperature: float = 0.2, **extra: Any) -> LLMReply:
         """One model call, refused when the budget is spent, charged to it when made.
 
+        Cancelled when ``--max-time`` passes while it is in flight (LLMBudgetError).
         ``extra`` (``tools``, ``tool_choice``) goes to ``LLMClient.chat`` unchanged.
         """
         if self.down is not None:
@@ -124,10 +135,17 @@ class RunLLM:
         reason = self.budget_reason()
         if reason is not None:
             raise LLMBudgetError(reason)
+        deadline = asyncio.timeout(self.budget.seconds_left() if self.budget else None)
         try:
-            reply = await self.client.chat(messages, stage=stage, model=model,
-                                           max_tokens=max_tokens, temperature=temperature,
-                                           **extra)
+            async with deadline:
+                reply = await self.client.chat(messages, stage=stage, model=model,
+                                               max_tokens=max_tokens, temperature=temperature,
+                                               **extra)
+        except TimeoutError:
+            if not deadline.expired() or self.budget is None:
+                raise
+            self.cut_by = self.budget.time_reason
+            raise LLMBudgetError(self.cut_by) from None
         except LLMAuthError:
             raise
         except LLMUnavailableError as exc:

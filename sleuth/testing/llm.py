@@ -16,6 +16,11 @@ Each request takes the first scripted step that matches it (``model`` equal,
 used ``times`` times (None: forever). A request nothing matches gets a 500 whose
 message starts "ScriptedLLM: script exhausted", and lands in ``unmatched`` too.
 
+``llm.misbehave(mode)`` scripts a reply that breaks at the HTTP level instead (bytes
+that are not UTF-8, truncated or 100,000-deep JSON, an oversized or endless body, a
+drip, a long wait before the headers; see :data:`MISBEHAVIOURS`); a request whose
+client went away before its reply was complete lands in ``disconnected``.
+
 ``llm.app`` is the bare ASGI app with routes relative to the API root, for mounting
 at ``/v1`` on another server; ``llm.root_app`` adds that mount and Ollama's
 ``/api/tags`` (listing ``models``), as ``serve()`` runs it.
@@ -40,11 +45,23 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
-__all__ = ["RecordedRequest", "ScriptedLLM"]
+__all__ = ["MISBEHAVIOURS", "RecordedRequest", "ScriptedLLM"]
 
 #: What a scripted reply may be: the text, or a function of the request body that
 #: returns the text, a whole JSON body (dict), or any Starlette response.
 Reply = str | Callable[[dict[str, Any]], "str | dict[str, Any] | Response"]
+
+#: What ``ScriptedLLM.misbehave`` can send, each as ``application/json`` with status 200:
+#: ``bad-utf8`` a completion holding bytes that are not UTF-8; ``truncated-json`` one cut
+#: off mid-string; ``deep-nesting`` 100,000 nested arrays (200 kB); ``oversized`` a valid
+#: completion of ``size`` bytes (default 16 MiB, with its Content-Length); ``endless`` a
+#: completion whose text never ends (64 KiB chunks, no Content-Length); ``drip`` a valid
+#: completion sent one byte every ``seconds`` (default 2); ``delay`` a valid completion
+#: after ``seconds`` (default 3600) before the headers.
+MISBEHAVIOURS = ("bad-utf8", "truncated-json", "deep-nesting", "oversized", "endless", "drip",
+                 "delay")
+_DEFAULT_SECONDS = {"drip": 2.0, "delay": 3600.0}
+_CHUNK = b"a" * 65536
 
 _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
                 403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
@@ -82,6 +99,9 @@ class _Step:
     usage: bool | tuple[int, int] = True
     finish_reason: str = "stop"
     delay: float = 0.0
+    misbehaviour: str | None = None
+    seconds: float = 0.0
+    size: int = 0
     used: int = field(default=0)
 
     def matches(self, request: RecordedRequest) -> bool:
@@ -103,6 +123,9 @@ class ScriptedLLM:
         self.models = list(models)
         self.requests: list[RecordedRequest] = []
         self.unmatched: list[RecordedRequest] = []
+        #: Requests of ``misbehave`` steps whose client closed the connection before the
+        #: reply was complete (a cancelled or capped call).
+        self.disconnected: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self.base_url = ""
@@ -138,6 +161,32 @@ class ScriptedLLM:
         after = None if retry_after is None else str(retry_after)
         return self._push(_Step(reply=None, status=status, message=text, retry_after=after,
                                 model=model, contains=contains, times=times, delay=delay))
+
+    def misbehave(self, mode: str, *, model: str | None = None, contains: str | None = None,
+                  times: int | None = 1, seconds: float | None = None,
+                  size: int = 16 * 1024 * 1024) -> ScriptedLLM:
+        """Script a reply that breaks at the HTTP level (``mode``: one of
+        :data:`MISBEHAVIOURS`). ``seconds`` is the drip's pause between bytes or the
+        delay before the headers; ``size`` the length of an ``oversized`` reply."""
+        if mode not in MISBEHAVIOURS:
+            raise ValueError(f"unknown misbehaviour {mode!r}; one of {', '.join(MISBEHAVIOURS)}")
+        pause = _DEFAULT_SECONDS.get(mode, 0.0) if seconds is None else seconds
+        return self._push(_Step(reply=None, model=model, contains=contains, times=times,
+                                misbehaviour=mode, seconds=pause, size=size))
+
+    def wait_disconnected(self, count: int = 1, timeout: float = 30.0) -> bool:
+        """Block until ``count`` requests are in ``disconnected`` (False after ``timeout``).
+
+        The server notices a closed connection on its own time (a drip, between two
+        bytes): a test that asserts the disconnect waits for it here.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.disconnected) >= count:
+                    return True
+            time.sleep(0.01)  # a poll for a condition, not a timing assumption
+        return False
 
     def _push(self, step: _Step) -> ScriptedLLM:
         with self._lock:
@@ -223,6 +272,8 @@ class ScriptedLLM:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if step is not None and step.misbehaviour is not None:
+                return await self._misbehave(step, recorded, request)
             if step is not None and step.delay:
                 await asyncio.sleep(step.delay)
             return self._respond(step, recorded)
@@ -251,6 +302,74 @@ class ScriptedLLM:
                 _sse(produced, model, step.finish_reason, usage if include else None),
                 media_type="text/event-stream")
         return JSONResponse(_completion(produced, model, step.finish_reason, usage))
+
+
+    # -- misbehaving -----------------------------------------------------------------
+    def _gone(self, recorded: RecordedRequest) -> None:
+        with self._lock:
+            self.disconnected.append(recorded)
+
+    async def _misbehave(self, step: _Step, recorded: RecordedRequest,
+                         request: Request) -> Response:
+        mode = step.misbehaviour
+        model = recorded.model or "scripted-model"
+        valid = json.dumps(_completion("a reply from a misbehaving server", model, "stop",
+                                       None)).encode()
+        if mode == "delay":
+            if await _disconnects_within(request, step.seconds):
+                self._gone(recorded)
+                return Response(status_code=499)
+            return Response(valid, media_type="application/json")
+        if mode == "drip" or mode == "endless":
+            stream = self._drip(valid, step.seconds, recorded) if mode == "drip" \
+                else self._endless(model, recorded)
+            return StreamingResponse(stream, media_type="application/json")
+        if mode == "bad-utf8":
+            body = valid.replace(b"a reply", b"a \xff\xfe\xc3( reply")
+        elif mode == "truncated-json":
+            body = valid[:len(valid) // 2]
+        elif mode == "deep-nesting":
+            body = b"[" * 100_000 + b"]" * 100_000
+        else:  # oversized: valid JSON, ``size`` bytes long
+            empty = len(json.dumps(_completion("", model, "stop", None)))
+            body = json.dumps(_completion("x" * max(0, step.size - empty), model, "stop",
+                                          None)).encode()
+        return Response(body, media_type="application/json")
+
+    async def _drip(self, body: bytes, pause: float,
+                    recorded: RecordedRequest) -> AsyncIterator[bytes]:
+        complete = False
+        try:
+            for n in range(len(body)):
+                yield body[n:n + 1]
+                await asyncio.sleep(pause)
+            complete = True
+        finally:
+            if not complete:
+                self._gone(recorded)
+
+    async def _endless(self, model: str, recorded: RecordedRequest) -> AsyncIterator[bytes]:
+        head = json.dumps(_completion("", model, "stop", None)).encode()
+        try:
+            yield head[:head.index(b'"content": "') + len(b'"content": "')]
+            while True:
+                yield _CHUNK
+                await asyncio.sleep(0)  # let the server notice a closed connection
+        finally:
+            self._gone(recorded)
+
+
+async def _disconnects_within(request: Request, seconds: float) -> bool:
+    """True when the client closes the connection within ``seconds`` (the body is read)."""
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    try:
+        await asyncio.wait_for(gone(), timeout=seconds)
+    except TimeoutError:
+        return False
+    return True
 
 
 def _usage(spec: bool | tuple[int, int], recorded: RecordedRequest,
