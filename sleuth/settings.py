@@ -274,8 +274,8 @@ class Settings(BaseModel):
         180.0,
         gt=0,
         le=3600,
-        description="Seconds allowed for one model call, its whole reply included (each retry "
-        "gets as long again).",
+        description="Seconds allowed for one model call, its whole reply and any retries "
+        "included.",
         json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT"),
     )
     no_llm: bool = Field(

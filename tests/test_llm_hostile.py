@@ -118,6 +118,17 @@ async def test_a_drip_ends_at_the_llm_timeout_for_the_whole_call(server: Scripte
     assert server.wait_disconnected(1)
 
 
+async def test_a_silent_server_costs_one_timeout_not_one_per_retry(server: ScriptedLLM) -> None:
+    """--llm-timeout bounds the call with its retries: the attempt that used the time up
+    is not followed by four more (a plan call used to eat a whole --max-time this way)."""
+    server.misbehave("delay", seconds=60.0, times=None)
+    async with client_for(server, timeout=1.0, max_retries=4) as client:
+        with pytest.raises(LLMUnavailableError, match=r"did not answer within 1 s"):
+            await asyncio.wait_for(client.chat(USER, stage="plan"), HANG_GUARD_S)
+        assert client.usage.retries == 0
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("body", [
     {"choices": 5},
     {"choices": [{"message": {"content": {"text": "not a string"}}}]},

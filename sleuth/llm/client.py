@@ -10,8 +10,9 @@ llama.cpp, LM Studio, gateways) with the SDK's own retries off, and adds:
 * an ``LLMUsage`` tally of every call: tokens (estimated, and flagged, when the
   server reports none), per model and per stage, retries, failures, cost when the
   price is known;
-* a deadline of ``timeout`` seconds on each attempt as a whole (httpx's own timeout
-  is per read, so a reply dripped a byte at a time would never end), and replies
+* a deadline of ``timeout`` seconds on the whole call, retries and backoff included
+  (httpx's own timeout is per read, so a reply dripped a byte at a time would never
+  end, and a per-attempt one would let a silent server cost five timeouts), and replies
   capped at :data:`MAX_REPLY_BYTES` (:mod:`sleuth.llm._wire`);
 * translation of every SDK error into :mod:`sleuth.llm.errors` at this boundary,
   including what the SDK lets through unwrapped: a reply that is not UTF-8, not
@@ -378,20 +379,29 @@ class LLMClient:
         return reply
 
     async def _create(self, request: dict[str, Any], stage: str) -> Any:
+        loop = asyncio.get_running_loop()
         attempt = 0
+        # ``timeout`` bounds the whole call, retries and backoff included, from the moment
+        # its first attempt is sent (waiting for a concurrency slot does not count): a
+        # server that never answers costs one timeout, not one per retry.
+        deadline: float | None = None
         while True:
             try:
-                async with self._semaphore, asyncio.timeout(self.config.timeout):
-                    return await self._client.chat.completions.create(**request)
+                async with self._semaphore:
+                    if deadline is None:
+                        deadline = loop.time() + self.config.timeout
+                    async with asyncio.timeout_at(deadline):
+                        return await self._client.chat.completions.create(**request)
             except (openai.OpenAIError, TimeoutError, *UNPARSABLE) as exc:
                 error = self._translate(exc)
-                if not error.retryable or attempt >= self.config.max_retries:
+                delay = self.retry_delay(attempt, headers_of(exc)) if error.retryable else 0.0
+                out_of_time = deadline is not None and loop.time() + delay >= deadline
+                if not error.retryable or attempt >= self.config.max_retries or out_of_time:
                     self.usage.failures += 1
                     if error.retryable:
                         error = type(error)(f"{error} (gave up after {attempt + 1} attempts)",
                                             status=error.status, retryable=True)
                     raise error from None
-                delay = self.retry_delay(attempt, headers_of(exc))
             attempt += 1
             self.usage.retries += 1
             self._progress(Event("info", f"LLM {stage}: {error}; retry {attempt} in "
