@@ -22,7 +22,7 @@ def warm_up() -> None:
     """Extract one small page, loading everything extraction needs."""
     global warm
     try:
-        import sleuth.fetch.fetcher  # noqa: F401  (what the workers unpickle calls into)
+        from sleuth.fetch import fetcher  # noqa: F401  (what the workers unpickle calls into)
         from sleuth.fetch.extract import extract
 
         extract(_PAGE, "http://127.0.0.1/")
