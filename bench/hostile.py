@@ -8,7 +8,11 @@ Starts the offline web (``sleuth.testing.OfflineWeb`` over ``tests/data/corpus``
 * a set of hostile model replies (empty, huge, truncated JSON, the wrong language,
   ``<think>``-wrapped, unclosed ``<think>``, deeply nested, NUL bytes, injection text)
   through the reply parsers, then through a research whose scripted model gives that
-  reply to every prompt.
+  reply to every prompt;
+* each page built to be costly to extract (the div, ``<br>`` and 60,000-paragraph floods)
+  through the CLI in a subprocess, a research (no model) with ``--max-time 20`` whose
+  question finds it: exit code, wall time, CPU time and peak RSS of the CLI and of its
+  extraction workers (the most any one of them reached).
 
 It prints one table row per case (outcome: the source it became, or why it failed; the
 wall time; the peak of Python allocations during the case, by tracemalloc; the process's
@@ -25,10 +29,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
+import subprocess
 import sys
+import threading
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -184,6 +192,93 @@ async def research_cases(web: OfflineWeb, rows: list[Row]) -> None:
             outcome.append(short(in_report(report, url)))
 
 
+# -- floods through the CLI -------------------------------------------------------------------
+
+FLOODS = ("div_flood", "br_flood", "paragraph_flood")
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass
+class Flood:
+    case: str
+    code: int
+    seconds: float
+    cpu_s: float
+    cli_mb: float
+    worker_mb: float
+    outcome: str
+
+
+def _marked(mark: bytes) -> dict[int, tuple[float, float]]:
+    """Processes whose environment holds ``mark``: pid -> (peak RSS MB, CPU seconds)."""
+    found: dict[int, tuple[float, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes():
+                continue
+            hwm = next((int(line.split()[1]) / 1024 for line in
+                        (entry / "status").read_text().splitlines()
+                        if line.startswith("VmHWM:")), 0.0)
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            found[int(entry.name)] = (hwm, (int(fields[11]) + int(fields[12])) / _TICK)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def run_flood(web: OfflineWeb, case: str, max_time: float = 20.0) -> Flood:
+    """One research over the flood's own title, in a subprocess watched through /proc."""
+    mark = f"sleuth-bench-{uuid.uuid4()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    env["SLEUTH_BENCH_MARK"] = mark
+    out = Path(f"/tmp/{mark}.md")
+    args = [sys.executable, "-m", "sleuth", "--search", "searxng", "--searxng-url",
+            web.searxng_url, "--allow-private-urls", "--no-llm", "--quiet", "--no-store",
+            "--depth", "1", "--max-sources", "20", "--max-time", f"{max_time:g}",
+            "-o", str(out), web.corpus.hostile[case].title]
+    seen: dict[int, tuple[float, float]] = {}
+    done = threading.Event()
+
+    def watch() -> None:  # the workers are not our children: read them while they live
+        while not done.is_set():
+            for pid, (hwm, cpu) in _marked(mark.encode()).items():
+                old = seen.get(pid, (0.0, 0.0))
+                seen[pid] = (max(hwm, old[0]), max(cpu, old[1]))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    cli_cpu = usage.ru_utime + usage.ru_stime
+    workers = {pid: v for pid, v in seen.items() if pid != proc.pid}
+    report = out.read_text(encoding="utf-8") if out.exists() else ""
+    out.unlink(missing_ok=True)
+    url = web.hostile[case]
+    line = next((ln for ln in report.splitlines() if url in ln), "")
+    outcome = ("gap: " + line.split("— ", 1)[-1]) if "## Gaps" in report and line.startswith(
+        "- <") else ("source" if line else "not in report")
+    return Flood(case, code, seconds, cli_cpu + sum(cpu for _, cpu in workers.values()),
+                 usage.ru_maxrss / 1024, max((hwm for hwm, _ in workers.values()), default=0.0),
+                 short(outcome))
+
+
+def flood_table(floods: list[Flood]) -> str:
+    head = ("case", "exit", "wall s", "CPU s", "CLI peak MB", "worker peak MB", "outcome")
+    cells = [(f.case, str(f.code), f"{f.seconds:.1f}", f"{f.cpu_s:.1f}", f"{f.cli_mb:.0f}",
+              f"{f.worker_mb:.0f}", f.outcome) for f in floods]
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row))
+                     for row in [head, tuple("-" * w for w in widths), *cells])
+
+
 # -- model replies ---------------------------------------------------------------------------
 
 def parse_cases(rows: list[Row]) -> None:
@@ -235,30 +330,42 @@ def main(argv: list[str] | None = None) -> int:
                         help="fail (exit 1) when the process's peak RSS goes over this")
     parser.add_argument("--no-research", action="store_true",
                         help="only the fetcher and the parsers, no whole researches")
+    parser.add_argument("--only-floods", action="store_true",
+                        help="only the floods through the CLI")
     args = parser.parse_args(argv)
 
     rows: list[Row] = []
+    floods: list[Flood] = []
     started = time.perf_counter()
     with OfflineWeb() as web:
-        steps: list[Callable[[], Any]] = [lambda: fetch_cases(web, rows)]
-        if not args.no_research:
-            steps.append(lambda: research_cases(web, rows))
-        for step in steps:
-            asyncio.run(step())
-        parse_cases(rows)
-        if not args.no_research:
-            asyncio.run(model_cases(web, rows))
+        if not args.only_floods:
+            steps: list[Callable[[], Any]] = [lambda: fetch_cases(web, rows)]
+            if not args.no_research:
+                steps.append(lambda: research_cases(web, rows))
+            for step in steps:
+                asyncio.run(step())
+            parse_cases(rows)
+            if not args.no_research:
+                asyncio.run(model_cases(web, rows))
         peak = rss_mb()  # before the traced pass, whose bookkeeping is not sleuth's
-        asyncio.run(fetch_peaks(web, rows))
+        if not args.only_floods:
+            asyncio.run(fetch_peaks(web, rows))
+        if sys.platform.startswith("linux"):  # /proc is how the workers are watched
+            floods = [run_flood(web, case) for case in FLOODS]
     total = time.perf_counter() - started
-    print(table(rows))
+    if rows:
+        print(table(rows))
+    if floods:
+        print("\nFloods through the CLI (--max-time 20):\n" + flood_table(floods))
     crashed = [r for r in rows if r.outcome.startswith("CRASH")]
-    ok = peak < args.rss_limit_mb and not crashed
-    print(f"\n{len(rows)} cases in {total:.1f} s; peak RSS {peak:.0f} MB, before the traced "
-          f"pass ({rss_mb():.0f} MB after it) "
-          f"(limit {args.rss_limit_mb:.0f} MB): {'PASS' if peak < args.rss_limit_mb else 'FAIL'}"
-          f"; crashes: {len(crashed)}")
-    return 0 if ok else 1
+    worker_peak = max((f.worker_mb for f in floods), default=0.0)
+    cli_peak = max((f.cli_mb for f in floods), default=0.0)
+    over = max(peak, cli_peak, worker_peak) >= args.rss_limit_mb
+    print(f"\n{len(rows) + len(floods)} cases in {total:.1f} s; peak RSS {peak:.0f} MB, before "
+          f"the traced pass ({rss_mb():.0f} MB after it); floods: CLI {cli_peak:.0f} MB, "
+          f"worker {worker_peak:.0f} MB (limit {args.rss_limit_mb:.0f} MB): "
+          f"{'FAIL' if over else 'PASS'}; crashes: {len(crashed)}")
+    return 0 if not over and not crashed else 1
 
 
 if __name__ == "__main__":
