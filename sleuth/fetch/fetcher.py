@@ -49,7 +49,7 @@ from sleuth.fetch.extract import (
 )
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url
 from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
-from sleuth.fetch.workers import ExtractLimits, TooComplex, run_bounded, start_pool
+from sleuth.fetch.workers import TooComplex, extract_limits, run_bounded, start_pool
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -615,9 +615,7 @@ class Fetcher:
     async def _read(self, url: str, start: float, download: _Download
                     ) -> tuple[Page, Validators]:
         settings = self._settings
-        limits = ExtractLimits(seconds=settings.extract_timeout,
-                               memory_mb=settings.extract_memory_mb,
-                               workers=settings.extract_workers)
+        limits = extract_limits(settings)
         try:
             extracted, content_type = await run_bounded(
                 _convert, download, settings.max_chars, limits=limits)

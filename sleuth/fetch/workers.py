@@ -38,8 +38,8 @@ from typing import Any, TypeVar
 
 from sleuth.fetch.extract import run_in_extraction_thread
 
-__all__ = ["ExtractLimits", "TooComplex", "run_bounded", "run_bounded_sync", "shutdown",
-           "start_pool", "worker_pids"]
+__all__ = ["ExtractLimits", "TooComplex", "extract_limits", "run_bounded", "run_bounded_sync",
+           "shutdown", "start_pool", "worker_pids"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +57,13 @@ class ExtractLimits:
     seconds: float = 10.0
     memory_mb: int = 300
     workers: int = 2
+
+
+def extract_limits(settings: Any) -> ExtractLimits:
+    """The limits a run's settings (``extract_timeout``, ``extract_memory_mb``,
+    ``extract_workers``) give one page's extraction."""
+    return ExtractLimits(seconds=settings.extract_timeout, memory_mb=settings.extract_memory_mb,
+                         workers=settings.extract_workers)
 
 
 class TooComplex(Exception):
