@@ -12,7 +12,11 @@ Starts the offline web (``sleuth.testing.OfflineWeb`` over ``tests/data/corpus``
 * hostile model replies at the HTTP level (bytes that are not UTF-8, truncated JSON,
   100,000-deep nesting, an endless body, a 1-byte-per-2-s drip, 60 s before the
   headers), each given to every model call of a ``sleuth`` CLI run in a process of its
-  own, with ``--llm-timeout 8 --max-time 20``.
+  own, with ``--llm-timeout 8 --max-time 20``;
+* each page built to be costly to extract (the div, ``<br>`` and 60,000-paragraph floods)
+  through the CLI in a subprocess, a research (no model) with ``--max-time 20`` whose
+  question finds it: exit code, wall time, CPU time and peak RSS of the CLI and of its
+  extraction workers (the most any one of them reached).
 
 It prints one table row per case (outcome: the source it became, or why it failed; the
 wall time; the peak of Python allocations during the case, by tracemalloc; the process's
@@ -31,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -38,6 +43,7 @@ import tempfile
 import threading
 import time
 import tracemalloc
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -204,6 +210,93 @@ async def research_cases(web: OfflineWeb, rows: list[Row]) -> None:
             report = await research(question_for(web, name),
                                     settings=research_settings(web, no_llm=True))
             outcome.append(short(in_report(report, url)))
+
+
+# -- floods through the CLI -------------------------------------------------------------------
+
+FLOODS = ("div_flood", "br_flood", "paragraph_flood")
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass
+class Flood:
+    case: str
+    code: int
+    seconds: float
+    cpu_s: float
+    cli_mb: float
+    worker_mb: float
+    outcome: str
+
+
+def _marked(mark: bytes) -> dict[int, tuple[float, float]]:
+    """Processes whose environment holds ``mark``: pid -> (peak RSS MB, CPU seconds)."""
+    found: dict[int, tuple[float, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes():
+                continue
+            hwm = next((int(line.split()[1]) / 1024 for line in
+                        (entry / "status").read_text().splitlines()
+                        if line.startswith("VmHWM:")), 0.0)
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            found[int(entry.name)] = (hwm, (int(fields[11]) + int(fields[12])) / _TICK)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def run_flood(web: OfflineWeb, case: str, max_time: float = 20.0) -> Flood:
+    """One research over the flood's own title, in a subprocess watched through /proc."""
+    mark = f"sleuth-bench-{uuid.uuid4()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    env["SLEUTH_BENCH_MARK"] = mark
+    out = Path(f"/tmp/{mark}.md")
+    args = [sys.executable, "-m", "sleuth", "--search", "searxng", "--searxng-url",
+            web.searxng_url, "--allow-private-urls", "--no-llm", "--quiet", "--no-store",
+            "--depth", "1", "--max-sources", "20", "--max-time", f"{max_time:g}",
+            "-o", str(out), web.corpus.hostile[case].title]
+    seen: dict[int, tuple[float, float]] = {}
+    done = threading.Event()
+
+    def watch() -> None:  # the workers are not our children: read them while they live
+        while not done.is_set():
+            for pid, (hwm, cpu) in _marked(mark.encode()).items():
+                old = seen.get(pid, (0.0, 0.0))
+                seen[pid] = (max(hwm, old[0]), max(cpu, old[1]))
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    started = time.perf_counter()
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watcher.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - started
+    done.set()
+    watcher.join()
+    proc.returncode = code = os.waitstatus_to_exitcode(status)
+    cli_cpu = usage.ru_utime + usage.ru_stime
+    workers = {pid: v for pid, v in seen.items() if pid != proc.pid}
+    report = out.read_text(encoding="utf-8") if out.exists() else ""
+    out.unlink(missing_ok=True)
+    url = web.hostile[case]
+    line = next((ln for ln in report.splitlines() if url in ln), "")
+    outcome = ("gap: " + line.split("— ", 1)[-1]) if "## Gaps" in report and line.startswith(
+        "- <") else ("source" if line else "not in report")
+    return Flood(case, code, seconds, cli_cpu + sum(cpu for _, cpu in workers.values()),
+                 usage.ru_maxrss / 1024, max((hwm for hwm, _ in workers.values()), default=0.0),
+                 short(outcome))
+
+
+def flood_table(floods: list[Flood]) -> str:
+    head = ("case", "exit", "wall s", "CPU s", "CLI peak MB", "worker peak MB", "outcome")
+    cells = [(f.case, str(f.code), f"{f.seconds:.1f}", f"{f.cpu_s:.1f}", f"{f.cli_mb:.0f}",
+              f"{f.worker_mb:.0f}", f.outcome) for f in floods]
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+    return "\n".join("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row))
+                     for row in [head, tuple("-" * w for w in widths), *cells])
 
 
 # -- model replies ---------------------------------------------------------------------------
@@ -402,22 +495,28 @@ def main(argv: list[str] | None = None) -> int:
                         help="kill a CLI run still going after this long")
     parser.add_argument("--cli-memory-gb", type=float, default=4.0,
                         help="address space a CLI run may map (RLIMIT_AS)")
+    parser.add_argument("--only-floods", action="store_true",
+                        help="only the floods through the CLI")
     args = parser.parse_args(argv)
 
     rows: list[Row] = []
     cli_rows: list[CliRow] = []
+    floods: list[Flood] = []
     peak: float | None = None
     started = time.perf_counter()
     with OfflineWeb() as web:
-        if not args.only_cli:
+        if not args.only_cli and not args.only_floods:
             peak = in_process(web, rows, not args.no_research)
-        if not args.no_cli:
+        if not args.no_cli and not args.only_floods:
             cli_cases(web, cli_rows, args.cli_limit_s, args.cli_memory_gb)
+        if sys.platform.startswith("linux") and not args.only_cli:  # workers watched in /proc
+            floods = [run_flood(web, case) for case in FLOODS]
     total = time.perf_counter() - started
     limit = args.rss_limit_mb
     crashed = [r.case for r in rows if r.outcome.startswith("CRASH")]
     crashed += [r.case for r in cli_rows if r.exit_code not in (0, 1)]
     over = [r for r in cli_rows if r.peak_mb is None or r.peak_mb >= limit]
+    over += [f for f in floods if max(f.cli_mb, f.worker_mb) >= limit]
     if rows:
         print(table(rows))
         print(f"\npeak RSS {peak:.0f} MB, before the traced pass ({rss_mb():.0f} MB after it) "
@@ -427,7 +526,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sleuth CLI, every model call answered by the hostile reply ({limits}):")
         print(cli_table(cli_rows))
         print(f"\nCLI runs over {limit:.0f} MB (or not measured): {len(over)}\n")
-    print(f"{len(rows) + len(cli_rows)} cases in {total:.1f} s; crashes: {len(crashed)}")
+    if floods:
+        print("Floods through the CLI (--max-time 20; CLI and worker peak RSS):\n"
+              + flood_table(floods) + "\n")
+    cases = len(rows) + len(cli_rows) + len(floods)
+    print(f"{cases} cases in {total:.1f} s; crashes: {len(crashed)}")
     ok = (peak is None or peak < limit) and not crashed and not over
     return 0 if ok else 1
 

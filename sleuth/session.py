@@ -25,6 +25,7 @@ from typing import Any, Literal
 from sleuth.caching import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.errors import ProviderError
 from sleuth.fetch.fetcher import CachedResult
+from sleuth.fetch.workers import extract_limits
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
 from sleuth.read import best_passages
@@ -237,7 +238,8 @@ class StoreSession:
         if self.docs_store is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
             self.docs_store = Store(self._scratch)
-        self.index = report = index_folder(self.docs_store, Path(folder))
+        self.index = report = index_folder(self.docs_store, Path(folder),
+                                           limits=extract_limits(self.settings))
         self.documents = DocumentReader(self.docs_store, report.folder,
                                         max_chars=self.settings.max_chars)
         if self.recorder is not None:

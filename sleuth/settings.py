@@ -211,6 +211,30 @@ class Settings(BaseModel):
         description="Characters of text kept per page.",
         json_schema_extra=_meta("--max-chars", "SLEUTH_MAX_CHARS"),
     )
+    extract_timeout: float = Field(
+        10.0,
+        gt=0,
+        le=600,
+        description="Seconds allowed for extracting one page's text; a page that takes "
+                    "longer is a gap ('too complex to extract').",
+        json_schema_extra=_meta("--extract-timeout", "SLEUTH_EXTRACT_TIMEOUT"),
+    )
+    extract_memory_mb: int = Field(
+        300,
+        ge=10,
+        le=100_000,
+        description="Memory (MB) one page's extraction may take beyond an idle worker's "
+                    "(enforced on Linux); a page that needs more is a gap.",
+        json_schema_extra=_meta("--extract-memory-mb", "SLEUTH_EXTRACT_MEMORY_MB"),
+    )
+    extract_workers: int = Field(
+        2,
+        ge=0,
+        le=64,
+        description="Worker processes that extract page text (0: in this process, "
+                    "without the time and memory limits).",
+        json_schema_extra=_meta("--extract-workers", "SLEUTH_EXTRACT_WORKERS"),
+    )
     quality_rules: Path | None = Field(
         None,
         description="TOML file of source-quality rules checked before the built-in ones.",

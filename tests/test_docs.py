@@ -280,9 +280,17 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         attempts.append(repr(args[:2]))
         raise OSError("network use in a documents-only test")
 
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        # A Unix socket never leaves the machine: the extraction workers' forkserver.
+        if sock.family == getattr(socket, "AF_UNIX", None):
+            return real_connect(sock, address)
+        return refuse(sock, address)
+
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     return attempts
 

@@ -74,7 +74,15 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
         attempts.append(args[1:] if args and isinstance(args[0], socket.socket) else args)
         raise OSError("network use in documents mode")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    real_connect = socket.socket.connect
+
+    def connect(sock: socket.socket, address: Any) -> Any:
+        # A Unix socket never leaves the machine: the extraction workers' forkserver.
+        if sock.family == getattr(socket, "AF_UNIX", None):
+            return real_connect(sock, address)
+        return refuse(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)

@@ -13,7 +13,7 @@ import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -170,18 +170,19 @@ def html_page(body: str, title: str = "A page") -> httpx.Response:
 ARTICLE = "<p>" + "Tidal locking makes the Moon show one face to the Earth. " * 5 + "</p>"
 
 
-async def test_waiting_for_the_extraction_thread_does_not_fail_a_page_that_arrived(
+async def test_waiting_for_an_extraction_worker_does_not_fail_a_page_that_arrived(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The deadline is the download's: a page behind a big one in the extraction queue is read."""
     from sleuth.fetch import fetcher as fetcher_module
 
-    real = fetcher_module.run_in_extraction_thread
+    real = fetcher_module.run_bounded
 
-    async def queued_behind_a_big_page(func: Callable[..., object], *args: object) -> object:
+    async def queued_behind_a_big_page(func: Callable[..., object], *args: object,
+                                       **kwargs: Any) -> object:
         await asyncio.sleep(0.6)  # stands in for another page's long extraction
-        return await real(func, *args)
+        return await real(func, *args, **kwargs)
 
-    monkeypatch.setattr(fetcher_module, "run_in_extraction_thread", queued_behind_a_big_page)
+    monkeypatch.setattr(fetcher_module, "run_bounded", queued_behind_a_big_page)
     page = await fetch_mock(lambda request: html_page(ARTICLE), "https://moon.example/a",
                             timeout=0.2)
     assert isinstance(page, Page), page

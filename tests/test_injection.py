@@ -60,6 +60,8 @@ def outside_blocks(text: str) -> str:
 
 def poison_pages(monkeypatch: pytest.MonkeyPatch, hosts: set[str] | None = None) -> None:
     """Every page (or those on ``hosts``) carries INJECTION after its own main text."""
+    # The poisoned extract exists in this process only: extract here, not in workers.
+    monkeypatch.setenv("SLEUTH_EXTRACT_WORKERS", "0")
     real = fetcher_module.extract
 
     def extract(html: str | bytes, url: str | None = None) -> Extracted:
@@ -176,6 +178,8 @@ def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
     question = web.topics[1].question
     runs = []
     dirty_requests: list[RecordedRequest] = []
+    # Every run extracts as the poisoned one must, in this process (see poison_pages).
+    monkeypatch.setenv("SLEUTH_EXTRACT_WORKERS", "0")
     # A warm-up run first: the first research of a process imports libraries as it
     # goes, which shifts what is still downloading when enough pages are read.
     ObedientResearcher().install(llm)

@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -416,19 +416,71 @@ N_FEATURES = N_OWN + 2 * len(_NEIGHBOUR_COLS)
 
 # ---------------------------------------------------------------- the model
 
-_MODELS: dict[str, tuple[Any, ...]] = {}
+_MODELS: dict[str, Any] = {}
 
 
-def _trees(spec: dict[str, Any]) -> tuple[Any, ...]:
+class Trees(NamedTuple):
+    """One ensemble of regression trees, as flat node arrays (see ``bench/_fit_blocks.py``).
+
+    Node i tests ``X[feature[i]] <= threshold[i]``; ``feature[i] < 0`` marks a leaf. The
+    last fields are the same trees arranged for :func:`predict`.
+    """
+
+    feature: np.ndarray
+    threshold: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+    value: np.ndarray
+    roots: np.ndarray
+    baseline: float
+    depth: int
+    #: Both children of each node, right then left (a leaf's are itself), so that one
+    #: step is ``child[2 * node + went_left]``.
+    child: np.ndarray
+    #: The column each node tests (0 at a leaf) and its threshold (+inf at a leaf:
+    #: every value "goes left", back to the leaf).
+    test: np.ndarray
+    cut: np.ndarray
+    #: The trees deepest first, and how many of them are still walking at each level.
+    order: np.ndarray
+    walking: tuple[int, ...]
+
+
+def _tree_depths(feature: np.ndarray, left: np.ndarray, right: np.ndarray,
+                 roots: np.ndarray) -> np.ndarray:
+    """The number of splits on the longest path of each tree."""
+    depths = np.zeros(len(roots), dtype=np.intp)
+    nodes, tree = roots, np.arange(len(roots))
+    level = 0
+    while len(nodes):
+        split = feature[nodes] >= 0
+        nodes, tree = nodes[split], tree[split]
+        level += 1
+        depths[tree] = level  # trees with a split at this level are at least this deep
+        nodes, tree = np.concatenate([left[nodes], right[nodes]]), np.concatenate([tree, tree])
+    return depths
+
+
+def _trees(spec: dict[str, Any]) -> Trees:
     def get(field: str, dtype: Any) -> np.ndarray:
         return np.asarray(spec[field], dtype=dtype)
 
-    return (get("feature", np.intp), get("threshold", float), get("left", np.intp),
-            get("right", np.intp), get("value", float), get("roots", np.intp),
-            float(spec["baseline"]), int(spec["depth"]))
+    feature, threshold = get("feature", np.intp), get("threshold", float)
+    left, right, roots = get("left", np.intp), get("right", np.intp), get("roots", np.intp)
+    leaf = feature < 0
+    itself = np.arange(len(feature))
+    child = np.empty(2 * len(feature), dtype=np.intp)
+    child[0::2] = np.where(leaf, itself, right)
+    child[1::2] = np.where(leaf, itself, left)
+    depths = _tree_depths(feature, left, right, roots)
+    order = np.argsort(-depths, kind="stable")
+    walking = tuple(int((depths > level).sum()) for level in range(int(depths.max(initial=0))))
+    return Trees(feature, threshold, left, right, get("value", float), roots,
+                 float(spec["baseline"]), int(spec["depth"]), child,
+                 np.where(leaf, 0, feature), np.where(leaf, np.inf, threshold), order, walking)
 
 
-def _load_models() -> dict[str, tuple[Any, ...]]:
+def _load_models() -> dict[str, Any]:
     """The trained tree ensemble as numpy arrays (empty when none is installed).
 
     The trees are package data (``sleuth/data/block_model.json``, written by
@@ -444,18 +496,33 @@ def _load_models() -> dict[str, tuple[Any, ...]]:
     return _MODELS
 
 
-def predict(trees: tuple[Any, ...], matrix: np.ndarray) -> np.ndarray:
-    """Probabilities from one ensemble of regression trees (log-odds summed, then squashed)."""
-    feature, threshold, left, right, value, roots, baseline, depth = trees
-    # Walk every tree for every block at once: one (blocks x trees) array of node indices.
-    nodes = np.broadcast_to(roots, (len(matrix), len(roots))).copy()
-    rows = np.arange(len(matrix))[:, None]
-    for _ in range(depth):
-        feat = feature[nodes]
-        leaf = feat < 0
-        go_left = matrix[rows, np.where(leaf, 0, feat)] <= threshold[nodes]
-        nodes = np.where(leaf, nodes, np.where(go_left, left[nodes], right[nodes]))
-    raw = baseline + value[nodes].sum(axis=1)
+# Blocks scored at once: the (blocks x trees) arrays of one chunk stay in the CPU's cache,
+# and a page of 280,000 blocks costs megabytes, not gigabytes (one array per tree level).
+_PREDICT_CHUNK = 256
+
+
+def predict(trees: Trees, matrix: np.ndarray) -> np.ndarray:
+    """Probabilities from one ensemble of regression trees (log-odds summed, then squashed).
+
+    Every tree is walked for a chunk of blocks at once, one level per step; at each
+    level only the trees that still have a split there take the step (they come first
+    in ``trees.order``). The leaves are summed in the ensemble's own order, so the
+    result is exactly that of walking each tree for each block.
+    """
+    raw = np.empty(len(matrix))
+    roots = trees.roots[trees.order]
+    back = np.argsort(trees.order)
+    for start in range(0, len(matrix), _PREDICT_CHUNK):
+        chunk = np.ascontiguousarray(matrix[start:start + _PREDICT_CHUNK], dtype=float)
+        flat = chunk.ravel()
+        rows = (np.arange(len(chunk)) * chunk.shape[1])[:, None]
+        nodes = np.broadcast_to(roots, (len(chunk), len(roots))).copy()
+        for walking in trees.walking:
+            at = nodes[:, :walking]
+            went_left = flat[rows + trees.test[at]] <= trees.cut[at]
+            nodes[:, :walking] = trees.child[2 * at + went_left]
+        leaves = np.ascontiguousarray(nodes[:, back])
+        raw[start:start + len(chunk)] = trees.baseline + trees.value[leaves].sum(axis=1)
     return np.asarray(1.0 / (1.0 + np.exp(-raw)))
 
 

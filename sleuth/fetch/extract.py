@@ -12,6 +12,7 @@ import asyncio
 import codecs
 import importlib
 import io
+import itertools
 import logging
 import re
 import threading
@@ -23,8 +24,10 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "MAX_ELEMENTS",
     "ExtractError",
     "Extracted",
+    "cut_elements",
     "decode_body",
     "extract",
     "looks_binary",
@@ -47,6 +50,8 @@ class Extracted(BaseModel):
     text: str = ""
     title: str | None = None
     date: str | None = None
+    #: Only the start of the document was read (it had more than ``MAX_ELEMENTS`` elements).
+    truncated: bool = False
 
 
 class ExtractError(ValueError):
@@ -225,6 +230,8 @@ def _parse_html(html: str) -> Any:
         parser = _parsers.html = lxml_html.HTMLParser(remove_comments=True)
     try:
         return lxml_html.document_fromstring(html, parser=parser)
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # lxml raises several unrelated types on garbage; any means "no tree"
         return None
 
@@ -463,6 +470,8 @@ def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
         meta = meta_pass.examine_meta(tree)
         try:
             meta = meta_pass.extract_meta_json(tree, meta)
+        except MemoryError:  # not a reading of the page: the caller must see it
+            raise
         except Exception:  # trafilatura guards this call the same way: bad JSON-LD
             log.debug("JSON-LD metadata unreadable on %s", url, exc_info=True)
         # As trafilatura's own clean-up: entities, control characters, runs of space.
@@ -471,6 +480,8 @@ def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
         # No "extensive search": it reads "Copyright 2024" as a publication date.
         date = find_date(tree, url=page_url, extensive_search=False, original_date=True)
         return title or _html_title(tree), date
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # metadata is a nicety: a hostile head must not cost the text
         log.debug("no title or date read from %s", url, exc_info=True)
         return _html_title(tree), None
@@ -486,6 +497,8 @@ def _block_inputs(html: str, url: str | None
 
     try:
         main, comments = _trafilatura(html, url)
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         log.debug("trafilatura failed on %s", url, exc_info=True)
         main, comments = "", ""
@@ -500,8 +513,31 @@ def _block_inputs(html: str, url: str | None
     return blocks, matrix, main, title, date
 
 
-def extract(html: str | bytes, url: str | None = None) -> Extracted:
-    """Main text, title and date of an HTML page; never raises.
+#: Elements of a page that are read; the rest is cut off (see :func:`extract`). Real pages
+#: have far fewer: the largest of WCXB's 1,497 and AEB's 119 pages has 15,800 tags.
+MAX_ELEMENTS = 30_000
+_START_TAG = re.compile(r"<[A-Za-z]")
+
+
+def cut_elements(html: str, max_elements: int = MAX_ELEMENTS) -> tuple[str, bool]:
+    """``html`` up to its ``max_elements``-th start tag, and whether anything was cut.
+
+    Extraction costs about 0.1 ms and 10 KB per element, whatever the element holds:
+    a 4.8 MB page of 280,000 ``<div>``s cost 33 s and 2.6 GB. The parser closes what
+    the cut leaves open. Counted on the text, not a tree: no parse for the pages that
+    are short enough, which is all of them but floods.
+    """
+    if html.count("<") <= max_elements:
+        return html, False
+    beyond = next(itertools.islice(_START_TAG.finditer(html), max_elements, None), None)
+    if beyond is None:
+        return html, False
+    return html[:beyond.start()], True
+
+
+def extract(html: str | bytes, url: str | None = None, *,
+            max_elements: int = MAX_ELEMENTS) -> Extracted:
+    """Main text, title and date of an HTML page; never raises on any input.
 
     The page is cut into text blocks and a small trained model keeps the blocks
     that are main text (see ``_extractors``), with trafilatura's own choice as one
@@ -509,11 +545,17 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
     menu and footer lines), and failing that the text of ``<body>`` without
     scripts, navigation, headers and footers. Elements hidden from readers go first
     (:func:`without_hidden`). Garbage in gives ``Extracted(text="")``.
+
+    Only the first ``max_elements`` elements are read (:func:`cut_elements`), so a
+    page's cost is bounded whatever its markup; a page cut short says so in
+    ``truncated``. Running out of memory raises :class:`MemoryError` (the process's
+    limit, not the page's content: sleuth's extraction workers make it a page failure).
     """
     if isinstance(html, bytes):
         html = decode_body(html)
     if not html.strip():
         return Extracted()
+    html, cut = cut_elements(html, max_elements)
     from sleuth.fetch import _extractors as bx
 
     with _TRAFILATURA_LOCK:
@@ -521,22 +563,27 @@ def extract(html: str | bytes, url: str | None = None) -> Extracted:
             html = without_hidden(html)
             got = _block_inputs(html, url)
             if got is None:
-                return Extracted()
+                return Extracted(truncated=cut)
             blocks, matrix, main, title, date = got
             text = normalize_text(bx.select_text(blocks, matrix))
             if not text:
                 text = normalize_text(bx.without_chrome(normalize_text(main), blocks))
+        except MemoryError:  # not a reading of the page: the caller must see it
+            raise
         except Exception:  # hostile input must not cost the page: fall back to trafilatura
             log.debug("block extraction failed on %s", url, exc_info=True)
             text, title, date = _trafilatura_only(html, url)
         if not text:
             text = _plain_text(_parse_html(html))
-    return Extracted(text=text, title=normalize_text(title) if title else None, date=date)
+    return Extracted(text=text, title=normalize_text(title) if title else None, date=date,
+                     truncated=cut)
 
 
 def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str | None]:
     try:
         main, _ = _trafilatura(html, url)
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         main = ""
     title, date = _page_meta(_parse_html(html), url)
@@ -570,6 +617,8 @@ def pdf_text(data: bytes, max_chars: int | None = None) -> Extracted:
         for page in reader.pages:
             try:
                 part = page.extract_text() or ""
+            except MemoryError:  # not a reading of the page: the caller must see it
+                raise
             except Exception:  # one broken page should not lose the others
                 log.debug("pypdf could not read a page", exc_info=True)
                 continue
@@ -580,6 +629,8 @@ def pdf_text(data: bytes, max_chars: int | None = None) -> Extracted:
         meta = _pdf_metadata(reader)
     except ExtractError:
         raise
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception as exc:  # pypdf raises many types on corrupt files
         raise ExtractError(f"unreadable PDF ({type(exc).__name__})") from exc
     return Extracted(text=normalize_text("\n\n".join(parts)), title=meta[0], date=meta[1])
@@ -588,6 +639,8 @@ def pdf_text(data: bytes, max_chars: int | None = None) -> Extracted:
 def _pdf_metadata(reader: Any) -> tuple[str | None, str | None]:
     try:
         meta = reader.metadata
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # broken metadata must not cost us the text
         return None, None
     if meta is None:
@@ -595,6 +648,8 @@ def _pdf_metadata(reader: Any) -> tuple[str | None, str | None]:
     title = normalize_text(str(meta.title)) if meta.title else None
     try:
         created = meta.creation_date
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
     except Exception:  # malformed date strings raise inside pypdf
         created = None
     return title or None, _pdf_date(created)

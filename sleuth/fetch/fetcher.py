@@ -48,11 +48,11 @@ from sleuth.fetch.extract import (
     looks_binary,
     normalize_text,
     pdf_text,
-    run_in_extraction_thread,
     truncate_text,
 )
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
 from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
+from sleuth.fetch.workers import TooComplex, extract_limits, run_bounded, start_pool
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -100,6 +100,10 @@ class _Refused(Exception):
         super().__init__(reason)
         self.reason = reason
         self.status = status
+
+    def __reduce__(self) -> tuple[type[_Refused], tuple[str, int | None]]:
+        # Raised in an extraction worker and rebuilt here: keep the status too.
+        return type(self), (self.reason, self.status)
 
 
 @dataclass(frozen=True)
@@ -275,7 +279,7 @@ def _kind(download: _Download) -> str:
 
 
 def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
-    """Bytes to text by content type (runs in the extraction thread)."""
+    """Bytes to text by content type (runs in an extraction worker)."""
     if not download.data.strip():
         raise _Refused("empty response", download.status)
     kind = _kind(download)
@@ -406,6 +410,9 @@ class Fetcher:
 
     async def __aenter__(self) -> Self:
         settings = self._settings
+        # The extraction workers start now, in the background, while the first pages
+        # download (after the searches: never on the way to the first search request).
+        start_pool(settings.extract_workers)
         if settings.fetch_engine == "playwright":
             require_playwright()
             self._browser = Browser(settings.allow_private_urls, domains=self._domains)
@@ -662,9 +669,9 @@ class Fetcher:
                 start = time.monotonic()
                 async with asyncio.timeout(timeout):
                     download = await self._get(url, conditional)
-            # Extraction is outside the deadline and the slots: its cost is bounded by the
-            # byte cap, and a page that arrived in time must not fail while it queues for
-            # the one extraction thread behind a big page.
+            # Extraction is outside the deadline and the slots: it has a deadline of its
+            # own (--extract-timeout), and a page that arrived in time must not fail while
+            # it queues for an extraction worker behind a big page.
             page, validators = await self._read(url, start, download)
             return page, validators, self._public(download.url, download.address)
         except _NotModified:
@@ -684,10 +691,15 @@ class Fetcher:
 
     async def _read(self, url: str, start: float, download: _Download
                     ) -> tuple[Page, Validators]:
-        extracted, content_type = await run_in_extraction_thread(
-            _convert, download, self._settings.max_chars)
-        text, truncated = truncate_text(extracted.text, self._settings.max_chars)
-        truncated = truncated or download.incomplete
+        settings = self._settings
+        limits = extract_limits(settings)
+        try:
+            extracted, content_type = await run_bounded(
+                _convert, download, settings.max_chars, limits=limits)
+        except TooComplex as exc:
+            raise _Refused(exc.reason, download.status) from None
+        text, truncated = truncate_text(extracted.text, settings.max_chars)
+        truncated = truncated or download.incomplete or extracted.truncated
         return Page(
             url=url, final_url=download.url, canonical_url=canonicalize(download.url),
             title=extracted.title or _fallback_title(text, download.url), text=text,

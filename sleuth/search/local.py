@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 
 from sleuth.errors import ConfigError, ProviderError
+from sleuth.fetch.workers import extract_limits
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings
@@ -63,8 +64,10 @@ class LocalSearch(SearchProvider):
             if self.index_report is None:
                 try:
                     store = await asyncio.to_thread(self.store)
-                    self.index_report = await asyncio.to_thread(index_folder, store,
-                                                                self.folder)
+                    limits = (extract_limits(self.settings)
+                              if isinstance(self.settings, Settings) else None)
+                    self.index_report = await asyncio.to_thread(
+                        index_folder, store, self.folder, None, limits)
                 except ConfigError as exc:
                     raise ProviderFailure(str(exc)) from exc
             return self.index_report

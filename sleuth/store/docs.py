@@ -21,6 +21,7 @@ import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -155,8 +156,27 @@ def _html(data: bytes, path: Path) -> _Extracted:
         from sleuth.fetch.extract import extract
     except ImportError:
         return _html_fallback(data, path)
-    found = extract(data, url=file_url(path))
+    found = _bounded(extract, data, file_url(path))
     return _Extracted(found.title or "", found.text)
+
+
+#: The ``ExtractLimits`` of the :func:`index_folder` call under way, if it was given any.
+_LIMITS: ContextVar[Any] = ContextVar("sleuth_docs_extract_limits", default=None)
+
+
+def _bounded(func: Callable[..., Any], *args: Any) -> Any:
+    """``func(*args)``, in an extraction worker within the indexing's limits when it has
+    some (a file in the folder may be as hostile as a web page); a file over them is a
+    ValueError, so a failure of that file."""
+    limits = _LIMITS.get()
+    if limits is None:
+        return func(*args)
+    from sleuth.fetch.workers import TooComplex, run_bounded_sync
+
+    try:
+        return run_bounded_sync(func, *args, limits=limits)
+    except TooComplex as exc:
+        raise ValueError(exc.reason) from None
 
 
 def _html_fallback(data: bytes, path: Path) -> _Extracted:
@@ -175,7 +195,7 @@ def _pdf(data: bytes, path: Path) -> _Extracted:
         from sleuth.fetch.extract import pdf_text
     except ImportError:
         return _pdf_fallback(data)
-    found = pdf_text(data, max_chars=MAX_DOC_CHARS)
+    found = _bounded(pdf_text, data, MAX_DOC_CHARS)
     return _Extracted(found.title or "", found.text)
 
 
@@ -360,15 +380,26 @@ def _index_file(store: Database, path: Path, old: _Known | None, report: IndexRe
 
 
 def index_folder(store: Database, folder: Path,
-                 progress: Callable[[Path], Any] | None = None) -> IndexReport:
+                 progress: Callable[[Path], Any] | None = None,
+                 limits: Any = None) -> IndexReport:
     """Index (or bring up to date) every document under ``folder``.
 
     Raises :class:`ConfigError` when the folder is missing or unreadable; problems
     with single files are listed in the report's ``failed``. A file that fails is
     removed from the index so stale text is never cited. ``progress`` is called
-    with each file before it is looked at.
+    with each file before it is looked at. ``limits`` (an ``ExtractLimits``): HTML and
+    PDF files are extracted in worker processes within them (see ``sleuth.fetch.workers``).
     """
     root = check_folder(folder)
+    token = _LIMITS.set(limits)
+    try:
+        return _index(store, root, progress)
+    finally:
+        _LIMITS.reset(token)
+
+
+def _index(store: Database, root: Path, progress: Callable[[Path], Any] | None
+           ) -> IndexReport:
     report = IndexReport(folder=root)
     known = _known(store, root)
     seen: set[str] = set()

@@ -2,7 +2,8 @@
 
 Also odd-but-common content (a page labelled as the wrong type, a cut-off gzip
 body, legacy charsets, a cookie wall, one enormous line, text that tries to give
-orders) and a site whose robots.txt disallows its page for sleuth.
+orders), a site whose robots.txt disallows its page for sleuth, and pages under the
+byte cap whose markup is built to be costly to extract (floods of elements).
 
 Every streaming body checks the shared ``stopping`` event between chunks, so a
 shutdown ends it within a tenth of a second; a client that disconnects ends it
@@ -24,8 +25,9 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from sleuth.testing._corpus import Corpus, HostileEntry
 
-__all__ = ["BOMB_INFLATED_SIZE", "LONG_LINE_INTRO", "LONG_LINE_SIZE", "ROBOTS_TXT",
-           "TRUNCATED_GZIP_SHARE", "HostileResponder", "gzip_bomb_size", "long_line_page"]
+__all__ = ["BOMB_INFLATED_SIZE", "FLOOD_NOTE", "LONG_LINE_INTRO", "LONG_LINE_SIZE",
+           "ROBOTS_TXT", "TRUNCATED_GZIP_SHARE", "HostileResponder", "br_flood_page",
+           "div_flood_page", "gzip_bomb_size", "long_line_page", "paragraph_flood_page"]
 
 HTML = "text/html; charset=utf-8"
 
@@ -123,6 +125,10 @@ class HostileResponder:
             "cookie_wall": self._file_response, "injection": self._file_response,
             "truncated_gzip": self._truncated_gzip,
             "long_line": lambda case, path: Response(long_line_page(), media_type=HTML),
+            "div_flood": lambda case, path: Response(div_flood_page(), media_type=HTML),
+            "br_flood": lambda case, path: Response(br_flood_page(), media_type=HTML),
+            "paragraph_flood": lambda case, path: Response(paragraph_flood_page(),
+                                                           media_type=HTML),
             "robots_disallowed": self._robots_site,
         }
         self._builders = builders
@@ -260,6 +266,36 @@ def long_line_page(size: int = LONG_LINE_SIZE) -> bytes:
         total += len(piece.encode())
     parts.append(tail)
     return "".join(parts).encode()
+
+
+#: The first words of the ``paragraph_flood`` page's text.
+FLOOD_NOTE = "Note 1: the Moon raises two tidal bulges"
+
+
+@cache
+def div_flood_page(count: int = 280_000) -> bytes:
+    """4.8 MB of ``<div>tide a</div>``: one element per 17 bytes, no head, no article.
+
+    Extracting it cost 33 s of CPU and 2.6 GB before pages were read up to their
+    30,000th element (security issue 21, item 4).
+    """
+    return b"<div>tide a</div>" * count
+
+
+@cache
+def br_flood_page(count: int = 350_000) -> bytes:
+    """4.9 MB of ``tide moon <br>``: one line break every 14 bytes, no other markup."""
+    return b"tide moon <br>" * count
+
+
+@cache
+def paragraph_flood_page(count: int = 60_000) -> bytes:
+    """A page of ``count`` short paragraphs (3.3 MB): a long record, as some sites publish."""
+    head = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>The Moon "
+            "and the tides: sixty thousand notes on tidal locking</title></head><body>"
+            "<article><h1>The Moon and the tides: sixty thousand notes</h1>")
+    notes = (f"<p>Note {n}: the Moon raises two tidal bulges.</p>" for n in range(1, count + 1))
+    return (head + "".join(notes) + "</article></body></html>").encode()
 
 
 def _filler_chunk(corpus: Corpus, size: int = 64 * 1024) -> bytes:
