@@ -23,7 +23,7 @@ import pytest
 
 import sleuth
 from sleuth.fetch import extract
-from sleuth.fetch.workers import ExtractLimits, run_bounded, start_pool
+from sleuth.fetch.workers import ExtractLimits, run_bounded, shutdown, start_pool
 from sleuth.models import Report
 from sleuth.testing import OfflineWeb
 
@@ -110,6 +110,22 @@ async def test_cancelling_an_extraction_kills_the_worker_running_it(tmp_path: Pa
         await task
     assert await asyncio.to_thread(eventually, lambda: not _alive(pid)), "the worker lives on"
     assert await run_bounded(sum, (2, 3), limits=limits) == 5  # a fresh worker took over
+
+
+async def test_a_run_cancelled_while_the_pool_starts_leaves_the_pool_usable() -> None:
+    """A run that ends (Ctrl-C, --max-time) while the workers are still starting must not
+    take the pool down with it: the next page is extracted in a worker, and exit is quiet."""
+    limits = ExtractLimits(seconds=60, memory_mb=300, workers=3)  # a pool of its own
+    entry = start_pool(limits.workers)
+    assert entry is not None and not entry.ready.done()
+    task = asyncio.create_task(run_bounded(sum, (1, 1), limits=limits))
+    await asyncio.sleep(0)  # let it start waiting for the pool
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await run_bounded(os.getpid, limits=limits) != os.getpid()
+    assert not entry.ready.cancelled()
+    shutdown()
 
 
 def _marked(mark: str) -> list[int]:

@@ -1,4 +1,5 @@
-"""Imported by the extraction workers' forkserver: loads and warms up extraction once.
+"""Imported by the extraction workers' forkserver (through ``_forkserver``): loads and
+warms up extraction once.
 
 Every worker forks from that server, so each starts with trafilatura, lxml, numpy and
 the block model loaded and run once (copy-on-write, shared), instead of spending half

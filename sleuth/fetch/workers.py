@@ -45,9 +45,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-#: What the forkserver imports once, so that every worker forked from it has it: the
-#: warm-up module loads (and runs) all of extraction.
-_PRELOAD = ["sleuth.fetch._warm"]
+#: What the forkserver imports once, so that every worker forked from it has it: this
+#: module loads (and runs) all of extraction, and quiets the workers' standard error.
+_PRELOAD = ["sleuth.fetch._forkserver"]
 
 
 @dataclass(frozen=True)
@@ -251,7 +251,9 @@ async def run_bounded(func: Callable[..., T], *args: Any, limits: ExtractLimits)
     entry = start_pool(limits.workers)
     if entry is not None:
         try:
-            pool = await asyncio.wrap_future(entry.ready)
+            # Shielded: a run cancelled while the pool starts must not cancel ``ready``,
+            # which every later run (and shutdown) reads.
+            pool = await asyncio.shield(asyncio.wrap_future(entry.ready))
         except Exception:  # could not start (logged): this process's thread instead
             entry = None
     if entry is None:
@@ -305,7 +307,8 @@ def shutdown() -> None:
         with contextlib.suppress(OSError):  # it ended by itself meanwhile
             os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
     for entry in pools:
-        if entry.ready.done() and entry.ready.exception() is None:
-            pool = entry.ready.result()
+        ready = entry.ready
+        if ready.done() and not ready.cancelled() and ready.exception() is None:
+            pool = ready.result()
             pool.stop()
             pool.join()
