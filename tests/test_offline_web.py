@@ -28,7 +28,8 @@ MANIFEST = json.loads((CORPUS_DIR / "manifest.json").read_text(encoding="utf-8")
 HOSTILE_NAMES = {"slow_drip", "not_found", "forbidden", "server_error", "redirect_loop",
                  "endless", "gzip_bomb", "binary_html", "wrong_charset", "nav_only", "pdf",
                  "empty", "html_as_pdf", "truncated_gzip", "meta_charset", "no_charset",
-                 "cookie_wall", "long_line", "injection", "robots_disallowed"}
+                 "cookie_wall", "long_line", "injection", "robots_disallowed", "unicode_escape",
+                 "undefined_charset"}
 TIMEOUT = httpx.Timeout(5.0)
 
 
