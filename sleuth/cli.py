@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sleuth._logs import cli_logging, verbose_option
 from sleuth._options import cli_options
+from sleuth._valid import valid_text
 from sleuth._version import __version__
 from sleuth.cli_agent import agent_command
 from sleuth.cli_reach import reach_commands
@@ -110,7 +112,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(valid_text(text))
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -132,9 +134,15 @@ def render_report(report: Report, fmt: str) -> str:
 
 def emit(text: str, output: Path | None, what: str, quiet: bool) -> None:
     """Print ``text`` on stdout, or write it atomically to ``output`` and say so on stderr."""
+    text = valid_text(text)  # the last guard: no lone surrogate reaches an output
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream = sys.stdout
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            # A terminal whose encoding lacks a character shows "?", rather than the
+            # whole report being lost to an encoding error.
+            stream.reconfigure(errors="replace")
+        stream.write(text)
+        stream.flush()
         return
     write_atomic(output, text)
     if not quiet:
@@ -172,6 +180,7 @@ research_command = click.Command(
         *_research_options(),
         click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
                      help="No progress messages on stderr."),
+        verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
     epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
@@ -215,6 +224,11 @@ def _fail(message: str, code: int) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by tests and ``main``)."""
+    with cli_logging():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
     try:
         result = cli.main(args=argv, prog_name="sleuth", standalone_mode=False)
     except click.exceptions.Exit as exc:

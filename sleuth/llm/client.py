@@ -32,6 +32,7 @@ from typing import Any, Protocol
 import openai
 
 from sleuth._tls import ssl_context
+from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
@@ -370,7 +371,9 @@ class LLMClient:
                 reply = LLMReply(**{**asdict(hit), "cached": True, "stage": stage})
                 self.usage.record(reply)
                 return reply
-        request: dict[str, Any] = {"model": name, "messages": [dict(m) for m in messages],
+        # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
+        request: dict[str, Any] = {"model": name,
+                                   "messages": [valid_data(dict(m)) for m in messages],
                                    "temperature": temperature}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
@@ -420,15 +423,18 @@ class LLMClient:
         if not choices:
             raise LLMError(f"the LLM server at {self.server} returned no answer for {name!r}")
         message = getattr(choices[0], "message", None)
+        # A reply is untrusted text: JSON's "\ud800" escape decodes to a lone surrogate,
+        # which would break whatever stores, prints or sends the text next.
         text = getattr(message, "content", None) or ""
+        text = valid_text(text) if isinstance(text, str) else text
         model = getattr(completion, "model", None) or name
         usage = getattr(completion, "usage", None)
         prompt = getattr(usage, "prompt_tokens", None)
         answer = getattr(usage, "completion_tokens", None)
         calls = tuple(
-            ToolCall(id=str(getattr(c, "id", "") or f"call_{n}"),
-                     name=str(getattr(c.function, "name", "") or ""),
-                     arguments=str(getattr(c.function, "arguments", "") or ""))
+            ToolCall(id=valid_text(str(getattr(c, "id", "") or f"call_{n}")),
+                     name=valid_text(str(getattr(c.function, "name", "") or "")),
+                     arguments=valid_text(str(getattr(c.function, "arguments", "") or "")))
             for n, c in enumerate(getattr(message, "tool_calls", None) or [])
             if getattr(c, "function", None) is not None)
         estimated = not isinstance(prompt, int) or not isinstance(answer, int)
