@@ -10,7 +10,6 @@ with exit code 2 — never a traceback.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import tempfile
@@ -19,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sleuth._logs import cli_logging, verbose_option
 from sleuth._options import cli_options
+from sleuth._valid import valid_text
 from sleuth._version import __version__
 from sleuth.cli_agent import agent_command
 from sleuth.cli_reach import reach_commands
@@ -111,7 +112,7 @@ def write_atomic(path: Path, text: str) -> None:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            handle.write(valid_text(text))
         os.replace(tmp, path)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -133,9 +134,15 @@ def render_report(report: Report, fmt: str) -> str:
 
 def emit(text: str, output: Path | None, what: str, quiet: bool) -> None:
     """Print ``text`` on stdout, or write it atomically to ``output`` and say so on stderr."""
+    text = valid_text(text)  # the last guard: no lone surrogate reaches an output
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        stream = sys.stdout
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            # A terminal whose encoding lacks a character shows "?", rather than the
+            # whole report being lost to an encoding error.
+            stream.reconfigure(errors="replace")
+        stream.write(text)
+        stream.flush()
         return
     write_atomic(output, text)
     if not quiet:
@@ -173,6 +180,7 @@ research_command = click.Command(
         *_research_options(),
         click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
                      help="No progress messages on stderr."),
+        verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
     epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
@@ -214,39 +222,10 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
-class _WarningLines(logging.Handler):
-    """sleuth's logged warnings as ``sleuth: warning: …`` lines on stderr, one each.
-
-    Without a handler, Python prints a warning logged with its exception as the whole
-    traceback; a user is told what happened in one line, and ``SLEUTH_DEBUG=1`` shows
-    the traceback.
-    """
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            lines = record.getMessage().strip().splitlines() or ["(no message)"]
-            text = lines[0]
-            if record.exc_info and record.exc_info[1] is not None:
-                error = record.exc_info[1]
-                if os.environ.get("SLEUTH_DEBUG"):
-                    text += "\n" + logging.Formatter().formatException(record.exc_info)
-                else:
-                    detail = (str(error).strip().splitlines() or [""])[0]
-                    text += f" ({type(error).__name__}{': ' + detail if detail else ''})"
-            click.echo(f"sleuth: warning: {text}", err=True)
-        except Exception:  # logging must never be why a run fails
-            self.handleError(record)
-
-
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by tests and ``main``)."""
-    handler = _WarningLines(logging.WARNING)
-    logger = logging.getLogger("sleuth")
-    logger.addHandler(handler)
-    try:
+    with cli_logging():
         return _run(argv)
-    finally:
-        logger.removeHandler(handler)
 
 
 def _run(argv: list[str] | None) -> int:

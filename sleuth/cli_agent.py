@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from sleuth._logs import verbose_option
 from sleuth.errors import ConfigError
 
 __all__ = ["agent_command"]
@@ -83,6 +84,7 @@ def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.C
             *(o for o in settings_options() if o.name not in _NOT_FOR_AGENT),
             click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
                          help="No progress messages on stderr."),
+            verbose_option(),
         ],
         help="Agent mode: a model researches GOAL in rounds with search, browse, file and "
              "dashboard tools, in a sandboxed workspace, and prints its result and dashboard.",

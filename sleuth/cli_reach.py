@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from sleuth._logs import verbose_option
 from sleuth.errors import ConfigError
 
 __all__ = ["reach_commands"]
@@ -71,6 +72,7 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
                          help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
             click.Option(["--port"], type=click.IntRange(0, 65535), default=None,
                          help="Port for --http (0: any free port). [default: 8000]"),
+            verbose_option(),
             *options(),
         ],
         help="Serve sleuth's tools (web_research, fetch_page, web_search) over the Model "
@@ -84,6 +86,7 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
             click.Option(["--host"], default=None,
                          help="Address to listen on. [default: 127.0.0.1; anything else is "
                               "reachable from other machines]"),
+            verbose_option(),
             *options(),
         ],
         help="Start a local web page that runs a research and shows it live.")

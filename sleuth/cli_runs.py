@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth._format import duration
+from sleuth._logs import verbose_option
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def run_commands() -> list[click.Command]:
         params=[click.Argument(["run_id"]), _home_option(),
                 _format_option(report_formats, "markdown"), _output_option(),
                 click.Option(["--quiet", "-q"], is_flag=True, default=False,
-                             help="No progress messages on stderr.")],
+                             help="No progress messages on stderr."), verbose_option()],
         help="Continue an interrupted run: its searches, pages and model replies are reused, "
              "not repeated, and the same run id gets the final report.",
         epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.")

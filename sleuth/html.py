@@ -27,7 +27,7 @@ from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
 
-__all__ = ["REPORT_CSS", "render_fragment", "render_html", "report_from_data"]
+__all__ = ["REPORT_CSP", "REPORT_CSS", "render_fragment", "render_html", "report_from_data"]
 
 # "[3]", "[1, 4]", "[2-3]": numbers only, so ordinary bracketed words stay text.
 _CITE = re.compile(r"\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\]")
@@ -249,8 +249,9 @@ def render_fragment(report: Report) -> str:
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 
-_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
-        "form-action 'none'")
+#: The report document's Content-Security-Policy: its inline CSS, nothing else, ever.
+REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+              "form-action 'none'")
 _PAGE_CSS = "body{margin:0;padding:2rem 1rem}main{margin:0 auto;max-width:52rem}" \
             "footer{margin-top:2.5rem;font:13px system-ui,sans-serif;color:#7a848d}" \
             "@media (prefers-color-scheme:dark){body{background:#14191d}}"
@@ -261,7 +262,7 @@ def render_html(report: Report) -> str:
     title = escape(f"Research: {report.topic}")
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{REPORT_CSP}">\n'
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta name="generator" content="sleuth {__version__}">\n'

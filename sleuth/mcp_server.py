@@ -12,8 +12,12 @@ Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pin
 ``web_search(query)``
     Agent mode; listed only when a model is configured and the agent is installed.
 
-Bad arguments and failed fetches come back as tool errors (``isError``); the server
-keeps running. Over HTTP it listens on 127.0.0.1 only.
+Arguments are validated strictly against the schema each tool advertises (which says
+``additionalProperties: false``): ``depth: "2"``, ``depth: true`` and unknown keys are
+refused, not coerced or ignored. Bad arguments and failed fetches come back as tool
+errors (``isError``); the server keeps running. Text is made valid both ways: a request
+holding a lone surrogate (the JSON escape ``"\ud800"``) gets its reply, and nothing the
+server sends can fail to encode. Over HTTP it listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -21,17 +25,28 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import json
 import logging
+import re
 import socket
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any
+from io import TextIOWrapper
+from typing import IO, Annotated, Any, cast
 
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
-from pydantic import Field
+from mcp.server.fastmcp.tools import Tool
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCMessage
+from pydantic import ConfigDict, Field, create_model
 
+from sleuth._valid import valid_data, valid_text
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
+from sleuth.models import ValidText
 from sleuth.progress import EventStream
 from sleuth.settings import Settings
 
@@ -48,6 +63,27 @@ INSTRUCTIONS = (
 )
 
 
+class _StrictArgs(ValidText):
+    """What every tool's argument model adds: no coercion, no unknown keys, valid text."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+def strict_tool(fn: Callable[..., Any]) -> Tool:
+    """``fn`` as a FastMCP tool whose arguments are checked strictly against its schema.
+
+    FastMCP's own argument model is lax (``"2"`` and ``true`` pass as the integer 2 and
+    1) and ignores unknown keys; this one refuses both, and its schema, the one the
+    client sees, says so (``additionalProperties: false``).
+    """
+    tool = Tool.from_function(fn, structured_output=False)
+    loose = tool.fn_metadata.arg_model
+    strict = create_model(loose.__name__, __base__=(loose, _StrictArgs), __module__=__name__)
+    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    return tool.model_copy(update={"fn_metadata": metadata,
+                                   "parameters": strict.model_json_schema(by_alias=True)})
+
+
 def _check_research_args(depth: int, max_sources: int) -> int:
     """The number of sources to read; ToolError for values outside grip's ranges."""
     if isinstance(depth, bool) or not 1 <= depth <= 3:
@@ -62,7 +98,7 @@ async def _report_events(stream: EventStream, ctx: Context[Any, Any, Any]) -> No
     step = 0
     async for event in stream:
         step += 1
-        await ctx.report_progress(step, None, f"{event.kind}: {event.message}")
+        await ctx.report_progress(step, None, valid_text(f"{event.kind}: {event.message}"))
 
 
 async def _with_progress(work: Callable[[EventStream], Awaitable[Any]],
@@ -123,13 +159,21 @@ async def _call_agent(fn: Callable[..., Any], query: str, settings: Settings,
 
 def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
     """The FastMCP server with sleuth's tools; ``settings`` apply to every call."""
+    tools = [strict_tool(fn) for fn in _research_tools(settings)]
+    agent = agent_function()
+    if agent is not None and _model_configured(settings):
+        tools.append(strict_tool(_web_search_tool(agent, settings)))
     server = FastMCP("sleuth", instructions=INSTRUCTIONS, host=LOOPBACK, port=port,
-                     log_level="WARNING")
+                     log_level="WARNING", tools=tools)
     # FastMCP gives the root logger a stderr handler; bm25s sets its own logger to DEBUG,
     # which would then print a line per passage search.
     logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return server
 
-    @server.tool(structured_output=False)
+
+def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
+    """``web_research`` and ``fetch_page``, bound to ``settings``."""
+
     async def web_research(
         topic: Annotated[str, Field(description="The research topic or question.")],
         depth: Annotated[int, Field(description="1 quick, 2 moderate, 3 thorough.")] = 2,
@@ -150,9 +194,8 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
         report = await _with_progress(
             lambda on_event: research(topic, settings=settings, on_event=on_event, depth=depth,
                                       max_sources=sources), ctx)
-        return str(report.markdown)
+        return valid_text(str(report.markdown))
 
-    @server.tool(structured_output=False)
     async def fetch_page(
         url: Annotated[str, Field(description="An http or https URL.")],
     ) -> str:
@@ -170,16 +213,13 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
         header = f"# {page.title}\n\nURL: {page.final_url}\n"
         if page.truncated:
             header += f"(text cut at {len(page.text)} characters)\n"
-        return f"{header}\n{page.text}\n"
+        return valid_text(f"{header}\n{page.text}\n")
 
-    agent = agent_function()
-    if agent is not None and _model_configured(settings):
-        _add_web_search(server, agent, settings)
-    return server
+    return [web_research, fetch_page]
 
 
-def _add_web_search(server: FastMCP, agent: Callable[..., Any], settings: Settings) -> None:
-    @server.tool(structured_output=False)
+def _web_search_tool(agent: Callable[..., Any],
+                     settings: Settings) -> Callable[..., Awaitable[str]]:
     async def web_search(
         query: Annotated[str, Field(description="What to find out.")],
         *,
@@ -188,13 +228,76 @@ def _add_web_search(server: FastMCP, agent: Callable[..., Any], settings: Settin
         """Agent mode: a model searches, reads and decides until it can answer, with citations."""
         if not query.strip():
             raise ToolError("query is empty")
-        return str(await _with_progress(
-            lambda on_event: _call_agent(agent, query, settings, on_event), ctx))
+        return valid_text(str(await _with_progress(
+            lambda on_event: _call_agent(agent, query, settings, on_event), ctx)))
+
+    return web_search
+
+
+# -- stdio: valid text both ways -------------------------------------------------------------
+
+#: A JSON escape for a UTF-16 surrogate; checked before a line is read again by json.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+
+
+class _ValidLines:
+    """The stdin the SDK reads: each JSON line's lone surrogates replaced first.
+
+    The SDK parses a line with pydantic, whose JSON parser refuses a lone-surrogate
+    escape (``"\\ud800"``) outright; the request is then dropped and its caller waits for
+    a reply forever. Python's json reads such a line; its text is made valid and the line
+    written again as JSON. Every other line passes untouched.
+    """
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+
+    def readline(self) -> str:
+        line = self._stream.readline()
+        if not _SURROGATE_ESCAPE.search(line):
+            return line
+        try:
+            return json.dumps(valid_data(json.loads(line))) + "\n"
+        except (ValueError, RecursionError):
+            return line  # not JSON at all: the SDK answers that itself
+
+
+def _valid_message(message: SessionMessage) -> SessionMessage:
+    """``message``, or a copy with valid text when it holds something JSON cannot encode."""
+    try:
+        message.message.model_dump_json(by_alias=True, exclude_none=True)
+    except ValueError:  # pydantic's PydanticSerializationError: "surrogates not allowed"
+        data = valid_data(message.message.model_dump(by_alias=True, exclude_none=True))
+        return SessionMessage(JSONRPCMessage.model_validate(data), metadata=message.metadata)
+    return message
+
+
+async def _forward_valid(source: MemoryObjectReceiveStream[SessionMessage],
+                         sink: MemoryObjectSendStream[SessionMessage]) -> None:
+    async with source, sink:
+        async for message in source:
+            await sink.send(_valid_message(message))
+
+
+async def _run_stdio(server: FastMCP) -> None:
+    """FastMCP's stdio loop, with :class:`_ValidLines` in front and a last guard behind:
+    a message the SDK's writer could not encode would end the server for every client."""
+    stdin = anyio.wrap_file(cast(IO[str], _ValidLines(
+        TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))))
+    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8",
+                                           errors="replace"))
+    lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs (mcp 1.x)
+    async with stdio_server(stdin, stdout) as (read, write):
+        send, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
+        async with anyio.create_task_group() as group:
+            group.start_soon(_forward_valid, outgoing, write)
+            async with send:
+                await lowlevel.run(read, send, lowlevel.create_initialization_options())
 
 
 def serve_stdio(settings: Settings) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe."""
-    build_server(settings).run("stdio")
+    anyio.run(_run_stdio, build_server(settings))
 
 
 def bind_loopback(port: int) -> socket.socket:

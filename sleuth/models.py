@@ -3,14 +3,41 @@
 plan -> ``Plan``; search -> ``SearchHit`` (and ``SearchFailure``); rank -> ``Candidate``;
 fetch -> ``Page`` or ``FetchFailure``; read -> ``Source`` (with passages); write -> ``Report``.
 Every stage takes the records of the stage before it and returns new ones; none reaches back.
+Their text is always valid: a lone surrogate (from a hostile page, search result or model
+reply) becomes U+FFFD when a record is made (:class:`ValidText`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sleuth._valid import valid_data
+
+
+class ValidText(BaseModel):
+    """A pydantic model whose string fields never hold a lone surrogate.
+
+    Every field is made valid after validation (lists and dicts of strings too), and
+    ``model_copy(update=...)``, which pydantic does not validate, makes its updates
+    valid, so a record cannot carry text that fails to encode when it is printed,
+    stored or sent (see :mod:`sleuth._valid`).
+    """
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _valid_strings(cls, value: Any) -> Any:
+        return valid_data(value)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Self:
+        """A copy, with ``update`` made valid text first."""
+        if update:
+            update = {key: valid_data(item) for key, item in update.items()}
+        return super().model_copy(update=update, deep=deep)
 
 
 class Quality(StrEnum):
@@ -21,7 +48,7 @@ class Quality(StrEnum):
     UNVERIFIED = "UNVERIFIED"
 
 
-class _Record(BaseModel):
+class _Record(ValidText):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 

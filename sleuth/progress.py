@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from sleuth._valid import valid_data, valid_text
+
 if TYPE_CHECKING:
     import asyncio
 
@@ -38,6 +40,12 @@ class Event:
     kind: EventKind
     message: str
     data: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Messages quote titles, queries and tool arguments: untrusted text, which may
+        # hold lone surrogates that no stream (stderr, SSE, MCP) could encode.
+        object.__setattr__(self, "message", valid_text(self.message))
+        object.__setattr__(self, "data", valid_data(self.data))
 
 
 ProgressCallback = Callable[[Event], None]

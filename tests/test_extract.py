@@ -319,6 +319,23 @@ def test_unknown_charset_label_is_ignored() -> None:
     assert decode_body("ü".encode(), "no-such-charset") == "ü"
 
 
+@pytest.mark.parametrize("label", [
+    "unicode_escape", "raw-unicode-escape", "undefined", "utf-7", "rot13", "hex", "base64",
+    "zlib", "punycode", "idna", "charmap",
+])
+@pytest.mark.parametrize("where", ["header", "meta"])
+def test_a_codec_that_is_not_a_text_encoding_is_ignored(label: str, where: str) -> None:
+    """Python knows these codecs, but a page naming one gets no say: unicode_escape and
+    UTF-7 would make lone surrogates of its text, undefined raises on every byte."""
+    body = b"<p>frame \\ud800 and +2AA- held no name</p>"
+    if where == "meta":
+        body = f'<meta charset="{label}">'.encode() + body
+    text = decode_body(body, label if where == "header" else None)
+    assert text == body.decode("ascii")
+    legacy = "Le café de l'élève, déjà fermé: \\ud800 +2AA-".encode("cp1252")
+    assert decode_body(legacy, label, html=False) == decode_body(legacy, None, html=False)
+
+
 def test_binary_sniffing() -> None:
     assert looks_binary(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     assert looks_binary(bytes(range(1, 32)) * 100)

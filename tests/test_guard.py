@@ -102,6 +102,16 @@ def test_garbage_is_not_a_public_address() -> None:
     ("http://ex%41mple.com/", "malformed host"),
     ("http:///nohost", "no host"),
     ("http://[fe80::1%25eth0]/", "zone id"),
+    # Hosts that httpx or the resolver would raise on (IDNA, label length), and ports
+    # no socket takes: refused by name, never an "unexpected error" with a traceback.
+    ("http://xn--a-/", "invalid IDNA label 'xn--a-'"),
+    ("http://www.xn--ls8h-.example/", "invalid IDNA label 'xn--ls8h-'"),
+    ("http://xn--zz.com/", "invalid IDNA label 'xn--zz'"),
+    ("http://xn--ab.com/", "invalid IDNA label 'xn--ab'"),
+    ("http://sub.xn--/", "invalid IDNA label 'xn--'"),
+    ("http://" + "a" * 64 + ".com/", "label of 64 characters"),
+    ("http://example.com:99999/", "invalid port 99999"),
+    ("http://example.com:0/", "invalid port 0"),
 ])
 def test_check_url_refuses(url: str, reason: str) -> None:
     with pytest.raises(BlockedURLError) as info:
@@ -112,7 +122,8 @@ def test_check_url_refuses(url: str, reason: str) -> None:
 @pytest.mark.parametrize("url", [
     "https://example.com/", "http://example.com:8080/path?q=1#frag", "https://münchen.de/",
     "https://8.8.8.8/dns", "https://[2606:4700:4700::1111]/", "https://sub_domain.example.org/",
-    "https://example.com/a b",
+    "https://example.com/a b", "https://xn--mnchen-3ya.de/", "http://example.com:65535/",
+    "http://" + "a" * 63 + ".com/",
 ])
 def test_check_url_allows_public_urls(url: str) -> None:
     check_url(url)
@@ -123,7 +134,8 @@ def test_allow_private_lifts_only_the_address_rules() -> None:
     check_url("http://2130706433/", allow_private=True)
     check_url("http://localhost/", allow_private=True)
     check_url("http://[::1]/", allow_private=True)
-    for url in ["ftp://127.0.0.1/", "http://u:p@127.0.0.1/", "http://1.2.3.4.5/"]:
+    for url in ["ftp://127.0.0.1/", "http://u:p@127.0.0.1/", "http://1.2.3.4.5/",
+                "http://xn--a-/", "http://127.0.0.1:99999/", "http://[::1]:70000/"]:
         with pytest.raises(BlockedURLError):
             check_url(url, allow_private=True)
     # httpx itself cannot request a leading-zero address, so it stays refused, as invalid.

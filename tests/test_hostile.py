@@ -78,6 +78,14 @@ OUTCOMES: dict[str, str | Readable] = {
     "div_flood": Readable(contains=("tide a\ntide a",), truncated=True),
     "br_flood": Readable(contains=("tide moon\ntide moon",), truncated=True),
     "paragraph_flood": Readable(contains=("Note 2: the Moon",), truncated=True),
+    # charset=unicode_escape names a codec, not a text encoding: refused, so the page's
+    # "\ud800" stays the six characters it is (never a lone surrogate), title included.
+    "unicode_escape": Readable(contains=("notes: the \\ud800 frame",),
+                               content_type="text/plain"),
+    # charset=undefined (a codec that raises on every byte): refused, and the cp1252
+    # bytes are read as what they are.
+    "undefined_charset": Readable(contains=("Beijing’s retaliatory tariffs",),
+                                  lacks=("\ufffd",)),
 }
 
 
@@ -112,6 +120,8 @@ async def test_hostile_case_outcome(web: OfflineWeb, case: str) -> None:
     assert result.content_type == want.content_type
     assert result.truncated is want.truncated
     assert result.title and result.title != url
+    for text in (result.title, result.text):  # valid text: it can be printed and stored
+        text.encode("utf-8")
 
 
 async def test_the_long_line_is_big_and_has_no_line_break(web: OfflineWeb) -> None:
@@ -140,7 +150,8 @@ def test_accept_encoding_offers_only_what_is_inflated_with_a_bound() -> None:
 
 
 NEW_CASES = ("html_as_pdf", "truncated_gzip", "meta_charset", "no_charset", "cookie_wall",
-             "long_line", "injection", "robots_disallowed")
+             "long_line", "injection", "robots_disallowed", "unicode_escape",
+             "undefined_charset")
 
 
 @pytest.mark.parametrize("case", NEW_CASES)

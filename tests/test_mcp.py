@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import re
 import subprocess
@@ -11,13 +13,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.memory import create_connected_server_and_client_session
-from mcp.types import CallToolResult, TextContent
+from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, TextContent
 
 import sleuth.mcp_server as mcp_server
 from sleuth.cli import run
@@ -102,6 +105,88 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         assert not page.isError and web.docs[0].url in text_of(page)
 
 
+@pytest.mark.slow
+async def test_stdio_server_survives_a_page_that_decodes_to_a_lone_surrogate(
+        web: OfflineWeb, tmp_path: Path) -> None:
+    """The unicode_escape page (its text holds the escape \\ud800) through fetch_page and
+    a research: both answer, and the server goes on serving the next request."""
+    url = web.hostile["unicode_escape"]
+    params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
+                                   env=server_env(web, tmp_path))
+    # The SDK's client waits forever for a server that died: the bound turns that into
+    # a failure (it is no time limit on a working server, whose answers take seconds).
+    with anyio.fail_after(240):
+        async with stdio_client(params) as (read, write), \
+                ClientSession(read, write) as client:
+            await client.initialize()
+            page = await client.call_tool("fetch_page", {"url": url})
+            assert not page.isError and "notes: the \\ud800 frame" in text_of(page)
+            result = await client.call_tool("web_research", {
+                "topic": web.corpus.hostile["unicode_escape"].title, "depth": 1,
+                "max_sources": 3})
+            assert not result.isError and url in text_of(result)
+            after = await client.call_tool("fetch_page", {"url": web.docs[0].url})
+            assert not after.isError and web.docs[0].url in text_of(after)
+
+
+async def raw_stdio_exchange(web: OfflineWeb, home: Path,
+                             requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    """Initialize, send ``requests`` as JSON lines, and wait for a reply to each, by id.
+
+    Raw lines, because the SDK's client cannot even send a lone surrogate (it encodes
+    its requests with pydantic, which refuses one); a client in another language can.
+    The wait is bounded only so that a server that drops a request fails the test
+    instead of hanging it.
+    """
+    hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
+             "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
+                        "clientInfo": {"name": "raw", "version": "0"}}}
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "sleuth", "mcp", env=server_env(web, home),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("".join(json.dumps(m) + "\n" for m in [hello, ready, *requests]).encode())
+    await proc.stdin.drain()
+    wanted = {"init", *(r["id"] for r in requests)}
+    replies: dict[Any, dict[str, Any]] = {}
+
+    async def read_replies() -> None:
+        assert proc.stdout is not None
+        while not wanted <= set(replies):
+            line = await proc.stdout.readline()
+            assert line, f"the server ended with no reply to {wanted - set(replies)}"
+            message = json.loads(line)
+            if "id" in message:
+                replies[message["id"]] = message
+
+    try:
+        await asyncio.wait_for(read_replies(), timeout=240)
+    finally:
+        proc.stdin.close()
+        await proc.wait()
+    return replies
+
+
+@pytest.mark.slow
+async def test_a_request_holding_a_lone_surrogate_gets_its_reply(web: OfflineWeb,
+                                                                tmp_path: Path) -> None:
+    topic = "Europa Clipper ground station notes: the \ud800 frame"  # the JSON escape
+    replies = await raw_stdio_exchange(web, tmp_path, [
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+         "params": {"name": "web_research",
+                    "arguments": {"topic": topic, "depth": 1, "max_sources": 2}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "fetch_page", "arguments": {"url": web.docs[0].url + "?\udfff"}}},
+    ])
+    report = replies[1]["result"]
+    assert not report["isError"]
+    assert report["content"][0]["text"].startswith("# Research: Europa Clipper ground station")
+    assert "\ufffd" in report["content"][0]["text"]  # the lone surrogate, made valid
+    assert not replies[2]["result"]["isError"]
+
+
 def _start_http_server(web: OfflineWeb, home: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen([sys.executable, "-m", "sleuth", "mcp", "--http", "--port", "0"],
                             env=server_env(web, home), stdin=subprocess.DEVNULL,
@@ -159,6 +244,27 @@ async def test_bad_arguments_are_tool_errors(web: OfflineWeb, args: dict[str, An
     async with in_memory(offline_settings(web)) as client:
         result = await client.call_tool("web_research", args)
         assert result.isError and message in text_of(result)
+
+
+@pytest.mark.parametrize(("tool", "args", "message"), [
+    ("web_research", {"topic": "x", "depth": "2"}, "valid integer"),
+    ("web_research", {"topic": "x", "depth": True}, "valid integer"),
+    ("web_research", {"topic": "x", "depth": 2.0}, "valid integer"),
+    ("web_research", {"topic": "x", "max_sources": "5"}, "valid integer"),
+    ("web_research", {"topic": "x", "colour": "blue"}, "Extra inputs are not permitted"),
+    ("web_research", {"topic": ["x"]}, "valid string"),
+    ("fetch_page", {"url": "http://a.example/", "timeout": 1}, "Extra inputs"),
+])
+async def test_arguments_are_checked_strictly_against_the_advertised_schema(
+        web: OfflineWeb, tool: str, args: dict[str, Any], message: str) -> None:
+    """No coercion and no unknown keys: what the schema says is what is accepted."""
+    web.reset_log()
+    async with in_memory(offline_settings(web)) as client:
+        schemas = {t.name: t.inputSchema for t in (await client.list_tools()).tools}
+        assert all(schema["additionalProperties"] is False for schema in schemas.values())
+        result = await client.call_tool(tool, args)
+    assert result.isError and message in text_of(result)
+    assert web.requests == []  # refused before any search or fetch
 
 
 async def test_max_sources_is_capped_at_ten_as_grip_does(

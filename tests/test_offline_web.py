@@ -29,7 +29,7 @@ HOSTILE_NAMES = {"slow_drip", "not_found", "forbidden", "server_error", "redirec
                  "endless", "gzip_bomb", "binary_html", "wrong_charset", "nav_only", "pdf",
                  "empty", "html_as_pdf", "truncated_gzip", "meta_charset", "no_charset",
                  "cookie_wall", "long_line", "injection", "robots_disallowed", "div_flood",
-                 "br_flood", "paragraph_flood"}
+                 "br_flood", "paragraph_flood", "unicode_escape", "undefined_charset"}
 TIMEOUT = httpx.Timeout(5.0)
 
 

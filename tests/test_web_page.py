@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -24,7 +25,7 @@ from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 from sleuth.web import is_loopback
-from sleuth.web.app import create_app
+from sleuth.web.app import MAX_BODY_BYTES, create_app
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--no-first-run"]
@@ -128,6 +129,76 @@ def test_other_hosts_and_origins_are_refused(client: TestClient) -> None:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page.text)  # nothing external
 
 
+def test_a_run_reading_a_page_that_decodes_to_a_lone_surrogate_streams_and_downloads(
+        client: TestClient, web: OfflineWeb) -> None:
+    """The unicode_escape page (and its search snippet, which holds the escape): the
+    events replay on every reconnect, and both downloads answer."""
+    url = web.hostile["unicode_escape"]
+    started = client.post("/api/runs", json={
+        "question": web.corpus.hostile["unicode_escape"].title, "depth": "1"})
+    assert started.status_code == 201
+    for _ in range(2):  # the page reconnects: the whole stream again
+        events = sse_messages(client.get(started.json()["events"]).text)
+        assert [name for name, _ in events][-2:] == ["report", "end"]
+        assert url in events[-2][1]["html"]
+    run_id = started.json()["id"]
+    html = client.get(f"/api/runs/{run_id}/report.html")
+    assert html.status_code == 200 and url in html.text
+    markdown = client.get(f"/api/runs/{run_id}/report.md")
+    assert markdown.status_code == 200 and "\\ud800" in markdown.text
+
+
+def test_every_response_says_nosniff_and_the_report_sends_its_csp(client: TestClient,
+                                                                 web: OfflineWeb) -> None:
+    started = client.post("/api/runs", json={"question": web.topics[0].question,
+                                             "depth": "1", "max_sources": "2"})
+    client.get(started.json()["events"])  # to the end of the run
+    run_id = started.json()["id"]
+    answers = [client.get(path) for path in (
+        "/", "/api/config", f"/api/runs/{run_id}/report.html", f"/api/runs/{run_id}/report.md",
+        "/api/runs/nosuchrun/report.md", "/api/history")]
+    answers.append(client.get("/api/config", headers={"Host": "evil.example"}))
+    assert [a.status_code for a in answers] == [200, 200, 200, 200, 404, 200, 400]
+    assert all(a.headers["x-content-type-options"] == "nosniff" for a in answers)
+    report = answers[2]
+    csp = report.headers["content-security-policy"]
+    assert csp.startswith("default-src 'none'") and "script-src" not in csp
+    assert f'content="{csp}"' in report.text  # the same policy as the document's own
+
+
+async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
+        web: OfflineWeb, tmp_path: Path) -> None:
+    """413 for a body over 64 KiB: a declared length is refused unread, and a streamed
+    body of 8 MiB is read no further than the cap."""
+    app = create_app(offline_settings(web, tmp_path))
+    chunk, chunks = b" " * 16 * 1024, 512
+    pulled = 0
+
+    async def endless_body() -> dict[str, Any]:
+        nonlocal pulled
+        pulled += 1
+        return {"type": "http.request", "body": chunk, "more_body": pulled < chunks}
+
+    async def post(headers: list[tuple[bytes, bytes]]) -> int:
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http",
+                 "path": "/api/runs", "raw_path": b"/api/runs", "query_string": b"",
+                 "root_path": "", "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5),
+                 "headers": [(b"host", b"127.0.0.1:8000"),
+                             (b"content-type", b"application/json"), *headers]}
+        await app(scope, endless_body, send)
+        return int(sent[0]["status"])
+
+    assert await post([(b"content-length", str(200 * 1024 * 1024).encode())]) == 413
+    assert pulled == 0
+    assert await post([(b"transfer-encoding", b"chunked")]) == 413
+    assert pulled == MAX_BODY_BYTES // len(chunk) + 1  # 80 KiB of the 8 MiB
+
+
 def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> None:
     from sleuth.pipeline import research_sync
 
@@ -169,6 +240,27 @@ def test_serve_refuses_a_busy_port_in_one_line(capsys: pytest.CaptureFixture[str
         "\n") == 1
 
 
+@pytest.mark.slow
+def test_an_explicit_loopback_host_answers_requests_addressed_to_it(
+        web: OfflineWeb, tmp_path: Path) -> None:
+    """``--host 127.0.0.2``: requests for 127.0.0.2 are answered, other names still not."""
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--host", "127.0.0.2",
+                             "--port", "0"], env=serve_env(web, tmp_path),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = served_url(proc)
+        assert url.startswith("http://127.0.0.2:")
+        with httpx.Client(trust_env=False, timeout=30) as plain:
+            assert plain.get(url + "api/config").status_code == 200
+            assert plain.get(url).status_code == 200
+            evil = plain.get(url + "api/config", headers={"Host": "evil.example"})
+            assert evil.status_code == 400
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def test_loopback_names() -> None:
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "192.168.1.2", "::", "example.com"))
@@ -187,25 +279,33 @@ def chromium_path() -> str | None:
     return None
 
 
-@pytest.fixture
-def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
-    """``sleuth serve --port 0`` in a subprocess, configured like a user would, via the env."""
+def serve_env(web: OfflineWeb, tmp_path: Path) -> dict[str, str]:
+    """``sleuth serve`` configured like a user would, via the env, against the test web."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     env.update(SLEUTH_SEARCH="searxng", SLEUTH_SEARXNG_URL=web.searxng_url,
                SLEUTH_ALLOW_PRIVATE_URLS="1", SLEUTH_TIMEOUT="2", SLEUTH_NO_LLM="1",
                SLEUTH_HOME=str(tmp_path / "home"))
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    return env
+
+
+def served_url(proc: subprocess.Popen[str]) -> str:
+    """The URL a starting ``sleuth serve`` prints on stderr."""
     assert proc.stderr is not None
-    url = None
     for line in proc.stderr:
         match = re.search(r"serving on (http://\S+/)", line)
         if match:
-            url = match.group(1)
-            break
+            return match.group(1)
+    raise AssertionError(f"sleuth serve did not start (exit {proc.poll()})")
+
+
+@pytest.fixture
+def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
+    """``sleuth serve --port 0`` in a subprocess."""
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"],
+                            env=serve_env(web, tmp_path), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        assert url is not None, f"sleuth serve did not start (exit {proc.poll()})"
+        url = served_url(proc)
         assert url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
         yield url
     finally:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, computed_field
 
 from sleuth._format import duration
+from sleuth.models import ValidText
 
 __all__ = ["AgentResult", "AgentStatus", "clean_text"]
 
@@ -27,7 +28,7 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-class AgentResult(BaseModel):
+class AgentResult(ValidText):
     """A finished (or stopped) agent search.
 
     ``result`` is the agent's answer when it called ``all_finished`` (else empty);

@@ -23,12 +23,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
+from sleuth._valid import valid_data
 from sleuth.agent.dashboard import DASHBOARD_MAX_CHARS, Dashboard
 from sleuth.agent.workspace import DASHBOARD, Workspace, WorkspaceError
 from sleuth.fetch import Fetcher
-from sleuth.models import Page
+from sleuth.models import Page, ValidText
 from sleuth.search import SearchProvider, run_searches
 from sleuth.settings import Settings
 
@@ -51,7 +52,7 @@ _SNIPPET_CHARS = 300
 _MAX_SEARCH_RESULTS = 10
 
 
-class _Args(BaseModel):
+class _Args(ValidText):  # a lone surrogate in an argument becomes U+FFFD
     model_config = ConfigDict(extra="forbid")
 
 
@@ -179,6 +180,7 @@ def parse_json_action(text: str) -> Action | None:
         return Action(error="the JSON is nested too deeply")
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
         return Action(error='the object needs a "tool" name')
+    value = valid_data(value)  # "\ud800" in the JSON is a lone surrogate once decoded
     extra = sorted(set(value) - {"tool", "arguments"})
     if extra:
         return Action(error=f'unexpected keys {extra}: use only "tool" and "arguments"')
@@ -233,7 +235,7 @@ def decode_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
     if isinstance(raw, Mapping):
-        return dict(raw)
+        return valid_data(dict(raw))
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -243,7 +245,7 @@ def decode_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
         raise ToolError("the arguments are nested too deeply") from None
     if not isinstance(value, dict):
         raise ToolError("the arguments must be a JSON object")
-    return value
+    return valid_data(value)  # "\ud800" in the JSON is a lone surrogate once decoded
 
 
 def _validation_message(tool: str, exc: ValidationError) -> str:

@@ -32,6 +32,7 @@ from datetime import datetime
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
+from sleuth._valid import valid_data
 from sleuth.errors import SleuthError
 
 __all__ = [
@@ -334,7 +335,7 @@ class Workspace:
 
     def append_history(self, record: dict[str, Any]) -> None:
         """Add one record to ``history.jsonl``; one line, written and closed at once."""
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps(valid_data(record), ensure_ascii=False, default=str) + "\n"
         with open(self.root / HISTORY, "a", encoding="utf-8") as handle:
             handle.write(line)
 

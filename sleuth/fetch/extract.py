@@ -18,6 +18,7 @@ import re
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import cache
 from html import unescape
 from typing import Any, TypeVar
 
@@ -92,17 +93,33 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
 
+@cache
+def _text_codecs() -> frozenset[str]:
+    """Python's names of the codecs a page may name: real text encodings only.
+
+    ``codecs.lookup`` also knows codecs that are not text encodings at all
+    (``unicode_escape`` turns ``\\ud800`` into a lone surrogate, ``undefined`` raises on
+    every byte, ``rot13``/``hex`` are transforms, ``idna``/``punycode`` are for host
+    names). The list is charset-normalizer's, which names the encodings it can detect,
+    less UTF-7, which decodes to lone surrogates (and which browsers refuse too).
+    """
+    from charset_normalizer.constant import IANA_SUPPORTED
+
+    return frozenset(codecs.lookup(name).name for name in IANA_SUPPORTED if name != "utf_7")
+
+
 def _codec(label: str | None) -> str | None:
-    """Python's codec name for a charset label, or None when unknown."""
+    """Python's codec name for a charset label; None when unknown or not a text encoding."""
     if not label:
         return None
     label = label.strip().strip("\"'").lower()
     if label in _LATIN1_LABELS:
         return "cp1252"
     try:
-        return codecs.lookup(label).name
+        name = codecs.lookup(label).name
     except LookupError:
         return None
+    return name if name in _text_codecs() else None
 
 
 def _bom_codec(data: bytes) -> str | None:
@@ -126,7 +143,7 @@ def looks_binary(data: bytes) -> bool:
 def _strict(data: bytes, codec: str) -> str | None:
     try:
         return data.decode(codec)
-    except (UnicodeDecodeError, LookupError):
+    except (UnicodeError, LookupError):
         return None
 
 

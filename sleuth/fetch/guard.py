@@ -29,6 +29,7 @@ from urllib.parse import urlsplit
 
 import httpcore
 import httpx
+import idna
 
 from sleuth._tls import ssl_context as shared_ssl_context
 from sleuth.errors import BlockedURLError
@@ -285,8 +286,29 @@ def _host_problem(host: str) -> tuple[str, bool] | None:
     name = host.removesuffix(".")
     if not _HOST_CHARS.match(name) or ".." in name or name.startswith(".") or len(name) > 253:
         return f"malformed host {host!r}", False
+    label = _bad_label(name)
+    if label is not None:
+        return f"malformed host {host!r} ({label})", False
     if name in _LOCAL_NAMES or name.endswith(".localhost"):
         return f"local host name {name!r}", True
+    return None
+
+
+def _bad_label(name: str) -> str | None:
+    """What is wrong with a label of the host ``name`` that DNS or IDNA cannot take, or None.
+
+    A label is at most 63 characters (the resolver's IDNA codec raises on a longer one),
+    and an ``xn--`` label must be valid Punycode for IDNA (httpx decodes it, and raises
+    on ``xn--a-`` or ``xn--zz``, when it builds the request).
+    """
+    for label in name.split("."):
+        if len(label) > 63:
+            return f"label of {len(label)} characters; the limit is 63"
+        if label.startswith("xn--"):
+            try:
+                idna.decode(label)
+            except (idna.IDNAError, UnicodeError, ValueError) as exc:
+                return f"invalid IDNA label {label!r}: {exc}"
     return None
 
 
@@ -326,6 +348,8 @@ def check_url(url: str, allow_private: bool = False,
         raise BlockedURLError(url, found[0]) from None
     if parsed.userinfo:
         raise BlockedURLError(url, "credentials in URL")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise BlockedURLError(url, f"invalid port {parsed.port}")
     host = parsed.raw_host.decode("ascii", "replace").lower()
     found = _host_problem(host)
     if found is not None and not found[1]:
@@ -363,7 +387,7 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
                 infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except TimeoutError:
             raise httpcore.ConnectTimeout(f"DNS lookup for {host} timed out") from None
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # UnicodeError: a name IDNA cannot encode
             raise httpcore.ConnectError(f"DNS lookup for {host} failed ({exc})") from None
         addresses: list[str] = []
         for info in infos:

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import openai
 
+from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError
 from sleuth.llm._wire import (
     MAX_REPLY_BYTES,
@@ -357,7 +358,9 @@ class LLMClient:
                 reply = LLMReply(**{**asdict(hit), "cached": True, "stage": stage})
                 self.usage.record(reply)
                 return reply
-        request: dict[str, Any] = {"model": name, "messages": [dict(m) for m in messages],
+        # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
+        request: dict[str, Any] = {"model": name,
+                                   "messages": [valid_data(dict(m)) for m in messages],
                                    "temperature": temperature}
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
@@ -419,14 +422,18 @@ class LLMClient:
                              f"completion: {exc}") from None
         if read is None:
             raise LLMError(f"the LLM server at {self.server} returned no answer for {name!r}")
-        calls = tuple(ToolCall(id=i, name=n, arguments=a) for i, n, a in read.calls)
+        # A reply is untrusted text: JSON's "\ud800" escape decodes to a lone surrogate,
+        # which would break whatever stores, prints or sends the text next.
+        text = valid_text(read.text)
+        calls = tuple(ToolCall(id=valid_text(i), name=valid_text(n), arguments=valid_text(a))
+                      for i, n, a in read.calls)
         prompt, answer = read.prompt_tokens, read.completion_tokens
         estimated = prompt is None or answer is None
         if estimated:
             # Servers that omit usage still cost tokens: count them ourselves, flagged.
-            spoken = read.text + "".join(c.name + c.arguments for c in calls)
+            spoken = text + "".join(c.name + c.arguments for c in calls)
             prompt, answer = message_tokens(messages, name), count_tokens(spoken, name)
-        return LLMReply(text=read.text, model=read.model or name, prompt_tokens=prompt or 0,
+        return LLMReply(text=text, model=valid_text(read.model or name), prompt_tokens=prompt or 0,
                         completion_tokens=answer or 0, finish_reason=read.finish_reason,
                         estimated=estimated, stage=stage, tool_calls=calls)
 

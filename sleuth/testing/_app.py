@@ -21,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 
 from sleuth.testing._corpus import Corpus, DocEntry, HostileEntry
 from sleuth.testing._hostile import HostileResponder
+from sleuth.testing._responses import EscapedJSONResponse
 from sleuth.testing._search import SearchIndex, searxng_payload
 
 __all__ = ["OfflineApp", "RequestRecord", "WebState"]
@@ -152,7 +153,7 @@ class OfflineApp:
             return JSONResponse({"error": "invalid pageno"}, status_code=400)
         payload: dict[str, Any] = searxng_payload(
             self.index, query, pageno, self.state.results_per_page)
-        return JSONResponse(payload)
+        return EscapedJSONResponse(payload)  # a hostile result's lone surrogate goes out too
 
     def _home(self) -> str:
         items = "\n".join(f'<li><a href="{html.escape(url)}">{html.escape(title)}</a></li>'

@@ -2,8 +2,10 @@
 
 Also odd-but-common content (a page labelled as the wrong type, a cut-off gzip
 body, legacy charsets, a cookie wall, one enormous line, text that tries to give
-orders), a site whose robots.txt disallows its page for sleuth, and pages under the
-byte cap whose markup is built to be costly to extract (floods of elements).
+orders), charset labels that name Python codecs which are not text encodings
+(``unicode_escape``, ``undefined``), a site whose robots.txt disallows its page for
+sleuth, and pages under the byte cap whose markup is built to be costly to extract
+(floods of elements).
 
 Every streaming body checks the shared ``stopping`` event between chunks, so a
 shutdown ends it within a tenth of a second; a client that disconnects ends it
@@ -130,6 +132,11 @@ class HostileResponder:
             "paragraph_flood": lambda case, path: Response(paragraph_flood_page(),
                                                            media_type=HTML),
             "robots_disallowed": self._robots_site,
+            # Python codecs that are not text encodings: a label is not a licence to
+            # run any codec (unicode_escape turns the text's "\\ud800" into a lone
+            # surrogate; "undefined" raises on every byte).
+            "unicode_escape": self._labelled("text/plain; charset=unicode_escape"),
+            "undefined_charset": self._labelled("text/html; charset=undefined"),
         }
         self._builders = builders
 

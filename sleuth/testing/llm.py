@@ -45,6 +45,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from sleuth.testing._responses import EscapedJSONResponse
+
 __all__ = ["MISBEHAVIOURS", "RecordedRequest", "ScriptedLLM"]
 
 #: What a scripted reply may be: the text, or a function of the request body that
@@ -291,8 +293,9 @@ class ScriptedLLM:
         produced = step.reply(recorded.body) if callable(step.reply) else step.reply
         if isinstance(produced, Response):
             return produced
+        # Escaped JSON, as OpenAI's servers send it: a scripted "\ud800" arrives as the escape.
         if isinstance(produced, dict):
-            return JSONResponse(produced)
+            return EscapedJSONResponse(produced)
         model = recorded.model or (self.models[0] if self.models else "scripted-model")
         usage = _usage(step.usage, recorded, produced)
         if recorded.stream:
@@ -301,7 +304,7 @@ class ScriptedLLM:
             return StreamingResponse(
                 _sse(produced, model, step.finish_reason, usage if include else None),
                 media_type="text/event-stream")
-        return JSONResponse(_completion(produced, model, step.finish_reason, usage))
+        return EscapedJSONResponse(_completion(produced, model, step.finish_reason, usage))
 
 
     # -- misbehaving -----------------------------------------------------------------

@@ -70,15 +70,16 @@ def serve(settings: Settings, *, host: str = DEFAULT_HOST, port: int = DEFAULT_P
     """Serve the page until interrupted; prints its URL on stderr."""
     import uvicorn
 
-    from sleuth.web.app import create_app
+    from sleuth.web.app import create_app, host_names
 
     sock = bind(host, port)
     _warm_up()
     actual = sock.getsockname()[1]
     loopback = is_loopback(host)
-    # Behind a loopback bind, only loopback Host names are answered (DNS rebinding guard);
-    # a host given on purpose is answered under any name.
-    app = create_app(settings, allowed_hosts=None if loopback else ["*"])
+    # Behind a loopback bind, only loopback Host names (and the address bound, such as
+    # 127.0.0.2) are answered (DNS rebinding guard); a host given on purpose beyond
+    # loopback is answered under any name.
+    app = create_app(settings, allowed_hosts=host_names(host) if loopback else ["*"])
     shown = f"[{host}]" if ":" in host else host
     print(f"sleuth: serving on http://{shown}:{actual}/ (Ctrl-C to stop)", file=sys.stderr,
           flush=True)

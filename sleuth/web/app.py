@@ -14,8 +14,12 @@ Routes::
 
 One research runs at a time. Its events are kept, so a page that reconnects (or a
 second tab) replays them from the start or from ``Last-Event-ID``. Requests must name
-a loopback host (DNS-rebinding guard) unless the server was bound elsewhere on
-purpose, and a POST must be JSON from the page's own origin.
+a loopback host or the address the server was bound to (DNS-rebinding guard) unless it
+was bound beyond loopback on purpose, and a POST must be JSON (at most
+``MAX_BODY_BYTES``, refused with 413 as soon as it is over) from the page's own origin.
+Every response says ``X-Content-Type-Options: nosniff``; the page and the report
+download carry their Content-Security-Policy as a header. Text a run sends (events,
+reports) is made valid, so no lone surrogate can break a stream or a download.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import MutableHeaders
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -41,17 +46,22 @@ from starlette.responses import (
     StreamingResponse,
 )
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError, SleuthError
-from sleuth.html import render_fragment, render_html, report_from_data
+from sleuth.html import REPORT_CSP, render_fragment, render_html, report_from_data
 from sleuth.models import Report
 from sleuth.progress import Event
 from sleuth.settings import Settings, load_settings
 from sleuth.web.page import render_page
 
-__all__ = ["LOOPBACK_HOSTS", "LiveRun", "WebState", "create_app"]
+__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
+           "host_names"]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
+#: The most bytes a request body may have: a form is a few hundred.
+MAX_BODY_BYTES = 64 * 1024
 KEEP_RUNS = 20
 KEEPALIVE_S = 15.0
 #: The form's fields (settings names); everything else comes from the server's settings.
@@ -105,7 +115,28 @@ class WebState:
 
 
 def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return JSONResponse({"error": valid_text(message)}, status_code=status)
+
+
+def host_names(bound: str) -> list[str]:
+    """The Host names answered by a server bound to the loopback address ``bound``:
+    the usual loopback names and ``bound`` itself (``--host 127.0.0.2``)."""
+    bare = bound.strip("[]").lower()
+    own = [f"[{bare}]"] if ":" in bare else [bare]
+    return [*LOOPBACK_HOSTS, *(name for name in own if name not in LOOPBACK_HOSTS)]
+
+
+async def _read_body(request: Request, cap: int = MAX_BODY_BYTES) -> bytes | None:
+    """The request body, or None as soon as it is over ``cap`` bytes (never read whole)."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > cap:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > cap:
+            return None
+    return bytes(body)
 
 
 def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
@@ -165,9 +196,12 @@ async def start_run(request: Request) -> Response:
         return _error("send JSON", 415)
     if not _same_origin(request):
         return _error("cross-origin request refused", 403)
+    body = await _read_body(request)
+    if body is None:
+        return _error(f"the request body is over {MAX_BODY_BYTES // 1024} KiB", 413)
     try:
-        form = await request.json()
-    except ValueError:
+        form = valid_data(json.loads(body))
+    except (ValueError, RecursionError):
         return _error("the body is not valid JSON", 400)
     if not isinstance(form, dict):
         return _error("the body must be a JSON object", 400)
@@ -187,7 +221,7 @@ async def start_run(request: Request) -> Response:
 
 
 def _sse(index: int, name: str, data: dict[str, Any]) -> str:
-    payload = json.dumps(data, ensure_ascii=False, default=str)
+    payload = valid_text(json.dumps(valid_data(data), ensure_ascii=False, default=str))
     return f"id: {index}\nevent: {name}\ndata: {payload}\n\n"
 
 
@@ -241,8 +275,11 @@ async def run_report(request: Request) -> Response:
     if run is None or run.report is None or fmt not in ("html", "md"):
         return _error("no report for that run (yet)", 404)
     if fmt == "md":
-        return PlainTextResponse(run.report.markdown, media_type="text/markdown; charset=utf-8")
-    return HTMLResponse(render_html(run.report))
+        return PlainTextResponse(valid_text(run.report.markdown),
+                                 media_type="text/markdown; charset=utf-8")
+    # The document's own <meta> CSP, as a header too: it then holds from the first byte.
+    return HTMLResponse(valid_text(render_html(run.report)), headers={
+        "Content-Security-Policy": REPORT_CSP, "Referrer-Policy": "no-referrer"})
 
 
 async def config(request: Request) -> Response:
@@ -315,6 +352,25 @@ async def page(request: Request) -> Response:
         "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
 
 
+class _NoSniff:
+    """ASGI middleware: ``X-Content-Type-Options: nosniff`` on every response."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_header(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).setdefault("X-Content-Type-Options", "nosniff")
+            await send(message)
+
+        await self.app(scope, receive, send_with_header)
+
+
 def create_app(settings: Settings, *, allowed_hosts: list[str] | None = None) -> Starlette:
     """The ASGI app; ``allowed_hosts`` are the Host names it answers (default: loopback)."""
     routes = [
@@ -329,6 +385,7 @@ def create_app(settings: Settings, *, allowed_hosts: list[str] | None = None) ->
     ]
     hosts = LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts
     app = Starlette(routes=routes,
-                    middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+                    middleware=[Middleware(_NoSniff),  # outermost: the 400s get it too
+                                Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
     app.state.web = WebState(settings)
     return app
