@@ -128,6 +128,23 @@ async def test_a_run_cancelled_while_the_pool_starts_leaves_the_pool_usable() ->
     shutdown()
 
 
+@pytest.mark.slow
+def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
+    """Workers never import the user's script: one that calls sleuth at its top level
+    (no ``if __name__ == "__main__":``) must not run again in every worker."""
+    script = tmp_path / "top_level.py"
+    script.write_text(
+        "import asyncio, os\n"
+        "from sleuth.fetch.workers import ExtractLimits, run_bounded\n"
+        "print('script ran', flush=True)\n"
+        "pid = asyncio.run(run_bounded(os.getpid, limits=ExtractLimits(workers=2)))\n"
+        "print('worker is another process:', pid != os.getpid(), flush=True)\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["script ran", "worker is another process: True"]
+
+
 def _marked(mark: str) -> list[int]:
     """Processes whose environment carries ``mark`` (the CLI's children inherit it)."""
     found = []

@@ -124,6 +124,12 @@ def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int)
         return func(*args)
     except MemoryError:
         raise TooComplex(f"too complex to extract: needed over {memory_mb} MB") from None
+    except Exception as exc:
+        # Under the cap, libxml2 reports a failed allocation as an lxml error (an XPath
+        # "unknown error", a parser error), whose error log cannot even be pickled back.
+        if capped and type(exc).__module__.startswith("lxml"):
+            raise TooComplex(f"too complex to extract: needed over {memory_mb} MB") from None
+        raise
     finally:
         if capped:
             _set_data_limit(None)
@@ -146,6 +152,7 @@ class _Pool:
             from pebble import ProcessPool
 
             _at_exit()
+            _keep_main_out()
             pool = ProcessPool(max_workers=self.workers, initializer=_init_worker,
                                context=_context())
             if not pool.active:  # starts the workers (forks them) here, off the caller's path
@@ -183,6 +190,38 @@ def _at_exit() -> None:
         if not _registered:
             atexit.register(shutdown)
             _registered = True
+
+
+_WORKER_NAME = "pebble_pool_worker"  # pebble's name for its pool's processes
+_main_kept_out = False
+
+
+def _keep_main_out() -> None:
+    """Start extraction workers without importing the program's ``__main__``.
+
+    multiprocessing re-imports the main script in every process it starts this way (a
+    forkserver or spawn), so a user's script that calls ``sleuth.research_sync`` at its
+    top level, without ``if __name__ == "__main__":``, would run its research again in
+    each worker. Workers run sleuth's own functions only: their preparation data (the
+    one place that names the main module) leaves it out. Other processes are untouched.
+    """
+    global _main_kept_out
+    from multiprocessing import spawn
+
+    with _pools_lock:
+        if _main_kept_out:
+            return
+        prepare = spawn.get_preparation_data
+
+        def without_main(name: str) -> dict[str, Any]:
+            data: dict[str, Any] = prepare(name)
+            if name == _WORKER_NAME:
+                data.pop("init_main_from_path", None)
+                data.pop("init_main_from_name", None)
+            return data
+
+        spawn.get_preparation_data = without_main
+        _main_kept_out = True
 
 
 def _context() -> Any:
@@ -291,7 +330,7 @@ def run_bounded_sync(func: Callable[..., T], *args: Any, limits: ExtractLimits) 
 def worker_pids() -> list[int]:
     """Process ids of the extraction workers now alive (for tests and benchmarks)."""
     return sorted(child.pid for child in multiprocessing.active_children()
-                  if child.name == "pebble_pool_worker" and child.pid is not None)
+                  if child.name == _WORKER_NAME and child.pid is not None)
 
 
 def shutdown() -> None:
