@@ -103,6 +103,7 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default 5 drops bursts of connections (1 s SYN retries)
 
     def __init__(self, address: tuple[str, int], site: Site) -> None:
         self.site = site

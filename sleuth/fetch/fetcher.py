@@ -1,7 +1,8 @@
 """The fetch stage: URL in, ``Page`` (or ``FetchFailure`` saying why not) out.
 
 One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
-every connection goes through the SSRF guard, bounds work globally and per host,
+every connection goes through the SSRF guard (the optional browser's requests are
+made by it too: see ``sleuth.fetch.browser``), bounds work globally and per host,
 gives each page's download one deadline (redirects included; extraction, bounded
 by the byte cap, comes after it), reads at most ``max_page_bytes`` of
 (decompressed) body, and never fetches one canonical URL twice. Politeness: the
