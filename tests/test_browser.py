@@ -1,10 +1,12 @@
 """The browser engine (Playwright + a real Chromium) against an attacker and an "internal" host.
 
-Two loopback servers, each on its own address: the attacker's site, which the tests
-allow with ``--allow-domains`` (so it may be private), and an internal service, which
-nothing allows. Every TCP connection the internal service accepts is logged, so a test
-can say "nothing reached it", whatever the browser did with the answer. Skipped when
-Playwright or Chromium is missing.
+Loopback servers, each on its own address: the attacker's site and an honest news site,
+which the tests allow with ``--allow-domains`` (so they may be private), and an internal
+service, which nothing allows. Every TCP connection and UDP datagram the internal service
+gets is logged, so a test can say "nothing reached it" even of a connection that never
+sent a request (a preconnect), whatever the browser did with the answer. (The offline
+web logs HTTP requests only, hence servers of our own.) Skipped when Playwright or
+Chromium is missing.
 """
 
 from __future__ import annotations
@@ -57,7 +59,6 @@ class Site:
     routes: dict[str, Callable[[BaseHTTPRequestHandler], None]] = field(default_factory=dict)
     #: Accepted TCP connections ("tcp <peer>") and UDP datagrams ("udp <peer>"), in order.
     connections: list[str] = field(default_factory=list)
-    requests: list[str] = field(default_factory=list)
     udp_port: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(init=False)
@@ -76,7 +77,6 @@ class Site:
     def reset(self) -> None:
         with self.lock:
             self.connections.clear()
-            self.requests.clear()
 
 
 def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
@@ -87,8 +87,6 @@ def _handler(site: Site) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _answer(self) -> None:
-            with site.lock:
-                site.requests.append(f"{self.command} {self.path} {self.headers.get('User-Agent')}")
             route = site.routes.get(self.path.split("?", 1)[0])
             if route is None:
                 send(self, 404, "text/html", "<h1>not found</h1>")
@@ -201,16 +199,19 @@ def _listen_udp(site: Site, udp: socket.socket) -> None:
     threading.Thread(target=receive, daemon=True).start()
 
 
-def _routes(web: Web, dead_port: int) -> None:
-    attacker, internal, news = web.attacker, web.internal, web.news
-    admin = internal.url("/admin")
-    ws = internal.base.replace("http://", "ws://")
+def _internal_routes(internal: Site) -> None:
     internal.routes.update({
         "/admin": html(page(f"<p>{SECRET}: the admin console of the internal service.</p>")),
         "/lib.js": lambda h: send(h, 200, "application/javascript",
                                   f"document.body.insertAdjacentText('beforeend', '{SECRET}');"),
         "/ws": html("no websocket here"),
     })
+
+
+def _attacker_routes(web: Web, dead_port: int) -> None:
+    attacker, internal, news = web.attacker, web.internal, web.news
+    admin = internal.url("/admin")
+    ws = internal.base.replace("http://", "ws://")
 
     def chrome_gets_a_redirect(handler: BaseHTTPRequestHandler) -> None:
         # What the issue saw: a shell for sleuth's own request, a 302 for Chromium's; and
@@ -219,11 +220,6 @@ def _routes(web: Web, dead_port: int) -> None:
             redirect(admin)(handler)
         else:
             html(SHELL.format(head="", script="location.href = '/hop';"))(handler)
-
-    def slow_script(handler: BaseHTTPRequestHandler) -> None:
-        web.asked.set()
-        web.go_on.wait(10)
-        send(handler, 200, "application/javascript", "")
 
     attacker.routes.update({
         "/doc-redirect": chrome_gets_a_redirect,
@@ -256,7 +252,15 @@ def _routes(web: Web, dead_port: int) -> None:
              "content": "Why the Moon shows one face to the Earth: tidal locking."}
             for n, url in enumerate((attacker.url("/doc-redirect"), news.url("/app")))]})),
     })
-    news.routes.update({
+
+
+def _news_routes(web: Web) -> None:
+    def slow_script(handler: BaseHTTPRequestHandler) -> None:
+        web.asked.set()
+        web.go_on.wait(10)
+        send(handler, 200, "application/javascript", "")
+
+    web.news.routes.update({
         # A real single-page app: its script is behind a redirect, its text arrives by fetch().
         "/app": html(SHELL.format(head="<script src='/app.js'></script>", script="")),
         "/app.js": redirect("/static/app.js"),
@@ -283,7 +287,9 @@ def web() -> Iterator[Web]:
         udp.bind((INTERNAL_IP, 0))
         _listen_udp(web.internal, udp)
         dead.bind((ATTACKER_IP, 0))  # an allowed host, a port that refuses connections
-        _routes(web, dead.getsockname()[1])
+        _internal_routes(web.internal)
+        _attacker_routes(web, dead.getsockname()[1])
+        _news_routes(web)
         yield web
     finally:
         udp.close()
