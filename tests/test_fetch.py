@@ -20,7 +20,7 @@ import pytest
 
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.fetch import Fetcher, fetch_page
-from sleuth.fetch.browser import Rendered, looks_like_script_shell
+from sleuth.fetch.browser import Fetched, Rendered, looks_like_script_shell
 from sleuth.fetch.fetcher import DEFAULT_USER_AGENT
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings
@@ -513,15 +513,15 @@ class FakeBrowser:
 
     rendered: ClassVar[list[str]] = []
 
-    def __init__(self, allow_private: bool, domains: object = None) -> None:
-        self.allow_private = allow_private
+    def __init__(self, fetch: object, max_bytes: int) -> None:
+        pass
 
     async def start(self) -> None:
         pass
 
-    async def render(self, url: str, limit_s: float) -> Rendered:
-        FakeBrowser.rendered.append(url)
-        return Rendered(final_url=url, status=200, content_type="text/html",
+    async def render(self, document: Fetched, limit_s: float) -> Rendered:
+        FakeBrowser.rendered.append(document.url)
+        return Rendered(final_url=document.url, status=200, content_type="text/html",
                         html=f"<html><head><title>Rendered</title></head><body>{ARTICLE}</body>")
 
     async def close(self) -> None:

@@ -1,7 +1,8 @@
 """The fetch stage: URL in, ``Page`` (or ``FetchFailure`` saying why not) out.
 
 One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
-every connection goes through the SSRF guard, bounds work globally and per host,
+every connection goes through the SSRF guard (the optional browser's requests are
+made by it too: see ``sleuth.fetch.browser``), bounds work globally and per host,
 gives each page's download one deadline (redirects included; extraction, bounded
 by the byte cap, comes after it), reads at most ``max_page_bytes`` of
 (decompressed) body, and never fetches one canonical URL twice. Politeness: the
@@ -36,6 +37,8 @@ from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.fetch.browser import (
     Browser,
+    Fetched,
+    RenderError,
     looks_like_script_shell,
     playwright_installed,
     require_playwright,
@@ -415,11 +418,11 @@ class Fetcher:
         start_pool(settings.extract_workers)
         if settings.fetch_engine == "playwright":
             require_playwright()
-            self._browser = Browser(settings.allow_private_urls, domains=self._domains)
+            self._browser = Browser(self._fetch_for_browser, settings.max_page_bytes)
             await self._browser.start()
         elif playwright_installed():
             # Only started if a script-only page turns up.
-            self._browser = Browser(settings.allow_private_urls, domains=self._domains)
+            self._browser = Browser(self._fetch_for_browser, settings.max_page_bytes)
         limits = httpx.Limits(max_connections=settings.concurrency,
                               max_keepalive_connections=settings.concurrency)
         transport = self._transport or GuardedTransport(
@@ -709,40 +712,47 @@ class Fetcher:
 
     async def _get(self, url: str, conditional: tuple[str, Validators] | None = None
                    ) -> _Download:
-        """Download ``url``, through the browser where that is wanted.
+        """Download ``url``, and show it in the browser where that is wanted.
 
         ``conditional`` is (the cached page's final URL, its validators): the request
-        to that URL asks "changed since?", and a 304 raises _NotModified.
+        to that URL asks "changed since?", and a 304 raises _NotModified. The browser
+        is handed the page as downloaded (so its own first request is that download,
+        redirects, robots.txt and pacing included), with the playwright engine always,
+        otherwise when the page is an empty shell that scripts fill in.
         """
-        browser = self._browser
-        if browser is not None and self._settings.fetch_engine == "playwright":
-            rendered = await self._render(url)
-            if rendered is not None:
-                return rendered
         download = await self._download(url, conditional)
-        if (browser is not None and download.mime in _HTML
-                and looks_like_script_shell(download.data.decode("utf-8", "replace"))):
-            rendered = await self._render(download.url)
+        if (self._browser is not None and download.mime in _HTML
+                and (self._settings.fetch_engine == "playwright" or looks_like_script_shell(
+                    download.data.decode("utf-8", "replace")))):
+            rendered = await self._render(download)
             if rendered is not None:
                 return rendered
         return download
 
-    async def _render(self, url: str) -> _Download | None:
-        """The page as the browser shows it; None when it is not an HTML page."""
+    async def _render(self, download: _Download) -> _Download | None:
+        """The page as the browser shows it; None when it cannot show it as a web page.
+
+        A page whose main frame the guard refused to let go somewhere fails as blocked;
+        any other browser failure is one line in the log, and the download is used.
+        """
         assert self._browser is not None
-        self._check(url)
+        content_type = download.mime + (f"; charset={download.charset}" if download.charset
+                                        else "")
+        document = Fetched(url=download.url, status=download.status,
+                           headers=(("content-type", content_type),), body=download.data)
         try:
-            rendered = await self._browser.render(url, self._settings.timeout)
-        except ConfigError:
+            rendered = await self._browser.render(document, self._settings.timeout)
+        except ConfigError as exc:
             # Chromium cannot start (only possible for the lazily started fallback
             # browser; the playwright engine starts in __aenter__): stop trying.
+            log.info("no browser for script-only pages: %s", exc)
             self._browser = None
             return None
-        except BlockedURLError:
-            raise
-        except Exception:  # playwright's own Error types: navigation, download, crash
-            log.info("the browser could not render %s; using plain HTTP", url, exc_info=True)
+        except RenderError as exc:
+            log.info("the browser could not render %s: %s; using it as downloaded",
+                     download.url, exc)
             return None
+        self._check(rendered.final_url)  # the browser's answers were checked; so is the end
         mime, _ = _content_type(rendered.content_type)
         if mime not in _HTML:
             return None  # PDFs and text are better read by the plain HTTP path
@@ -750,6 +760,41 @@ class Fetcher:
             raise _Refused(f"HTTP {rendered.status}", rendered.status)
         return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
                          charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
+
+    async def _fetch_for_browser(self, method: str, url: str, headers: dict[str, str],
+                                 body: bytes | None) -> Fetched:
+        """One request of the browser's, made by sleuth's guarded client.
+
+        Redirects are followed here, every hop checked like a page's (Chromium never
+        sees a redirect, whose hops Playwright would not let us check); the body is
+        read under ``max_page_bytes`` like a page's. Not paced: a page's scripts and
+        data come together, as in any browser.
+        """
+        assert self._client is not None
+        current = url
+        for _ in range(self._settings.max_redirects + 1):
+            self._check(current)
+            response = await self._client.send(self._client.build_request(
+                method, current, headers=headers, content=body), stream=True)
+            try:
+                status = response.status_code
+                location = response.headers.get("location")
+                if status in _REDIRECT_CODES and location:
+                    target = response.url.join(location)
+                    if target.host != response.url.host:
+                        # As browsers do: credentials do not follow a request to another host.
+                        headers = {k: v for k, v in headers.items()
+                                   if k.lower() not in ("cookie", "authorization")}
+                    if status == 303 or (status in (301, 302) and method == "POST"):
+                        method, body = ("HEAD" if method == "HEAD" else "GET"), None
+                    current = str(target)
+                    continue
+                data = await self._read_body(response)
+                return Fetched(url=str(response.url), status=status,
+                               headers=tuple(response.headers.multi_items()), body=data)
+            finally:
+                await response.aclose()
+        raise _Refused("too many redirects")
 
     async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
                         ) -> _Download:
