@@ -121,7 +121,13 @@ def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int)
     """In a worker: ``func(*args)`` with the data segment capped for the call."""
     capped = bool(_baseline) and _set_data_limit(_baseline + memory_mb * 1024 * 1024)
     try:
-        return func(*args)
+        try:
+            return func(*args)
+        finally:
+            # Lifted before the error is translated: making the TooComplex (and pebble
+            # pickling it back) needs memory the cap may still deny.
+            if capped:
+                _set_data_limit(None)
     except MemoryError:
         raise TooComplex(f"too complex to extract: needed over {memory_mb} MB") from None
     except Exception as exc:
@@ -130,9 +136,6 @@ def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int)
         if capped and type(exc).__module__.startswith("lxml"):
             raise TooComplex(f"too complex to extract: needed over {memory_mb} MB") from None
         raise
-    finally:
-        if capped:
-            _set_data_limit(None)
 
 
 # ---------------------------------------------------------------- the pool
