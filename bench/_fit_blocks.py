@@ -2,16 +2,28 @@
 
 Cross-validates by site over the tune split to pick the one cutoff (for pages that
 say they are articles; the others get their own, see ``best_keep``) and to
-report an honest tune score, then fits on all of it and writes the trees as JSON package data.
+report an honest tune score, then fits on all of it and writes the trees as JSON package data,
+with the versions it was trained with (``trained_with``).
+
+scikit-learn's ``HistGradientBoostingClassifier`` has no public API for its trees
+(scikit-learn issue 29731: ``_predictors`` and ``_baseline_prediction`` are private, and
+so is the node layout). ``_hgb_trees`` is the one place that reads them, and
+``check_export`` proves every export through the public API instead: the written
+file, walked by sleuth's own ``predict``, must give ``predict_proba``'s probabilities on
+every training block, so a scikit-learn that lays its trees out otherwise stops the
+training instead of shipping a wrong model. The version the shipped model was trained
+with is pinned in pyproject.toml's ``bench`` extra.
 """
 
 from __future__ import annotations
 
 import json
+import platform
 import re
 import statistics
 import zlib
 from collections import Counter, defaultdict
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -87,7 +99,7 @@ def _cross_validate(pages: list[dict[str, Any]], key: str, folds: int) -> dict[s
     return probs
 
 
-def fit(data: Path, out: Path, folds: int = 3) -> None:
+def fit(data: Path, out: Path, folds: int = 3, trained_on: str | None = None) -> None:
     """Cross-validate (folds by site) to pick the cutoff, then fit on the whole tune split."""
     from sklearn.ensemble import HistGradientBoostingClassifier
 
@@ -110,7 +122,47 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
     np.save(data.with_name("cvprobs.npy"), np.array([probs], dtype=object), allow_pickle=True)
     X, y, w = _stack(pages)
     model = HistGradientBoostingClassifier(**PARAMS).fit(X, y, sample_weight=w)
-    write_model({"BLOCKS": model}, cutoff, out)
+    write_model({"BLOCKS": model}, cutoff, out, trained_on)
+    check_export(model, out, X)
+
+
+def check_export(model: Any, out: Path, X: np.ndarray, tolerance: float = 1e-4) -> None:
+    """Raise unless the written model gives scikit-learn's own probabilities on ``X``.
+
+    Leaf values are written to 5 significant digits, so the two differ by ~1e-6; a
+    wrong child, feature or threshold moves some blocks by far more than ``tolerance``.
+    """
+    from sleuth.fetch._extractors import _trees, predict
+
+    written = _trees(json.loads(out.read_text(encoding="utf-8"))["blocks"])
+    ours = predict(written, X)
+    theirs = model.predict_proba(X)[:, 1]
+    worst = float(np.max(np.abs(ours - theirs), initial=0.0))
+    if worst > tolerance:
+        raise RuntimeError(
+            f"{out}: the exported trees give probabilities up to {worst:.3g} away from "
+            f"scikit-learn {_version('scikit-learn')}'s on the training blocks; its tree "
+            "layout is not the one _hgb_trees reads (pyproject.toml's bench extra pins the "
+            "version the trainer was written for)")
+    print(f"checked: the written trees match predict_proba to {worst:.1g} "
+          f"on {len(X):,} blocks")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _hgb_trees(model: Any) -> tuple[list[Any], float]:
+    """Each tree's node array, and the baseline log-odds, of a fitted binary HGB model.
+
+    The only reads of scikit-learn's private attributes (it has no public tree API for
+    HistGradientBoosting*); ``check_export`` verifies what is made of them.
+    """
+    trees = [tree.nodes for (tree,) in model._predictors]
+    return trees, float(np.ravel(model._baseline_prediction)[0])
 
 
 def _flatten(model: Any) -> dict[str, Any]:
@@ -125,8 +177,8 @@ def _flatten(model: Any) -> dict[str, Any]:
     value: list[float] = []
     roots: list[int] = []
     depth = 0
-    for (tree,) in model._predictors:
-        nodes = tree.nodes
+    trees, baseline = _hgb_trees(model)
+    for nodes in trees:
         base = len(feature)
         roots.append(base)
         for node in nodes:
@@ -139,12 +191,13 @@ def _flatten(model: Any) -> dict[str, Any]:
             right.append(base + int(node["right"]) if not leaf else base)
             value.append(float(f"{node['value']:.5g}") if leaf else 0.0)
             depth = max(depth, int(node["depth"]))
-    return {"baseline": float(np.ravel(model._baseline_prediction)[0]), "depth": depth + 1,
+    return {"baseline": baseline, "depth": depth + 1,
             "roots": roots, "feature": feature, "threshold": threshold, "left": left,
             "right": right, "value": value}
 
 
-def write_model(models: dict[str, Any], cutoff: float, out: Path) -> None:
+def write_model(models: dict[str, Any], cutoff: float, out: Path,
+                trained_on: str | None = None) -> None:
     """The ensembles as JSON package data (``sleuth/data/block_model.json``).
 
     One key per line, each array on its line, so a retrained model diffs by array.
@@ -155,6 +208,10 @@ def write_model(models: dict[str, Any], cutoff: float, out: Path) -> None:
                  "of WCXB v1.0 (Web Content eXtraction Benchmark, Murrough Foley, CC BY 4.0, "
                  "github.com/Murrough-Foley/web-content-extraction-benchmark).",
         "cutoff": cutoff,
+        # What made this file, so that a retraining can be compared with it.
+        "trained_with": {"python": platform.python_version(), "numpy": _version("numpy"),
+                         "scikit-learn": _version("scikit-learn"), "params": PARAMS,
+                         "data": trained_on},
     }
     for name, model in models.items():
         doc[name.lower()] = {"features": int(model.n_features_in_), **_flatten(model)}

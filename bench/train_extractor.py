@@ -1,9 +1,14 @@
 """Train the block model of ``sleuth/fetch/_extractors.py`` on WCXB's tune split.
 
-Two steps, so that training needs no dependency the project does not have:
+Two steps (scikit-learn is not a dependency of sleuth: ``pip install -e '.[bench]'``):
 
-    python bench/train_extractor.py features   # project venv: blocks, features, labels -> .npz
-    python bench/train_extractor.py fit        # any Python with scikit-learn: -> block_model.json
+    python bench/train_extractor.py features   # blocks, features, labels -> WORK/blocks.jsonl
+    python bench/train_extractor.py fit        # scikit-learn: -> sleuth/data/block_model.json
+
+The data is ``../shared/data/wcxb-dev`` (``--data`` or ``$SLEUTH_BENCH_DATA`` for its
+parent), checked against ``bench/data.sha256`` before anything is read; ``WORK`` is
+``build/train-extractor`` in the checkout (``--work``); ``--out`` writes the model
+elsewhere than the shipped file (to compare a retrained model with it).
 
 Only pages of the *tune* split (see ``bench/extraction.py``) are read; the held-out
 split stays unseen. A block's label is the share of its words that an in-order
@@ -28,10 +33,12 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.extraction import DEFAULT_DATA, wcxb_pages
+from bench.data import DataMismatch, data_dir, digest, verify
+from bench.extraction import wcxb_pages
 
-WORK = Path("/tmp/sleuth-extract-train")
-MODEL = Path(__file__).resolve().parents[1] / "sleuth" / "data" / "block_model.json"
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "build" / "train-extractor"
+MODEL = ROOT / "sleuth" / "data" / "block_model.json"
 _WORD = re.compile(r"\w+")
 
 
@@ -79,11 +86,11 @@ def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
     return {"X": matrix.tolist(), "y": labels, "texts": texts}
 
 
-def build_features(jobs: int) -> None:
+def build_features(data: Path, work: Path, jobs: int) -> None:
     """Write one JSON line per tune page: id, kind, url, truth, block texts, X, y."""
-    pages = [p for p in wcxb_pages(DEFAULT_DATA / "wcxb-dev") if p.split == "tune"]
-    WORK.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(jobs) as pool, (WORK / "blocks.jsonl").open("w") as out:
+    pages = [p for p in wcxb_pages(data / "wcxb-dev") if p.split == "tune"]
+    work.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(jobs) as pool, (work / "blocks.jsonl").open("w") as out:
         work = [(str(p.path), p.url, p.truth) for p in pages]
         for page, rows in zip(pages, pool.map(page_rows, work, chunksize=4), strict=True):
             rows.update(id=page.id, kind=page.kind, url=page.url, truth=page.truth)
@@ -91,16 +98,31 @@ def build_features(jobs: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(prog="python bench/train_extractor.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("step", choices=("features", "fit"))
+    parser.add_argument("--data", type=Path, default=None,
+                        help="the folder holding wcxb-dev (default ../shared/data)")
+    parser.add_argument("--work", type=Path, default=WORK,
+                        help="where features go (default build/train-extractor)")
+    parser.add_argument("--out", type=Path, default=MODEL,
+                        help="the model file to write (default: the shipped one)")
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
+    data = args.data or data_dir()
+    try:
+        verify(["wcxb-dev"], data)
+    except DataMismatch as mismatch:
+        print(mismatch, file=sys.stderr)
+        return 1
     if args.step == "features":
-        build_features(args.jobs)
+        build_features(data, args.work, args.jobs)
     else:
         from bench._fit_blocks import fit
 
-        fit(WORK / "blocks.jsonl", MODEL)
+        sha, files = digest(data / "wcxb-dev")
+        fit(args.work / "blocks.jsonl", args.out, trained_on=f"wcxb-dev: {files} files, "
+            f"sha256 {sha} (bench/data.sha256), tune split")
     return 0
 
 

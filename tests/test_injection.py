@@ -123,6 +123,13 @@ def stage_of(request: RecordedRequest) -> str:
     return "other"
 
 
+def page_of(request: RecordedRequest) -> str:
+    """The URL of the page a summary request is about."""
+    found = re.search(r"^URL: (\S+)", request.last_user, re.MULTILINE)
+    assert found is not None, "a summary request names no page"
+    return found.group(1)
+
+
 def actions(web: OfflineWeb, llm: ScriptedLLM) -> dict[str, Any]:
     """What a run did: the queries it searched, the pages it fetched, its model calls."""
     main = urlsplit(web.base_url).netloc
@@ -175,33 +182,47 @@ def test_page_text_reaches_the_model_only_as_data(web: OfflineWeb, llm: Scripted
 
 def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
         web: OfflineWeb, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
-    question = web.topics[1].question
+    """Every article poisoned, the run searches, fetches, reads and cites as a clean one.
+
+    More sources are wanted than the topic has, so every candidate is fetched and read
+    whatever order the pages arrive in: the runs are compared on what sleuth chose,
+    not on which page happened to come first (the earlier version, three runs stopped
+    at three sources, differed by arrival order on a loaded machine). A summary is
+    asked per chunk of a page, and a poisoned page is longer: the summaries are
+    compared by the pages they were asked about, every other model call by count.
+    """
+    question = web.topics[3].question
+    # The saved articles are poisoned; a hostile page without main text stays without.
+    articles = {urlsplit(doc.url).netloc for doc in web.docs}
     runs = []
     dirty_requests: list[RecordedRequest] = []
     # Every run extracts as the poisoned one must, in this process (see poison_pages).
     monkeypatch.setenv("SLEUTH_EXTRACT_WORKERS", "0")
-    # A warm-up run first: the first research of a process imports libraries as it
-    # goes, which shifts what is still downloading when enough pages are read.
-    ObedientResearcher().install(llm)
-    research(web, question, max_sources=3)
     for poisoned in (False, True, False):
         with monkeypatch.context() as patch:
             if poisoned:
-                poison_pages(patch)
+                poison_pages(patch, articles)
             web.llm = ScriptedLLM(models=[MODEL])
             ObedientResearcher().install(web.llm)
             web.reset_log()
-            report = research(web, question, max_sources=3)
-            runs.append((actions(web, web.llm), report))
+            report = research(web, question, max_sources=30)
+            did = actions(web, web.llm)
+            did["summarized"] = {page_of(r) for r in web.llm.requests
+                                 if stage_of(r) == "summarize"}
+            did["llm_calls"].pop("summarize", None)
+            runs.append((did, report))
             if poisoned:
                 dirty_requests = list(web.llm.requests)
     (clean, clean_report), (dirty, dirty_report), (again, _) = runs
     assert any(MARK in r.last_user for r in dirty_requests), "the injection never reached it"
     assert clean == again, "two clean runs differ: the comparison below would mean nothing"
     assert dirty == clean
+    # Every candidate was fetched once and read, so no page was left out by chance.
+    assert set(clean["fetched"].values()) == {1}
+    assert len(clean_report.sources) >= 5 and len(clean["summarized"]) >= 5
     assert [s.url for s in dirty_report.sources] == [s.url for s in clean_report.sources]
     assert dirty_report.queries == clean_report.queries
-    assert sum(dirty["llm_calls"].values()) == sum(clean["llm_calls"].values()) > 0
+    assert clean["llm_calls"]["select"] > 0 and clean["llm_calls"]["report"] == 1
 
 
 def test_the_offline_webs_injection_page_stays_data(web: OfflineWeb, llm: ScriptedLLM) -> None:
