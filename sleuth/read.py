@@ -23,6 +23,7 @@ import asyncio
 import importlib
 import re
 import sys
+import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -87,6 +88,10 @@ def split_passages(text: str, joiner: str = " ") -> list[str]:
     return passages
 
 
+_BM25S_LOCK = threading.Lock()
+_bm25s_module: Any = None
+
+
 def _bm25s() -> Any:
     """bm25s, imported only when a page is read, and without scipy.
 
@@ -96,17 +101,22 @@ def _bm25s() -> Any:
     not loaded yet, hiding it for this one import saves about 10 MB per process
     (the LLM run's peak went from 152 to 142 MB) and 0.1 s of start-up.
     """
-    loaded = sys.modules.get("bm25s")
-    if loaded is not None:
-        return loaded
-    hide = "scipy" not in sys.modules
-    if hide:
-        sys.modules["scipy"] = None  # type: ignore[assignment]  # makes `import scipy...` fail
-    try:
-        return importlib.import_module("bm25s")
-    finally:
-        if hide and sys.modules.get("scipy", 0) is None:
-            del sys.modules["scipy"]
+    global _bm25s_module
+    if _bm25s_module is not None:
+        return _bm25s_module
+    # Under a lock: pages are read in threads, and a second thread must wait for the
+    # first one's import, not take the half-initialised module from sys.modules.
+    with _BM25S_LOCK:
+        if _bm25s_module is None:
+            hide = "scipy" not in sys.modules
+            if hide:
+                sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` fails
+            try:
+                _bm25s_module = importlib.import_module("bm25s")
+            finally:
+                if hide and sys.modules.get("scipy", 0) is None:
+                    del sys.modules["scipy"]
+        return _bm25s_module
 
 
 def _tokens(texts: list[str]) -> list[list[str]]:

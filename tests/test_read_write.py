@@ -62,6 +62,34 @@ def test_reading_never_loads_scipy_even_where_it_is_installed(tmp_path: Path) ->
     assert not [m for m in result["modules"] if m.startswith("scipy")]
 
 
+# Eight threads read their first page at the same moment, in a fresh interpreter.
+_READ_IN_EIGHT_THREADS = """
+import sys, threading
+from sleuth.read import best_passages
+start, errors = threading.Barrier(8), []
+def read():
+    start.wait()
+    try:
+        best_passages(sys.argv[1], ["authorization code flow"], 1)
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=read) for _ in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(errors)
+"""
+
+
+def test_pages_first_read_in_several_threads_at_once_all_get_their_passages() -> None:
+    """The first page read loads bm25s: the others wait for it, never take it half-loaded
+    (the CLI died with 'partially initialized module bm25s' when two pages raced)."""
+    for _ in range(3):
+        done = subprocess.run([sys.executable, "-c", _READ_IN_EIGHT_THREADS, PAGE],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]"
+
+
 def test_unrelated_questions_fall_back_to_the_opening() -> None:
     chosen = best_passages(PAGE, ["zeppelin"], 1)
     assert chosen == [split_passages(PAGE)[0]]
