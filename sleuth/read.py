@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import re
 import sys
 import threading
@@ -113,6 +114,12 @@ def _bm25s() -> Any:
                 sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` fails
             try:
                 _bm25s_module = importlib.import_module("bm25s")
+                # bm25s sets its own logger to DEBUG as it loads, so an application
+                # logging warnings (basicConfig, FastMCP, pytest's capture) got a line
+                # per page read: its records follow the application's level instead.
+                logger = logging.getLogger("bm25s")
+                if logger.level == logging.DEBUG:
+                    logger.setLevel(logging.NOTSET)
             finally:
                 if hide and sys.modules.get("scipy", 0) is None:
                     del sys.modules["scipy"]

@@ -1,6 +1,7 @@
 """Stages 5 and 6: passage selection and the report's shape."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -140,3 +141,27 @@ def test_page_text_cannot_inject_markdown_or_fake_citations() -> None:
     assert "[12]" not in findings and "citation needed" not in findings
     assert "\\*\\*Bold\\*\\*" in findings and "\\[9\\]" in findings
     assert "\n# Heading" not in md
+
+
+def test_ranking_passages_logs_no_debug_lines_to_an_app_that_logs_warnings() -> None:
+    """bm25s sets its own logger to DEBUG when imported: an application that logs at the
+    default level (``logging.basicConfig()``: warnings up) got a "Building index from
+    tokens" line for every page read, and pytest showed them as captured logs."""
+    records: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    root, handler = logging.getLogger(), Keep()
+    level = root.level
+    root.setLevel(logging.WARNING)
+    root.addHandler(handler)
+    try:
+        text = "\n\n".join(f"Paragraph {i} is about PKCE verifiers and tokens." * 5
+                           for i in range(8))
+        assert best_passages(text, ["PKCE verifier"], 2)
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    assert [r.getMessage() for r in records if r.levelno < logging.WARNING] == []
