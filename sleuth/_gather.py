@@ -24,20 +24,31 @@ if TYPE_CHECKING:
 #: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
 
-#: Once enough pages are read, a page in the top half of those wanted that is still on
-#: its way gets this share of the time gathering has taken so far, and at least
-#: GRACE_MIN_S, to come in (see ``_Gatherer._wait_for_better``). 0.4, not 0.5: the same
-#: HotpotQA recall at full latency, and wall within 1.2x the critical path on the three
-#: bench seeds (bench/README.md).
-GRACE_SHARE = 0.4
-GRACE_MIN_S = 0.25
-#: The best-ranked candidate is the page a reader opens first: still on its way once
-#: enough pages are read, it is waited for until TOP_WAIT_S after gathering began (when
-#: that is later than the grace above). Pages take 0.4 s at the median and over 3 s one
-#: time in ten; the grace alone cut the top page for 2-3 s pages, the commonest reason a
-#: HotpotQA report missed a gold page. Only the first page: waiting as long for the
-#: second too cost seed 9 a wall of 1.58x its critical path (bench/README.md).
-TOP_WAIT_S = 3.0
+@dataclass(frozen=True)
+class Waits:
+    """How long gathering waits, once enough pages are read, for better-ranked ones.
+
+    A page in the top half of those wanted that is still on its way gets
+    ``grace_share`` of the time gathering has taken so far, and at least
+    ``grace_min_s``, to come in (see ``_Gatherer._wait_for_better``). 0.4, not 0.5: the
+    same HotpotQA recall at full latency, and wall within 1.2x the critical path on the
+    three bench seeds (bench/README.md).
+
+    The best-ranked candidate is the page a reader opens first: still on its way once
+    enough pages are read, it is waited for until ``top_s`` after gathering began (when
+    that is later than the grace above). Pages take 0.4 s at the median and over 3 s one
+    time in ten; the grace alone cut the top page for 2-3 s pages, the commonest reason a
+    HotpotQA report missed a gold page. Only the first page: waiting as long for the
+    second too cost seed 9 a wall of 1.58x its critical path (bench/README.md).
+    """
+
+    grace_share: float = 0.4
+    grace_min_s: float = 0.25
+    top_s: float = 3.0
+
+
+#: The waits of a run (``--top-wait`` sets ``top_s``; the tests of the waits pass others).
+WAITS = Waits()
 
 
 @dataclass
@@ -58,7 +69,8 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
                        known: Mapping[str, Page | FetchFailure] | None = None,
                        on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
                        accept: PageCheck | None = None,
-                       more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
+                       more: asyncio.Future[list[Candidate]] | None = None,
+                       waits: Waits = WAITS) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -77,9 +89,10 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
     are already being fetched (the model's follow-up queries, or the variant
     queries' hits): the candidates not tried yet are then taken in its order, and
     the pages kept are ordered by it. Gathering does not wait for it once ``want``
-    pages are in.
+    pages are in. ``waits``: how long the best-ranked pages still out are then waited for.
     """
-    gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more)
+    gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
+                         waits)
     return await gatherer.run(known or {})
 
 
@@ -89,11 +102,12 @@ class _Gatherer:
     def __init__(self, candidates: list[Candidate], fetcher: Fetcher, want: int,
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
-                 accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None
-                 ) -> None:
+                 accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
+                 waits: Waits = WAITS) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
+        self.waits = waits
         self.out = Gathered()
         self.queue = list(candidates)
         self.order = list(candidates)
@@ -184,8 +198,8 @@ class _Gatherer:
         (on the HotpotQA bench, a gold page was cut this way in most questions that
         missed one). A page in the top half of the ``want`` best-ranked, ranked above
         the worst one kept and still downloading or being summarised, gets 40% as long
-        again as gathering has taken (GRACE_SHARE, at least GRACE_MIN_S); the best-ranked
-        page of all gets until TOP_WAIT_S after gathering began, if that is later.
+        again as gathering has taken (``Waits.grace_share``, at least ``grace_min_s``); the
+        best-ranked page of all gets until ``top_s`` after gathering began, if that is later.
         Whatever is still out then is cut as before. Waiting for any better-ranked page
         instead cost more than it found (bench: wall 1.42x the critical path without a
         model).
@@ -193,8 +207,10 @@ class _Gatherer:
         if len(self.done) < self.want or self.out.stopped_by:
             return
         loop = asyncio.get_running_loop()
-        grace_end = loop.time() + max(GRACE_MIN_S, GRACE_SHARE * (loop.time() - self.started))
-        top_end = max(grace_end, self.started + TOP_WAIT_S)
+        waits = self.waits
+        grace_end = loop.time() + max(waits.grace_min_s,
+                                      waits.grace_share * (loop.time() - self.started))
+        top_end = max(grace_end, self.started + waits.top_s)
         # Only downloads and summaries are awaited below, never ``more``: the order holds.
         position = {c.canonical_url: i for i, c in enumerate(self.order)}
         told = False

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth._gather import Gathered, PageCheck, gather_pages
+from sleuth._gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
 from sleuth.fetch import Fetcher
@@ -314,7 +314,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
         gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
                                       ctx.budget, known=known,
                                       on_result=recorder.fetched if recorder else None,
-                                      accept=accept, more=more)
+                                      accept=accept, more=more,
+                                      waits=Waits(top_s=ctx.settings.top_wait))
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits

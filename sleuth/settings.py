@@ -134,6 +134,15 @@ class Settings(BaseModel):
         description="Seconds allowed for downloading one page, redirects included.",
         json_schema_extra=_meta("--timeout", "SLEUTH_TIMEOUT"),
     )
+    top_wait: float = Field(
+        3.0,
+        ge=0,
+        le=600,
+        description="Once enough pages are read, seconds from the start of fetching that the "
+                    "best-ranked page still on its way is waited for (0: not waited for "
+                    "beyond the others).",
+        json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT"),
+    )
     search_timeout: float = Field(
         15.0,
         gt=0,

@@ -53,12 +53,11 @@ def no_model(closed_port: int, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The offline web's slow-drip and endless pages rank first for some topics: the
-    wait for a best-ranked page (``TOP_WAIT_S``, 3 s) would add a minute to the suite.
-    test_llm_stages.py tests that wait with values of its own."""
-    import sleuth._gather as gather
-
-    monkeypatch.setattr(gather, "TOP_WAIT_S", 0.0)
+    """The offline web's slow-drip and endless pages rank first for some topics: the wait
+    for a best-ranked page (``--top-wait``, 3 s) would add half a minute to the suite.
+    Set as the user would (``SLEUTH_TOP_WAIT``), so in-process CLI runs, the web page and
+    the MCP server get it too; the waits themselves are tested in test_llm_stages.py."""
+    monkeypatch.setenv("SLEUTH_TOP_WAIT", "0")
 
 
 @pytest.fixture(scope="session")

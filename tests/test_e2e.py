@@ -10,6 +10,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -292,3 +293,19 @@ async def test_the_sides_of_a_split_question_never_start_the_fetching(
     assert len(fragments) == 2 and order[:2] == ["fragment", "fragment"]
     assert order.index("fetch") > order.index("whole"), order
     assert len(report.sources) == 3
+
+
+def test_top_wait_holds_the_run_for_the_best_ranked_page(web: OfflineWeb) -> None:
+    """--top-wait: the slow-drip page ranks first for this topic and is still coming when
+    enough pages are read; given up to 600 s it is waited for until its own deadline, not
+    cut as "not waited for" (the suite runs with SLEUTH_TOP_WAIT=0, see conftest.py)."""
+    events: list[Any] = []
+    report = sleuth.research_sync(
+        web.topics[0].question, search="searxng", searxng_url=web.searxng_url,
+        allow_private_urls=True, timeout=PAGE_TIMEOUT, no_store=True, top_wait=600,
+        on_event=events.append)
+    waits = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
+    assert len(waits) == 1 and waits[0]["pages"] == 1 and waits[0]["seconds"] > 500
+    reasons = {f.url: f.reason for f in report.failures}
+    assert reasons[web.hostile["slow_drip"]] == f"timed out after {PAGE_TIMEOUT:g}s"
+    assert report.sources

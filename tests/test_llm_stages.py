@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sleuth._gather import Waits
 from sleuth.budget import Budget
 from sleuth.check import Evidence, check_citations, footer, lexical_support
 from sleuth.errors import ConfigError
@@ -251,42 +252,33 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
     assert events.index("info") < len(events) - 1 - events[::-1].index("fetched")
 
 
-async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import sleuth._gather as gather
-
+async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones() -> None:
     urls = [f"https://{x}.example/" for x in "abcdefg"]
     # The top page never comes: after its wait it is cut, and the run goes on without it.
-    monkeypatch.setattr(gather, "GRACE_MIN_S", 0.05)
-    monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)
-    monkeypatch.setattr(gather, "TOP_WAIT_S", 0.05)
+    short = Waits(grace_min_s=0.05, grace_share=0.0, top_s=0.05)
     fetcher = LateFetcher({urls[0]}, never=True)
     fetcher.others_done.set()
     gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u, 1) for u in urls], fetcher, 4), timeout=10)  # type: ignore[arg-type]
+        [candidate(u, 1) for u in urls], fetcher, 4, waits=short), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == urls[1:5]
     assert (urls[0], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures]
 
     # Below the top half of the pages wanted, nothing is waited for, however long the grace.
-    monkeypatch.setattr(gather, "GRACE_MIN_S", 3600.0)
     fetcher = LateFetcher({urls[2]}, never=True)
     fetcher.others_done.set()
     said: list[Any] = []
     gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u, 1) for u in urls], fetcher, 4, said.append), timeout=10)  # type: ignore[arg-type]
+        [candidate(u, 1) for u in urls], fetcher, 4, said.append,
+        waits=Waits(grace_min_s=3600.0, grace_share=0.0, top_s=0.05)), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
     assert not [e for e in said if e.kind == "info"]  # no wait, so no word of one
 
 
-async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others() -> None:
     """The first search result, slow, still makes the report; the second, as slow, does not."""
-    import sleuth._gather as gather
-
-    monkeypatch.setattr(gather, "GRACE_MIN_S", 0.0)
-    monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)  # no grace at all for the others
-    monkeypatch.setattr(gather, "TOP_WAIT_S", 3600.0)
+    # No grace at all for the others; the top page is waited for as long as it takes.
+    top_only = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0)
     urls = [f"https://{x}.example/" for x in "abcdefg"]
     first = LateFetcher({urls[0]})
     events: list[Any] = []
@@ -297,7 +289,7 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others(
             first.others_done.set()
 
     gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u, 1) for u in urls], first, 4, on_event), timeout=10)  # type: ignore[arg-type]
+        [candidate(u, 1) for u in urls], first, 4, on_event, waits=top_only), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == urls[:4]
     assert [e.data["pages"] for e in events if e.kind == "info"] == [1]
 
@@ -305,7 +297,7 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others(
     second = LateFetcher({urls[1]}, never=True)
     second.others_done.set()
     gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u, 1) for u in urls], second, 4), timeout=10)  # type: ignore[arg-type]
+        [candidate(u, 1) for u in urls], second, 4, waits=top_only), timeout=10)  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == [urls[0], *urls[2:5]]
     assert (urls[1], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures]
