@@ -322,10 +322,8 @@ def test_stop_ends_streams_in_flight_promptly() -> None:
         return sum(thread.name == "offline-web" for thread in threading.enumerate())
 
     before = servers()
-    started = time.monotonic()
     with contextlib.ExitStack() as stack:
         web = stack.enter_context(OfflineWeb(CORPUS_DIR))
-        assert time.monotonic() - started < 5
         assert servers() == before + 1
         session = stack.enter_context(httpx.Client(timeout=TIMEOUT, trust_env=False))
         streams = [stack.enter_context(session.stream("GET", web.hostile[name]))
