@@ -188,7 +188,7 @@ def test_a_broken_report_reply_gives_the_template_report(web: OfflineWeb,
                                                          llm: ScriptedLLM) -> None:
     llm.misbehave("bad-utf8", contains=MARKERS["report"])
     ScriptedResearcher().install(llm)
-    report = research(web, web.topics[1].question)
+    report = research(web, web.topics[3].question)
     assert report.sources and report.writer == "template"
     assert f"LLM report: the LLM server at {web.llm_url}" in gaps(report)
 
@@ -214,7 +214,7 @@ def test_max_time_cuts_the_report_call_and_the_template_report_is_given(
     """The deadline passes while the model writes: the call is cancelled, not waited for."""
     llm.misbehave("delay", contains=MARKERS["report"])  # an hour before the headers
     ScriptedResearcher().install(llm)
-    report = research(web, web.topics[1].question, max_time="4s", llm_timeout=3600)
+    report = research(web, web.topics[3].question, max_time="4s", llm_timeout=3600)
     assert report.sources and report.writer == "template"
     assert report.stopped_by == "time budget reached (--max-time 4s)"
     assert "LLM report: time budget reached (--max-time 4s)" in gaps(report)

@@ -251,7 +251,7 @@ def test_rate_limit_is_retried_then_the_run_goes_on(web: OfflineWeb, llm: Script
     events: list[Event] = []
     # Every page is read to the end: a summary cut while in flight reaches the server
     # but is no reply, and would make the count below depend on timing.
-    report = research(web, web.topics[1].question, events, max_sources=20, depth=1)
+    report = research(web, web.topics[3].question, events, max_sources=20, depth=1)
     assert by_stage(llm)["plan"] == 2 and report.planner == "llm"
     assert any("429" in e.message and "retry 1 in 0.0 s" in e.message for e in events)
     assert not [f for f in report.failures if f.stage == "llm"]
@@ -302,7 +302,7 @@ def test_context_overflow_reads_the_page_in_smaller_chunks(web: OfflineWeb,
 def test_a_context_too_small_for_any_chunk_falls_back_instead_of_looping(
         web: OfflineWeb, llm: ScriptedLLM) -> None:
     ScriptedResearcher().install(llm)
-    report = research(web, web.topics[1].question, max_sources=2, context_window=512)
+    report = research(web, web.topics[3].question, max_sources=2, context_window=512)
     assert report.sources and all(s.summary is None and s.passages for s in report.sources)
     assert any(f.stage == "llm" and "context window (512 tokens) is too small" in f.reason
                for f in report.failures)

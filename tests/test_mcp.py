@@ -223,7 +223,7 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
     async with streamable_http_client(http_server) as (read, write, _), \
             ClientSession(read, write) as client:
         await client.initialize()
-        result, progress = await research_with_progress(client, web.topics[1].question,
+        result, progress = await research_with_progress(client, web.topics[3].question,
                                                         depth=1, max_sources=2)
         assert not result.isError, text_of(result)
         assert_cited_report(text_of(result))

@@ -96,9 +96,11 @@ def test_a_second_identical_run_makes_no_request_and_no_model_call(
         web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
         capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
+    # More sources wanted than there are pages: every summary asked is answered, none is
+    # cut in flight once enough pages are read (the server would count it, sleuth not).
     args = web_args(web, home, "--base-url", web.llm_url, "--model", "scripted-model",
-                    "--format", "json", "-o")
-    question = web.topics[0].question
+                    "--max-sources", "20", "--format", "json", "-o")
+    question = web.topics[3].question
     web.reset_log()
     assert run([*args, str(tmp_path / "first.json"), question]) == 0
     first = read_json(tmp_path / "first.json")
@@ -205,7 +207,7 @@ class Watcher:
 def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
         web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home = tmp_path / "home"
-    question = web.topics[1].question
+    question = web.topics[3].question
     # One page at a time, each slow: the run spends seconds in the middle of fetching.
     args = web_args(web, home, "--no-llm", "--concurrency", "1", "--max-sources", "5",
                     "--timeout", "10", question)
