@@ -45,7 +45,7 @@ def text_of(result: CallToolResult) -> str:
 
 def offline_settings(web: OfflineWeb, **extra: Any) -> Settings:
     return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                          "allow_private_urls": True, "timeout": 2, "no_store": True,
+                          "allow_private_urls": True, "timeout": 2, "top_wait": 0, "no_store": True,
                           "no_llm": True, **extra}, env={})
 
 

@@ -33,7 +33,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 
 def offline_settings(web: OfflineWeb, home: Path, **extra: Any) -> Settings:
     return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                          "allow_private_urls": True, "timeout": 2, "no_llm": True,
+                          "allow_private_urls": True, "timeout": 2, "top_wait": 0, "no_llm": True,
                           "home": str(home), **extra}, env={})
 
 
