@@ -56,7 +56,7 @@ def pristine(web: OfflineWeb, tmp_path_factory: pytest.TempPathFactory
     home = tmp_path_factory.mktemp("pristine")
     out = home / "report.json"
     assert run(web_args(web, home, "--format", "json", "-o", str(out),
-                        web.topics[0].question)) == 0
+                        web.topics[3].question)) == 0
     run_id = json.loads(out.read_text(encoding="utf-8"))["run_id"]
     with sqlite3.connect(home / DB_NAME) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -110,7 +110,7 @@ def test_a_damaged_store_is_one_clear_line_and_exit_2(
     damage(data, random.Random(7), roots)
     assert data[:100] == original[:100], "the SQLite header must stay intact"
     (home / DB_NAME).write_bytes(bytes(data))
-    argv = {"research": web_args(web, home, web.topics[0].question),
+    argv = {"research": web_args(web, home, web.topics[3].question),
             "runs": ["runs", "--home", str(home)],
             "show": ["show", run_id, "--home", str(home)]}[command]
     capsys.readouterr()
@@ -154,7 +154,7 @@ def test_a_store_that_fills_up_mid_run_gives_the_report_and_one_warning_line(
 
     monkeypatch.setattr(Database, "_new_connection", limited)
     out_file = tmp_path / "report.md"
-    code = run(web_args(web, home, "-o", str(out_file), web.topics[0].question))
+    code = run(web_args(web, home, "-o", str(out_file), web.topics[3].question))
     _out, err = capsys.readouterr()
     report = out_file.read_text(encoding="utf-8")
     assert code == 0 and report.startswith("# Research: ") and "[1]" in report
@@ -197,7 +197,7 @@ def test_a_disk_that_fills_up_mid_run_prints_the_report_and_no_traceback(
     script = (f'mount -t tmpfs -o size=4m tmpfs "$1" && "$2" -c "$3" "$1" 65536 && '
               f'exec "$2" -m sleuth {sleuth_args} --home "$1" "$4"')
     proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(home), sys.executable,
-                           _FILL, web.topics[0].question],
+                           _FILL, web.topics[3].question],
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONUNBUFFERED": "1"})
     assert proc.returncode == 0, proc.stderr
