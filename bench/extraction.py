@@ -41,8 +41,10 @@ from urllib.parse import urlsplit
 if __package__ in (None, ""):  # run as a script: make `import sleuth` work from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.data import DataMismatch, data_dir, verify
+
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = ROOT.parent / "shared" / "data"
+DEFAULT_DATA = data_dir()
 EXTRACTORS = ("trafilatura", "sleuth")
 TYPE_ORDER = ("article", "documentation", "service", "forum", "collection", "listing", "product")
 # Share of WCXB sites (hash buckets out of 100) that go to the tune split.
@@ -322,8 +324,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
     parser = argparse.ArgumentParser(prog="python -m bench.extraction", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get(
-        "SLEUTH_BENCH_DATA", DEFAULT_DATA)), help="the shared data folder (default ../shared/data)")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
+                        help="the shared data folder (default ../shared/data)")
     parser.add_argument("--bench", choices=("wcxb", "aeb", "all"), default="all")
     parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both",
                         help="WCXB part to run (default: both, reported separately)")
@@ -367,6 +369,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"extraction bench skipped: no benchmark data at {', '.join(missing)} "
               "(it lives in ../shared/data beside the checkout)")
         return 0
+    try:
+        verify([p.name for p in needed], args.data)
+    except DataMismatch as mismatch:
+        print(mismatch, file=sys.stderr)
+        return 1
     import trafilatura
 
     print(f"## Extraction quality (trafilatura {trafilatura.__version__}; "

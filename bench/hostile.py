@@ -256,7 +256,7 @@ def run_flood(web: OfflineWeb, case: str, max_time: float = 20.0) -> Flood:
     mark = f"sleuth-bench-{uuid.uuid4()}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
     env["SLEUTH_BENCH_MARK"] = mark
-    out = Path(f"/tmp/{mark}.md")
+    out = Path(tempfile.gettempdir()) / f"{mark}.md"
     args = [sys.executable, "-m", "sleuth", "--search", "searxng", "--searxng-url",
             web.searxng_url, "--allow-private-urls", "--no-llm", "--quiet", "--no-store",
             "--depth", "1", "--max-sources", "20", "--max-time", f"{max_time:g}",

@@ -41,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(REPO))
 
+from bench.data import DataMismatch, verify  # noqa: E402
 from bench.world import MODEL, data_dir  # noqa: E402
 
 #: The corpus topics the timing runs research (real saved news articles).
@@ -484,6 +485,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
+    try:
+        verify(["hotpotqa", "aeb"])  # what the world serves (bench/world.py)
+    except DataMismatch as mismatch:
+        print(mismatch, file=sys.stderr)
+        return 1
     parts = set(args.only or ("timing", "recall", "footprint", "extraction"))
     if args.extraction == "none":
         parts.discard("extraction")
