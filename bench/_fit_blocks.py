@@ -215,6 +215,7 @@ def write_model(models: dict[str, Any], cutoff: float, out: Path,
     }
     for name, model in models.items():
         doc[name.lower()] = {"features": int(model.n_features_in_), **_flatten(model)}
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(_json_lines(doc) + "\n")
     print(f"wrote {out}")
 
