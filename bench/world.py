@@ -128,10 +128,23 @@ def _load_pages(data: Path, kinds: tuple[str, ...] = tuple(KINDS),
     """The pages of ``kinds``, without those named ``kind:key`` in ``drop``."""
     pages = _light_pages(data)
     heavy = tuple(k for k in kinds if k in ("wcxb", "readability", "postlight"))
+    served = _corpus_sources()
     pages += [PageEntry(p.kind, p.key, p.title, p.text, p.path, partial(read_body, p.file),
                         size=p.size, latency_key=f"/{p.kind}/{p.key}{p.path}")
-              for p in real_pages(data, heavy)]
+              for p in real_pages(data, heavy) if f"{p.kind}:{p.key}" not in served]
     return [p for p in pages if p.kind in kinds and f"{p.kind}:{p.key}" not in drop]
+
+
+def _corpus_sources() -> set[str]:
+    """``kind:key`` of the Readability and Postlight pages the corpus already serves."""
+    served = set()
+    for doc in Corpus.load(REPO / "tests" / "data" / "corpus").docs:
+        kind, _, file = doc.source.partition(":")
+        if kind == "readability" and file.endswith("/source.html"):
+            served.add(f"readability:{file.rsplit('/', 2)[-2]}")
+        elif kind == "postlight":
+            served.add(f"postlight:{file.rsplit('/', 1)[-1].removesuffix('.html')}")
+    return served
 
 
 def _light_pages(data: Path) -> list[PageEntry]:
