@@ -1,6 +1,6 @@
 """The benchmark world's heavy real pages: WCXB dev, Mozilla Readability and Postlight.
 
-Saved pages of real sites at their real sizes (median 90–140 KB of HTML, 219 of the
+Saved pages of real sites at their real sizes (median 90–140 KB of HTML, 210 of the
 1,797 over 500 KB, the largest 5.3 MB), served as they were saved. What the world's
 search indexes for each page is its main text:
 

@@ -7,7 +7,8 @@ include them, so that a typical research reads two or three pages over 500 KB.
 
 How they were chosen (2026-11-25):
 
-1. The 219 pages over 500 KB of the world were listed with their titles. Every subject
+1. The 219 pages over 500 KB of WCXB dev, AEB, Readability and Postlight were listed
+   with their titles. Every subject
    that two or more of them share (running shoes: runnersworld, REI, Nike; dental
    resolutions: two dentists and SELF's awards; the US-China trade war: CNN and the
    New York Times; …) got one question, written the way a person would ask it, not

@@ -14,8 +14,9 @@ Pages, each on its own loopback address (an IP host is its own site):
 * the other articles of the Article Extraction Benchmark (``../shared/data/aeb``), on
   ``127.3.0.n``;
 * the heavy real pages of :mod:`bench.pages` at their real sizes: WCXB dev (1,497, on
-  ``127.4.x.y``), Mozilla Readability's test pages (130, ``127.5.0.n``) and Postlight's
-  fixtures (170, ``127.6.0.n``).
+  ``127.4.x.y``), Mozilla Readability's test pages (120 of 130, ``127.5.0.n``) and
+  Postlight's fixtures (165 of 170, ``127.6.0.n``): those the corpus serves are not
+  served twice.
 
 ``--kinds`` serves only some of these sets and ``--drop KIND:KEY`` leaves pages out
 (the relevance benchmark's world, :mod:`bench.relevance`).
