@@ -38,6 +38,8 @@ import hashlib
 import sys
 from collections.abc import Sequence
 
+from bench.world import REPO, data_dir
+
 __all__ = ["CANDIDATES", "HEAVY", "MIN_HEAVY", "TIMING_SETS", "timing_questions"]
 
 HEAVY = 500_000  # bytes of HTML: a heavy page
@@ -90,7 +92,6 @@ def timing_questions(name: str) -> list[tuple[str, str]]:
     """``(label, question)`` of a timing set (labels are short, for the table)."""
     if name != "corpus":
         return list(TIMING_SETS[name])
-    from bench.world import REPO
     from sleuth.testing._corpus import Corpus
 
     topics = {t.id: t for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics}
@@ -127,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="print every candidate's best hits (needs ../shared/data)")
     args = parser.parse_args(argv)
+    if args.check and not (data_dir() / "wcxb-dev").is_dir():
+        print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to check")
+        return 0
     for name in TIMING_SETS:
         print(f"{name}:")
         for label, question in timing_questions(name):
