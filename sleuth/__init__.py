@@ -44,7 +44,7 @@ _EXPORTS = {
     "BlockedURLError": "sleuth.errors",
     "LLMError": "sleuth.errors",
     "LLMAuthError": "sleuth.errors",
-    "WorkspaceError": "sleuth.agent",
+    "WorkspaceError": "sleuth.errors",
     "CitationCheck": "sleuth.models",
 }
 
@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from sleuth.agent import AgentResult, WorkspaceError, web_search
+    from sleuth.agent import AgentResult, web_search
     from sleuth.errors import (
         BlockedURLError,
         ConfigError,
@@ -92,6 +92,7 @@ if TYPE_CHECKING:
         LLMError,
         ProviderError,
         SleuthError,
+        WorkspaceError,
     )
     from sleuth.fetch import Extracted, extract, fetch_page
     from sleuth.models import (

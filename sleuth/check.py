@@ -31,8 +31,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sleuth.errors import LLMAuthError, LLMError
 from sleuth.lang import Labels, labels_for
-from sleuth.llm.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import parse_verdict
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import CitationCheck

@@ -25,7 +25,7 @@ from sleuth._version import __version__
 from sleuth.cli_agent import agent_command
 from sleuth.cli_reach import reach_commands
 from sleuth.cli_runs import run_commands
-from sleuth.errors import ConfigError, SleuthError
+from sleuth.errors import ConfigError, LLMAuthError, SleuthError
 from sleuth.progress import Event
 
 if TYPE_CHECKING:
@@ -240,8 +240,6 @@ def _run(argv: list[str] | None) -> int:
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except SleuthError as exc:
-        from sleuth.llm.errors import LLMAuthError  # loaded only when needed: keeps --help fast
-
         # A refused API key is a setting to fix, like any other bad input.
         return _fail(str(exc), EXIT_USAGE if isinstance(exc, LLMAuthError) else EXIT_NO_SOURCES)
     except KeyboardInterrupt:

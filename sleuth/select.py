@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sleuth.llm.errors import LLMAuthError, LLMError
+from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_indices, is_empty_answer
 from sleuth.models import Candidate, SearchHit
 from sleuth.rank import QualityRule, rank

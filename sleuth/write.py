@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.lang import Labels, labels_for
-from sleuth.llm.errors import LLMAuthError, LLMError, ParseError
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import Candidate, CitationCheck, Failure, Page, Source
 from sleuth.urls import canonicalize

@@ -17,7 +17,14 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
-from sleuth.errors import ConfigError, SleuthError
+from sleuth.errors import (
+    ConfigError,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnavailableError,
+    SleuthError,
+)
 from sleuth.llm.client import LLMClient, LLMReply, parse_retry_after
 from sleuth.llm.config import (
     DEFAULT_OPENAI_MODEL,
@@ -27,7 +34,6 @@ from sleuth.llm.config import (
     ollama_url,
     resolve_config,
 )
-from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
 from sleuth.progress import Event
 from sleuth.testing.llm import ScriptedLLM
 

@@ -18,14 +18,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from sleuth.llm.config import (
-    LLMConfig,
-    detect_ollama,
-    ollama_config,
-    ollama_url,
-    resolve_config,
-)
-from sleuth.llm.errors import (
+from sleuth.errors import (
     ContextOverflowError,
     LLMAuthError,
     LLMBudgetError,
@@ -33,6 +26,13 @@ from sleuth.llm.errors import (
     LLMUnavailableError,
     ParseError,
     PromptError,
+)
+from sleuth.llm.config import (
+    LLMConfig,
+    detect_ollama,
+    ollama_config,
+    ollama_url,
+    resolve_config,
 )
 from sleuth.llm.parse import (
     expect_indices,

@@ -29,16 +29,16 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from sleuth._tls import ssl_context
-from sleuth.errors import ConfigError
-from sleuth.lang import language_name
-from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
-from sleuth.llm.errors import (
+from sleuth.errors import (
+    ConfigError,
     ContextOverflowError,
     LLMAuthError,
     LLMBudgetError,
     LLMError,
     LLMUnavailableError,
 )
+from sleuth.lang import language_name
+from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
 from sleuth.llm.models_table import model_info
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import chunk_budget, count_tokens, message_tokens
@@ -261,7 +261,7 @@ async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = No
     ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
     A configured server that cannot be reached, or lists no model, means the
     no-LLM pipeline, with the reason in the report's Gaps; a refused key raises
-    :class:`~sleuth.llm.errors.LLMAuthError`. ``--lang`` is checked here
+    :class:`~sleuth.errors.LLMAuthError`. ``--lang`` is checked here
     (ConfigError), with or without a model.
     """
     language = language_name(settings.lang, topic)

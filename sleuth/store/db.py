@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from sleuth.errors import ConfigError, SleuthError
+from sleuth.errors import ConfigError, SleuthError, StoreBusyError, StoreCorruptError, StoreError
 from sleuth.settings import parse_duration
 from sleuth.store.migrations import MIGRATIONS, Migration
 
@@ -62,18 +62,6 @@ T = TypeVar("T")
 DB_NAME = "sleuth.db"
 _BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
 _sleep = time.sleep  # tests replace it to act between retries
-
-
-class StoreBusyError(SleuthError):
-    """The database stayed locked by another writer through every retry."""
-
-
-class StoreError(ConfigError):
-    """The database's file or disk cannot be used: full, read-only, unreadable, damaged."""
-
-
-class StoreCorruptError(StoreError):
-    """The database file is damaged: SQLite finds it malformed, or its rows do not decode."""
 
 
 #: What a row that does not decode raises: bytes where text was written (UnicodeDecodeError),
