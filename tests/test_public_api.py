@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -69,6 +71,18 @@ def test_exception_tree() -> None:
     assert issubclass(sleuth.WorkspaceError, sleuth.SleuthError)
     error = sleuth.BlockedURLError("http://10.0.0.1/", "private address")
     assert (error.url, error.reason) == ("http://10.0.0.1/", "private address")
+
+
+@pytest.mark.parametrize("statement", [
+    "import sleuth.errors", "from sleuth.errors import LLMError, StoreError, WorkspaceError",
+    "import sleuth.llm", "from sleuth.llm import tokens, models_table"])
+def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: str) -> None:
+    """Catching a sleuth error, or naming the LLM layer, costs no httpx, pydantic or openai."""
+    code = f"import sys; {statement}; print(sorted(m for m in ('httpx', 'pydantic', 'openai') " \
+           "if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_bad_input_raises_config_error_before_any_work() -> None:
