@@ -31,17 +31,17 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.plan import llm_plan, make_plan, whole_question
 from sleuth.progress import Event, ProgressCallback, no_progress
-from sleuth.rank import QualityRule, load_rules, rank
-from sleuth.read import PageReader, best_passages
 from sleuth.search import build_providers, make_search_client, run_searches
 from sleuth.search.local import provider_groups
-from sleuth.select import select_candidates
 from sleuth.session import StoreSession, documents_search
 from sleuth.settings import Settings, load_settings
+from sleuth.stages.plan import llm_plan, make_plan, whole_question
+from sleuth.stages.rank import QualityRule, load_rules, rank
+from sleuth.stages.read import PageReader, best_passages
+from sleuth.stages.select import select_candidates
+from sleuth.stages.write import confidence, llm_report, render_markdown
 from sleuth.store.db import StoreCorruptError
-from sleuth.write import confidence, llm_report, render_markdown
 
 MAX_QUESTION_CHARS = 2000
 

@@ -28,10 +28,10 @@ from sleuth.fetch.fetcher import CachedResult
 from sleuth.fetch.workers import extract_limits
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
-from sleuth.read import best_passages
 from sleuth.search.base import SearchProvider, get_provider
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
+from sleuth.stages.read import best_passages
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
 from sleuth.store.cache import text_hash
 from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure

@@ -25,9 +25,9 @@ from sleuth.fetch import Fetcher
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.models import FetchFailure, Page, Quality, SearchHit
-from sleuth.rank import rank
 from sleuth.search.base import ProviderFailure, SearchProvider
 from sleuth.settings import Settings
+from sleuth.stages.rank import rank
 from sleuth.store import Store, file_url, index_folder
 from sleuth.testing.llm import ScriptedLLM
 

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from sleuth.budget import Budget
-from sleuth.check import Evidence, check_citations, footer, lexical_support
 from sleuth.errors import ConfigError
 from sleuth.lang import SAME_AS_QUESTION, language_name
 from sleuth.llm.client import LLMClient
@@ -18,9 +17,10 @@ from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
 from sleuth.pipeline import gather_pages
-from sleuth.read import PageReader, passages_within
-from sleuth.select import merge_picks, select_candidates
 from sleuth.settings import load_settings
+from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
+from sleuth.stages.read import PageReader, passages_within
+from sleuth.stages.select import merge_picks, select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import MARKERS, section
 from sleuth.urls import canonicalize

@@ -12,8 +12,8 @@ from __future__ import annotations
 from sleuth.agent.tools import Toolbox
 from sleuth.models import Candidate, Failure, Page, Plan
 from sleuth.progress import ProgressCallback
-from sleuth.rank import QualityRule
 from sleuth.settings import Settings
+from sleuth.stages.rank import QualityRule
 
 __all__ = ["write_report"]
 
@@ -37,7 +37,7 @@ async def _pages(urls: list[str], toolbox: Toolbox) -> tuple[list[Page], list[Fa
 
 
 def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candidate:
-    from sleuth.rank import classify
+    from sleuth.stages.rank import classify
     from sleuth.urls import canonicalize, registered_domain
 
     url = page.final_url or page.url

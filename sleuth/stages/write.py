@@ -24,8 +24,8 @@ from sleuth.models import Candidate, CitationCheck, Failure, Page, Source
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
-    from sleuth.check import Evidence
     from sleuth.llm.run import RunLLM
+    from sleuth.stages.check import Evidence
 
 Confidence = Literal["HIGH", "MEDIUM", "LOW"]
 
@@ -198,7 +198,7 @@ def render_llm_markdown(question: str, body: str, sources: list[Source],
 def _evidence(sources: list[Source], pages: list[tuple[Candidate, Page]]
               ) -> tuple[dict[str, int], dict[int, Evidence]]:
     """Each source's known URLs (canonical) and its text, for the citation check."""
-    from sleuth.check import Evidence
+    from sleuth.stages.check import Evidence
 
     by_url = {page.final_url or candidate.url: (candidate, page) for candidate, page in pages}
     urls: dict[str, int] = {}
@@ -220,7 +220,7 @@ async def llm_report(llm: RunLLM, question: str, sources: list[Source],
                      level: Confidence, reason: str, *, words: int, verify: str
                      ) -> tuple[str, CitationCheck] | None:
     """The LLM-written, citation-checked report; None (reason recorded) to use the template."""
-    from sleuth.check import check_citations, footer
+    from sleuth.stages.check import check_citations, footer
 
     try:
         body = await llm_body(llm, question, sources, words)

@@ -36,7 +36,7 @@ from sleuth.lang import Labels, labels_for
 from sleuth.llm.parse import parse_verdict
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import CitationCheck
-from sleuth.read import split_passages
+from sleuth.stages.read import split_passages
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
