@@ -126,7 +126,7 @@ def render_report(report: Report, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
     if fmt == "html":
-        from sleuth.html import render_html
+        from sleuth.report.html import render_html
 
         return render_html(report)
     return report.markdown

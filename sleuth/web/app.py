@@ -50,9 +50,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError, SleuthError
-from sleuth.html import REPORT_CSP, render_fragment, render_html, report_from_data
 from sleuth.models import Report
 from sleuth.progress import Event
+from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
 from sleuth.settings import Settings, load_settings
 from sleuth.web.page import render_page
 
