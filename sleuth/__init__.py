@@ -10,16 +10,18 @@ stays fast; the heavy libraries load when a research starts.
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sleuth._version import __version__
 
 _EXPORTS = {
-    "research": "sleuth.pipeline",
+    "research": "sleuth.research.quick",
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
-    "research_sync": "sleuth.pipeline",
+    "research_sync": "sleuth.research.quick",
     "extract": "sleuth.fetch",
     "Extracted": "sleuth.fetch",
     "fetch_page": "sleuth.fetch",
@@ -106,10 +108,28 @@ if TYPE_CHECKING:
         Source,
         Stats,
     )
-    from sleuth.pipeline import research, research_sync
     from sleuth.progress import Event, EventStream
+    from sleuth.research.quick import research, research_sync
     from sleuth.search.base import SearchProvider, register
     from sleuth.settings import Settings, load_settings
+
+
+class _Sleuth(types.ModuleType):
+    """The ``sleuth`` module: ``sleuth.research`` stays the public function.
+
+    The research drivers live in the package ``sleuth.research``; importing it makes the
+    import system bind the package as the attribute ``research`` of ``sleuth``, over the
+    function. That binding is refused here: the package is still imported, found in
+    ``sys.modules`` and by ``from sleuth.research import quick``.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "research" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Sleuth
 
 
 def __getattr__(name: str) -> Any:

@@ -155,7 +155,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
     settings = load_settings(values)
     if settings.output is not None:
         _check_output(settings.output)
-    from sleuth.pipeline import research  # heavy imports only once the input is valid
+    from sleuth.research.quick import research  # heavy imports only once the input is valid
 
     progress = _Progress(quiet)
     try:

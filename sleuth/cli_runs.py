@@ -122,7 +122,7 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         from sleuth.settings import load_settings
 
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
-        from sleuth.pipeline import research
+        from sleuth.research.quick import research
 
         progress = _Progress(quiet)
         try:

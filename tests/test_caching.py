@@ -13,7 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sleuth.caching import (
+from sleuth.fetch import Fetcher
+from sleuth.llm.client import LLMClient
+from sleuth.llm.config import LLMConfig
+from sleuth.models import FetchFailure, Page, Quality, SearchHit
+from sleuth.research.cached import (
     TRANSIENT_FAILURE_TTL_S,
     CachedProvider,
     DocumentReader,
@@ -21,10 +25,6 @@ from sleuth.caching import (
     StoreReplyCache,
     failure_ttl,
 )
-from sleuth.fetch import Fetcher
-from sleuth.llm.client import LLMClient
-from sleuth.llm.config import LLMConfig
-from sleuth.models import FetchFailure, Page, Quality, SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider
 from sleuth.settings import Settings
 from sleuth.stages.rank import rank

@@ -85,6 +85,19 @@ def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: st
     assert out.strip() == "[]"
 
 
+def test_sleuth_research_stays_the_function_once_the_drivers_are_imported() -> None:
+    """The drivers' package is sleuth.research too: importing it first must not replace
+    the public function (the import system binds a package over a name of its parent)."""
+    code = ("import inspect, sleuth.research.quick, sleuth.agent, sleuth\n"
+            "from sleuth.research import gather, quick\n"
+            "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
+            "from sleuth import research\n"
+            "assert research is sleuth.research is quick.research\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
+
+
 def test_bad_input_raises_config_error_before_any_work() -> None:
     with pytest.raises(sleuth.ConfigError, match="empty"):
         sleuth.research_sync("   ")

@@ -134,8 +134,8 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
     Both sit behind the run store, as in a research: a page or search the store
     holds fresh costs no request (``--refresh`` re-asks, ``--no-store`` skips it).
     """
-    from sleuth.caching import CachedProvider, StorePageCache
     from sleuth.fetch import Fetcher
+    from sleuth.research.cached import CachedProvider, StorePageCache
     from sleuth.search import build_providers, make_search_client
     from sleuth.store import Store, default_home
 
@@ -205,7 +205,7 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
             settings = load_settings(options)
         elif options:
             settings = load_settings({**settings.model_dump(), **options}, env={})
-        from sleuth.pipeline import clean_question
+        from sleuth.research.quick import clean_question
 
         goal = clean_question(goal)
         check_session(session)

@@ -1,9 +1,9 @@
 """What the run store gives one research run: its record, its caches, its documents.
 
-:meth:`StoreSession.open` (called by :func:`sleuth.pipeline.open_run`) opens the store
+:meth:`StoreSession.open` (called by :func:`sleuth.research.quick.open_run`) opens the store
 under ``--home`` (unless ``--no-store``), creates the run record (or takes back an
 interrupted one for ``sleuth resume``) and builds the cache adapters of
-:mod:`sleuth.caching`. :class:`RunRecorder` appends each stage output to the run
+:mod:`sleuth.research.cached`. :class:`RunRecorder` appends each stage output to the run
 as it happens: the plan, every search answer, the ranking, every page or failure
 as it arrives (URL, content hash, passages; the text itself is in the pages
 cache), the sources read, and at the end the report.
@@ -22,12 +22,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from sleuth.caching import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.errors import ProviderError
 from sleuth.fetch.fetcher import CachedResult
 from sleuth.fetch.workers import extract_limits
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
+from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.search.base import SearchProvider, get_provider
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings

@@ -15,7 +15,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from sleuth._gather import Gathered, PageCheck, gather_pages
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
 from sleuth.fetch import Fetcher
@@ -32,9 +31,10 @@ from sleuth.models import (
     Stats,
 )
 from sleuth.progress import Event, ProgressCallback, no_progress
+from sleuth.research.gather import Gathered, PageCheck, gather_pages
+from sleuth.research.recorder import StoreSession, documents_search
 from sleuth.search import build_providers, make_search_client, run_searches
 from sleuth.search.local import provider_groups
-from sleuth.session import StoreSession, documents_search
 from sleuth.settings import Settings, load_settings
 from sleuth.stages.plan import llm_plan, make_plan, whole_question
 from sleuth.stages.rank import QualityRule, load_rules, rank
