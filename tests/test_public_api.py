@@ -89,7 +89,7 @@ def test_sleuth_research_stays_the_function_once_the_drivers_are_imported() -> N
     """The drivers' package is sleuth.research too: importing it first must not replace
     the public function (the import system binds a package over a name of its parent)."""
     code = ("import inspect, sleuth.research.quick, sleuth.agent, sleuth\n"
-            "from sleuth.research import gather, quick\n"
+            "from sleuth.research import context, gather, quick, steps\n"
             "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
             "from sleuth import research\n"
             "assert research is sleuth.research is quick.research\n"

@@ -205,7 +205,7 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
             settings = load_settings(options)
         elif options:
             settings = load_settings({**settings.model_dump(), **options}, env={})
-        from sleuth.research.quick import clean_question
+        from sleuth.research.context import clean_question
 
         goal = clean_question(goal)
         check_session(session)

@@ -50,7 +50,9 @@ def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candida
 async def write_report(goal: str, settings: Settings, urls: list[str], queries: list[str],
                        toolbox: Toolbox, emit: ProgressCallback) -> tuple[str, str]:
     """The report's Markdown and a one-line note on how it was written."""
-    from sleuth.research.quick import Gathered, open_run, read_stage, write_stage
+    from sleuth.research.context import open_run
+    from sleuth.research.gather import Gathered
+    from sleuth.research.steps import read_stage, write_stage
 
     if not urls:
         return "", "no report: the agent read no page"

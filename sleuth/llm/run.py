@@ -37,7 +37,6 @@ from sleuth.errors import (
     LLMError,
     LLMUnavailableError,
 )
-from sleuth.lang import language_name
 from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
 from sleuth.llm.models_table import model_info
 from sleuth.llm.prompts import render_messages
@@ -50,7 +49,7 @@ if TYPE_CHECKING:
     from sleuth.llm.client import LLMClient, LLMReply, LLMUsage, ReplyCache
     from sleuth.settings import Settings
 
-__all__ = ["RunLLM", "choose_config", "open_llm", "reply_tokens"]
+__all__ = ["RunLLM", "choose_config", "open_llm_client", "reply_tokens"]
 
 NO_LLM_HINT = ("set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run "
                "Ollama")
@@ -252,19 +251,18 @@ def _describe(client: LLMClient) -> str:
 
 
 @asynccontextmanager
-async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = None,
-                   emit: ProgressCallback = no_progress, failures: list[Failure] | None = None,
-                   cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
-                   ) -> AsyncIterator[RunLLM | None]:
-    """The run's :class:`RunLLM`, or None for the no-LLM pipeline; closed on exit.
+async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_progress,
+                          failures: list[Failure] | None = None,
+                          cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
+                          ) -> AsyncIterator[LLMClient | None]:
+    """The model's client for research, or None for the no-LLM pipeline; closed on exit.
 
     ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
     A configured server that cannot be reached, or lists no model, means the
-    no-LLM pipeline, with the reason in the report's Gaps; a refused key raises
-    :class:`~sleuth.errors.LLMAuthError`. ``--lang`` is checked here
-    (ConfigError), with or without a model.
+    no-LLM pipeline, with the reason in ``failures`` (the report's Gaps); a refused key
+    raises :class:`~sleuth.errors.LLMAuthError`. Wrap the client in a :class:`RunLLM`
+    for each run that uses it.
     """
-    language = language_name(settings.lang, topic)
     failures = failures if failures is not None else []
     config, explicit = await choose_config(settings, emit, env)
     if config is None:
@@ -281,8 +279,7 @@ async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = No
         yield None
         return
     async with LLMClient(config, progress=emit, cache=cache) as client:
-        llm: RunLLM | None = RunLLM(client, question=topic, language=language, budget=budget,
-                                    emit=emit, failures=failures)
+        usable: LLMClient | None = client
         try:
             await client.resolve_model()
             emit(Event("info", _describe(client), {"llm": client.server}))
@@ -292,5 +289,5 @@ async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = No
             reason = f"LLM unavailable: {exc}; the no-LLM pipeline ran"
             failures.append(Failure(url="", reason=reason, stage="llm"))
             emit(Event("info", reason))
-            llm = None
-        yield llm
+            usable = None
+        yield usable

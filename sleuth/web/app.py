@@ -207,7 +207,7 @@ async def start_run(request: Request) -> Response:
         return _error("the body must be a JSON object", 400)
     if state.running() is not None:
         return _error("a research is already running; wait for it or stop it", 409)
-    from sleuth.research.quick import clean_question
+    from sleuth.research.context import clean_question
 
     try:
         question = clean_question(form.get("question", ""))
