@@ -52,7 +52,7 @@ async def write_report(goal: str, settings: Settings, urls: list[str], queries: 
     """The report's Markdown and a one-line note on how it was written."""
     from sleuth.research.context import open_run
     from sleuth.research.gather import Gathered
-    from sleuth.research.steps import read_stage, write_stage
+    from sleuth.research.steps import check_stage, read_stage, report_stage, write_stage
 
     if not urls:
         return "", "no report: the agent read no page"
@@ -64,7 +64,8 @@ async def write_report(goal: str, settings: Settings, urls: list[str], queries: 
         gathered = Gathered(pages=[(_candidate(p, goal, ctx.rules), p) for p in pages],
                             attempted=len(urls[:_MAX_PAGES]))
         sources = await read_stage(ctx, plan, gathered)
-        report = await write_stage(ctx, plan, sources, gathered)
+        draft = await check_stage(ctx, await write_stage(ctx, sources), sources, gathered)
+        report = report_stage(ctx, plan, sources, gathered, draft)
         done = getattr(ctx, "done", None)
         if callable(done):
             report = done(report)

@@ -17,10 +17,12 @@ from sleuth.progress import ProgressCallback, no_progress
 from sleuth.research.context import RunContext, clean_question, open_run
 from sleuth.research.gather import Gathered
 from sleuth.research.steps import (
+    check_stage,
     fetch_stage,
     plan_stage,
     rank_stage,
     read_stage,
+    report_stage,
     search_stage,
     write_stage,
 )
@@ -138,7 +140,9 @@ async def research(question: str, *, settings: Settings | None = None,
         sources = await read_stage(ctx, plan, gathered)
         ctx.session.check_store()  # found damaged while fetching: no report on top
         ctx.record_stage("sources", sources)
-        return ctx.done(await write_stage(ctx, plan, sources, gathered))
+        draft = await write_stage(ctx, sources)
+        draft = await check_stage(ctx, draft, sources, gathered)
+        return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
 
 
 def research_sync(question: str, **kwargs: Any) -> Report:

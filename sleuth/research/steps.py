@@ -4,7 +4,9 @@ Each step runs one stage of :mod:`sleuth.stages` (or a service: search, fetch) f
 run: with or without a model, recording what it did in the run record and what went
 wrong in ``ctx.failures``, and telling the progress stream. The quick driver
 (:mod:`sleuth.research.quick`) calls them in order; agent mode's ``--report`` calls the
-read, write and check steps on the pages the agent read.
+read, write and check steps on the pages the agent read. Writing and checking are two
+steps: :func:`write_stage` gives a :class:`Draft`, :func:`check_stage` keeps the citations
+that hold, and :func:`report_stage` puts the report together.
 """
 
 from __future__ import annotations
@@ -12,10 +14,22 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
+from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
-from sleuth.models import Candidate, Failure, Page, Plan, Report, SearchHit, Source, Stats
+from sleuth.models import (
+    Candidate,
+    CitationCheck,
+    Failure,
+    Page,
+    Plan,
+    Report,
+    SearchHit,
+    Source,
+    Stats,
+)
 from sleuth.progress import Event
 from sleuth.research.cached import CachedProvider
 from sleuth.research.context import RunContext
@@ -23,14 +37,21 @@ from sleuth.research.gather import Gathered, PageCheck, gather_pages
 from sleuth.search import build_providers, run_searches
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
+from sleuth.stages.check import check_citations, evidence_of, footer
 from sleuth.stages.plan import llm_plan, make_plan, whole_question
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
 from sleuth.stages.select import select_candidates
-from sleuth.stages.write import confidence, llm_report, render_markdown
+from sleuth.stages.write import (
+    Confidence,
+    confidence,
+    render_llm_markdown,
+    render_markdown,
+    write_body,
+)
 
-__all__ = ["fetch_stage", "llm_stats", "plan_stage", "rank_stage", "read_sources",
-           "read_stage", "search_stage", "write_stage"]
+__all__ = ["Draft", "check_stage", "fetch_stage", "llm_stats", "plan_stage", "rank_stage",
+           "read_sources", "read_stage", "report_stage", "search_stage", "write_stage"]
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
@@ -225,27 +246,58 @@ def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
             "cost_usd": round(usage.cost_usd, 6) if usage.cost_usd is not None else None}
 
 
-async def write_stage(ctx: RunContext, plan: Plan, sources: list[Source],
-                      gathered: Gathered) -> Report:
-    """Stage 6: the report; with a model, written by it and then citation-checked."""
+@dataclass(frozen=True)
+class Draft:
+    """The report before it is put together: its confidence, and the model's body
+    (None: the template report), with what the citation check did to it once checked."""
+
+    level: Confidence
+    reason: str
+    body: str | None = None
+    citations: CitationCheck | None = None
+
+
+async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
+    """Stage 6: with a model, the report body it writes (citations unchecked yet)."""
     level, reason = confidence(sources)
-    written = None
+    body = None
     if ctx.llm is not None and sources:
-        written = await llm_report(ctx.llm, ctx.topic, sources, gathered.pages, ctx.failures,
-                                   level, reason, words=ctx.settings.words,
-                                   verify=ctx.settings.verify)
-    markdown, citations = written or (
-        render_markdown(ctx.topic, sources, ctx.failures, level, reason), None)
+        body = await write_body(ctx.llm, ctx.topic, sources, ctx.settings.words)
+    return Draft(level, reason, body)
+
+
+async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
+                      gathered: Gathered) -> Draft:
+    """Stage 7: the model's body with only the citations that hold (``--verify``)."""
+    if draft.body is None or ctx.llm is None:
+        return draft
+    urls, evidence = evidence_of(sources, gathered.pages)
+    body, citations = await check_citations(
+        draft.body, ids={s.id for s in sources}, urls=urls, evidence=evidence,
+        method=ctx.settings.verify, llm=ctx.llm, language=ctx.llm.language)
+    return replace(draft, body=body, citations=citations)
+
+
+def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered,
+                 draft: Draft) -> Report:
+    """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
+    level, reason, llm = draft.level, draft.reason, ctx.llm
+    if draft.body is not None and draft.citations is not None and llm is not None:
+        markdown = render_llm_markdown(ctx.topic, draft.body, sources, ctx.failures, level,
+                                       reason, labels_for(llm.language),
+                                       footer(draft.citations, llm.language))
+    else:
+        markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason)
+    written = draft.citations is not None
     report = Report(
         topic=ctx.topic, depth=ctx.settings.depth, queries=plan.queries, sources=sources,
         failures=ctx.failures, confidence=level, confidence_reason=reason, markdown=markdown,
         stats=Stats(searches=ctx.searches, fetches=gathered.attempted,
-                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(ctx.llm)),
+                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(llm)),
         run_id=ctx.run_id, planner=plan.planner,
         # A model call cut by --max-time after gathering (the report, the check) says so too.
-        stopped_by=gathered.stopped_by or (ctx.llm.cut_by if ctx.llm is not None else None),
-        writer="llm" if written else "template", citations=citations,
+        stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
+        writer="llm" if written else "template", citations=draft.citations,
     )
     ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))
     return report
-
