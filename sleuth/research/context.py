@@ -201,6 +201,9 @@ class RunContext:
     cached_fetches: int = 0
     #: The cache wrappers of this run's search providers (their hits count as cached).
     cached_providers: list[CachedProvider] = field(default_factory=list)
+    #: What picks a page's passages for the run record: the question and the queries of
+    #: the plan searched last.
+    passage_queries: list[str] = field(default_factory=list)
     #: The sites whose unreadable robots.txt this run already reported.
     robots_told: set[str] = field(default_factory=set)
     report: Report | None = None
@@ -209,6 +212,9 @@ class RunContext:
     picks: dict[str, list[str]] = field(default_factory=dict)
     #: The search results shown to the model so far (canonical URLs): each is shown once.
     shown: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.passage_queries = self.passage_queries or [self.topic]
 
     @property
     def run_id(self) -> str | None:

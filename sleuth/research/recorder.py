@@ -31,7 +31,6 @@ from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCach
 from sleuth.search.base import SearchProvider
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
-from sleuth.stages.read import best_passages
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
 from sleuth.store.cache import text_hash
 from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure
@@ -64,11 +63,9 @@ class RunRecorder:
     A record that cannot be written is logged, never raised.
     """
 
-    def __init__(self, store: Store, run_id: str, topic: str, passages: int) -> None:
+    def __init__(self, store: Store, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
-        self.queries = [topic]
-        self.passages = passages
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-run")
 
     def record(self, stage: str, payload: Any) -> None:
@@ -80,8 +77,7 @@ class RunRecorder:
         job.add_done_callback(_log_failure)
 
     def plan(self, plan: Plan) -> None:
-        """The queries to search (their terms also pick each page's passages)."""
-        self.queries = [self.queries[0], *plan.queries]
+        """The queries to search."""
         self.record("plan", plan)
 
     def hits(self, provider: str, query: str, hits: list[SearchHit], cached: bool) -> None:
@@ -94,14 +90,15 @@ class RunRecorder:
         self.record("ranking", [{"url": c.url, "title": c.title, "quality": c.quality,
                                  "score": c.score} for c in candidates])
 
-    def fetched(self, candidate: Candidate, result: Page | FetchFailure) -> None:
-        """A page read (URL, hash, passages; the text is in the pages cache) or a failure."""
+    def fetched(self, candidate: Candidate, result: Page | FetchFailure,
+                passages: Sequence[str] = ()) -> None:
+        """A page read (URL, hash, its ``passages``; the text is in the pages cache) or a
+        failure."""
         if isinstance(result, Page):
             self.record("fetched", {
                 "url": candidate.url, "final_url": result.final_url, "title": result.title,
                 "hash": text_hash(result.text), "chars": len(result.text),
-                "engine": result.engine,
-                "passages": best_passages(result.text, self.queries, self.passages)})
+                "engine": result.engine, "passages": list(passages)})
         else:
             self.record("fetch_failed", {"url": candidate.url, "reason": result.reason,
                                          "status": result.status})
@@ -165,7 +162,7 @@ class RunRecord:
             if error is None:
                 raise
             raise error from None
-        record.recorder = RunRecorder(store, record.run_id, topic, settings.passages)
+        record.recorder = RunRecorder(store, record.run_id)
         if record.resumed:
             record.recorder.record("resumed", {})
         return record

@@ -23,6 +23,7 @@ from sleuth.models import (
     Candidate,
     CitationCheck,
     Failure,
+    FetchFailure,
     Page,
     Plan,
     Report,
@@ -101,6 +102,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     ctx.cached_providers += [p for p in providers if isinstance(p, CachedProvider)]
     if recorder is not None:
         recorder.plan(plan)
+        ctx.passage_queries = [ctx.topic, *plan.queries]
     ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
     groups = provider_groups(providers)
 
@@ -199,7 +201,7 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     session.check_store()  # a damaged store ends the run before any page is fetched
     gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
                                   ctx.budget, known=known,
-                                  on_result=recorder.fetched if recorder else None,
+                                  on_result=_recording(ctx),
                                   accept=accept, more=more)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
@@ -215,6 +217,20 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     if gathered.stopped_by:
         ctx.failures.append(Failure(url="", reason=gathered.stopped_by, stage="budget"))
     return gathered
+
+
+def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], None] | None:
+    """What tells the run record of each page as it arrives (with its best passages)."""
+    recorder = ctx.record.recorder
+    if recorder is None:
+        return None
+
+    def fetched(candidate: Candidate, result: Page | FetchFailure) -> None:
+        passages = (best_passages(result.text, ctx.passage_queries, ctx.settings.passages)
+                    if isinstance(result, Page) else [])
+        recorder.fetched(candidate, result, passages)
+
+    return fetched
 
 
 async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[Source]:
