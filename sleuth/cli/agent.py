@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from sleuth._logs import verbose_option
+from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
 __all__ = ["agent_command"]

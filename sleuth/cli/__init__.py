@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth._logs import cli_logging, verbose_option
 from sleuth._options import cli_options
 from sleuth._valid import valid_text
 from sleuth._version import __version__
-from sleuth.cli_agent import agent_command
-from sleuth.cli_reach import reach_commands
-from sleuth.cli_runs import run_commands
+from sleuth.cli._logs import cli_logging, verbose_option
+from sleuth.cli.agent import agent_command
+from sleuth.cli.reach import reach_commands
+from sleuth.cli.runs import run_commands
 from sleuth.errors import ConfigError, LLMAuthError, SleuthError
 from sleuth.progress import Event
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth._format import duration
-from sleuth._logs import verbose_option
+from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
