@@ -22,8 +22,8 @@ _EXPORTS = {
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
     "research_sync": "sleuth.research.quick",
-    "extract": "sleuth.fetch",
-    "Extracted": "sleuth.fetch",
+    "extract": "sleuth.extract",
+    "Extracted": "sleuth.extract",
     "fetch_page": "sleuth.fetch",
     "Settings": "sleuth.settings",
     "load_settings": "sleuth.settings",
@@ -96,7 +96,8 @@ if TYPE_CHECKING:
         SleuthError,
         WorkspaceError,
     )
-    from sleuth.fetch import Extracted, extract, fetch_page
+    from sleuth.extract import Extracted, extract
+    from sleuth.fetch import fetch_page
     from sleuth.models import (
         CitationCheck,
         Failure,
@@ -115,16 +116,17 @@ if TYPE_CHECKING:
 
 
 class _Sleuth(types.ModuleType):
-    """The ``sleuth`` module: ``sleuth.research`` stays the public function.
+    """The ``sleuth`` module: ``sleuth.research`` and ``sleuth.extract`` stay functions.
 
-    The research drivers live in the package ``sleuth.research``; importing it makes the
-    import system bind the package as the attribute ``research`` of ``sleuth``, over the
-    function. That binding is refused here: the package is still imported, found in
-    ``sys.modules`` and by ``from sleuth.research import quick``.
+    The research drivers live in the package ``sleuth.research``, extraction in
+    ``sleuth.extract``; importing one makes the import system bind the package as the
+    attribute of the same name of ``sleuth``, over the public function. That binding is
+    refused here: the package is still imported, found in ``sys.modules`` and by
+    ``from sleuth.research import quick``.
     """
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name == "research" and isinstance(value, types.ModuleType):
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 

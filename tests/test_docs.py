@@ -197,7 +197,8 @@ def test_missing_or_unusable_folder_is_a_config_error(store: Store, tmp_path: Pa
 
 def test_without_the_fetch_extractors_the_fallbacks_work(store: Store, folder: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "sleuth.fetch.extract", None)  # import now fails
+    for module in ("sleuth.extract.html", "sleuth.extract.decode", "sleuth.extract.pdf"):
+        monkeypatch.setitem(sys.modules, module, None)  # import now fails
     report = index_folder(store, folder)
     assert report.added == 5 and [Path(p).name for p, _ in report.failed] == ["broken.pdf"]
     html = get_doc(store, folder.resolve() / "guide.html")

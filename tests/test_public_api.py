@@ -85,14 +85,18 @@ def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: st
     assert out.strip() == "[]"
 
 
-def test_sleuth_research_stays_the_function_once_the_drivers_are_imported() -> None:
-    """The drivers' package is sleuth.research too: importing it first must not replace
-    the public function (the import system binds a package over a name of its parent)."""
-    code = ("import inspect, sleuth.research.quick, sleuth.agent, sleuth\n"
+def test_sleuth_research_and_extract_stay_functions_once_their_packages_load() -> None:
+    """The drivers' package is sleuth.research and extraction's is sleuth.extract: importing
+    them first must not replace the public functions (the import system binds a package
+    over the name of its parent that it shares)."""
+    code = ("import inspect, sleuth.research.quick, sleuth.extract.html, sleuth.agent, sleuth\n"
             "from sleuth.research import context, gather, quick, steps\n"
+            "from sleuth.extract import html, workers\n"
             "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
-            "from sleuth import research\n"
+            "assert inspect.isfunction(sleuth.extract), sleuth.extract\n"
+            "from sleuth import extract, research\n"
             "assert research is sleuth.research is quick.research\n"
+            "assert extract is sleuth.extract is html.extract\n"
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr

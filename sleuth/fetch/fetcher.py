@@ -35,6 +35,9 @@ import httpx
 
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
+from sleuth.extract.content import ACCEPTED_TYPES, HTML_TYPES, Body, Unreadable, convert
+from sleuth.extract.text import truncate_text
+from sleuth.extract.workers import TooComplex, extract_limits, run_bounded, start_pool
 from sleuth.fetch.browser import (
     Browser,
     Fetched,
@@ -43,19 +46,8 @@ from sleuth.fetch.browser import (
     playwright_installed,
     require_playwright,
 )
-from sleuth.fetch.extract import (
-    Extracted,
-    ExtractError,
-    decode_body,
-    extract,
-    looks_binary,
-    normalize_text,
-    pdf_text,
-    truncate_text,
-)
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
 from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
-from sleuth.fetch.workers import TooComplex, extract_limits, run_bounded, start_pool
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -67,26 +59,8 @@ log = logging.getLogger(__name__)
 
 DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
 
-_HTML = frozenset({"text/html", "application/xhtml+xml"})
-_TEXT = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
-_PDF = frozenset({"application/pdf", "application/x-pdf"})
-# Labels that say nothing about the content: look at the bytes instead.
-_SNIFF = frozenset({"", "application/octet-stream", "binary/octet-stream"})
-_ACCEPTED = _HTML | _TEXT | _PDF | _SNIFF
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-_HTML_START = re.compile(rb"^\s*<(!doctype\s+html|html|head|body|meta|title)\b", re.IGNORECASE)
-# Fewer words than this is a logo or a "Loading…", not something to read.
-_MIN_WORDS = 3
 _ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
-# The stock phrases of cookie-consent dialogs. A short text that is mostly these is a
-# "cookie wall" (the article is behind a click), not a page to read and cite.
-_CONSENT = re.compile(
-    r"\b(cookies?|consent(?:ing)?|(?:our|\d+) partners|personal data|privacy policy|"
-    r"cookie policy|accept all|reject all|(?:manage|your) preferences|legitimate interests?|"
-    r"personali[sz]ed (?:ads|advertising|content)|store and/or access information)\b",
-    re.IGNORECASE)
-_CONSENT_MAX_WORDS = 400
-
 _HEADERS = {
     "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
                "text/markdown;q=0.8,*/*;q=0.1"),
@@ -94,19 +68,6 @@ _HEADERS = {
     # Only what _Inflater can decode with a bound on output (see _read_body).
     "Accept-Encoding": "gzip, deflate",
 }
-
-
-class _Refused(Exception):
-    """A page problem, carried up to ``_fetch_fresh`` as a FetchFailure reason."""
-
-    def __init__(self, reason: str, status: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-
-    def __reduce__(self) -> tuple[type[_Refused], tuple[str, int | None]]:
-        # Raised in an extraction worker and rebuilt here: keep the status too.
-        return type(self), (self.reason, self.status)
 
 
 @dataclass(frozen=True)
@@ -211,7 +172,7 @@ class _Inflater:
         elif self.encoding == "deflate":
             self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
         elif self.encoding not in ("", "identity"):
-            raise _Refused(f"unsupported content encoding {self.encoding}")
+            raise Unreadable(f"unsupported content encoding {self.encoding}")
 
     def feed(self, chunk: bytes, room: int) -> bytes:
         """Decode ``chunk``, returning at most ``room + 1`` bytes (enough to see the cap passed)."""
@@ -224,7 +185,7 @@ class _Inflater:
                 # "deflate" is often sent raw, without the zlib header the RFC asks for.
                 self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self._inflate(chunk, room)
-            raise _Refused("corrupt compressed body") from None
+            raise Unreadable("corrupt compressed body") from None
 
     @property
     def complete(self) -> bool:
@@ -259,68 +220,6 @@ def _content_type(header: str) -> tuple[str, str | None]:
         if key.strip().lower() == "charset":
             charset = value.strip().strip("\"'") or None
     return mime.strip().lower(), charset
-
-
-def _kind(download: _Download) -> str:
-    """"html", "pdf" or "text"; raises _Refused for anything else."""
-    data, mime = download.data, download.mime
-    if data.lstrip()[:5] == b"%PDF-":
-        return "pdf"
-    if mime in _PDF:
-        # A "PDF" that is an HTML page (a login wall, or a server that labels by the
-        # URL's ".pdf") is read as the page it is.
-        return "html" if _HTML_START.match(data[:1024]) else "pdf"
-    if mime in _HTML:
-        return "html"
-    if mime in _TEXT:
-        return "text"
-    if mime in _SNIFF:
-        if looks_binary(data):
-            raise _Refused("binary content", download.status)
-        return "html" if _HTML_START.match(data[:1024]) else "text"
-    raise _Refused(f"unsupported content type {mime}", download.status)
-
-
-def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
-    """Bytes to text by content type (runs in an extraction worker)."""
-    if not download.data.strip():
-        raise _Refused("empty response", download.status)
-    kind = _kind(download)
-    if kind == "pdf":
-        try:
-            extracted = pdf_text(download.data, max_chars)
-        except ExtractError as exc:
-            raise _Refused(str(exc), download.status) from None
-        if not extracted.text:
-            raise _Refused("no text in PDF (scanned images only?)", download.status)
-        return extracted, "application/pdf"
-    if looks_binary(download.data):
-        raise _Refused("binary content", download.status)
-    text = decode_body(download.data, download.charset, html=kind == "html")
-    if kind == "html":
-        extracted = extract(text, download.url)
-        mime = download.mime if download.mime in _HTML else "text/html"
-    else:
-        extracted = Extracted(text=normalize_text(text))
-        mime = download.mime if download.mime in _TEXT else "text/plain"
-    if len(extracted.text.split()) < _MIN_WORDS:
-        raise _Refused("no main text", download.status)
-    if _consent_only(extracted.text):
-        raise _Refused("cookie wall: only a consent notice, no content", download.status)
-    return extracted, mime
-
-
-def _consent_only(text: str) -> bool:
-    """Whether ``text`` is a cookie-consent notice and nothing else.
-
-    Short (a real article about cookies is longer), at least four different consent
-    phrases, and dense in them: one in every 25 words or more.
-    """
-    words = len(text.split())
-    if words > _CONSENT_MAX_WORDS:
-        return False
-    found = [m.lower() for m in _CONSENT.findall(text)]
-    return len(set(found)) >= 4 and len(found) * 25 >= words
 
 
 def _validators(response: httpx.Response) -> Validators:
@@ -602,7 +501,7 @@ class Fetcher:
         try:
             async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._settings.timeout)):
                 robots = await self._download_robots(url)
-        except _Refused as exc:
+        except Unreadable as exc:
             robots = Robots.allow_all(f"robots.txt {exc.reason}")
         except BlockedURLError as exc:
             robots = Robots.allow_all(f"robots.txt blocked: {exc.reason}")
@@ -679,7 +578,7 @@ class Fetcher:
             return page, validators, self._public(download.url, download.address)
         except _NotModified:
             raise
-        except _Refused as exc:
+        except Unreadable as exc:
             failure = FetchFailure(url=url, reason=exc.reason, status=exc.status)
         except BlockedURLError as exc:
             failure = FetchFailure(url=url, reason=f"blocked: {exc.reason}")
@@ -697,10 +596,12 @@ class Fetcher:
         settings = self._settings
         limits = extract_limits(settings)
         try:
-            extracted, content_type = await run_bounded(
-                _convert, download, settings.max_chars, limits=limits)
+            body = Body(url=download.url, status=download.status, mime=download.mime,
+                        charset=download.charset, data=download.data)
+            extracted, content_type = await run_bounded(convert, body, settings.max_chars,
+                                                        limits=limits)
         except TooComplex as exc:
-            raise _Refused(exc.reason, download.status) from None
+            raise Unreadable(exc.reason, download.status) from None
         text, truncated = truncate_text(extracted.text, settings.max_chars)
         truncated = truncated or download.incomplete or extracted.truncated
         return Page(
@@ -721,7 +622,7 @@ class Fetcher:
         otherwise when the page is an empty shell that scripts fill in.
         """
         download = await self._download(url, conditional)
-        if (self._browser is not None and download.mime in _HTML
+        if (self._browser is not None and download.mime in HTML_TYPES
                 and (self._settings.fetch_engine == "playwright" or looks_like_script_shell(
                     download.data.decode("utf-8", "replace")))):
             rendered = await self._render(download)
@@ -754,10 +655,10 @@ class Fetcher:
             return None
         self._check(rendered.final_url)  # the browser's answers were checked; so is the end
         mime, _ = _content_type(rendered.content_type)
-        if mime not in _HTML:
+        if mime not in HTML_TYPES:
             return None  # PDFs and text are better read by the plain HTTP path
         if rendered.status >= 400:
-            raise _Refused(f"HTTP {rendered.status}", rendered.status)
+            raise Unreadable(f"HTTP {rendered.status}", rendered.status)
         return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
                          charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
 
@@ -794,7 +695,7 @@ class Fetcher:
                                headers=tuple(response.headers.multi_items()), body=data)
             finally:
                 await response.aclose()
-        raise _Refused("too many redirects")
+        raise Unreadable("too many redirects")
 
     async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
                         ) -> _Download:
@@ -821,20 +722,20 @@ class Fetcher:
                 if status in _REDIRECT_CODES and location:
                     current = response.url.join(location)
                     if str(current.copy_with(fragment=None)) in seen:
-                        raise _Refused("redirect loop", status)
+                        raise Unreadable("redirect loop", status)
                     continue
                 if not 200 <= status < 300:
-                    raise _Refused(f"HTTP {status}", status)
+                    raise Unreadable(f"HTTP {status}", status)
                 mime, charset = _content_type(response.headers.get("content-type", ""))
-                if mime not in _ACCEPTED:
-                    raise _Refused(f"unsupported content type {mime}", status)
+                if mime not in ACCEPTED_TYPES:
+                    raise Unreadable(f"unsupported content type {mime}", status)
                 data, complete = await self._read_body_checked(response)
                 return _Download(url=str(response.url), status=status, mime=mime,
                                  charset=charset, data=data, validators=_validators(response),
                                  incomplete=not complete, address=_peer(response))
             finally:
                 await response.aclose()
-        raise _Refused("too many redirects")
+        raise Unreadable("too many redirects")
 
     async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
         """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
@@ -844,7 +745,7 @@ class Fetcher:
                                  ) -> tuple[bytes, bool]:
         """The decoded body, and whether its compressed stream (if any) was complete."""
         cap = self._settings.max_page_bytes if cap is None else cap
-        too_large = _Refused(f"too large (> {cap} bytes)", response.status_code)
+        too_large = Unreadable(f"too large (> {cap} bytes)", response.status_code)
         length = response.headers.get("content-length", "")
         if length.isdigit() and int(length) > cap:
             raise too_large

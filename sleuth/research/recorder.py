@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sleuth.extract.workers import extract_limits
 from sleuth.fetch.fetcher import CachedResult
-from sleuth.fetch.workers import extract_limits
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
 from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache

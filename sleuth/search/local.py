@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.fetch.workers import extract_limits
+from sleuth.extract.workers import extract_limits
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings

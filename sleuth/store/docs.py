@@ -141,7 +141,7 @@ def _first_line_title(text: str, fallback: str) -> str:
 
 def _decode_text(data: bytes) -> str:
     try:
-        from sleuth.fetch.extract import decode_body, looks_binary
+        from sleuth.extract.decode import decode_body, looks_binary
     except ImportError:
         if b"\x00" in data[:4096]:
             raise ValueError("binary file, not text") from None
@@ -153,7 +153,7 @@ def _decode_text(data: bytes) -> str:
 
 def _html(data: bytes, path: Path) -> _Extracted:
     try:
-        from sleuth.fetch.extract import extract
+        from sleuth.extract.html import extract
     except ImportError:
         return _html_fallback(data, path)
     found = _bounded(extract, data, file_url(path))
@@ -171,7 +171,7 @@ def _bounded(func: Callable[..., Any], *args: Any) -> Any:
     limits = _LIMITS.get()
     if limits is None:
         return func(*args)
-    from sleuth.fetch.workers import TooComplex, run_bounded_sync
+    from sleuth.extract.workers import TooComplex, run_bounded_sync
 
     try:
         return run_bounded_sync(func, *args, limits=limits)
@@ -180,7 +180,7 @@ def _bounded(func: Callable[..., Any], *args: Any) -> Any:
 
 
 def _html_fallback(data: bytes, path: Path) -> _Extracted:
-    """HTML text with trafilatura alone (used when sleuth.fetch.extract is absent)."""
+    """HTML text with trafilatura alone (used when sleuth.extract is absent)."""
     import trafilatura
 
     html = data.decode("utf-8", errors="replace")
@@ -192,7 +192,7 @@ def _html_fallback(data: bytes, path: Path) -> _Extracted:
 
 def _pdf(data: bytes, path: Path) -> _Extracted:
     try:
-        from sleuth.fetch.extract import pdf_text
+        from sleuth.extract.pdf import pdf_text
     except ImportError:
         return _pdf_fallback(data)
     found = _bounded(pdf_text, data, MAX_DOC_CHARS)
@@ -200,7 +200,7 @@ def _pdf(data: bytes, path: Path) -> _Extracted:
 
 
 def _pdf_fallback(data: bytes) -> _Extracted:
-    """PDF text with pypdf alone (used when sleuth.fetch.extract is absent)."""
+    """PDF text with pypdf alone (used when sleuth.extract is absent)."""
     import pypdf
 
     try:
@@ -388,7 +388,7 @@ def index_folder(store: Database, folder: Path,
     with single files are listed in the report's ``failed``. A file that fails is
     removed from the index so stale text is never cited. ``progress`` is called
     with each file before it is looked at. ``limits`` (an ``ExtractLimits``): HTML and
-    PDF files are extracted in worker processes within them (see ``sleuth.fetch.workers``).
+    PDF files are extracted in worker processes within them (see ``sleuth.extract.workers``).
     """
     root = check_folder(folder)
     token = _LIMITS.set(limits)
