@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from sleuth.extract.documents import DocumentExtractor
 from sleuth.fetch import Fetcher
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
@@ -228,7 +229,7 @@ def folder(tmp_path: Path) -> Path:
 
 async def test_file_urls_are_read_from_the_index_only_inside_the_folder(
         store: Store, folder: Path) -> None:
-    report = index_folder(store, folder)
+    report = index_folder(store, folder, DocumentExtractor())
     reader = DocumentReader(store, report.folder, max_chars=30_000)
     transport = httpx.MockTransport(lambda request: pytest.fail(f"network: {request.url}"))
     inside = file_url(report.folder / "wal.md")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sleuth.extract.documents import DocumentExtractor
 from sleuth.extract.workers import extract_limits
 from sleuth.fetch.fetcher import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
@@ -243,8 +244,8 @@ class StoreSession:
         if self.docs_store is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
             self.docs_store = Store(self._scratch)
-        self.index = report = index_folder(self.docs_store, Path(folder),
-                                           limits=extract_limits(self.settings))
+        read = DocumentExtractor(extract_limits(self.settings))
+        self.index = report = index_folder(self.docs_store, Path(folder), read)
         self.documents = DocumentReader(self.docs_store, report.folder,
                                         max_chars=self.settings.max_chars)
         return [Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
