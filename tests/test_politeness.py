@@ -25,7 +25,7 @@ from sleuth.errors import BlockedURLError, ConfigError
 from sleuth.fetch import Fetcher, fetch_page
 from sleuth.fetch.fetcher import DEFAULT_USER_AGENT, CachedResult, Validators
 from sleuth.fetch.guard import DomainRules, check_url
-from sleuth.fetch.robots import ROBOTS_MAX_BYTES
+from sleuth.fetch.politeness import ROBOTS_MAX_BYTES
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.testing import OfflineWeb

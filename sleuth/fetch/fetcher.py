@@ -47,7 +47,7 @@ from sleuth.fetch.browser import (
     require_playwright,
 )
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
-from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
+from sleuth.fetch.politeness import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
