@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sleuth.extract.text import truncate_text
-from sleuth.fetch.fetcher import CachedResult, Validators
+from sleuth.fetch.cache import CachedResult, Validators
 from sleuth.models import FetchFailure, Page, SearchHit
 from sleuth.search.base import SearchProvider
 from sleuth.store import CachedPage, Store

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from sleuth.extract.documents import DocumentExtractor
 from sleuth.extract.workers import extract_limits
-from sleuth.fetch.fetcher import CachedResult
+from sleuth.fetch.cache import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
 from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
