@@ -162,11 +162,15 @@ def test_home_that_is_a_file_or_holds_garbage_is_a_config_error(tmp_path: Path) 
     assert "\n" not in str(info.value)
 
 
-def test_default_home_follows_env_then_xdg(tmp_path: Path) -> None:
+def test_default_home_follows_env_then_xdg(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
     assert default_home({"SLEUTH_HOME": str(tmp_path / "h")}) == tmp_path / "h"
     if sys.platform.startswith("linux"):
-        assert default_home({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "sleuth"
-        assert default_home({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "sleuth"
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        assert default_home({}) == tmp_path / "sleuth"
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+        assert default_home({}) == Path.home() / ".cache" / "sleuth"
+        monkeypatch.delenv("XDG_CACHE_HOME")
         assert default_home({}) == Path.home() / ".cache" / "sleuth"
 
 

@@ -24,7 +24,6 @@ import logging
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 import weakref
@@ -36,6 +35,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import platformdirs
 from pydantic import BaseModel
 
 from sleuth.errors import ConfigError, SleuthError, StoreBusyError, StoreCorruptError, StoreError
@@ -87,22 +87,15 @@ def log_store_failure(logger: logging.Logger, what: str, exc: BaseException) -> 
 def default_home(env: Mapping[str, str] | None = None) -> Path:
     """Where sleuth keeps its database when ``--home`` is not given.
 
-    ``SLEUTH_HOME`` if set, else the platform's user cache folder: ``$XDG_CACHE_HOME/sleuth``
-    or ``~/.cache/sleuth`` on Linux, ``~/Library/Caches/sleuth`` on macOS,
-    ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows.
+    ``SLEUTH_HOME`` if set, else the platform's user cache folder, as ``platformdirs``
+    finds it: ``$XDG_CACHE_HOME/sleuth`` or ``~/.cache/sleuth`` on Linux (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG spec says), ``~/Library/Caches/sleuth`` on
+    macOS, ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows.
     """
     env = os.environ if env is None else env
     if env.get("SLEUTH_HOME"):
         return Path(env["SLEUTH_HOME"]).expanduser()
-    if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "sleuth" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "sleuth"
-    xdg = env.get("XDG_CACHE_HOME", "")
-    # The XDG spec says relative paths are invalid and must be ignored.
-    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base_dir / "sleuth"
+    return platformdirs.user_cache_path("sleuth", appauthor=False)
 
 
 def _json_default(value: Any) -> Any:
