@@ -53,3 +53,27 @@ def test_every_field_has_a_flag_and_help() -> None:
         extra = info.json_schema_extra
         assert isinstance(extra, dict) and str(extra["flag"]).startswith("--"), name
         assert info.description, name
+
+
+def test_the_settings_table_is_the_one_reader_of_sleuth_variables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every SLEUTH_* variable (and OPENAI_BASE_URL) reaches sleuth through the settings
+    table (load_settings), never by a module reading the environment on its own: settings
+    built without it do not see them."""
+    from sleuth.llm.config import resolve_config
+    from sleuth.store import default_home
+
+    for name, value in {"SLEUTH_HOME": str(tmp_path / "elsewhere"),
+                        "SLEUTH_BASE_URL": "http://127.0.0.1:9/v1", "SLEUTH_MODEL": "m",
+                        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    built = Settings()
+    assert resolve_config(built) is None  # no server named: no model
+    assert default_home() != tmp_path / "elsewhere"
+    loaded = load_settings()
+    assert loaded.home == tmp_path / "elsewhere"
+    config = resolve_config(loaded)
+    assert config is not None and (config.base_url, config.model) == ("http://127.0.0.1:9/v1",
+                                                                       "m")
+

@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, is_dataclass
 from enum import Enum
 from functools import partial
@@ -84,17 +84,15 @@ def log_store_failure(logger: logging.Logger, what: str, exc: BaseException) -> 
 
 # ---------------------------------------------------------------- helpers
 
-def default_home(env: Mapping[str, str] | None = None) -> Path:
-    """Where sleuth keeps its database when ``--home`` is not given.
+def default_home() -> Path:
+    """Where sleuth keeps its database when ``--home`` (``SLEUTH_HOME``) is not given.
 
-    ``SLEUTH_HOME`` if set, else the platform's user cache folder, as ``platformdirs``
-    finds it: ``$XDG_CACHE_HOME/sleuth`` or ``~/.cache/sleuth`` on Linux (a relative
+    The platform's user cache folder, as ``platformdirs`` finds it:
+    ``$XDG_CACHE_HOME/sleuth`` or ``~/.cache/sleuth`` on Linux (a relative
     ``XDG_CACHE_HOME`` is ignored, as the XDG spec says), ``~/Library/Caches/sleuth`` on
-    macOS, ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows.
+    macOS, ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows. ``SLEUTH_HOME`` is read with the
+    other settings (``settings.home``), not here.
     """
-    env = os.environ if env is None else env
-    if env.get("SLEUTH_HOME"):
-        return Path(env["SLEUTH_HOME"]).expanduser()
     return platformdirs.user_cache_path("sleuth", appauthor=False)
 
 
