@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.errors import ConfigError
-from sleuth.settings import Settings, load_settings, settings_markdown
+from sleuth.settings import Settings, load_settings, settings_markdown, with_options
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -76,4 +76,17 @@ def test_the_settings_table_is_the_one_reader_of_sleuth_variables(
     config = resolve_config(loaded)
     assert config is not None and (config.base_url, config.model) == ("http://127.0.0.1:9/v1",
                                                                        "m")
+
+
+def test_options_over_settings_keep_what_was_set_and_what_was_not() -> None:
+    """One way to apply keyword options (research, agent, the web page): the options win,
+    what the settings had set stays set, their defaults stay defaults."""
+    base = load_settings({"depth": 3, "search": "searxng"}, env={})
+    merged = with_options(base, {"max_sources": 8, "depth": 1})
+    assert (merged.depth, merged.max_sources, merged.search) == (1, 8, ["searxng"])
+    assert merged.model_fields_set == {"depth", "max_sources", "search"}
+    assert with_options(base, {}) is base
+    assert with_options(None, {"depth": 1}, ).model_fields_set >= {"depth"}
+    with pytest.raises(ConfigError, match="--depth"):
+        with_options(base, {"depth": 9})
 

@@ -24,6 +24,7 @@ import datetime
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
     from sleuth.llm.client import LLMClient, LLMReply, LLMUsage, ReplyCache
     from sleuth.settings import Settings
 
-__all__ = ["RunLLM", "choose_config", "open_llm_client", "reply_tokens"]
+__all__ = ["ModelChoice", "RunLLM", "choose_model", "open_llm_client", "reply_tokens"]
 
 NO_LLM_HINT = ("set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run "
                "Ollama")
@@ -205,40 +206,68 @@ class RunLLM:
         self.emit(Event("info", message, data))
 
 
-# -- choosing and opening the model for a run ---------------------------------------------
-async def choose_config(settings: Settings, emit: ProgressCallback = no_progress,
-                        env: Mapping[str, str] | None = None) -> tuple[LLMConfig | None, bool]:
-    """The run's model configuration, and whether the user configured it explicitly.
+# -- choosing and opening the model ----------------------------------------------------------
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which model every mode uses, and why: ``source`` is ``"no_llm"`` (``--no-llm``),
+    ``"settings"`` (configured: a base URL or an API key), ``"ollama"`` (none configured,
+    a local Ollama answered at ``url``) or ``"none"`` (nothing found at ``url`` either)."""
 
-    ``--no-llm`` wins; then the settings and environment (:func:`resolve_config`);
-    with nothing configured, a local Ollama (``OLLAMA_HOST`` or its default port)
-    that has a model pulled. Says on stderr (an ``info`` event) which one it is,
-    and when the no-LLM pipeline runs.
+    config: LLMConfig | None
+    source: Literal["no_llm", "settings", "ollama", "none"]
+    url: str | None = None
+    #: The model Ollama serves (``--model``, else the first one it has pulled).
+    model: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the user configured the model (a missing SDK is then an error)."""
+        return self.source == "settings"
+
+
+async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
+                       ) -> ModelChoice:
+    """The model configuration for ``settings``: the one function every mode asks.
+
+    ``--no-llm`` wins; then the settings (:func:`resolve_config`: ``--base-url``,
+    ``--model``, ... and ``OPENAI_API_KEY``); with nothing configured, a local Ollama
+    (``OLLAMA_HOST`` or its default port) that has a model pulled, with the settings'
+    per-stage models, concurrency, timeout and ``--context-window`` (else Ollama's own
+    context, ``OLLAMA_CONTEXT_LENGTH`` or its default). Says nothing: callers tell the
+    user what it means for them.
     """
     env = os.environ if env is None else env
     if settings.no_llm:
-        emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
-        return None, False
+        return ModelChoice(None, "no_llm")
     config = resolve_config(settings, env)
     if config is not None:
-        return config, True
+        return ModelChoice(config, "settings")
     url = ollama_url(env)
     async with httpx.AsyncClient(trust_env=False, verify=ssl_context(False)) as http:
         found = await detect_ollama(http, url)
     if found is None:
-        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
-                           "(quoted passages, no model)", {"llm": None}))
-        return None, False
-    model = settings.model or found
-    emit(Event("info", f"no model configured; Ollama answers at {url}: using its model "
-                       f"{model!r}", {"llm": "ollama", "url": url, "model": model}))
+        return ModelChoice(None, "none", url)
     overrides: dict[str, Any] = {
         "plan_model": settings.plan_model, "summary_model": settings.summary_model,
         "report_model": settings.report_model, "max_concurrency": settings.llm_concurrency,
         "timeout": settings.llm_timeout}
     if settings.context_window is not None:
         overrides["context_window"] = settings.context_window
-    return ollama_config(model, url=url, env=env, **overrides), False
+    model = settings.model or found
+    return ModelChoice(ollama_config(model, url=url, env=env, **overrides), "ollama", url, model)
+
+
+def _announce(choice: ModelChoice, emit: ProgressCallback) -> None:
+    """Say on stderr (``info`` events) which model a research uses, or that none runs."""
+    if choice.source == "no_llm":
+        emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
+    elif choice.source == "none":
+        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
+                           "(quoted passages, no model)", {"llm": None}))
+    elif choice.source == "ollama":
+        emit(Event("info", f"no model configured; Ollama answers at {choice.url}: using its "
+                           f"model {choice.model!r}", {"llm": "ollama", "url": choice.url,
+                                                       "model": choice.model}))
 
 
 def _describe(client: LLMClient) -> str:
@@ -264,7 +293,9 @@ async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_pro
     for each run that uses it.
     """
     failures = failures if failures is not None else []
-    config, explicit = await choose_config(settings, emit, env)
+    choice = await choose_model(settings, env)
+    _announce(choice, emit)
+    config, explicit = choice.config, choice.explicit
     if config is None:
         yield None
         return

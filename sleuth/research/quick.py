@@ -26,7 +26,7 @@ from sleuth.research.steps import (
     search_stage,
     write_stage,
 )
-from sleuth.settings import Settings, load_settings
+from sleuth.settings import Settings, with_options
 from sleuth.stages.plan import llm_plan
 from sleuth.stages.rank import rank
 
@@ -127,10 +127,7 @@ async def research(question: str, *, settings: Settings | None = None,
     already searched, fetched and asked a model is taken from the store.
     """
     topic = clean_question(question)
-    if settings is None:
-        settings = load_settings(options)
-    elif options:
-        settings = load_settings({**settings.model_dump(exclude_unset=True), **options}, env={})
+    settings = with_options(settings, options)
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)

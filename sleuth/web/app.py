@@ -53,7 +53,7 @@ from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
 from sleuth.progress import Event
 from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
-from sleuth.settings import Settings, load_settings
+from sleuth.settings import Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
 __all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
@@ -157,7 +157,7 @@ def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
     trial = load_settings({**values, **chosen}, env={})  # validates every choice
     changed = {key: value for key, value in chosen.items()
                if getattr(trial, key) != getattr(base, key)}
-    return load_settings({**values, **changed}, env={})
+    return with_options(base, changed)
 
 
 async def _execute(run: LiveRun) -> None:
