@@ -114,7 +114,7 @@ def fit(data: Path, out: Path, folds: int = 3) -> None:
 
 
 def _flatten(model: Any) -> dict[str, Any]:
-    """One ensemble as flat lists, keyed as ``_extractors._trees`` reads them.
+    """One ensemble as flat lists, keyed as ``sleuth.extract.model._trees`` reads them.
 
     Node i tests X[feature[i]] <= threshold[i]; feature[i] < 0 marks a leaf.
     """
