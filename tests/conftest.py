@@ -56,7 +56,7 @@ def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
     """The offline web's slow-drip and endless pages rank first for some topics: the
     wait for a best-ranked page (``TOP_WAIT_S``, 3 s) would add a minute to the suite.
     test_llm_stages.py tests that wait with values of its own."""
-    import sleuth._gather as gather
+    from sleuth.research import gather
 
     monkeypatch.setattr(gather, "TOP_WAIT_S", 0.0)
 

@@ -10,17 +10,17 @@ from typing import Any
 import pytest
 
 from sleuth.budget import Budget
-from sleuth.check import Evidence, check_citations, footer, lexical_support
 from sleuth.errors import ConfigError
 from sleuth.lang import SAME_AS_QUESTION, language_name
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
-from sleuth.pipeline import gather_pages
-from sleuth.read import PageReader, passages_within
-from sleuth.select import merge_picks, select_candidates
+from sleuth.research.gather import gather_pages
 from sleuth.settings import load_settings
+from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
+from sleuth.stages.read import PageReader, passages_within
+from sleuth.stages.select import merge_picks, select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import MARKERS, section
 from sleuth.urls import canonicalize
@@ -253,7 +253,7 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
 
 async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    import sleuth._gather as gather
+    from sleuth.research import gather
 
     urls = [f"https://{x}.example/" for x in "abcdefg"]
     # The top page never comes: after its wait it is cut, and the run goes on without it.
@@ -282,7 +282,7 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones(
 async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The first search result, slow, still makes the report; the second, as slow, does not."""
-    import sleuth._gather as gather
+    from sleuth.research import gather
 
     monkeypatch.setattr(gather, "GRACE_MIN_S", 0.0)
     monkeypatch.setattr(gather, "GRACE_SHARE", 0.0)  # no grace at all for the others
