@@ -12,11 +12,18 @@ Pages, each on its own loopback address (an IP host is its own site):
   small encyclopedia page, on ``127.1.x.y``;
 * the tests' corpus of real saved articles (``tests/data/corpus``, 42 pages), on ``127.2.0.n``;
 * the other articles of the Article Extraction Benchmark (``../shared/data/aeb``), on
-  ``127.3.0.n``.
+  ``127.3.0.n``;
+* the heavy real pages of :mod:`bench.pages` at their real sizes: WCXB dev (1,497, on
+  ``127.4.x.y``), Mozilla Readability's test pages (120 of 130, ``127.5.0.n``) and
+  Postlight's fixtures (165 of 170, ``127.6.0.n``): those the corpus serves are not
+  served twice.
+
+``--kinds`` serves only some of these sets and ``--drop KIND:KEY`` leaves pages out
+(the relevance benchmark's world, :mod:`bench.relevance`).
 
 The main host ``127.0.0.1`` serves SearXNG's ``/search``, the model under ``/v1``, and the
-control endpoints ``/_bench/log`` (GET; ``?clear=1`` empties it), ``/_bench/pages`` and
-``/_bench/scale`` (POST ``?value=``).
+control endpoints ``/_bench/log`` (GET; ``?clear=1`` empties it), ``/_bench/pages``,
+``/_bench/body?url=`` (a page's bytes, at once) and ``/_bench/scale`` (POST ``?value=``).
 
 It runs in its own process (``python -m bench.world``, which prints one JSON line with
 its addresses once it listens), so its CPU never competes with sleuth's for the GIL.
@@ -47,16 +54,19 @@ from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
 from bench.latency import Latency, tokens
+from bench.pages import read_body, real_pages
 from sleuth.testing._corpus import Corpus
 from sleuth.testing._search import IndexEntry, SearchIndex, searxng_payload
 from sleuth.testing.llm import ScriptedLLM, _completion
 from sleuth.testing.researcher import MARKERS, ScriptedResearcher, section
 
-__all__ = ["MODEL", "PageEntry", "World", "data_dir"]
+__all__ = ["KINDS", "MODEL", "PageEntry", "World", "data_dir"]
 
 MODEL = "bench-model"
 REPO = Path(__file__).resolve().parents[1]
 _HOLD_LIMIT = 600.0
+#: Every set of pages the world can serve, and the second octet of their addresses.
+KINDS = {"hotpotqa": 1, "corpus": 2, "aeb": 3, "wcxb": 4, "readability": 5, "postlight": 6}
 
 
 def data_dir() -> Path:
@@ -68,14 +78,21 @@ def data_dir() -> Path:
 class PageEntry:
     """One page of the world: where it lives, what it is, and its bytes."""
 
-    kind: str  # "hotpotqa" | "corpus" | "aeb"
-    key: str  # HotpotQA title, corpus doc id or AEB id
+    kind: str  # one of KINDS
+    key: str  # HotpotQA title, corpus doc id, AEB id, WCXB id, test-page or fixture name
     title: str
     text: str
     path: str
     body: Callable[[], bytes]
     content_type: str = "text/html; charset=utf-8"
     url: str = ""
+    size: int = 0  # bytes of the body (0: not measured)
+    #: What the page's latency is seeded with: its path, or for the heavy sets (whose
+    #: paths repeat, "/" above all) kind, key and path.
+    latency_key: str = ""
+
+    def __post_init__(self) -> None:
+        self.latency_key = self.latency_key or self.path
 
 
 def _slug(title: str) -> str:
@@ -107,7 +124,31 @@ def _gunzip(file: Path) -> bytes:
     return gzip.decompress(file.read_bytes())
 
 
-def _load_pages(data: Path) -> list[PageEntry]:
+def _load_pages(data: Path, kinds: tuple[str, ...] = tuple(KINDS),
+                drop: frozenset[str] = frozenset()) -> list[PageEntry]:
+    """The pages of ``kinds``, without those named ``kind:key`` in ``drop``."""
+    pages = _light_pages(data)
+    heavy = tuple(k for k in kinds if k in ("wcxb", "readability", "postlight"))
+    served = _corpus_sources()
+    pages += [PageEntry(p.kind, p.key, p.title, p.text, p.path, partial(read_body, p.file),
+                        size=p.size, latency_key=f"/{p.kind}/{p.key}{p.path}")
+              for p in real_pages(data, heavy) if f"{p.kind}:{p.key}" not in served]
+    return [p for p in pages if p.kind in kinds and f"{p.kind}:{p.key}" not in drop]
+
+
+def _corpus_sources() -> set[str]:
+    """``kind:key`` of the Readability and Postlight pages the corpus already serves."""
+    served = set()
+    for doc in Corpus.load(REPO / "tests" / "data" / "corpus").docs:
+        kind, _, file = doc.source.partition(":")
+        if kind == "readability" and file.endswith("/source.html"):
+            served.add(f"readability:{file.rsplit('/', 2)[-2]}")
+        elif kind == "postlight":
+            served.add(f"postlight:{file.rsplit('/', 1)[-1].removesuffix('.html')}")
+    return served
+
+
+def _light_pages(data: Path) -> list[PageEntry]:
     pages: list[PageEntry] = []
     corpus_file = data / "hotpotqa" / "hotpotqa_train_corpus.json"
     if corpus_file.is_file():
@@ -115,7 +156,8 @@ def _load_pages(data: Path) -> list[PageEntry]:
         for title, sentences in paragraphs.items():
             pages.append(PageEntry(
                 "hotpotqa", title, title, "".join(sentences).strip(), f"/wiki/{_slug(title)}",
-                body=partial(_wiki_page, title, sentences)))
+                body=partial(_wiki_page, title, sentences),
+                size=len(_wiki_page(title, sentences))))
     corpus = Corpus.load(REPO / "tests" / "data" / "corpus")
     seen_urls: set[str] = set()
     for doc in corpus.docs:
@@ -123,7 +165,7 @@ def _load_pages(data: Path) -> list[PageEntry]:
             seen_urls.add(doc.original_url.split("?")[0].rstrip("/"))
         pages.append(PageEntry("corpus", doc.id, doc.title, doc.text, doc.path,
                                body=partial(corpus.body, doc.file),
-                               content_type=doc.content_type))
+                               content_type=doc.content_type, size=len(corpus.body(doc.file))))
     aeb = data / "aeb"
     if (aeb / "ground-truth.json").is_file():
         truth: dict[str, dict[str, str]] = json.loads(
@@ -141,14 +183,12 @@ def _load_pages(data: Path) -> list[PageEntry]:
             path = urlsplit(str(entry.get("url", ""))).path or f"/{page_id}"
             pages.append(PageEntry("aeb", page_id, " ".join(title.split())[:200],
                                    str(entry.get("articleBody", "")), path,
-                                   body=partial(_gunzip, file)))
+                                   body=partial(_gunzip, file), size=len(raw)))
     return pages
 
 
 def _address(kind: str, index: int) -> str:
-    if kind == "hotpotqa":
-        return f"127.1.{index // 250}.{index % 250 + 1}"
-    return f"127.{2 if kind == 'corpus' else 3}.{index // 250}.{index % 250 + 1}"
+    return f"127.{KINDS[kind]}.{index // 250}.{index % 250 + 1}"
 
 
 @dataclass
@@ -198,9 +238,12 @@ class _Timed(Response):
 class World:
     """The pages, the search index and the model; :meth:`app` is the ASGI app."""
 
-    def __init__(self, latency: Latency, data: Path | None = None) -> None:
+    def __init__(self, latency: Latency, data: Path | None = None,
+                 kinds: tuple[str, ...] = tuple(KINDS), drop: frozenset[str] = frozenset()
+                 ) -> None:
         self.state = _State(latency)
-        self.pages = _load_pages(data or data_dir())
+        self.pages = _load_pages(data or data_dir(), kinds, drop)
+        self.by_url: dict[str, PageEntry] = {}
         self.sites: dict[tuple[str, int], PageEntry] = {}
         self.main: tuple[str, int] = ("", 0)
         self.llm = ScriptedLLM(models=[MODEL])
@@ -247,6 +290,7 @@ class World:
             key = self._listen(_address(page.kind, n))
             self.sites[key] = page
             page.url = f"http://{key[0]}:{key[1]}{page.path}"
+            self.by_url[page.url] = page
             entries.append(IndexEntry(page.url, page.title, page.text))
         self.index = SearchIndex(entries)
 
@@ -283,7 +327,7 @@ class World:
 
     async def _page(self, page: PageEntry, scope: Scope, receive: Receive, send: Send) -> None:
         start = time.time()
-        seconds = self.state.latency.page(page.path)
+        seconds = self.state.latency.page(page.latency_key)
         left = await _hold(seconds, receive)
         if not left:
             await Response(page.body(), media_type=page.content_type)(scope, receive, send)
@@ -310,8 +354,13 @@ class World:
                     self.state.log.clear()
             return JSONResponse(log)
         if path == "/_bench/pages":
-            return JSONResponse([{"url": p.url, "kind": p.kind, "key": p.key, "title": p.title}
-                                 for p in self.pages])
+            return JSONResponse([{"url": p.url, "kind": p.kind, "key": p.key, "title": p.title,
+                                  "size": p.size} for p in self.pages])
+        if path == "/_bench/body":  # for timing extraction outside a run: no latency
+            page = self.by_url.get(params.get("url", ""))
+            if page is None:
+                return Response("no such page", status_code=404)
+            return Response(page.body(), media_type=page.content_type)
         if path == "/_bench/scale":
             self.state.latency = replace(self.state.latency, scale=float(params["value"]))
             return JSONResponse({"scale": self.state.latency.scale})
@@ -325,9 +374,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--ttft", type=float, default=Latency.ttft)
     parser.add_argument("--tokens-per-s", type=float, default=Latency.tokens_per_s)
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help=f"the page sets to serve, comma-separated (of {', '.join(KINDS)})")
+    parser.add_argument("--drop", action="append", default=[], metavar="KIND:KEY",
+                        help="leave this page out (repeatable)")
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in args.kinds.split(",") if k)
+    if unknown := [k for k in kinds if k not in KINDS]:
+        parser.error(f"unknown kinds: {', '.join(unknown)}")
     world = World(Latency(seed=args.seed, scale=args.scale, ttft=args.ttft,
-                          tokens_per_s=args.tokens_per_s))
+                          tokens_per_s=args.tokens_per_s), kinds=kinds, drop=frozenset(args.drop))
     world.bind()
     config = uvicorn.Config(world.app, lifespan="off", log_config=None, log_level="warning",
                             access_log=False, http="h11", ws="none", loop="asyncio",

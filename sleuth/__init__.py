@@ -10,18 +10,20 @@ stays fast; the heavy libraries load when a research starts.
 
 from __future__ import annotations
 
+import sys
+import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sleuth._version import __version__
 
 _EXPORTS = {
-    "research": "sleuth.pipeline",
+    "research": "sleuth.research.quick",
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
-    "research_sync": "sleuth.pipeline",
-    "extract": "sleuth.fetch",
-    "Extracted": "sleuth.fetch",
+    "research_sync": "sleuth.research.quick",
+    "extract": "sleuth.extract",
+    "Extracted": "sleuth.extract",
     "fetch_page": "sleuth.fetch",
     "Settings": "sleuth.settings",
     "load_settings": "sleuth.settings",
@@ -44,7 +46,7 @@ _EXPORTS = {
     "BlockedURLError": "sleuth.errors",
     "LLMError": "sleuth.errors",
     "LLMAuthError": "sleuth.errors",
-    "WorkspaceError": "sleuth.agent",
+    "WorkspaceError": "sleuth.errors",
     "CitationCheck": "sleuth.models",
 }
 
@@ -83,7 +85,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from sleuth.agent import AgentResult, WorkspaceError, web_search
+    from sleuth.agent import AgentResult, web_search
     from sleuth.errors import (
         BlockedURLError,
         ConfigError,
@@ -92,8 +94,10 @@ if TYPE_CHECKING:
         LLMError,
         ProviderError,
         SleuthError,
+        WorkspaceError,
     )
-    from sleuth.fetch import Extracted, extract, fetch_page
+    from sleuth.extract import Extracted, extract
+    from sleuth.fetch import fetch_page
     from sleuth.models import (
         CitationCheck,
         Failure,
@@ -105,10 +109,29 @@ if TYPE_CHECKING:
         Source,
         Stats,
     )
-    from sleuth.pipeline import research, research_sync
     from sleuth.progress import Event, EventStream
+    from sleuth.research.quick import research, research_sync
     from sleuth.search.base import SearchProvider, register
     from sleuth.settings import Settings, load_settings
+
+
+class _Sleuth(types.ModuleType):
+    """The ``sleuth`` module: ``sleuth.research`` and ``sleuth.extract`` stay functions.
+
+    The research drivers live in the package ``sleuth.research``, extraction in
+    ``sleuth.extract``; importing one makes the import system bind the package as the
+    attribute of the same name of ``sleuth``, over the public function. That binding is
+    refused here: the package is still imported, found in ``sys.modules`` and by
+    ``from sleuth.research import quick``.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Sleuth
 
 
 def __getattr__(name: str) -> Any:

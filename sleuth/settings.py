@@ -505,6 +505,18 @@ def load_settings(
         raise ConfigError(describe_validation_error(exc)) from None
 
 
+def with_options(settings: Settings | None, options: Mapping[str, Any]) -> Settings:
+    """``options`` (settings fields) applied over ``settings``, or over the environment when
+    ``settings`` is None: how every entry point (research, agent, the web page) takes
+    keyword options. What ``settings`` had set stays set; its defaults stay defaults, so
+    that what a run records and what documents mode implies read the same either way."""
+    if settings is None:
+        return load_settings(options)
+    if not options:
+        return settings
+    return load_settings({**settings.model_dump(exclude_unset=True), **options}, env={})
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """One line naming the first bad option as the user typed it."""
     err = exc.errors()[0]

@@ -541,6 +541,25 @@ async def test_bad_input_is_a_config_error(web: OfflineWeb, llm: ScriptedLLM,
     assert llm.requests == []
 
 
+@pytest.mark.parametrize(("window", "reply_tokens"), [(None, 1024), (32768, 4096)])
+async def test_a_local_ollama_gets_the_context_window_asked_for(
+        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        window: int | None, reply_tokens: int) -> None:
+    """With no model configured, agent mode finds Ollama as a research does, and with it
+    the same settings: --context-window 32768 was ignored (4096, Ollama's own default)."""
+    with ScriptedLLM.serve(models=["llama3.2:3b"]) as ollama:
+        Script(ollama).calls(("all_finished", {"result": "done"}))
+        monkeypatch.setenv("OLLAMA_HOST", ollama.root_url.removeprefix("http://"))
+        options = {k: v for k, v in agent_options(web, ollama, tmp_path / "h").items()
+                   if k not in ("base_url", "model")}
+        result = await web_search("Titan?", context_window=window, **options)
+    assert result.status == "finished"
+    [request] = ollama.requests
+    assert request.model == "llama3.2:3b"
+    # The agent keeps a quarter of the context (at most 4096 tokens) for each reply.
+    assert request.body["max_tokens"] == reply_tokens
+
+
 async def test_old_tool_results_are_dropped_to_fit_a_small_context(
         web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
     docs = web.docs[:3]

@@ -18,11 +18,11 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from sleuth.caching import StorePageCache
 from sleuth.cli import run
 from sleuth.fetch import Fetcher
 from sleuth.models import FetchFailure, Page
-from sleuth.session import run_options
+from sleuth.research.cached import StorePageCache
+from sleuth.research.recorder import run_options
 from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb

@@ -13,7 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sleuth.caching import (
+from sleuth.extract.documents import DocumentExtractor
+from sleuth.fetch import Fetcher
+from sleuth.llm.client import LLMClient
+from sleuth.llm.config import LLMConfig
+from sleuth.models import FetchFailure, Page, Quality, SearchHit
+from sleuth.research.cached import (
     TRANSIENT_FAILURE_TTL_S,
     CachedProvider,
     DocumentReader,
@@ -21,13 +26,9 @@ from sleuth.caching import (
     StoreReplyCache,
     failure_ttl,
 )
-from sleuth.fetch import Fetcher
-from sleuth.llm.client import LLMClient
-from sleuth.llm.config import LLMConfig
-from sleuth.models import FetchFailure, Page, Quality, SearchHit
-from sleuth.rank import rank
 from sleuth.search.base import ProviderFailure, SearchProvider
 from sleuth.settings import Settings
+from sleuth.stages.rank import rank
 from sleuth.store import Store, file_url, index_folder
 from sleuth.testing.llm import ScriptedLLM
 
@@ -228,7 +229,7 @@ def folder(tmp_path: Path) -> Path:
 
 async def test_file_urls_are_read_from_the_index_only_inside_the_folder(
         store: Store, folder: Path) -> None:
-    report = index_folder(store, folder)
+    report = index_folder(store, folder, DocumentExtractor())
     reader = DocumentReader(store, report.folder, max_chars=30_000)
     transport = httpx.MockTransport(lambda request: pytest.fail(f"network: {request.url}"))
     inside = file_url(report.folder / "wal.md")

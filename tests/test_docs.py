@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,16 @@ import httpx
 import pytest
 
 from sleuth.errors import ConfigError, ProviderError
+from sleuth.extract import documents
+from sleuth.extract.documents import DocumentExtractor
 from sleuth.search import build_providers, get_provider, run_searches
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
 from sleuth.store import Store, file_url, index_folder, search_docs
-from sleuth.store import docs as docs_module
 from sleuth.store.docs import fts_query, get_doc, path_from_file_url
+
+#: Reads the folder's files in this process (no worker pool, no limits).
+READ = DocumentExtractor()
 
 DATA = Path(__file__).parent / "data" / "docs"
 
@@ -102,7 +105,7 @@ def _names(hits: list[Any]) -> list[str]:
 # ---------------------------------------------------------------- indexing
 
 def test_folder_is_indexed_and_a_corrupt_pdf_is_reported(store: Store, folder: Path) -> None:
-    report = index_folder(store, folder)
+    report = index_folder(store, folder, READ)
     assert (report.added, report.updated, report.unchanged, report.removed) == (5, 0, 0, 0)
     [(failed_path, reason)] = report.failed
     assert failed_path == str(folder.resolve() / "broken.pdf")
@@ -127,7 +130,7 @@ def test_unreadable_file_is_reported_and_the_rest_indexed(store: Store, folder: 
     try:
         if os.access(secret, os.R_OK):
             pytest.skip("running as a user that chmod cannot lock out (root)")
-        report = index_folder(store, folder)
+        report = index_folder(store, folder, READ)
     finally:
         secret.chmod(0o600)
     assert (str(folder.resolve() / "private.txt"), "permission denied") in report.failed
@@ -145,7 +148,7 @@ def test_read_error_on_one_file_is_not_fatal(store: Store, folder: Path,
         return real(self)
 
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
-    report = index_folder(store, folder)
+    report = index_folder(store, folder, READ)
     assert (str(folder.resolve() / "kelp.txt"), "permission denied") in report.failed
     assert report.added == 4
     assert search_docs(store, "kelp photosynthesis", 5) == []
@@ -153,16 +156,16 @@ def test_read_error_on_one_file_is_not_fatal(store: Store, folder: Path,
 
 def test_reindex_reads_only_what_changed(store: Store, folder: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    index_folder(store, folder)
+    index_folder(store, folder, READ)
     extracted: list[str] = []
-    real_extract = docs_module._extract
+    real_extract = documents.extract_document
 
-    def spy(path: Path, data: bytes) -> Any:
+    def spy(path: Path, data: bytes, *args: Any) -> Any:
         extracted.append(path.name)
-        return real_extract(path, data)
+        return real_extract(path, data, *args)
 
-    monkeypatch.setattr(docs_module, "_extract", spy)
-    again = index_folder(store, folder)
+    monkeypatch.setattr(documents, "extract_document", spy)
+    again = index_folder(store, folder, READ)
     assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 5, 0)
     assert extracted == ["broken.pdf"]  # only the failed file is tried again
 
@@ -170,7 +173,7 @@ def test_reindex_reads_only_what_changed(store: Store, folder: Path,
     _write(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership checker"))
     _bump_mtime(folder / "notes.md")
     _bump_mtime(folder / "kelp.txt")  # touched, same bytes: re-hashed, not re-extracted
-    changed = index_folder(store, folder)
+    changed = index_folder(store, folder, READ)
     assert (changed.added, changed.updated, changed.unchanged, changed.removed) == (0, 1, 4, 0)
     assert sorted(extracted) == ["broken.pdf", "notes.md"]
     assert _names(search_docs(store, "ownership checker", 3))[0] == "notes.md"
@@ -178,10 +181,10 @@ def test_reindex_reads_only_what_changed(store: Store, folder: Path,
 
 
 def test_deleted_and_new_files_are_followed(store: Store, folder: Path) -> None:
-    index_folder(store, folder)
+    index_folder(store, folder, READ)
     (folder / "kelp.txt").unlink()
     _write(folder / "sub" / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
-    report = index_folder(store, folder)
+    report = index_folder(store, folder, READ)
     assert (report.added, report.updated, report.unchanged, report.removed) == (1, 0, 4, 1)
     assert search_docs(store, "kelp", 5) == []
     assert _names(search_docs(store, "magma", 5)) == ["volcano.md"]
@@ -189,21 +192,10 @@ def test_deleted_and_new_files_are_followed(store: Store, folder: Path) -> None:
 
 def test_missing_or_unusable_folder_is_a_config_error(store: Store, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
-        index_folder(store, tmp_path / "nowhere")
+        index_folder(store, tmp_path / "nowhere", READ)
     a_file = _write(tmp_path / "file.txt", "x")
     with pytest.raises(ConfigError, match="not a folder"):
-        index_folder(store, a_file)
-
-
-def test_without_the_fetch_extractors_the_fallbacks_work(store: Store, folder: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "sleuth.fetch.extract", None)  # import now fails
-    report = index_folder(store, folder)
-    assert report.added == 5 and [Path(p).name for p, _ in report.failed] == ["broken.pdf"]
-    html = get_doc(store, folder.resolve() / "guide.html")
-    assert html is not None and html.title == "Sourdough baking guide"
-    assert "wild yeast" in html.text
-    assert _names(search_docs(store, "quality assurance", 1)) == ["module.pdf"]
+        index_folder(store, a_file, READ)
 
 
 # ---------------------------------------------------------------- searching
@@ -217,7 +209,7 @@ def test_without_the_fetch_extractors_the_fallbacks_work(store: Store, folder: P
 ])
 def test_search_ranks_the_right_file_first(store: Store, folder: Path, query: str,
                                            best: str) -> None:
-    index_folder(store, folder)
+    index_folder(store, folder, READ)
     hits = search_docs(store, query, 5)
     assert _names(hits)[0] == best
     assert hits[0].snippet and hits[0].score > 0
@@ -225,7 +217,7 @@ def test_search_ranks_the_right_file_first(store: Store, folder: Path, query: st
 
 
 def test_query_syntax_in_user_text_is_harmless(store: Store, folder: Path) -> None:
-    index_folder(store, folder)
+    index_folder(store, folder, READ)
     for query in ('NEAR("sourdough" AND', "kelp* OR -", 'title:"tides', "(moon)) ^"):
         assert search_docs(store, query, 5), query
     for query in ("", "   ", "?!*()\"'", "--"):
@@ -238,8 +230,8 @@ def test_search_can_be_limited_to_one_folder(store: Store, folder: Path,
                                              tmp_path: Path) -> None:
     other = tmp_path / "other"
     _write(other / "bread.md", "# Rye bread\nSourdough rye needs a long fermentation.")
-    index_folder(store, folder)
-    index_folder(store, other)
+    index_folder(store, folder, READ)
+    index_folder(store, other, READ)
     assert set(_names(search_docs(store, "sourdough", 10))) == {"guide.html", "bread.md"}
     assert _names(search_docs(store, "sourdough", 10, folder=other)) == ["bread.md"]
     assert _names(search_docs(store, "sourdough", 10, folder=folder)) == ["guide.html"]

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from sleuth.cli import run
+from sleuth.extract import documents
 from sleuth.store import Store
-from sleuth.store import docs as docs_module
 from sleuth.testing import OfflineWeb
 
 DATA = Path(__file__).parent / "data" / "docs"
@@ -145,13 +145,13 @@ def test_a_changed_file_is_the_only_one_read_again(folder: Path, tmp_path: Path,
     os.utime(starter, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
 
     read: list[str] = []
-    real_extract = docs_module._extract
+    real_extract = documents.extract_document
 
-    def spy(path: Path, data: bytes) -> Any:
+    def spy(path: Path, data: bytes, *args: Any) -> Any:
         read.append(path.name)
-        return real_extract(path, data)
+        return real_extract(path, data, *args)
 
-    monkeypatch.setattr(docs_module, "_extract", spy)
+    monkeypatch.setattr(documents, "extract_document", spy)
     second = research_docs(folder, home, tmp_path / "second.json")
     assert read == ["starter.md"]
     assert "every Sunday with rye flour" in second["markdown"], "the new text was not used"

@@ -17,7 +17,7 @@ import pytest
 import sleuth
 from sleuth.cli import run
 from sleuth.models import SearchHit
-from sleuth.plan import rule_queries
+from sleuth.stages.plan import rule_queries
 from sleuth.testing import OfflineWeb
 
 # What each misbehaving page must be reported as, in the report's Gaps.

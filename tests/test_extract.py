@@ -12,15 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.extract import ExtractError, decode_body, looks_binary, normalize_text, truncate_text
+from sleuth.extract.workers import run_in_extraction_thread
 from sleuth.fetch import Extracted, extract, pdf_text
-from sleuth.fetch.extract import (
-    ExtractError,
-    decode_body,
-    looks_binary,
-    normalize_text,
-    run_in_extraction_thread,
-    truncate_text,
-)
 
 DATA = Path(__file__).parent / "data" / "extract"
 CASES: dict[str, dict[str, object]] = json.loads((DATA / "cases.json").read_text())
@@ -99,7 +93,7 @@ def test_title_and_date_do_not_depend_on_trafilatura_finding_text(
     on a page where trafilatura finds no text (a Discourse thread, here made to
     fail), the report still shows the og:title, not the ``<title>`` with the
     site's suffixes, and the published time."""
-    extract_module = importlib.import_module("sleuth.fetch.extract")
+    extract_module = importlib.import_module("sleuth.extract.html")
 
     def no_text(*args: object) -> tuple[str, str]:
         raise ValueError("discarding data")
@@ -225,7 +219,7 @@ def test_react_streamed_parts_are_read_where_the_script_puts_them(target: str, s
 
 def test_a_streamed_segment_inside_its_own_placeholder_loses_nothing() -> None:
     """Only a hostile page nests them so; both texts are still read, nothing raises."""
-    from sleuth.fetch.extract import without_hidden
+    from sleuth.extract.html import without_hidden
 
     for page in ('<div id="P:1"><p>Placeholder text.</p><div hidden id="S:1"><p>Streamed'
                  ' text.</p></div></div>',
@@ -414,9 +408,9 @@ def test_menus_are_never_kept_whatever_the_model_says(monkeypatch: pytest.Monkey
     prose the model keeps there stays (some sites wrap their whole content in one)."""
     import numpy as np
 
-    from sleuth.fetch import _extractors
+    from sleuth.extract import model
 
-    monkeypatch.setattr(_extractors, "scores", lambda matrix: np.full(len(matrix), 0.99))
+    monkeypatch.setattr(model, "scores", lambda matrix: np.full(len(matrix), 0.99))
     html = ("<html><body><nav><ul><li><a href='/'>Home page</a></li>"
             "<li><a href='/pricing'>Pricing and plans</a></li></ul></nav>"
             "<div role='menu'><a href='/a'>Account settings</a></div>"
@@ -451,9 +445,9 @@ def sure_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """A block model sure of every block (0.95), so only the rules decide."""
     import numpy as np
 
-    from sleuth.fetch import _extractors
+    from sleuth.extract import model
 
-    monkeypatch.setattr(_extractors, "scores", lambda matrix: np.full(len(matrix), 0.95))
+    monkeypatch.setattr(model, "scores", lambda matrix: np.full(len(matrix), 0.95))
 
 
 @pytest.mark.usefixtures("sure_model")
@@ -564,12 +558,12 @@ def test_extraction_bench_skips_cleanly_without_its_data(tmp_path: Path) -> None
 
 
 def test_a_failing_block_model_falls_back_to_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sleuth.fetch import _extractors
+    from sleuth.extract import blocks
 
     def broken(*args: object, **kwargs: object) -> None:
         raise IndexError("hostile page")
 
-    monkeypatch.setattr(_extractors, "features", broken)
+    monkeypatch.setattr(blocks, "features", broken)
     html, truth = load("ars-1")
     result = extract(html)
     assert recall(result.text, truth) >= 0.8 and result.title
@@ -579,7 +573,7 @@ def test_each_page_gets_the_cutoff_that_suits_it() -> None:
     """A grid of items the model is lukewarm about is kept; a clear article body stays clean."""
     import numpy as np
 
-    from sleuth.fetch._extractors import best_keep
+    from sleuth.extract.model import best_keep
 
     # A category page: menu links the model rejects, twelve product cards it rates 0.35.
     grid = np.array([0.05, 0.08] + [0.35] * 12 + [0.1])
@@ -619,12 +613,12 @@ def test_training_labels_follow_the_truth_in_page_order(monkeypatch: pytest.Monk
 def test_the_shipped_block_model_reads_the_features_sleuth_computes() -> None:
     """The trees are package data: they load, and every split tests a column that exists
     (a model trained on another feature layout would silently read the wrong columns)."""
-    from sleuth.fetch import _extractors
+    from sleuth.extract import blocks, model
 
-    _extractors._MODELS.clear()
-    models = _extractors._load_models()
+    model._MODELS.clear()
+    models = model._load_models()
     feature = models["trees"][0]
-    assert 0 < feature.max() < _extractors.N_FEATURES
+    assert 0 < feature.max() < blocks.N_FEATURES
     assert 0.0 < models["cutoff"][0] < 1.0
     html, truth = load("ars-1")
     assert recall(extract(html).text, truth) >= 0.9
@@ -643,7 +637,7 @@ def test_retrained_trees_route_a_block_on_the_threshold_as_they_were_trained(
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     from bench._fit_blocks import write_model
-    from sleuth.fetch._extractors import _trees, predict
+    from sleuth.extract.model import _trees, predict
 
     node = np.dtype([("is_leaf", "u1"), ("feature_idx", "u4"), ("num_threshold", "f8"),
                      ("left", "u4"), ("right", "u4"), ("value", "f8"), ("depth", "u4")])

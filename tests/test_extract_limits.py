@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 import sleuth
+from sleuth.extract.workers import ExtractLimits, run_bounded, shutdown, start_pool
 from sleuth.fetch import extract
-from sleuth.fetch.workers import ExtractLimits, run_bounded, shutdown, start_pool
 from sleuth.models import Report
 from sleuth.testing import OfflineWeb
 
@@ -68,7 +68,10 @@ def test_a_page_is_read_up_to_its_element_limit() -> None:
 def test_a_page_over_the_memory_limit_is_a_gap_and_the_run_goes_on(web: OfflineWeb) -> None:
     url = web.hostile["div_flood"]
     report = research(web, "div_flood", extract_memory_mb=20)
-    assert gap_reason(report, url) == "too complex to extract: needed over 20 MB"
+    # libxml2 may abort() on a failed allocation instead of reporting it: either way the
+    # page is a gap with a reason, and the run goes on.
+    assert gap_reason(report, url) in ("too complex to extract: needed over 20 MB",
+                                       "extraction crashed (signal 6)")
     assert url in report.markdown.split("## Gaps", 1)[1]
     assert report.sources, "the other pages were still read"
 
@@ -135,7 +138,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     script = tmp_path / "top_level.py"
     script.write_text(
         "import asyncio, os\n"
-        "from sleuth.fetch.workers import ExtractLimits, run_bounded\n"
+        "from sleuth.extract.workers import ExtractLimits, run_bounded\n"
         "print('script ran', flush=True)\n"
         "pid = asyncio.run(run_bounded(os.getpid, limits=ExtractLimits(workers=2)))\n"
         "print('worker is another process:', pid != os.getpid(), flush=True)\n")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from sleuth.cli import run
-from sleuth.html import render_fragment, render_html, report_from_data
 from sleuth.models import Failure, Quality, Report, Source, Stats
+from sleuth.report.html import render_fragment, render_html, report_from_data
+from sleuth.stages.write import confidence, render_markdown
 from sleuth.testing import OfflineWeb
-from sleuth.write import confidence, render_markdown
 
 
 class Parsed(HTMLParser):

@@ -31,8 +31,7 @@ import pytest
 import sleuth
 from sleuth.agent import web_search
 from sleuth.agent.workspace import MAX_FILE_BYTES
-from sleuth.fetch import fetcher as fetcher_module
-from sleuth.fetch.extract import Extracted
+from sleuth.extract import Extracted, content
 from sleuth.models import Report
 from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb
@@ -62,7 +61,7 @@ def poison_pages(monkeypatch: pytest.MonkeyPatch, hosts: set[str] | None = None)
     """Every page (or those on ``hosts``) carries INJECTION after its own main text."""
     # The poisoned extract exists in this process only: extract here, not in workers.
     monkeypatch.setenv("SLEUTH_EXTRACT_WORKERS", "0")
-    real = fetcher_module.extract
+    real = content.extract
 
     def extract(html: str | bytes, url: str | None = None) -> Extracted:
         got = real(html, url)
@@ -70,7 +69,7 @@ def poison_pages(monkeypatch: pytest.MonkeyPatch, hosts: set[str] | None = None)
             return got.model_copy(update={"text": f"{got.text}\n\n{INJECTION}"})
         return got
 
-    monkeypatch.setattr(fetcher_module, "extract", extract)
+    monkeypatch.setattr(content, "extract", extract)
 
 
 class ObedientResearcher(ScriptedResearcher):

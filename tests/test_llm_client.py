@@ -17,7 +17,14 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam
 
-from sleuth.errors import ConfigError, SleuthError
+from sleuth.errors import (
+    ConfigError,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnavailableError,
+    SleuthError,
+)
 from sleuth.llm.client import LLMClient, LLMReply, parse_retry_after
 from sleuth.llm.config import (
     DEFAULT_OPENAI_MODEL,
@@ -27,8 +34,8 @@ from sleuth.llm.config import (
     ollama_url,
     resolve_config,
 )
-from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, LLMUnavailableError
 from sleuth.progress import Event
+from sleuth.settings import load_settings
 from sleuth.testing.llm import ScriptedLLM
 
 USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "What is OAuth?"}]
@@ -356,8 +363,10 @@ async def test_endpoint_matches_rules_and_reports_exhaustion(llm: ScriptedLLM) -
 def test_resolve_config_from_env_and_settings() -> None:
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/", "SLEUTH_MODEL": "qwen2.5:7b",
            "SLEUTH_PLAN_MODEL": "small", "SLEUTH_REPORT_MODEL": "big"}
-    config = resolve_config({"report_model": "bigger", "timeout": 5.0, "llm_concurrency": 3},
-                            env)
+    # The variables reach the model's configuration through the settings table.
+    settings = load_settings({"report_model": "bigger", "timeout": 5.0, "llm_concurrency": 3},
+                             env)
+    config = resolve_config(settings, env)
     assert config is not None
     assert config.base_url == "http://127.0.0.1:8000/v1" and config.api_key is None
     assert config.model_for("plan") == "small" and config.model_for("summarize") == "qwen2.5:7b"

@@ -2,7 +2,7 @@
 
 A model server can send bytes that are not UTF-8, truncated or absurdly nested JSON,
 a body that never ends or drips one byte at a time, or nothing for an hour. Each must
-end as an :class:`~sleuth.llm.errors.LLMError` (so its stage falls back, with the reason
+end as an :class:`~sleuth.errors.LLMError` (so its stage falls back, with the reason
 in the report's Gaps), never as a crash, unbounded memory, or a run that outlives
 ``--llm-timeout`` and ``--max-time``. The server (``ScriptedLLM.misbehave``) records
 each request whose client closed the connection before the reply was complete.
@@ -26,9 +26,9 @@ from starlette.responses import Response
 
 import sleuth
 from sleuth.cli import run
+from sleuth.errors import LLMUnavailableError, ParseError
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
-from sleuth.llm.errors import LLMUnavailableError, ParseError
 from sleuth.models import Report
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sleuth.llm.errors import LLMError, ParseError
+from sleuth.errors import LLMError, ParseError
 from sleuth.llm.parse import (
     expect_indices,
     expect_list,

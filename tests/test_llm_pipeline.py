@@ -25,8 +25,8 @@ from starlette.responses import JSONResponse, Response
 import sleuth
 from sleuth.cli import run
 from sleuth.models import Report
-from sleuth.plan import SAME_PAGES
 from sleuth.progress import Event
+from sleuth.stages.plan import SAME_PAGES
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import RecordedRequest, ScriptedLLM
 from sleuth.testing.researcher import MARKERS, ScriptedResearcher, section

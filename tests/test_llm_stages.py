@@ -9,19 +9,18 @@ from typing import Any
 
 import pytest
 
-from sleuth._gather import Waits
 from sleuth.budget import Budget
-from sleuth.check import Evidence, check_citations, footer, lexical_support
 from sleuth.errors import ConfigError
 from sleuth.lang import SAME_AS_QUESTION, language_name
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
-from sleuth.pipeline import gather_pages
-from sleuth.read import PageReader, passages_within
-from sleuth.select import merge_picks, select_candidates
+from sleuth.research.gather import Waits, gather_pages
 from sleuth.settings import load_settings
+from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
+from sleuth.stages.read import PageReader, passages_within
+from sleuth.stages.select import merge_picks, select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import MARKERS, section
 from sleuth.urls import canonicalize

@@ -25,6 +25,7 @@ from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, TextContent
 import sleuth.mcp_server as mcp_server
 from sleuth.cli import run
 from sleuth.progress import Event
+from sleuth.research import quick
 from sleuth.settings import Settings, load_settings
 from sleuth.testing import OfflineWeb
 
@@ -269,7 +270,7 @@ async def test_arguments_are_checked_strictly_against_the_advertised_schema(
 
 async def test_max_sources_is_capped_at_ten_as_grip_does(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sleuth.pipeline import research
+    from sleuth.research.quick import research
 
     asked: dict[str, Any] = {}
 
@@ -277,7 +278,7 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
         asked.update(kwargs)
         return await research(topic, settings=kwargs["settings"], depth=1, max_sources=1)
 
-    monkeypatch.setattr("sleuth.pipeline.research", fake_research)
+    monkeypatch.setattr(quick, "research", fake_research)
     async with in_memory(offline_settings(web)) as client:
         result = await client.call_tool("web_research", {"topic": web.topics[0].question,
                                                          "depth": 3, "max_sources": 50})

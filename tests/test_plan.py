@@ -2,7 +2,7 @@
 
 import pytest
 
-from sleuth.plan import make_plan, rule_queries, whole_question
+from sleuth.stages.plan import make_plan, rule_queries, whole_question
 
 
 def test_depth_one_is_question_and_what_is() -> None:

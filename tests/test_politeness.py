@@ -12,7 +12,6 @@ import socket
 from collections import Counter
 from collections.abc import Callable
 from urllib.parse import urlsplit
-from urllib.robotparser import RobotFileParser
 
 import httpx
 import pytest
@@ -23,9 +22,10 @@ import sleuth
 import sleuth.mcp_server as mcp_server
 from sleuth.errors import BlockedURLError, ConfigError
 from sleuth.fetch import Fetcher, fetch_page
-from sleuth.fetch.fetcher import DEFAULT_USER_AGENT, CachedResult, Validators
+from sleuth.fetch.cache import CachedResult, Validators
+from sleuth.fetch.fetcher import DEFAULT_USER_AGENT
 from sleuth.fetch.guard import DomainRules, check_url
-from sleuth.fetch.robots import ROBOTS_MAX_BYTES
+from sleuth.fetch.politeness import ROBOTS_MAX_BYTES, Robots
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.testing import OfflineWeb
@@ -305,11 +305,8 @@ async def test_a_robots_txt_that_never_answers_costs_a_short_wait_and_allows() -
     assert fetcher.robots_notes == {"https://slow.example": "robots.txt timed out"}
 
 
-async def test_robotparser_never_fetches_by_itself(monkeypatch: pytest.MonkeyPatch) -> None:
-    def no_network(self: RobotFileParser) -> None:
-        raise AssertionError("RobotFileParser.read() reached for the network")
-
-    monkeypatch.setattr(RobotFileParser, "read", no_network)
+async def test_robots_rules_come_from_the_fetchers_own_request() -> None:
+    """The parser is only ever given text: robots.txt is one request of the guarded client."""
     asked: list[str] = []
     transport = robots_site(lambda r: httpx.Response(200, text="User-agent: *\nDisallow: /"),
                             asked)
@@ -330,10 +327,28 @@ async def test_a_robots_refusal_is_not_cached() -> None:
 
 
 def test_the_default_user_agent_names_sleuth_for_robots_txt() -> None:
-    parser = RobotFileParser()
-    parser.parse(["User-agent: sleuth", "Disallow: /"])
-    parser.modified()
-    assert not parser.can_fetch(DEFAULT_USER_AGENT, "https://example.org/page")
+    robots = Robots.parse("User-agent: sleuth\nDisallow: /\n")
+    assert not robots.allows("https://example.org/page", DEFAULT_USER_AGENT)
+    # Only the first token of the header counts: a group for a word of sleuth's URL
+    # ("github") is another robot's.
+    other = Robots.parse("User-agent: github\nDisallow: /\n")
+    assert other.allows("https://example.org/page", DEFAULT_USER_AGENT)
+
+
+@pytest.mark.parametrize(("path", "allowed"), [
+    ("/papers/report.pdf", False),     # "*" and "$": every PDF, wherever it is
+    ("/papers/report.pdf?x=1", True),  # "$" anchors the end: this is not a .pdf URL
+    ("/docs/guide", False),
+    ("/docs/public/guide", True),      # the longest matching rule wins, not the first
+    ("/search?q=moon", False),         # "*" inside a rule
+    ("/searching", True),
+])
+def test_robots_rules_with_wildcards_and_the_longest_match(path: str, allowed: bool) -> None:
+    """Google's rules (RFC 9309): the standard library's parser knew no wildcards and let
+    the first matching line win, so it allowed every PDF and refused /docs/public/."""
+    robots = Robots.parse("User-agent: *\nDisallow: /*.pdf$\nDisallow: /docs/\n"
+                          "Allow: /docs/public/\nDisallow: /search*q=\n")
+    assert robots.allows(f"https://site.example{path}", DEFAULT_USER_AGENT) is allowed
 
 
 # ---------------------------------------------------------------- domain lists

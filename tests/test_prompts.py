@@ -7,7 +7,7 @@ from importlib.resources import files
 
 import pytest
 
-from sleuth.llm.errors import LLMError, PromptError
+from sleuth.errors import LLMError, PromptError
 from sleuth.llm.prompts import PROMPT_NAMES, load, placeholders, render, render_messages
 
 # The values each prompt needs: the contract the pipeline stages code against.

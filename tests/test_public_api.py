@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -69,6 +71,35 @@ def test_exception_tree() -> None:
     assert issubclass(sleuth.WorkspaceError, sleuth.SleuthError)
     error = sleuth.BlockedURLError("http://10.0.0.1/", "private address")
     assert (error.url, error.reason) == ("http://10.0.0.1/", "private address")
+
+
+@pytest.mark.parametrize("statement", [
+    "import sleuth.errors", "from sleuth.errors import LLMError, StoreError, WorkspaceError",
+    "import sleuth.llm", "from sleuth.llm import tokens, models_table"])
+def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: str) -> None:
+    """Catching a sleuth error, or naming the LLM layer, costs no httpx, pydantic or openai."""
+    code = f"import sys; {statement}; print(sorted(m for m in ('httpx', 'pydantic', 'openai') " \
+           "if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_sleuth_research_and_extract_stay_functions_once_their_packages_load() -> None:
+    """The drivers' package is sleuth.research and extraction's is sleuth.extract: importing
+    them first must not replace the public functions (the import system binds a package
+    over the name of its parent that it shares)."""
+    code = ("import inspect, sleuth.research.quick, sleuth.extract.html, sleuth.agent, sleuth\n"
+            "from sleuth.research import context, gather, quick, steps\n"
+            "from sleuth.extract import html, workers\n"
+            "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
+            "assert inspect.isfunction(sleuth.extract), sleuth.extract\n"
+            "from sleuth import extract, research\n"
+            "assert research is sleuth.research is quick.research\n"
+            "assert extract is sleuth.extract is html.extract\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr
 
 
 def test_bad_input_raises_config_error_before_any_work() -> None:

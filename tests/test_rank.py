@@ -6,7 +6,7 @@ import pytest
 
 from sleuth.errors import ConfigError
 from sleuth.models import Quality, SearchHit
-from sleuth.rank import classify, load_rules, rank
+from sleuth.stages.rank import classify, load_rules, rank
 
 
 def hit(url: str, query: str = "q", rank_: int = 1, title: str = "t") -> SearchHit:

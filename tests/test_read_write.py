@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from sleuth.models import Failure, Quality, Source
-from sleuth.read import best_passages, split_passages
-from sleuth.write import confidence, render_markdown
+from sleuth.stages.read import best_passages, split_passages
+from sleuth.stages.write import confidence, render_markdown
 
 PAGE = "\n".join([
     "Welcome to our site. Subscribe to the newsletter for weekly updates about everything.",
@@ -38,7 +38,7 @@ def test_passages_are_the_relevant_ones_in_page_order() -> None:
 # Runs in a fresh interpreter: which modules a process loads is the thing under test.
 _READ_IN_A_FRESH_PROCESS = """
 import json, sys
-from sleuth.read import best_passages
+from sleuth.stages.read import best_passages
 chosen = best_passages(sys.argv[1], ["authorization code flow", "PKCE access token"], 2)
 print(json.dumps({"chosen": chosen, "modules": sorted(m for m in sys.modules
                                                       if m.split(".")[0] in ("scipy", "bm25s"))}))
@@ -66,7 +66,7 @@ def test_reading_never_loads_scipy_even_where_it_is_installed(tmp_path: Path) ->
 # Eight threads read their first page at the same moment, in a fresh interpreter.
 _READ_IN_EIGHT_THREADS = """
 import sys, threading
-from sleuth.read import best_passages
+from sleuth.stages.read import best_passages
 start, errors = threading.Barrier(8), []
 def read():
     start.wait()

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.errors import ConfigError
-from sleuth.settings import Settings, load_settings, settings_markdown
+from sleuth.settings import Settings, load_settings, settings_markdown, with_options
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -53,3 +53,40 @@ def test_every_field_has_a_flag_and_help() -> None:
         extra = info.json_schema_extra
         assert isinstance(extra, dict) and str(extra["flag"]).startswith("--"), name
         assert info.description, name
+
+
+def test_the_settings_table_is_the_one_reader_of_sleuth_variables(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every SLEUTH_* variable (and OPENAI_BASE_URL) reaches sleuth through the settings
+    table (load_settings), never by a module reading the environment on its own: settings
+    built without it do not see them."""
+    from sleuth.llm.config import resolve_config
+    from sleuth.store import default_home
+
+    for name, value in {"SLEUTH_HOME": str(tmp_path / "elsewhere"),
+                        "SLEUTH_BASE_URL": "http://127.0.0.1:9/v1", "SLEUTH_MODEL": "m",
+                        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    built = Settings()
+    assert resolve_config(built) is None  # no server named: no model
+    assert default_home() != tmp_path / "elsewhere"
+    loaded = load_settings()
+    assert loaded.home == tmp_path / "elsewhere"
+    config = resolve_config(loaded)
+    assert config is not None and (config.base_url, config.model) == ("http://127.0.0.1:9/v1",
+                                                                       "m")
+
+
+def test_options_over_settings_keep_what_was_set_and_what_was_not() -> None:
+    """One way to apply keyword options (research, agent, the web page): the options win,
+    what the settings had set stays set, their defaults stay defaults."""
+    base = load_settings({"depth": 3, "search": "searxng"}, env={})
+    merged = with_options(base, {"max_sources": 8, "depth": 1})
+    assert (merged.depth, merged.max_sources, merged.search) == (1, 8, ["searxng"])
+    assert merged.model_fields_set == {"depth", "max_sources", "search"}
+    assert with_options(base, {}) is base
+    assert with_options(None, {"depth": 1}, ).model_fields_set >= {"depth"}
+    with pytest.raises(ConfigError, match="--depth"):
+        with_options(base, {"depth": 9})
+

@@ -19,6 +19,7 @@ import pytest
 
 from sleuth.errors import ConfigError
 from sleuth.models import FetchFailure, Page, SearchHit
+from sleuth.settings import load_settings
 from sleuth.store import (
     MIGRATIONS,
     CachedPage,
@@ -162,12 +163,16 @@ def test_home_that_is_a_file_or_holds_garbage_is_a_config_error(tmp_path: Path) 
     assert "\n" not in str(info.value)
 
 
-def test_default_home_follows_env_then_xdg(tmp_path: Path) -> None:
-    assert default_home({"SLEUTH_HOME": str(tmp_path / "h")}) == tmp_path / "h"
+def test_the_home_follows_sleuth_home_then_xdg(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_settings(env={"SLEUTH_HOME": str(tmp_path / "h")}).home == tmp_path / "h"
     if sys.platform.startswith("linux"):
-        assert default_home({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "sleuth"
-        assert default_home({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "sleuth"
-        assert default_home({}) == Path.home() / ".cache" / "sleuth"
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+        assert default_home() == tmp_path / "sleuth"
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative")
+        assert default_home() == Path.home() / ".cache" / "sleuth"
+        monkeypatch.delenv("XDG_CACHE_HOME")
+        assert default_home() == Path.home() / ".cache" / "sleuth"
 
 
 def test_durations_read_like_a_user_types_them() -> None:

@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 
 from sleuth.cli import run
 from sleuth.progress import Event
+from sleuth.research import quick
 from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
@@ -85,7 +86,7 @@ def test_one_research_at_a_time_and_stop(client: TestClient,
         kwargs["on_event"](Event("plan", "1 queries", {"queries": [question]}))
         await asyncio.Event().wait()
 
-    monkeypatch.setattr("sleuth.pipeline.research", endless)
+    monkeypatch.setattr(quick, "research", endless)
     first = client.post("/api/runs", json={"question": "first question"})
     assert first.status_code == 201
     second = client.post("/api/runs", json={"question": "second question"})
@@ -200,7 +201,7 @@ async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
 
 
 def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> None:
-    from sleuth.pipeline import research_sync
+    from sleuth.research.quick import research_sync
 
     report = research_sync(web.topics[0].question, settings=offline_settings(
         web, tmp_path, no_store=True))

@@ -28,7 +28,7 @@ from sleuth.agent.workspace import (
 )
 from sleuth.errors import ConfigError
 from sleuth.progress import Event, ProgressCallback, no_progress
-from sleuth.settings import Settings, load_settings
+from sleuth.settings import Settings, load_settings, with_options
 
 __all__ = ["RECORDED_SETTINGS", "web_search"]
 
@@ -71,8 +71,8 @@ def _open_resumed(path: str | Path, settings: Settings | None,
     if settings is None:
         recorded = {k: v for k, v in state.limits.items() if k in RECORDED_SETTINGS}
         settings = load_settings({**recorded, **options})
-    elif options:
-        settings = load_settings({**settings.model_dump(), **options}, env={})
+    else:
+        settings = with_options(settings, options)
     try:
         text = workspace.read_text(DASHBOARD)
     except OSError as exc:  # a folder of that name, made by an older sleuth's agent
@@ -105,21 +105,11 @@ def _open_new(goal: str, session: str, settings: Settings) -> _Search:
 
 
 async def _llm_client(settings: Settings, emit: ProgressCallback) -> Any:
-    import httpx
-
-    from sleuth._tls import ssl_context
     from sleuth.llm.client import LLMClient
-    from sleuth.llm.config import detect_ollama, ollama_config, ollama_url, resolve_config
+    from sleuth.llm.run import choose_model
 
-    config = resolve_config(settings)
-    if config is None and not settings.no_llm:
-        url = ollama_url()
-        async with httpx.AsyncClient(verify=ssl_context()) as probe:
-            model = await detect_ollama(probe, url)
-        if model is not None:
-            config = ollama_config(settings.model or model, url=url,
-                                   max_concurrency=settings.llm_concurrency,
-                                   timeout=settings.llm_timeout)
+    # The model a research would use (the settings, else a local Ollama), or none.
+    config = (await choose_model(settings)).config
     if config is None:
         raise ConfigError("agent mode needs a model: set --base-url (SLEUTH_BASE_URL) or "
                           "OPENAI_API_KEY, or run Ollama" + (" (and drop --no-llm)"
@@ -134,8 +124,8 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
     Both sit behind the run store, as in a research: a page or search the store
     holds fresh costs no request (``--refresh`` re-asks, ``--no-store`` skips it).
     """
-    from sleuth.caching import CachedProvider, StorePageCache
     from sleuth.fetch import Fetcher
+    from sleuth.research.cached import CachedProvider, StorePageCache
     from sleuth.search import build_providers, make_search_client
     from sleuth.store import Store, default_home
 
@@ -201,11 +191,8 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
     else:
         if goal is None:
             raise ConfigError("give a goal to research (or resume a workspace)")
-        if settings is None:
-            settings = load_settings(options)
-        elif options:
-            settings = load_settings({**settings.model_dump(), **options}, env={})
-        from sleuth.pipeline import clean_question
+        settings = with_options(settings, options)
+        from sleuth.research.context import clean_question
 
         goal = clean_question(goal)
         check_session(session)

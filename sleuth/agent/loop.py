@@ -51,9 +51,8 @@ from sleuth.agent.tools import (
     wrap_result,
 )
 from sleuth.agent.workspace import DASHBOARD, Workspace
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, ContextOverflowError, LLMAuthError, LLMError
 from sleuth.llm.client import LLMClient, LLMReply
-from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import count_tokens
 from sleuth.progress import Event, ProgressCallback

@@ -12,8 +12,8 @@ from __future__ import annotations
 from sleuth.agent.tools import Toolbox
 from sleuth.models import Candidate, Failure, Page, Plan
 from sleuth.progress import ProgressCallback
-from sleuth.rank import QualityRule
 from sleuth.settings import Settings
+from sleuth.stages.rank import QualityRule
 
 __all__ = ["write_report"]
 
@@ -37,7 +37,7 @@ async def _pages(urls: list[str], toolbox: Toolbox) -> tuple[list[Page], list[Fa
 
 
 def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candidate:
-    from sleuth.rank import classify
+    from sleuth.stages.rank import classify
     from sleuth.urls import canonicalize, registered_domain
 
     url = page.final_url or page.url
@@ -50,7 +50,9 @@ def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candida
 async def write_report(goal: str, settings: Settings, urls: list[str], queries: list[str],
                        toolbox: Toolbox, emit: ProgressCallback) -> tuple[str, str]:
     """The report's Markdown and a one-line note on how it was written."""
-    from sleuth.pipeline import Gathered, open_run, read_stage, write_stage
+    from sleuth.research.context import open_run
+    from sleuth.research.gather import Gathered
+    from sleuth.research.steps import check_stage, read_stage, report_stage, write_stage
 
     if not urls:
         return "", "no report: the agent read no page"
@@ -62,7 +64,8 @@ async def write_report(goal: str, settings: Settings, urls: list[str], queries: 
         gathered = Gathered(pages=[(_candidate(p, goal, ctx.rules), p) for p in pages],
                             attempted=len(urls[:_MAX_PAGES]))
         sources = await read_stage(ctx, plan, gathered)
-        report = await write_stage(ctx, plan, sources, gathered)
+        draft = await check_stage(ctx, await write_stage(ctx, sources), sources, gathered)
+        report = report_stage(ctx, plan, sources, gathered, draft)
         done = getattr(ctx, "done", None)
         if callable(done):
             report = done(report)

@@ -33,7 +33,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 
 from sleuth._valid import valid_data
-from sleuth.errors import SleuthError
+from sleuth.errors import WorkspaceError
 
 __all__ = [
     "DASHBOARD",
@@ -74,10 +74,6 @@ _DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
                         for n in "123456789\u00b9\u00b2\u00b3"})
 _WINDOWS_CHARS = re.compile(r'[<>:"|?*]')
 _SHORT_NAME = re.compile(r"~\d")
-
-
-class WorkspaceError(SleuthError):
-    """A file operation the sandbox refused; the message is meant for the model."""
 
 
 def _windows_problem(name: str) -> str | None:

@@ -1,19 +1,21 @@
-"""The fetch stage: URL in, ``Page`` (or ``FetchFailure`` saying why not) out.
+"""Fetching: URL in, ``Page`` (or ``FetchFailure`` saying why not) out.
 
-One :class:`Fetcher` per research run. It owns one HTTP/2-capable client whose
-every connection goes through the SSRF guard (the optional browser's requests are
-made by it too: see ``sleuth.fetch.browser``), bounds work globally and per host,
-gives each page's download one deadline (redirects included; extraction, bounded
-by the byte cap, comes after it), reads at most ``max_page_bytes`` of
-(decompressed) body, and never fetches one canonical URL twice. Politeness: the
-starts of two requests to one host are ``host_delay`` apart, one host gives at most
-``max_pages_per_host`` pages per run, and with ``respect_robots`` its robots.txt is
-obeyed. ``allow_domains``/``deny_domains`` are applied by the guard to every hop.
+A :class:`Fetcher` serves one research run, or all the runs of a driver that shares it.
+It owns one HTTP/2-capable client whose every connection goes through the SSRF guard
+(:mod:`sleuth.fetch.guard`; the optional browser's requests are made by it too: see
+:mod:`sleuth.fetch.browser`), follows redirects itself (every hop checked), bounds work
+globally and per host, gives each page's download one deadline (redirects included;
+extraction, in :mod:`sleuth.extract`'s workers, comes after it), reads at most
+``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), and never fetches
+one canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
+requests to one host are ``host_delay`` apart, one host gives at most
+``max_pages_per_host`` pages, and with ``respect_robots`` its robots.txt is obeyed.
+``allow_domains``/``deny_domains`` are applied by the guard to every hop.
 
-Two optional seams keep it independent of the run store: a :class:`PageCache`
-(consulted before the network, revalidated with a conditional request when stale,
-filled after) and :class:`LocalDocuments`, the only way a ``file://`` URL is read.
-A cached page answers only where this run's rules would let it be fetched
+Two optional seams keep it independent of the run store (:mod:`sleuth.fetch.cache`): a
+:class:`PageCache` (consulted before the network, revalidated with a conditional request
+when stale, filled after) and :class:`LocalDocuments`, the only way a ``file://`` URL is
+read. A cached page answers only where this run's rules would let it be fetched
 (:meth:`Fetcher.usable`): the cache remembers whether each page came from a public
 address, so a page read under ``--allow-private-urls`` is not a way round the guard.
 """
@@ -24,17 +26,19 @@ import asyncio
 import logging
 import re
 import time
-import zlib
-from collections import Counter
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Protocol, Self
+from typing import Any, Self
 
 import httpx
 
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
+from sleuth.extract.content import ACCEPTED_TYPES, HTML_TYPES, Body, Unreadable, convert
+from sleuth.extract.text import truncate_text
+from sleuth.extract.workers import TooComplex, extract_limits, run_bounded, start_pool
+from sleuth.fetch.body import parse_content_type, read_body
 from sleuth.fetch.browser import (
     Browser,
     Fetched,
@@ -43,19 +47,24 @@ from sleuth.fetch.browser import (
     playwright_installed,
     require_playwright,
 )
-from sleuth.fetch.extract import (
-    Extracted,
-    ExtractError,
-    decode_body,
-    extract,
-    looks_binary,
-    normalize_text,
-    pdf_text,
-    truncate_text,
+from sleuth.fetch.cache import (
+    CachedResult,
+    LocalDocuments,
+    NotModified,
+    PageCache,
+    Validators,
+    lookup,
+    quietly,
+    validators_of,
 )
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
-from sleuth.fetch.robots import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Robots, robots_url
-from sleuth.fetch.workers import TooComplex, extract_limits, run_bounded, start_pool
+from sleuth.fetch.politeness import (
+    ROBOTS_MAX_BYTES,
+    ROBOTS_TIMEOUT,
+    Politeness,
+    Robots,
+    robots_url,
+)
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -67,105 +76,15 @@ log = logging.getLogger(__name__)
 
 DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
 
-_HTML = frozenset({"text/html", "application/xhtml+xml"})
-_TEXT = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
-_PDF = frozenset({"application/pdf", "application/x-pdf"})
-# Labels that say nothing about the content: look at the bytes instead.
-_SNIFF = frozenset({"", "application/octet-stream", "binary/octet-stream"})
-_ACCEPTED = _HTML | _TEXT | _PDF | _SNIFF
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-_HTML_START = re.compile(rb"^\s*<(!doctype\s+html|html|head|body|meta|title)\b", re.IGNORECASE)
-# Fewer words than this is a logo or a "Loading…", not something to read.
-_MIN_WORDS = 3
 _ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
-# The stock phrases of cookie-consent dialogs. A short text that is mostly these is a
-# "cookie wall" (the article is behind a click), not a page to read and cite.
-_CONSENT = re.compile(
-    r"\b(cookies?|consent(?:ing)?|(?:our|\d+) partners|personal data|privacy policy|"
-    r"cookie policy|accept all|reject all|(?:manage|your) preferences|legitimate interests?|"
-    r"personali[sz]ed (?:ads|advertising|content)|store and/or access information)\b",
-    re.IGNORECASE)
-_CONSENT_MAX_WORDS = 400
-
 _HEADERS = {
     "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
                "text/markdown;q=0.8,*/*;q=0.1"),
     "Accept-Language": "en;q=1.0, *;q=0.5",
-    # Only what _Inflater can decode with a bound on output (see _read_body).
+    # Only what the Inflater can decode with a bound on output (see sleuth.fetch.body).
     "Accept-Encoding": "gzip, deflate",
 }
-
-
-class _Refused(Exception):
-    """A page problem, carried up to ``_fetch_fresh`` as a FetchFailure reason."""
-
-    def __init__(self, reason: str, status: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-
-    def __reduce__(self) -> tuple[type[_Refused], tuple[str, int | None]]:
-        # Raised in an extraction worker and rebuilt here: keep the status too.
-        return type(self), (self.reason, self.status)
-
-
-@dataclass(frozen=True)
-class Validators:
-    """What a server gave to revalidate a page with: its ETag and Last-Modified headers."""
-
-    etag: str | None = None
-    last_modified: str | None = None
-
-    def headers(self) -> dict[str, str]:
-        """The conditional request headers these validators allow (empty: none)."""
-        found = {"If-None-Match": self.etag, "If-Modified-Since": self.last_modified}
-        return {name: value for name, value in found.items() if value}
-
-
-@dataclass(frozen=True)
-class CachedResult:
-    """What a :class:`PageCache` knows about one URL.
-
-    ``fresh``: use ``result`` as it is. A stale :class:`Page` is revalidated with a
-    conditional request when it has ``validators`` (a 304 reuses it); anything else
-    stale is fetched again. ``public``: whether the result is known to come from a
-    public address (see :meth:`Fetcher.usable`); None when that is not known.
-    """
-
-    result: Page | FetchFailure
-    fresh: bool
-    validators: Validators = field(default_factory=Validators)
-    public: bool | None = None
-
-
-class PageCache(Protocol):
-    """Where a :class:`Fetcher` keeps pages between runs (the run store implements it)."""
-
-    async def get(self, url: str) -> CachedResult | None:
-        """The last fetch of ``url`` (keyed by its canonical form), or None."""
-
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
-                  public: bool | None = None) -> None:
-        """Remember a fresh fetch of ``url`` (page or failure), and whether it is known to
-        come from a public address (to hand back as ``CachedResult.public``)."""
-
-    async def revalidated(self, url: str, validators: Validators) -> None:
-        """The server answered 304 for ``url``: its cached page is fresh again."""
-
-
-class LocalDocuments(Protocol):
-    """Reads ``file://`` URLs from an index of local documents, never from the network."""
-
-    async def read(self, url: str) -> Page | FetchFailure:
-        """The indexed document at ``url``, or why it cannot be read."""
-
-
-class _NotModified(Exception):
-    """The server answered 304 to a conditional request."""
-
-    def __init__(self, validators: Validators) -> None:
-        super().__init__("not modified")
-        self.validators = validators
 
 
 @dataclass(frozen=True)
@@ -189,160 +108,6 @@ class _Entry:
 
     task: asyncio.Task[Page | FetchFailure]
     waiters: int = 0
-
-
-@dataclass
-class _Inflater:
-    """Content-Encoding decoder that never produces much more output than asked for.
-
-    httpx's own decoders inflate a whole network chunk at once, which for a gzip
-    bomb can be ~1000x the chunk; here output is capped per call, so memory stays
-    near ``max_page_bytes`` whatever the compression ratio.
-    """
-
-    encoding: str
-    _zlib: zlib._Decompress | None = field(default=None, init=False)
-    _started: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        self.encoding = self.encoding.strip().lower()
-        if self.encoding in ("gzip", "x-gzip"):
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)  # gzip or zlib header
-        elif self.encoding == "deflate":
-            self._zlib = zlib.decompressobj(zlib.MAX_WBITS)
-        elif self.encoding not in ("", "identity"):
-            raise _Refused(f"unsupported content encoding {self.encoding}")
-
-    def feed(self, chunk: bytes, room: int) -> bytes:
-        """Decode ``chunk``, returning at most ``room + 1`` bytes (enough to see the cap passed)."""
-        if self._zlib is None:
-            return chunk
-        try:
-            return self._inflate(chunk, room)
-        except zlib.error:
-            if self.encoding == "deflate" and not self._started:
-                # "deflate" is often sent raw, without the zlib header the RFC asks for.
-                self._zlib = zlib.decompressobj(-zlib.MAX_WBITS)
-                return self._inflate(chunk, room)
-            raise _Refused("corrupt compressed body") from None
-
-    @property
-    def complete(self) -> bool:
-        """False while a compressed stream has not reached its end (yet, or ever)."""
-        return self._zlib is None or self._zlib.eof or not self._started
-
-    def _inflate(self, data: bytes, room: int) -> bytes:
-        assert self._zlib is not None
-        out = bytearray()
-        while data and len(out) <= room:
-            piece = self._zlib.decompress(data, room + 1 - len(out))
-            self._started = True
-            out += piece
-            data = self._zlib.unconsumed_tail
-            if self._zlib.eof:
-                rest = self._zlib.unused_data
-                if not rest.strip(b"\0"):
-                    break
-                # Concatenated gzip members are one body (RFC 1952 section 2.2).
-                self._zlib = zlib.decompressobj(zlib.MAX_WBITS | 32)
-                data = rest
-            elif not piece:
-                break
-        return bytes(out)
-
-
-def _content_type(header: str) -> tuple[str, str | None]:
-    mime, _, params = header.partition(";")
-    charset = None
-    for param in params.split(";"):
-        key, _, value = param.partition("=")
-        if key.strip().lower() == "charset":
-            charset = value.strip().strip("\"'") or None
-    return mime.strip().lower(), charset
-
-
-def _kind(download: _Download) -> str:
-    """"html", "pdf" or "text"; raises _Refused for anything else."""
-    data, mime = download.data, download.mime
-    if data.lstrip()[:5] == b"%PDF-":
-        return "pdf"
-    if mime in _PDF:
-        # A "PDF" that is an HTML page (a login wall, or a server that labels by the
-        # URL's ".pdf") is read as the page it is.
-        return "html" if _HTML_START.match(data[:1024]) else "pdf"
-    if mime in _HTML:
-        return "html"
-    if mime in _TEXT:
-        return "text"
-    if mime in _SNIFF:
-        if looks_binary(data):
-            raise _Refused("binary content", download.status)
-        return "html" if _HTML_START.match(data[:1024]) else "text"
-    raise _Refused(f"unsupported content type {mime}", download.status)
-
-
-def _convert(download: _Download, max_chars: int) -> tuple[Extracted, str]:
-    """Bytes to text by content type (runs in an extraction worker)."""
-    if not download.data.strip():
-        raise _Refused("empty response", download.status)
-    kind = _kind(download)
-    if kind == "pdf":
-        try:
-            extracted = pdf_text(download.data, max_chars)
-        except ExtractError as exc:
-            raise _Refused(str(exc), download.status) from None
-        if not extracted.text:
-            raise _Refused("no text in PDF (scanned images only?)", download.status)
-        return extracted, "application/pdf"
-    if looks_binary(download.data):
-        raise _Refused("binary content", download.status)
-    text = decode_body(download.data, download.charset, html=kind == "html")
-    if kind == "html":
-        extracted = extract(text, download.url)
-        mime = download.mime if download.mime in _HTML else "text/html"
-    else:
-        extracted = Extracted(text=normalize_text(text))
-        mime = download.mime if download.mime in _TEXT else "text/plain"
-    if len(extracted.text.split()) < _MIN_WORDS:
-        raise _Refused("no main text", download.status)
-    if _consent_only(extracted.text):
-        raise _Refused("cookie wall: only a consent notice, no content", download.status)
-    return extracted, mime
-
-
-def _consent_only(text: str) -> bool:
-    """Whether ``text`` is a cookie-consent notice and nothing else.
-
-    Short (a real article about cookies is longer), at least four different consent
-    phrases, and dense in them: one in every 25 words or more.
-    """
-    words = len(text.split())
-    if words > _CONSENT_MAX_WORDS:
-        return False
-    found = [m.lower() for m in _CONSENT.findall(text)]
-    return len(set(found)) >= 4 and len(found) * 25 >= words
-
-
-def _validators(response: httpx.Response) -> Validators:
-    return Validators(etag=response.headers.get("etag"),
-                      last_modified=response.headers.get("last-modified"))
-
-
-async def _quietly(call: Coroutine[Any, Any, None]) -> None:
-    """Await a cache write; a failing one is logged, since the page was read all the same."""
-    try:
-        await call
-    except Exception as exc:
-        _cache_failed("page cache write failed", exc)
-
-
-def _cache_failed(what: str, exc: Exception) -> None:
-    # A ConfigError is the cache's file or disk (full, damaged): its owner says so once
-    # (a research at its end), not once per page. Anything else is a bug: a traceback.
-    if isinstance(exc, ConfigError):
-        log.debug("%s: %s", what, exc)
-    else:
-        log.warning("%s", what, exc_info=exc)
 
 
 def _peer(response: httpx.Response) -> str | None:
@@ -395,21 +160,15 @@ class Fetcher:
         self._documents = documents
         #: Pages served by ``cache`` without a download (fresh, or a 304 answer).
         self.cache_hits = 0
-        #: Sites whose robots.txt could not be read (origin: why); they were treated
-        #: as allowing everything. Only filled with ``respect_robots``.
-        self.robots_notes: dict[str, str] = {}
         self._client: httpx.AsyncClient | None = None
         self._browser: Browser | None = None
         self._entries: dict[str, _Entry] = {}
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._domains = DomainRules.from_settings(settings)
-        self._clock = clock
-        self._sleep = sleep
-        self._next_start: dict[str, float] = {}
-        self._host_pages: Counter[str] = Counter()
-        self._robots: dict[str, asyncio.Task[Robots]] = {}
         self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
+        self._polite = Politeness(settings, self._user_agent, self._read_robots, clock=clock,
+                                  sleep=sleep)
 
     async def __aenter__(self) -> Self:
         settings = self._settings
@@ -438,7 +197,7 @@ class Fetcher:
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         pending: list[asyncio.Task[Any]] = [
             e.task for e in self._entries.values() if not e.task.done()]
-        pending += [task for task in self._robots.values() if not task.done()]
+        pending += self._polite.pending()
         for task in pending:
             task.cancel()
         if pending:
@@ -486,34 +245,31 @@ class Fetcher:
         try:
             self._check(url)
             if self._settings.respect_robots:
-                await self._obey_robots(url)
+                await self._polite.obey_robots(url)
         except BlockedURLError as exc:
             return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
-        cached = await self._cache_get(url)
+        cached = await lookup(self._cache, url)
         if cached is not None and not await self.usable(url, cached):
             cached = None  # read under rules that this run's refuse: as if never cached
         if cached is not None and cached.fresh:
             self.cache_hits += 1
             return cached.result
-        host = host_of(url)
-        if self._host_pages[host] >= self._settings.max_pages_per_host:
+        capped = self._polite.take_page(host_of(url))
+        if capped is not None:
             # Like a blocked URL, not cached: it depends on this run, not on the page.
-            return FetchFailure(url=url, reason=(
-                f"per-host page limit reached ({self._settings.max_pages_per_host} pages "
-                f"from {host}; --max-pages-per-host)"))
-        self._host_pages[host] += 1
+            return FetchFailure(url=url, reason=capped)
         stale = cached if cached is not None and isinstance(cached.result, Page) else None
         try:
             result, validators, public = await self._fetch_network(url, stale)
-        except _NotModified as answer:
+        except NotModified as answer:
             assert stale is not None and self._cache is not None
             self.cache_hits += 1
-            await _quietly(self._cache.revalidated(url, answer.validators))
+            await quietly(self._cache.revalidated(url, answer.validators))
             return stale.result
         # A blocked URL cost no request, and whether it is blocked depends on the settings.
         blocked = isinstance(result, FetchFailure) and result.reason.startswith("blocked: ")
         if self._cache is not None and not blocked:
-            await _quietly(self._cache.put(url, result, validators, public=public))
+            await quietly(self._cache.put(url, result, validators, public=public))
         return result
 
     def _check(self, url: str) -> None:
@@ -538,7 +294,7 @@ class Fetcher:
             for hop in dict.fromkeys((url, last)):
                 self._check(hop)
                 if self._settings.respect_robots:
-                    await self._obey_robots(hop)
+                    await self._polite.obey_robots(hop)
         except BlockedURLError:
             return False
         return bool(cached.public) or self._private_allowed(last)
@@ -563,38 +319,19 @@ class Fetcher:
             return True
         return address is not None and is_public_address(address)
 
-    # -- politeness --------------------------------------------------------------------------
+    # -- politeness (see sleuth.fetch.politeness) --------------------------------------------
 
-    async def _pace(self, host: str) -> None:
-        """Wait until ``host`` may get its next request: starts are ``host_delay`` apart.
-
-        The turn is taken before the wait, so concurrent callers queue up in order.
-        """
-        delay = self._settings.host_delay
-        if delay <= 0:
-            return
-        now = self._clock()
-        start = max(now, self._next_start.get(host, now))
-        self._next_start[host] = start + delay
-        if start > now:
-            await self._sleep(start - now)
+    @property
+    def robots_notes(self) -> dict[str, str]:
+        """Sites whose robots.txt could not be read (origin: why); they were treated as
+        allowing everything. Only filled with ``respect_robots``."""
+        return self._polite.robots_notes
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
         """Send ``request`` (streaming) once its host's turn has come."""
         assert self._client is not None
-        await self._pace(request.url.host)
+        await self._polite.pace(request.url.host)
         return await self._client.send(request, stream=True)
-
-    async def _obey_robots(self, url: str) -> None:
-        """Raise BlockedURLError when the site's robots.txt disallows ``url`` for us."""
-        parsed = httpx.URL(url.strip())
-        origin = f"{parsed.scheme}://{parsed.netloc.decode('ascii')}"
-        task = self._robots.get(origin)
-        if task is None:
-            task = self._robots[origin] = asyncio.ensure_future(self._read_robots(origin))
-        robots = await asyncio.shield(task)  # one caller giving up must not end it for all
-        if not robots.allows(str(parsed), self._user_agent):
-            raise BlockedURLError(url, "disallowed by robots.txt (--respect-robots)")
 
     async def _read_robots(self, origin: str) -> Robots:
         """The robots.txt of ``origin``: read once per run, never a reason to fail."""
@@ -602,7 +339,7 @@ class Fetcher:
         try:
             async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._settings.timeout)):
                 robots = await self._download_robots(url)
-        except _Refused as exc:
+        except Unreadable as exc:
             robots = Robots.allow_all(f"robots.txt {exc.reason}")
         except BlockedURLError as exc:
             robots = Robots.allow_all(f"robots.txt blocked: {exc.reason}")
@@ -614,7 +351,6 @@ class Fetcher:
             log.warning("unexpected error reading %s", url, exc_info=True)
             robots = Robots.allow_all(f"robots.txt: unexpected error ({type(exc).__name__})")
         if robots.note:
-            self.robots_notes[origin] = robots.note
             log.info("%s: %s; treating every page as allowed", origin, robots.note)
         return robots
 
@@ -644,18 +380,14 @@ class Fetcher:
         assert self._client is not None
         return self._client.build_request("GET", url, headers=headers)
 
-    async def _cache_get(self, url: str) -> CachedResult | None:
-        if self._cache is None:
-            return None
-        try:
-            return await self._cache.get(url)
-        except Exception as exc:  # a broken cache costs a download, never the page
-            _cache_failed(f"page cache lookup failed for {url}", exc)
-            return None
+    async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
+        """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
+        return (await read_body(response, self._settings.max_page_bytes if cap is None
+                                else cap))[0]
 
     async def _fetch_network(self, url: str, stale: CachedResult | None
                              ) -> tuple[Page | FetchFailure, Validators, bool]:
-        """Download and extract ``url``; raises _NotModified when a conditional GET gets 304.
+        """Download and extract ``url``; raises NotModified when a conditional GET gets 304.
 
         The flag says whether the result surely came from a public address (see _public).
         """
@@ -677,9 +409,9 @@ class Fetcher:
             # it queues for an extraction worker behind a big page.
             page, validators = await self._read(url, start, download)
             return page, validators, self._public(download.url, download.address)
-        except _NotModified:
+        except NotModified:
             raise
-        except _Refused as exc:
+        except Unreadable as exc:
             failure = FetchFailure(url=url, reason=exc.reason, status=exc.status)
         except BlockedURLError as exc:
             failure = FetchFailure(url=url, reason=f"blocked: {exc.reason}")
@@ -697,10 +429,12 @@ class Fetcher:
         settings = self._settings
         limits = extract_limits(settings)
         try:
-            extracted, content_type = await run_bounded(
-                _convert, download, settings.max_chars, limits=limits)
+            body = Body(url=download.url, status=download.status, mime=download.mime,
+                        charset=download.charset, data=download.data)
+            extracted, content_type = await run_bounded(convert, body, settings.max_chars,
+                                                        limits=limits)
         except TooComplex as exc:
-            raise _Refused(exc.reason, download.status) from None
+            raise Unreadable(exc.reason, download.status) from None
         text, truncated = truncate_text(extracted.text, settings.max_chars)
         truncated = truncated or download.incomplete or extracted.truncated
         return Page(
@@ -715,13 +449,13 @@ class Fetcher:
         """Download ``url``, and show it in the browser where that is wanted.
 
         ``conditional`` is (the cached page's final URL, its validators): the request
-        to that URL asks "changed since?", and a 304 raises _NotModified. The browser
+        to that URL asks "changed since?", and a 304 raises NotModified. The browser
         is handed the page as downloaded (so its own first request is that download,
         redirects, robots.txt and pacing included), with the playwright engine always,
         otherwise when the page is an empty shell that scripts fill in.
         """
         download = await self._download(url, conditional)
-        if (self._browser is not None and download.mime in _HTML
+        if (self._browser is not None and download.mime in HTML_TYPES
                 and (self._settings.fetch_engine == "playwright" or looks_like_script_shell(
                     download.data.decode("utf-8", "replace")))):
             rendered = await self._render(download)
@@ -753,11 +487,11 @@ class Fetcher:
                      download.url, exc)
             return None
         self._check(rendered.final_url)  # the browser's answers were checked; so is the end
-        mime, _ = _content_type(rendered.content_type)
-        if mime not in _HTML:
+        mime, _ = parse_content_type(rendered.content_type)
+        if mime not in HTML_TYPES:
             return None  # PDFs and text are better read by the plain HTTP path
         if rendered.status >= 400:
-            raise _Refused(f"HTTP {rendered.status}", rendered.status)
+            raise Unreadable(f"HTTP {rendered.status}", rendered.status)
         return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
                          charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
 
@@ -794,7 +528,7 @@ class Fetcher:
                                headers=tuple(response.headers.multi_items()), body=data)
             finally:
                 await response.aclose()
-        raise _Refused("too many redirects")
+        raise Unreadable("too many redirects")
 
     async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
                         ) -> _Download:
@@ -807,7 +541,7 @@ class Fetcher:
             # Every hop is checked; the guarded transport re-checks its addresses too.
             self._check(str(current))
             if self._settings.respect_robots:
-                await self._obey_robots(str(current))
+                await self._polite.obey_robots(str(current))
             seen.add(str(current.copy_with(fragment=None)))
             # Ask "changed since?" only of the URL the cached page really came from.
             ask = conditional is not None and str(current) == conditional[0]
@@ -816,54 +550,26 @@ class Fetcher:
             try:
                 status = response.status_code
                 if status == 304 and ask:
-                    raise _NotModified(_validators(response))
+                    raise NotModified(validators_of(response.headers))
                 location = response.headers.get("location")
                 if status in _REDIRECT_CODES and location:
                     current = response.url.join(location)
                     if str(current.copy_with(fragment=None)) in seen:
-                        raise _Refused("redirect loop", status)
+                        raise Unreadable("redirect loop", status)
                     continue
                 if not 200 <= status < 300:
-                    raise _Refused(f"HTTP {status}", status)
-                mime, charset = _content_type(response.headers.get("content-type", ""))
-                if mime not in _ACCEPTED:
-                    raise _Refused(f"unsupported content type {mime}", status)
-                data, complete = await self._read_body_checked(response)
+                    raise Unreadable(f"HTTP {status}", status)
+                mime, charset = parse_content_type(response.headers.get("content-type", ""))
+                if mime not in ACCEPTED_TYPES:
+                    raise Unreadable(f"unsupported content type {mime}", status)
+                data, complete = await read_body(response, self._settings.max_page_bytes)
                 return _Download(url=str(response.url), status=status, mime=mime,
-                                 charset=charset, data=data, validators=_validators(response),
+                                 charset=charset, data=data,
+                                 validators=validators_of(response.headers),
                                  incomplete=not complete, address=_peer(response))
             finally:
                 await response.aclose()
-        raise _Refused("too many redirects")
-
-    async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
-        """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
-        return (await self._read_body_checked(response, cap))[0]
-
-    async def _read_body_checked(self, response: httpx.Response, cap: int | None = None
-                                 ) -> tuple[bytes, bool]:
-        """The decoded body, and whether its compressed stream (if any) was complete."""
-        cap = self._settings.max_page_bytes if cap is None else cap
-        too_large = _Refused(f"too large (> {cap} bytes)", response.status_code)
-        length = response.headers.get("content-length", "")
-        if length.isdigit() and int(length) > cap:
-            raise too_large
-        if response.is_stream_consumed:
-            # The transport handed over a body it had already read and decoded
-            # (httpx.MockTransport does); all that is left to do is to measure it.
-            if len(response.content) > cap:
-                raise too_large
-            return response.content, True
-        # Raw bytes plus our own bounded inflater: counting decoded bytes is what
-        # stops a gzip bomb, and bounding each inflate step is what keeps it small.
-        inflater = _Inflater(response.headers.get("content-encoding", ""))
-        body = bytearray()
-        async for chunk in response.aiter_raw():
-            body += inflater.feed(chunk, cap - len(body))
-            if len(body) > cap:
-                raise too_large
-        return bytes(body), inflater.complete
-
+        raise Unreadable("too many redirects")
 
 async def fetch_page(url: str, settings: Settings | None = None) -> Page:
     """Fetch one page; raises :class:`BlockedURLError` or :class:`FetchError` when it can't.

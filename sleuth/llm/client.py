@@ -14,7 +14,7 @@ llama.cpp, LM Studio, gateways) with the SDK's own retries off, and adds:
   (httpx's own timeout is per read, so a reply dripped a byte at a time would never
   end, and a per-attempt one would let a silent server cost five timeouts), and replies
   capped at :data:`MAX_REPLY_BYTES` (:mod:`sleuth.llm._wire`);
-* translation of every SDK error into :mod:`sleuth.llm.errors` at this boundary,
+* translation of every SDK error into :mod:`sleuth.errors` at this boundary,
   including what the SDK lets through unwrapped: a reply that is not UTF-8, not
   JSON, nested too deep to parse, or not shaped like a chat completion.
 
@@ -37,7 +37,14 @@ from typing import Any, Protocol
 import openai
 
 from sleuth._valid import valid_data, valid_text
-from sleuth.errors import ConfigError
+from sleuth.errors import (
+    ConfigError,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnavailableError,
+    ParseError,
+)
 from sleuth.llm._wire import (
     MAX_REPLY_BYTES,
     UNPARSABLE,
@@ -50,13 +57,6 @@ from sleuth.llm._wire import (
     read_completion,
 )
 from sleuth.llm.config import LLMConfig
-from sleuth.llm.errors import (
-    ContextOverflowError,
-    LLMAuthError,
-    LLMError,
-    LLMUnavailableError,
-    ParseError,
-)
 from sleuth.llm.models_table import model_info
 from sleuth.llm.parse import strip_think
 from sleuth.llm.tokens import context_window, count_tokens, message_tokens
@@ -345,7 +345,7 @@ class LLMClient:
         the usage breakdown. ``tools`` (OpenAI function definitions) and ``tool_choice``
         are passed through; the model's calls come back in ``LLMReply.tool_calls``, and
         such requests bypass the reply cache (an agent's world changes between calls).
-        Raises :class:`~sleuth.llm.errors.LLMError` subclasses.
+        Raises :class:`~sleuth.errors.LLMError` subclasses.
         """
         if not self.config.model_for(stage) and not model and not self._server_model:
             await self.resolve_model()
@@ -444,7 +444,7 @@ class LLMClient:
         return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 1] + "…"
 
     def _translate(self, exc: BaseException) -> LLMError:
-        """The sleuth error for an SDK error (see the tree in sleuth.llm.errors).
+        """The sleuth error for an SDK error (see the tree in sleuth.errors).
 
         A reply that cannot be parsed, or was refused unread (over the byte cap), is a
         ParseError: never retried, since the same request gets the same reply.

@@ -1,10 +1,9 @@
 """Which model server to use, with which models: ``LLMConfig`` and how it is resolved.
 
-Sources, strongest first: explicit settings values (the CLI flags, themselves
-defaulting to ``SLEUTH_*`` variables), then the environment (``OPENAI_BASE_URL``,
-``OPENAI_API_KEY``, ``SLEUTH_MODEL``, ``SLEUTH_PLAN_MODEL``, ``SLEUTH_SUMMARY_MODEL``,
-``SLEUTH_REPORT_MODEL``). The API key is only ever read from the environment: a
-flag would show it in ``ps`` and shell history.
+The values come from the settings (the CLI flags, and the ``SLEUTH_*``/``OPENAI_BASE_URL``
+variables the settings table reads: :func:`sleuth.settings.load_settings`). The API key
+is only ever read from the environment (``OPENAI_API_KEY``), here: a flag would show it
+in ``ps`` and shell history, so it is not a setting.
 
 With neither a base URL nor a key there is no LLM; the caller may then look for a
 local Ollama (:func:`detect_ollama`) and use :func:`ollama_config`.
@@ -49,14 +48,6 @@ STAGE_MODELS: dict[str, str] = {
     "report": "report_model",
 }
 
-_ENV_FIELDS = {
-    "base_url": ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"),
-    "model": ("SLEUTH_MODEL",),
-    "plan_model": ("SLEUTH_PLAN_MODEL",),
-    "summary_model": ("SLEUTH_SUMMARY_MODEL",),
-    "report_model": ("SLEUTH_REPORT_MODEL",),
-    "context_window": ("SLEUTH_CONTEXT_WINDOW",),
-}
 # The settings keys read, and the LLMConfig field each sets. Only these: Settings has
 # other fields (its ``timeout`` is the page timeout) that must not leak in.
 _SETTINGS_KEYS = {
@@ -131,24 +122,22 @@ def _as_mapping(settings: Mapping[str, Any] | BaseModel | None) -> dict[str, Any
 
 def resolve_config(settings: Mapping[str, Any] | BaseModel | None = None,
                    env: Mapping[str, str] | None = None) -> LLMConfig | None:
-    """The LLM configuration from settings values and the environment, or None.
+    """The LLM configuration from settings values and the API key, or None.
 
     ``settings`` is a mapping (or a pydantic model such as ``Settings``) that may hold
     ``model``, ``plan_model``, ``summary_model``, ``report_model``, ``context_window``,
     ``llm_concurrency``, ``llm_timeout``, ``llm_retries``, ``base_url`` and ``no_llm``;
-    None values and unknown keys are ignored. Returns None when ``no_llm`` is true, or
-    when neither a base URL nor an API key is known (no server to talk to). With only a
-    key, the model defaults to ``DEFAULT_OPENAI_MODEL``. Bad values raise ConfigError.
+    None values and unknown keys are ignored. ``env`` gives ``OPENAI_API_KEY`` (default:
+    the environment); the other variables come through the settings. Returns None when
+    ``no_llm`` is true, or when neither a base URL nor an API key is known (no server to
+    talk to). With only a key, the model defaults to ``DEFAULT_OPENAI_MODEL``. Bad values
+    raise ConfigError.
     """
     values = _as_mapping(settings)
     env = os.environ if env is None else env
     if values.get("no_llm"):
         return None
     fields: dict[str, Any] = {}
-    for name, variables in _ENV_FIELDS.items():
-        raw = next((env[v] for v in variables if env.get(v, "").strip()), None)
-        if raw is not None:
-            fields[name] = raw.strip()
     for key, name in _SETTINGS_KEYS.items():
         if values.get(key) is not None:
             fields[name] = values[key]

@@ -6,7 +6,7 @@ find the answer in all the shapes seen in practice, and never raise on any input
 * ``parse_list`` / ``parse_indices`` / ``parse_verdict`` return an empty result
   (``[]`` / ``None``) when the reply holds nothing usable;
 * ``expect_list`` / ``expect_indices`` / ``expect_verdict`` raise
-  :class:`~sleuth.llm.errors.ParseError` instead, with a one-line reason and the
+  :class:`~sleuth.errors.ParseError` instead, with a one-line reason and the
   reply's start, so the pipeline can fall back *and record why* (MetaGPT turned an
   unparsed reply into an empty list and then an empty report).
 
@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from sleuth.llm.errors import ParseError
+from sleuth.errors import ParseError
 
 __all__ = [
     "expect_indices",

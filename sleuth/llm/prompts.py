@@ -4,7 +4,7 @@ A template has a ``[system]`` section and a ``[user]`` section, and ``{{name}}``
 placeholders. Rendering is strict and single-pass:
 
 * a placeholder without a value, or a value without a placeholder, raises
-  :class:`~sleuth.llm.errors.PromptError` before anything reaches a server;
+  :class:`~sleuth.errors.PromptError` before anything reaches a server;
 * values are inserted verbatim: a page containing ``{{x}}``, ``$x`` or ``{x}`` is
   never expanded again (one ``re.sub`` pass over the template, not over the result);
 * the one change made to values: ``<<<`` and ``>>>`` become ``<< <`` and ``> >>``,
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
 
-from sleuth.llm.errors import PromptError
+from sleuth.errors import PromptError
 
 __all__ = ["PROMPT_NAMES", "Prompt", "load", "placeholders", "render", "render_messages"]
 

@@ -24,21 +24,21 @@ import datetime
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
 from sleuth._tls import ssl_context
-from sleuth.errors import ConfigError
-from sleuth.lang import language_name
-from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
-from sleuth.llm.errors import (
+from sleuth.errors import (
+    ConfigError,
     ContextOverflowError,
     LLMAuthError,
     LLMBudgetError,
     LLMError,
     LLMUnavailableError,
 )
+from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
 from sleuth.llm.models_table import model_info
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import chunk_budget, count_tokens, message_tokens
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from sleuth.llm.client import LLMClient, LLMReply, LLMUsage, ReplyCache
     from sleuth.settings import Settings
 
-__all__ = ["RunLLM", "choose_config", "open_llm", "reply_tokens"]
+__all__ = ["ModelChoice", "RunLLM", "choose_model", "open_llm_client", "reply_tokens"]
 
 NO_LLM_HINT = ("set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run "
                "Ollama")
@@ -206,40 +206,68 @@ class RunLLM:
         self.emit(Event("info", message, data))
 
 
-# -- choosing and opening the model for a run ---------------------------------------------
-async def choose_config(settings: Settings, emit: ProgressCallback = no_progress,
-                        env: Mapping[str, str] | None = None) -> tuple[LLMConfig | None, bool]:
-    """The run's model configuration, and whether the user configured it explicitly.
+# -- choosing and opening the model ----------------------------------------------------------
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which model every mode uses, and why: ``source`` is ``"no_llm"`` (``--no-llm``),
+    ``"settings"`` (configured: a base URL or an API key), ``"ollama"`` (none configured,
+    a local Ollama answered at ``url``) or ``"none"`` (nothing found at ``url`` either)."""
 
-    ``--no-llm`` wins; then the settings and environment (:func:`resolve_config`);
-    with nothing configured, a local Ollama (``OLLAMA_HOST`` or its default port)
-    that has a model pulled. Says on stderr (an ``info`` event) which one it is,
-    and when the no-LLM pipeline runs.
+    config: LLMConfig | None
+    source: Literal["no_llm", "settings", "ollama", "none"]
+    url: str | None = None
+    #: The model Ollama serves (``--model``, else the first one it has pulled).
+    model: str | None = None
+
+    @property
+    def explicit(self) -> bool:
+        """Whether the user configured the model (a missing SDK is then an error)."""
+        return self.source == "settings"
+
+
+async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
+                       ) -> ModelChoice:
+    """The model configuration for ``settings``: the one function every mode asks.
+
+    ``--no-llm`` wins; then the settings (:func:`resolve_config`: ``--base-url``,
+    ``--model``, ... and ``OPENAI_API_KEY``); with nothing configured, a local Ollama
+    (``OLLAMA_HOST`` or its default port) that has a model pulled, with the settings'
+    per-stage models, concurrency, timeout and ``--context-window`` (else Ollama's own
+    context, ``OLLAMA_CONTEXT_LENGTH`` or its default). Says nothing: callers tell the
+    user what it means for them.
     """
     env = os.environ if env is None else env
     if settings.no_llm:
-        emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
-        return None, False
+        return ModelChoice(None, "no_llm")
     config = resolve_config(settings, env)
     if config is not None:
-        return config, True
+        return ModelChoice(config, "settings")
     url = ollama_url(env)
     async with httpx.AsyncClient(trust_env=False, verify=ssl_context(False)) as http:
         found = await detect_ollama(http, url)
     if found is None:
-        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
-                           "(quoted passages, no model)", {"llm": None}))
-        return None, False
-    model = settings.model or found
-    emit(Event("info", f"no model configured; Ollama answers at {url}: using its model "
-                       f"{model!r}", {"llm": "ollama", "url": url, "model": model}))
+        return ModelChoice(None, "none", url)
     overrides: dict[str, Any] = {
         "plan_model": settings.plan_model, "summary_model": settings.summary_model,
         "report_model": settings.report_model, "max_concurrency": settings.llm_concurrency,
         "timeout": settings.llm_timeout}
     if settings.context_window is not None:
         overrides["context_window"] = settings.context_window
-    return ollama_config(model, url=url, env=env, **overrides), False
+    model = settings.model or found
+    return ModelChoice(ollama_config(model, url=url, env=env, **overrides), "ollama", url, model)
+
+
+def _announce(choice: ModelChoice, emit: ProgressCallback) -> None:
+    """Say on stderr (``info`` events) which model a research uses, or that none runs."""
+    if choice.source == "no_llm":
+        emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
+    elif choice.source == "none":
+        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
+                           "(quoted passages, no model)", {"llm": None}))
+    elif choice.source == "ollama":
+        emit(Event("info", f"no model configured; Ollama answers at {choice.url}: using its "
+                           f"model {choice.model!r}", {"llm": "ollama", "url": choice.url,
+                                                       "model": choice.model}))
 
 
 def _describe(client: LLMClient) -> str:
@@ -252,21 +280,22 @@ def _describe(client: LLMClient) -> str:
 
 
 @asynccontextmanager
-async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = None,
-                   emit: ProgressCallback = no_progress, failures: list[Failure] | None = None,
-                   cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
-                   ) -> AsyncIterator[RunLLM | None]:
-    """The run's :class:`RunLLM`, or None for the no-LLM pipeline; closed on exit.
+async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_progress,
+                          failures: list[Failure] | None = None,
+                          cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
+                          ) -> AsyncIterator[LLMClient | None]:
+    """The model's client for research, or None for the no-LLM pipeline; closed on exit.
 
     ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
     A configured server that cannot be reached, or lists no model, means the
-    no-LLM pipeline, with the reason in the report's Gaps; a refused key raises
-    :class:`~sleuth.llm.errors.LLMAuthError`. ``--lang`` is checked here
-    (ConfigError), with or without a model.
+    no-LLM pipeline, with the reason in ``failures`` (the report's Gaps); a refused key
+    raises :class:`~sleuth.errors.LLMAuthError`. Wrap the client in a :class:`RunLLM`
+    for each run that uses it.
     """
-    language = language_name(settings.lang, topic)
     failures = failures if failures is not None else []
-    config, explicit = await choose_config(settings, emit, env)
+    choice = await choose_model(settings, env)
+    _announce(choice, emit)
+    config, explicit = choice.config, choice.explicit
     if config is None:
         yield None
         return
@@ -281,8 +310,7 @@ async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = No
         yield None
         return
     async with LLMClient(config, progress=emit, cache=cache) as client:
-        llm: RunLLM | None = RunLLM(client, question=topic, language=language, budget=budget,
-                                    emit=emit, failures=failures)
+        usable: LLMClient | None = client
         try:
             await client.resolve_model()
             emit(Event("info", _describe(client), {"llm": client.server}))
@@ -292,5 +320,5 @@ async def open_llm(topic: str, settings: Settings, *, budget: Budget | None = No
             reason = f"LLM unavailable: {exc}; the no-LLM pipeline ran"
             failures.append(Failure(url="", reason=reason, stage="llm"))
             emit(Event("info", reason))
-            llm = None
-        yield llm
+            usable = None
+        yield usable

@@ -12,7 +12,8 @@ from typing import Any, ClassVar, TypeVar
 
 import httpx
 
-from sleuth.errors import ProviderError, SleuthError
+from sleuth.errors import ProviderError
+from sleuth.errors import ProviderFailure as ProviderFailure  # re-exported for plugins
 from sleuth.models import SearchHit
 from sleuth.settings import Settings
 
@@ -20,19 +21,6 @@ ENTRY_POINT_GROUP = "sleuth.search_providers"
 
 _TAG = re.compile(r"<[^>]{0,200}>")
 _SPACE = re.compile(r"\s+")
-
-
-class ProviderFailure(SleuthError):
-    """One provider could not answer one query; ``reason`` is a short line for the user.
-
-    Providers raise it (or let a timeout escape); :func:`sleuth.search.run_searches`
-    turns it into a :class:`~sleuth.models.SearchFailure` and tries the next provider.
-    The reason must never contain an API key.
-    """
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def clean_text(value: object) -> str:

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.fetch.workers import extract_limits
+from sleuth.extract.documents import DocumentExtractor
+from sleuth.extract.workers import extract_limits
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings
@@ -67,7 +68,7 @@ class LocalSearch(SearchProvider):
                     limits = (extract_limits(self.settings)
                               if isinstance(self.settings, Settings) else None)
                     self.index_report = await asyncio.to_thread(
-                        index_folder, store, self.folder, None, limits)
+                        index_folder, store, self.folder, DocumentExtractor(limits))
                 except ConfigError as exc:
                     raise ProviderFailure(str(exc)) from exc
             return self.index_report

@@ -24,11 +24,10 @@ import logging
 import os
 import random
 import sqlite3
-import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, is_dataclass
 from enum import Enum
 from functools import partial
@@ -36,9 +35,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import platformdirs
 from pydantic import BaseModel
 
-from sleuth.errors import ConfigError, SleuthError
+from sleuth.errors import ConfigError, SleuthError, StoreBusyError, StoreCorruptError, StoreError
 from sleuth.settings import parse_duration
 from sleuth.store.migrations import MIGRATIONS, Migration
 
@@ -64,18 +64,6 @@ _BUSY_WORDS = ("database is locked", "database is busy", "database table is lock
 _sleep = time.sleep  # tests replace it to act between retries
 
 
-class StoreBusyError(SleuthError):
-    """The database stayed locked by another writer through every retry."""
-
-
-class StoreError(ConfigError):
-    """The database's file or disk cannot be used: full, read-only, unreadable, damaged."""
-
-
-class StoreCorruptError(StoreError):
-    """The database file is damaged: SQLite finds it malformed, or its rows do not decode."""
-
-
 #: What a row that does not decode raises: bytes where text was written (UnicodeDecodeError),
 #: broken JSON, pydantic's ValidationError (all ValueErrors), or a value of the wrong type.
 _UNDECODABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError)
@@ -96,25 +84,16 @@ def log_store_failure(logger: logging.Logger, what: str, exc: BaseException) -> 
 
 # ---------------------------------------------------------------- helpers
 
-def default_home(env: Mapping[str, str] | None = None) -> Path:
-    """Where sleuth keeps its database when ``--home`` is not given.
+def default_home() -> Path:
+    """Where sleuth keeps its database when ``--home`` (``SLEUTH_HOME``) is not given.
 
-    ``SLEUTH_HOME`` if set, else the platform's user cache folder: ``$XDG_CACHE_HOME/sleuth``
-    or ``~/.cache/sleuth`` on Linux, ``~/Library/Caches/sleuth`` on macOS,
-    ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows.
+    The platform's user cache folder, as ``platformdirs`` finds it:
+    ``$XDG_CACHE_HOME/sleuth`` or ``~/.cache/sleuth`` on Linux (a relative
+    ``XDG_CACHE_HOME`` is ignored, as the XDG spec says), ``~/Library/Caches/sleuth`` on
+    macOS, ``%LOCALAPPDATA%\\sleuth\\Cache`` on Windows. ``SLEUTH_HOME`` is read with the
+    other settings (``settings.home``), not here.
     """
-    env = os.environ if env is None else env
-    if env.get("SLEUTH_HOME"):
-        return Path(env["SLEUTH_HOME"]).expanduser()
-    if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "sleuth" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "sleuth"
-    xdg = env.get("XDG_CACHE_HOME", "")
-    # The XDG spec says relative paths are invalid and must be ignored.
-    base_dir = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".cache"
-    return base_dir / "sleuth"
+    return platformdirs.user_cache_path("sleuth", appauthor=False)
 
 
 def _json_default(value: Any) -> Any:

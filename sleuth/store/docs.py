@@ -1,11 +1,13 @@
 """Local documents: index a folder into SQLite FTS5 and search it with bm25.
 
 :func:`index_folder` walks a folder (hidden files and folders skipped, symlinks that
-lead out of it ignored) and keeps one row per HTML, Markdown, text, reStructuredText
-or PDF file. It is incremental: a file whose size and mtime are unchanged is not
-read; a changed one is re-hashed and re-extracted only if its bytes changed; rows of
-deleted files are removed. A file that cannot be read or extracted (a corrupt PDF,
-no permission) is listed in :attr:`IndexReport.failed`, never fatal.
+lead out of it ignored) and keeps one row per file its :class:`DocumentReader` reads
+(HTML, Markdown, text, reStructuredText and PDF, with ``sleuth.extract.documents``); the
+reader is passed in, so the store extracts nothing itself. It is incremental: a file
+whose size and mtime are unchanged is not read; a changed one is re-hashed and
+re-extracted only if its bytes changed; rows of deleted files are removed. A file that
+cannot be read or extracted (a corrupt PDF, no permission) is listed in
+:attr:`IndexReport.failed`, never fatal.
 
 :func:`search_docs` ranks with FTS5's ``bm25()`` (title weighted above body) and
 returns an FTS5 ``snippet()``; user text is reduced to quoted terms, so FTS5 query
@@ -15,34 +17,26 @@ syntax in a question can never cause an error.
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
 import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 from urllib.parse import unquote, urlsplit
 
 from sleuth.errors import ConfigError
 from sleuth.store.db import Database
 
-__all__ = ["DOC_SUFFIXES", "DocHit", "IndexReport", "LocalDoc", "check_folder", "file_url",
+__all__ = ["DocHit", "DocumentReader", "IndexReport", "LocalDoc", "check_folder", "file_url",
            "get_doc", "index_folder", "path_from_file_url", "search_docs"]
 
 log = logging.getLogger(__name__)
 
-HTML_SUFFIXES = frozenset({".html", ".htm"})
-TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
-PDF_SUFFIXES = frozenset({".pdf"})
-DOC_SUFFIXES = HTML_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES
 #: Files larger than this are reported, not read (bytes).
 MAX_FILE_BYTES = 50_000_000
-#: Text kept per document (characters).
-MAX_DOC_CHARS = 2_000_000
 TITLE_WEIGHT = 5.0
 
 _TERM = re.compile(r"\w+", re.UNICODE)
@@ -50,8 +44,6 @@ _STOPWORDS = frozenset({
     "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
     "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were",
     "what", "when", "where", "which", "who", "why", "will", "with"})
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_UNDERLINE = re.compile(r"^\s*([=\-~^*+#`:'\"._])\1{2,}\s*$")
 
 
 class DocHit(NamedTuple):
@@ -123,111 +115,21 @@ def path_from_file_url(url: str) -> Path | None:
     return Path(path)
 
 
-# ---------------------------------------------------------------- extraction
+# ---------------------------------------------------------------- reading files
 
-def _first_line_title(text: str, fallback: str) -> str:
-    """The first Markdown heading, else the first line that is not an underline."""
-    lines = text.splitlines()
-    for line in lines[:200]:
-        match = _HEADING.match(line)
-        if match:
-            return match.group(1).strip()[:300]
-    for line in lines[:200]:
-        stripped = line.strip()
-        if stripped and not _UNDERLINE.match(stripped):
-            return stripped.lstrip("#").strip()[:300] or fallback
-    return fallback
+class DocumentReader(Protocol):
+    """What turns a file into text for the index (``sleuth.extract.documents`` has one).
 
+    The store reads files and keeps their text; it does not extract: the reader is
+    given to :func:`index_folder`.
+    """
 
-def _decode_text(data: bytes) -> str:
-    try:
-        from sleuth.fetch.extract import decode_body, looks_binary
-    except ImportError:
-        if b"\x00" in data[:4096]:
-            raise ValueError("binary file, not text") from None
-        return data.decode("utf-8-sig", errors="replace")
-    if looks_binary(data):
-        raise ValueError("binary file, not text")
-    return decode_body(data, html=False)
+    @property
+    def suffixes(self) -> frozenset[str]:
+        """The file name endings (lower case) of the files it reads; others are ignored."""
 
-
-def _html(data: bytes, path: Path) -> _Extracted:
-    try:
-        from sleuth.fetch.extract import extract
-    except ImportError:
-        return _html_fallback(data, path)
-    found = _bounded(extract, data, file_url(path))
-    return _Extracted(found.title or "", found.text)
-
-
-#: The ``ExtractLimits`` of the :func:`index_folder` call under way, if it was given any.
-_LIMITS: ContextVar[Any] = ContextVar("sleuth_docs_extract_limits", default=None)
-
-
-def _bounded(func: Callable[..., Any], *args: Any) -> Any:
-    """``func(*args)``, in an extraction worker within the indexing's limits when it has
-    some (a file in the folder may be as hostile as a web page); a file over them is a
-    ValueError, so a failure of that file."""
-    limits = _LIMITS.get()
-    if limits is None:
-        return func(*args)
-    from sleuth.fetch.workers import TooComplex, run_bounded_sync
-
-    try:
-        return run_bounded_sync(func, *args, limits=limits)
-    except TooComplex as exc:
-        raise ValueError(exc.reason) from None
-
-
-def _html_fallback(data: bytes, path: Path) -> _Extracted:
-    """HTML text with trafilatura alone (used when sleuth.fetch.extract is absent)."""
-    import trafilatura
-
-    html = data.decode("utf-8", errors="replace")
-    text = trafilatura.extract(html, url=file_url(path), favor_recall=True) or ""
-    match = re.search(r"<title[^>]*>(.*?)</title>", html, re.IGNORECASE | re.DOTALL)
-    title = re.sub(r"\s+", " ", match.group(1)).strip() if match else ""
-    return _Extracted(title, text)
-
-
-def _pdf(data: bytes, path: Path) -> _Extracted:
-    try:
-        from sleuth.fetch.extract import pdf_text
-    except ImportError:
-        return _pdf_fallback(data)
-    found = _bounded(pdf_text, data, MAX_DOC_CHARS)
-    return _Extracted(found.title or "", found.text)
-
-
-def _pdf_fallback(data: bytes) -> _Extracted:
-    """PDF text with pypdf alone (used when sleuth.fetch.extract is absent)."""
-    import pypdf
-
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        text = "\n\n".join(page.extract_text() or "" for page in reader.pages)
-        meta = reader.metadata
-        title = str(meta.title) if meta is not None and meta.title else ""
-    except Exception as exc:  # pypdf raises many types on corrupt files
-        raise ValueError(f"unreadable PDF ({type(exc).__name__})") from exc
-    return _Extracted(title, text)
-
-
-def _extract(path: Path, data: bytes) -> tuple[str, _Extracted]:
-    """(kind, title and text) of one file's bytes; raises ValueError when unreadable."""
-    suffix = path.suffix.lower()
-    if suffix in PDF_SUFFIXES:
-        kind, found = "pdf", _pdf(data, path)
-    elif suffix in HTML_SUFFIXES:
-        kind, found = "html", _html(data, path)
-    else:
-        text = _decode_text(data)
-        kind, found = "text", _Extracted(_first_line_title(text, path.stem), text)
-    text = found.text.strip()[:MAX_DOC_CHARS]
-    if not text:
-        raise ValueError("no text found" + (" (a scanned PDF?)" if kind == "pdf" else ""))
-    title = found.title.strip() or _first_line_title(text, path.stem)
-    return kind, _Extracted(title, text)
+    def __call__(self, path: Path, data: bytes) -> tuple[str, str, str]:
+        """The file's kind, title and text; raises ``ValueError`` when it is unreadable."""
 
 
 # ---------------------------------------------------------------- walking
@@ -240,7 +142,7 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _walk(root: Path, report: IndexReport) -> Iterator[Path]:
+def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator[Path]:
     """Candidate files under ``root``: not hidden, not symlinked out of it."""
     def on_error(exc: OSError) -> None:
         report.failed.append((str(exc.filename or root), _reason(exc)))
@@ -253,7 +155,7 @@ def _walk(root: Path, report: IndexReport) -> Iterator[Path]:
             path = here / name
             if name.startswith("."):
                 continue
-            wanted = path.suffix.lower() in DOC_SUFFIXES
+            wanted = path.suffix.lower() in suffixes
             if wanted and (not path.is_symlink() or _inside(path, root)):
                 yield path
             else:
@@ -348,7 +250,8 @@ def _delete(store: Database, doc_ids: list[int]) -> None:
 
 # ---------------------------------------------------------------- indexing
 
-def _index_file(store: Database, path: Path, old: _Known | None, report: IndexReport) -> bool:
+def _index_file(store: Database, path: Path, old: _Known | None, report: IndexReport,
+                read: DocumentReader) -> bool:
     """Bring one file's row up to date; False when it failed (and was reported)."""
     try:
         stat = path.stat()
@@ -363,7 +266,7 @@ def _index_file(store: Database, path: Path, old: _Known | None, report: IndexRe
             _touch(store, old.id, stat)
             report.unchanged += 1
             return True
-        kind, found = _extract(path, data)
+        kind, title, text = read(path, data)
     except (OSError, ValueError) as exc:
         report.failed.append((str(path), _reason(exc)))
         return False
@@ -371,7 +274,7 @@ def _index_file(store: Database, path: Path, old: _Known | None, report: IndexRe
         log.debug("extraction crashed on %s", path, exc_info=True)
         report.failed.append((str(path), f"could not extract text ({type(exc).__name__})"))
         return False
-    _save(store, str(path), stat, digest, kind, found)
+    _save(store, str(path), stat, digest, kind, _Extracted(title, text))
     if old is None:
         report.added += 1
     else:
@@ -379,35 +282,26 @@ def _index_file(store: Database, path: Path, old: _Known | None, report: IndexRe
     return True
 
 
-def index_folder(store: Database, folder: Path,
-                 progress: Callable[[Path], Any] | None = None,
-                 limits: Any = None) -> IndexReport:
-    """Index (or bring up to date) every document under ``folder``.
+def index_folder(store: Database, folder: Path, read: DocumentReader,
+                 progress: Callable[[Path], Any] | None = None) -> IndexReport:
+    """Index (or bring up to date) every document under ``folder`` that ``read`` reads.
 
-    Raises :class:`ConfigError` when the folder is missing or unreadable; problems
-    with single files are listed in the report's ``failed``. A file that fails is
-    removed from the index so stale text is never cited. ``progress`` is called
-    with each file before it is looked at. ``limits`` (an ``ExtractLimits``): HTML and
-    PDF files are extracted in worker processes within them (see ``sleuth.fetch.workers``).
+    ``read`` turns a file's bytes into its kind, title and text
+    (``sleuth.extract.documents.DocumentExtractor``: HTML and PDF files in worker
+    processes, within its limits). Raises :class:`ConfigError` when the folder is missing
+    or unreadable; problems with single files are listed in the report's ``failed``. A
+    file that fails is removed from the index so stale text is never cited.
+    ``progress`` is called with each file before it is looked at.
     """
     root = check_folder(folder)
-    token = _LIMITS.set(limits)
-    try:
-        return _index(store, root, progress)
-    finally:
-        _LIMITS.reset(token)
-
-
-def _index(store: Database, root: Path, progress: Callable[[Path], Any] | None
-           ) -> IndexReport:
     report = IndexReport(folder=root)
     known = _known(store, root)
     seen: set[str] = set()
-    for path in _walk(root, report):
+    for path in _walk(root, report, read.suffixes):
         if progress is not None:
             progress(path)
         key = str(path)
-        if _index_file(store, path, known.get(key), report):
+        if _index_file(store, path, known.get(key), report, read):
             seen.add(key)
     failed = {path for path, _ in report.failed}
     gone = {key: doc.id for key, doc in known.items() if key not in seen}

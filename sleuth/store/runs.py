@@ -22,7 +22,7 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, RunNotFoundError
 from sleuth.store.db import Database, to_json
 
 __all__ = ["RunInfo", "RunNotFoundError", "RunStatus", "RunStore", "RunSummary", "StageRecord",
@@ -36,10 +36,6 @@ STALE_AFTER_S = 3600.0
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 _TIME_CHARS = 9  # 45 bits of milliseconds: good until the year 3084
 _RANDOM_CHARS = 3
-
-
-class RunNotFoundError(ConfigError):
-    """No run has that id (or id prefix)."""
 
 
 class StageRecord(NamedTuple):

@@ -50,10 +50,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError, SleuthError
-from sleuth.html import REPORT_CSP, render_fragment, render_html, report_from_data
 from sleuth.models import Report
 from sleuth.progress import Event
-from sleuth.settings import Settings, load_settings
+from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
+from sleuth.settings import Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
 __all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
@@ -157,12 +157,12 @@ def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
     trial = load_settings({**values, **chosen}, env={})  # validates every choice
     changed = {key: value for key, value in chosen.items()
                if getattr(trial, key) != getattr(base, key)}
-    return load_settings({**values, **changed}, env={})
+    return with_options(base, changed)
 
 
 async def _execute(run: LiveRun) -> None:
     """Run the research and append its outcome (report or error) and an ``end`` message."""
-    from sleuth.pipeline import research
+    from sleuth.research.quick import research
 
     try:
         report = await research(run.question, settings=run.settings, on_event=run.on_event)
@@ -207,7 +207,7 @@ async def start_run(request: Request) -> Response:
         return _error("the body must be a JSON object", 400)
     if state.running() is not None:
         return _error("a research is already running; wait for it or stop it", 409)
-    from sleuth.pipeline import clean_question
+    from sleuth.research.context import clean_question
 
     try:
         question = clean_question(form.get("question", ""))

@@ -2,14 +2,14 @@
 
 Everything is inline (the CSP allows nothing else). Text from the server's progress
 events is put on the page with ``textContent``, never as markup; only the report
-fragment, which :mod:`sleuth.html` built with every piece of page text escaped, is
+fragment, which :mod:`sleuth.report.html` built with every piece of page text escaped, is
 inserted as HTML.
 """
 
 from __future__ import annotations
 
 from sleuth._version import __version__
-from sleuth.html import REPORT_CSS
+from sleuth.report.html import REPORT_CSS
 
 __all__ = ["render_page"]
 
@@ -128,7 +128,7 @@ function onProgress(ev) {
 }
 function showReport(html) {
   const card = $("#ui-report-card");
-  $("#ui-report").innerHTML = html;  // built by sleuth.html: every piece of page text escaped
+  $("#ui-report").innerHTML = html;  // built by sleuth.report.html: all page text escaped
   card.hidden = false;
 }
 function onReport(ev) {

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sleuth.llm.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
+from sleuth.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import is_not_relevant
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import Candidate, Page, Source

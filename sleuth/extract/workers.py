@@ -33,21 +33,39 @@ import signal
 import threading
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sleuth.fetch.extract import run_in_extraction_thread
-
 __all__ = ["ExtractLimits", "TooComplex", "extract_limits", "run_bounded", "run_bounded_sync",
-           "shutdown", "start_pool", "worker_pids"]
+           "run_in_extraction_thread", "shutdown", "start_pool", "worker_pids"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# Without worker processes, extraction runs here, in one thread for the whole process
+# (trafilatura and lxml have crashed natively when called from several threads at once).
+_executor: ThreadPoolExecutor | None = None
+_executor_lock = threading.Lock()
+
+
+def _extraction_executor() -> ThreadPoolExecutor:
+    global _executor
+    with _executor_lock:
+        if _executor is None:
+            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-extract")
+        return _executor
+
+
+async def run_in_extraction_thread(func: Callable[..., T], *args: Any) -> T:
+    """Run ``func(*args)`` in the single, process-wide extraction thread."""
+    loop = asyncio.get_running_loop()
+    return await loop.run_in_executor(_extraction_executor(), func, *args)
+
 #: What the forkserver imports once, so that every worker forked from it has it: this
 #: module loads (and runs) all of extraction, and quiets the workers' standard error.
-_PRELOAD = ["sleuth.fetch._forkserver"]
+_PRELOAD = ["sleuth.extract._forkserver"]
 
 
 @dataclass(frozen=True)
@@ -95,7 +113,7 @@ def _data_bytes() -> int:
 def _init_worker() -> None:
     """Note the idle worker's size (warmed up first, where the forkserver has not done it)."""
     global _baseline
-    from sleuth.fetch import _warm
+    from sleuth.extract import _warm
 
     if not _warm.warm:
         _warm.warm_up()

@@ -31,18 +31,19 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sleuth.errors import LLMAuthError, LLMError
 from sleuth.lang import Labels, labels_for
-from sleuth.llm.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import parse_verdict
 from sleuth.llm.tokens import chunk_text
-from sleuth.models import CitationCheck
-from sleuth.read import split_passages
+from sleuth.models import Candidate, CitationCheck, Page, Source
+from sleuth.stages.read import split_passages
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Evidence", "check_citations", "footer", "key_terms", "lexical_support"]
+__all__ = ["Evidence", "check_citations", "evidence_of", "footer", "key_terms",
+           "lexical_support"]
 
 # -- URLs ------------------------------------------------------------------------------
 _LINK = re.compile(r"(!?)\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -411,6 +412,25 @@ async def check_citations(body: str, *, ids: set[int], urls: dict[str, int],
                            unknown_citations_removed=counts.unknown,
                            invented_urls_removed=counts.invented)
     return _render(parsed, labels_for(language).unverified), result
+
+
+def evidence_of(sources: list[Source], pages: list[tuple[Candidate, Page]]
+              ) -> tuple[dict[str, int], dict[int, Evidence]]:
+    """Each source's known URLs (canonical, to its number) and its text, for
+    :func:`check_citations`: the page it was read from when at hand, else its passages."""
+    by_url = {page.final_url or candidate.url: (candidate, page) for candidate, page in pages}
+    urls: dict[str, int] = {}
+    evidence: dict[int, Evidence] = {}
+    for source in sources:
+        candidate, page = by_url.get(source.url, (None, None))
+        spellings = [source.url]
+        if candidate is not None and page is not None:
+            spellings += [candidate.url, page.url, page.final_url]
+        for url in spellings:
+            urls.setdefault(canonicalize(url), source.id)
+        text = page.text if page is not None else "\n\n".join(source.passages)
+        evidence[source.id] = Evidence.build(text, source.summary)
+    return urls, evidence
 
 
 def footer(check: CitationCheck, language: str = "English") -> str:

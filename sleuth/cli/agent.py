@@ -16,7 +16,8 @@ from typing import Any
 
 import click
 
-from sleuth._logs import verbose_option
+from sleuth.cli._common import Progress, check_output, emit
+from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
 __all__ = ["agent_command"]
@@ -28,7 +29,6 @@ _NOT_FOR_AGENT = frozenset({"depth", "max_sources", "docs"})
 
 def _run_agent(goal: str | None, resume: str | None, session: str | None, report: bool,
                quiet: bool, values: dict[str, Any]) -> int:
-    from sleuth.cli import _check_output, _Progress, emit
     from sleuth.settings import load_settings
 
     explicit = {k: v for k, v in values.items() if v is not None}
@@ -42,10 +42,10 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
     if checked.format == "html":
         raise ConfigError("sleuth agent writes markdown or json (--format html is for reports)")
     if checked.output is not None:
-        _check_output(checked.output)
+        check_output(checked.output)
     from sleuth.agent import web_search  # heavy imports only once the input is valid
 
-    progress = _Progress(quiet)
+    progress = Progress(quiet)
     try:
         import asyncio  # here, not at the top: `sleuth --help` stays fast
 

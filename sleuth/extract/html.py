@@ -1,223 +1,31 @@
-"""Turning fetched bytes into readable text: HTML main text, PDF text, charsets.
+"""HTML to its main text: hidden text removed, blocks scored by the block model, with
+trafilatura's choice as one of its signals, and title and date from the page's metadata.
 
 Everything here is pure and synchronous. trafilatura (with lxml) has crashed
 natively when called from many threads at once, so every call into it holds one
-process-wide lock, and the async fetcher runs extraction in a single worker
-thread (``run_in_extraction_thread``) rather than in the default thread pool.
+process-wide lock; the fetcher runs extraction in worker processes
+(:mod:`sleuth.extract.workers`), or in this process's single extraction thread.
 """
 
 from __future__ import annotations
 
-import asyncio
-import codecs
 import importlib
-import io
 import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 from html import unescape
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from sleuth.extract.decode import decode_body
+from sleuth.extract.text import Extracted, normalize_text
 
-__all__ = [
-    "MAX_ELEMENTS",
-    "ExtractError",
-    "Extracted",
-    "cut_elements",
-    "decode_body",
-    "extract",
-    "looks_binary",
-    "normalize_text",
-    "pdf_text",
-    "run_in_extraction_thread",
-    "truncate_text",
-]
+__all__ = ["MAX_ELEMENTS", "cut_elements", "extract", "without_hidden"]
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
-
-class Extracted(BaseModel):
-    """The readable part of one document."""
-
-    model_config = ConfigDict(frozen=True)
-
-    text: str = ""
-    title: str | None = None
-    date: str | None = None
-    #: Only the start of the document was read (it had more than ``MAX_ELEMENTS`` elements).
-    truncated: bool = False
-
-
-class ExtractError(ValueError):
-    """A document that cannot be read at all (a corrupt or encrypted PDF)."""
-
-
 # One lock for every trafilatura/lxml call in the process (see module docstring).
 _TRAFILATURA_LOCK = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
-
-
-def _extraction_executor() -> ThreadPoolExecutor:
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-extract")
-        return _executor
-
-
-async def run_in_extraction_thread(func: Callable[..., T], *args: Any) -> T:
-    """Run ``func(*args)`` in the single, process-wide extraction thread."""
-    loop = asyncio.get_running_loop()
-    return await loop.run_in_executor(_extraction_executor(), func, *args)
-
-
-# ---------------------------------------------------------------- bytes -> str
-
-_META_CHARSET = re.compile(
-    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.IGNORECASE)
-# WHATWG: these labels mean windows-1252 in practice; cp1252 is a superset for text.
-_LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "ascii", "us-ascii",
-                  "cp819", "ibm819", "iso_8859-1", "windows-1252", "cp1252"}
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
-         (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-         (codecs.BOM_UTF16_BE, "utf-16"))
-# Control bytes that never occur in text (everything below 0x20 except \t \n \f \r and ESC).
-_CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
-
-
-@cache
-def _text_codecs() -> frozenset[str]:
-    """Python's names of the codecs a page may name: real text encodings only.
-
-    ``codecs.lookup`` also knows codecs that are not text encodings at all
-    (``unicode_escape`` turns ``\\ud800`` into a lone surrogate, ``undefined`` raises on
-    every byte, ``rot13``/``hex`` are transforms, ``idna``/``punycode`` are for host
-    names). The list is charset-normalizer's, which names the encodings it can detect,
-    less UTF-7, which decodes to lone surrogates (and which browsers refuse too).
-    """
-    from charset_normalizer.constant import IANA_SUPPORTED
-
-    return frozenset(codecs.lookup(name).name for name in IANA_SUPPORTED if name != "utf_7")
-
-
-def _codec(label: str | None) -> str | None:
-    """Python's codec name for a charset label; None when unknown or not a text encoding."""
-    if not label:
-        return None
-    label = label.strip().strip("\"'").lower()
-    if label in _LATIN1_LABELS:
-        return "cp1252"
-    try:
-        name = codecs.lookup(label).name
-    except LookupError:
-        return None
-    return name if name in _text_codecs() else None
-
-
-def _bom_codec(data: bytes) -> str | None:
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            return name
-    return None
-
-
-def looks_binary(data: bytes) -> bool:
-    """Whether ``data`` is not text at all (NUL bytes or many control bytes)."""
-    sample = data[:8192]
-    if not sample or _bom_codec(sample) in ("utf-16", "utf-32"):
-        return False
-    if b"\x00" in sample:
-        return True
-    controls = sum(sample.count(bytes([c])) for c in _CONTROL)
-    return controls / len(sample) > 0.05
-
-
-def _strict(data: bytes, codec: str) -> str | None:
-    try:
-        return data.decode(codec)
-    except (UnicodeError, LookupError):
-        return None
-
-
-def decode_body(data: bytes, charset: str | None = None, *, html: bool = True) -> str:
-    """Decode a body to text: BOM, then the declared charset, then sniffing.
-
-    A declared legacy charset loses to a valid UTF-8 reading of non-ASCII bytes:
-    servers often label UTF-8 pages ``iso-8859-1``, while legacy text that happens
-    to be valid multi-byte UTF-8 is vanishingly rare. Never raises.
-    """
-    bom = _bom_codec(data)
-    if bom:
-        return data.decode(bom, errors="replace")
-    declared = _codec(charset)
-    if declared is None and html:
-        match = _META_CHARSET.search(data[:4096])
-        declared = _codec(match.group(1).decode("ascii")) if match else None
-    if declared in ("utf-16", "utf-32", "utf-16-le", "utf-16-be"):
-        # A page that reached us as ASCII-compatible HTML cannot really be UTF-16.
-        declared = None
-    if declared != "utf-8" and not data.isascii():
-        as_utf8 = _strict(data, "utf-8")
-        if as_utf8 is not None:
-            return as_utf8
-    if declared:
-        text = _strict(data, declared)
-        if text is not None:
-            return text
-    else:
-        text = _strict(data, "utf-8")
-        if text is not None:
-            return text
-    return _guess_decode(data, declared)
-
-
-def _guess_decode(data: bytes, declared: str | None) -> str:
-    try:
-        from charset_normalizer import from_bytes
-
-        matches = from_bytes(data[:200_000])
-        best = matches.best()
-        if best is not None and best.encoding:
-            # Latin texts often fit several code pages equally well; windows-1252 is
-            # the web's own default (WHATWG), so it wins a tie.
-            tied = {m.encoding for m in matches
-                    if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
-            return data.decode("cp1252" if "cp1252" in tied else best.encoding, errors="replace")
-    except ImportError:  # charset-normalizer comes with trafilatura; be safe anyway
-        pass
-    return data.decode(declared or "cp1252", errors="replace")
-
-
-# ---------------------------------------------------------------- text tidy-up
-
-_SPACES = re.compile(r"[ \t\f\v\u00a0\u2000-\u200b\u202f\u205f\u3000]+")
-_BLANK_LINES = re.compile(r"\n{3,}")
-
-
-def normalize_text(text: str) -> str:
-    """Collapse runs of spaces, strip every line, keep at most one blank line in a row."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
-    return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
-
-
-def truncate_text(text: str, max_chars: int) -> tuple[str, bool]:
-    """Cut ``text`` to ``max_chars`` (at a word boundary if one is near) plus a visible marker."""
-    if len(text) <= max_chars:
-        return text, False
-    cut = text[:max_chars]
-    space = cut.rfind(" ", max(0, max_chars - 200))
-    if space > 0:
-        cut = cut[:space]
-    return f"{cut.rstrip()}\n\n[… truncated at {max_chars} characters]", True
 
 
 # ---------------------------------------------------------------- HTML
@@ -510,7 +318,7 @@ def _block_inputs(html: str, url: str | None
 
     None when the page does not parse at all.
     """
-    from sleuth.fetch import _extractors as bx
+    from sleuth.extract import blocks as bx
 
     try:
         main, comments = _trafilatura(html, url)
@@ -557,7 +365,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     """Main text, title and date of an HTML page; never raises on any input.
 
     The page is cut into text blocks and a small trained model keeps the blocks
-    that are main text (see ``_extractors``), with trafilatura's own choice as one
+    that are main text (see :mod:`sleuth.extract.model`), with trafilatura's own choice as one
     of its signals. When the model keeps nothing, trafilatura's text is used (less
     menu and footer lines), and failing that the text of ``<body>`` without
     scripts, navigation, headers and footers. Elements hidden from readers go first
@@ -573,7 +381,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     if not html.strip():
         return Extracted()
     html, cut = cut_elements(html, max_elements)
-    from sleuth.fetch import _extractors as bx
+    from sleuth.extract import model
 
     with _TRAFILATURA_LOCK:
         try:
@@ -582,9 +390,9 @@ def extract(html: str | bytes, url: str | None = None, *,
             if got is None:
                 return Extracted(truncated=cut)
             blocks, matrix, main, title, date = got
-            text = normalize_text(bx.select_text(blocks, matrix))
+            text = normalize_text(model.select_text(blocks, matrix))
             if not text:
-                text = normalize_text(bx.without_chrome(normalize_text(main), blocks))
+                text = normalize_text(model.without_chrome(normalize_text(main), blocks))
         except MemoryError:  # not a reading of the page: the caller must see it
             raise
         except Exception:  # hostile input must not cost the page: fall back to trafilatura
@@ -607,66 +415,3 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     return normalize_text(main), title, date
 
 
-# ---------------------------------------------------------------- PDF
-
-def _pdf_date(value: Any) -> str | None:
-    try:
-        return value.date().isoformat() if value is not None else None
-    except (AttributeError, ValueError):
-        return None
-
-
-def pdf_text(data: bytes, max_chars: int | None = None) -> Extracted:
-    """Text of a PDF (title and date from its metadata).
-
-    Stops reading pages once ``max_chars`` characters are in hand. Raises
-    :class:`ExtractError` for a PDF that cannot be opened; a scanned PDF without
-    a text layer gives empty text.
-    """
-    import pypdf
-
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted and not reader.decrypt(""):
-            raise ExtractError("encrypted PDF")
-        parts: list[str] = []
-        size = 0
-        for page in reader.pages:
-            try:
-                part = page.extract_text() or ""
-            except MemoryError:  # not a reading of the page: the caller must see it
-                raise
-            except Exception:  # one broken page should not lose the others
-                log.debug("pypdf could not read a page", exc_info=True)
-                continue
-            parts.append(part)
-            size += len(part)
-            if max_chars is not None and size > max_chars:
-                break
-        meta = _pdf_metadata(reader)
-    except ExtractError:
-        raise
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception as exc:  # pypdf raises many types on corrupt files
-        raise ExtractError(f"unreadable PDF ({type(exc).__name__})") from exc
-    return Extracted(text=normalize_text("\n\n".join(parts)), title=meta[0], date=meta[1])
-
-
-def _pdf_metadata(reader: Any) -> tuple[str | None, str | None]:
-    try:
-        meta = reader.metadata
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception:  # broken metadata must not cost us the text
-        return None, None
-    if meta is None:
-        return None, None
-    title = normalize_text(str(meta.title)) if meta.title else None
-    try:
-        created = meta.creation_date
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception:  # malformed date strings raise inside pypdf
-        created = None
-    return title or None, _pdf_date(created)

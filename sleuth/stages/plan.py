@@ -23,7 +23,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from sleuth.llm.errors import LLMAuthError, LLMError
+from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_list, is_empty_answer
 from sleuth.models import Plan, SearchHit
 from sleuth.urls import canonicalize

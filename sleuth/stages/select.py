@@ -7,7 +7,7 @@ query's best, and picks at most :data:`PICKS_PER_CALL` of them, best first. A
 result an earlier call of the run showed is not shown again. (MetaGPT's
 COLLECT_AND_RANKURLS asks once per query, and related queries find mostly the same
 pages: on the bench, 64 results per run, 20–23 of them distinct.) The picks are then
-merged with the quality ranking of :func:`sleuth.rank.rank`, which both pipelines
+merged with the quality ranking of :func:`sleuth.stages.rank.rank`, which both pipelines
 share:
 
 * picked candidates come first, round by round, each in the order the model gave;
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sleuth.llm.errors import LLMAuthError, LLMError
+from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_indices, is_empty_answer
 from sleuth.models import Candidate, SearchHit
-from sleuth.rank import QualityRule, rank
+from sleuth.stages.rank import QualityRule, rank
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:

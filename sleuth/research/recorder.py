@@ -1,12 +1,13 @@
-"""What the run store gives one research run: its record, its caches, its documents.
+"""What the run store gives research: a run's record, and the caches runs may share.
 
-:meth:`StoreSession.open` (called by :func:`sleuth.pipeline.open_run`) opens the store
-under ``--home`` (unless ``--no-store``), creates the run record (or takes back an
-interrupted one for ``sleuth resume``) and builds the cache adapters of
-:mod:`sleuth.caching`. :class:`RunRecorder` appends each stage output to the run
-as it happens: the plan, every search answer, the ranking, every page or failure
-as it arrives (URL, content hash, passages; the text itself is in the pages
-cache), the sources read, and at the end the report.
+:class:`StoreSession` (one per :class:`~sleuth.research.context.Services`) opens the store
+under ``--home`` (unless ``--no-store``), builds the cache adapters of
+:mod:`sleuth.research.cached` and keeps the ``--docs`` index. :class:`RunRecord` is one
+run's record in it: :meth:`RunRecord.start` creates it (or takes back an interrupted one
+for ``sleuth resume``), :class:`RunRecorder` appends each stage output to it as it
+happens: the plan, every search answer, the ranking, every page or failure as it
+arrives (URL, content hash, passages; the text itself is in the pages cache), the
+sources read, and at the end the report.
 """
 
 from __future__ import annotations
@@ -18,27 +19,25 @@ import sqlite3
 import tempfile
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sleuth.caching import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
-from sleuth.errors import ProviderError
-from sleuth.fetch.fetcher import CachedResult
-from sleuth.fetch.workers import extract_limits
+from sleuth.extract.documents import DocumentExtractor
+from sleuth.extract.workers import extract_limits
+from sleuth.fetch.cache import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.progress import Event
-from sleuth.read import best_passages
-from sleuth.search.base import SearchProvider, get_provider
+from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
+from sleuth.search.base import SearchProvider
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
 from sleuth.store.cache import text_hash
 from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure
-from sleuth.store.docs import check_folder
 from sleuth.urls import canonicalize
 
-__all__ = ["RunRecorder", "StoreSession", "check_settings", "documents_search", "run_options"]
+__all__ = ["RunRecord", "RunRecorder", "StoreSession", "run_options"]
 
 log = logging.getLogger(__name__)
 
@@ -49,40 +48,6 @@ FinalStatus = Literal["done", "failed", "interrupted"]
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
 #: Whether a cached result may answer for a URL under the run's URL rules.
 CacheCheck = Callable[[str, CachedResult], Awaitable[bool]]
-
-
-def documents_search(settings: Settings) -> Settings:
-    """``settings`` with the providers documents mode implies.
-
-    With ``--docs`` the ``local`` provider is always searched; web providers only
-    when ``--search`` (or ``SLEUTH_SEARCH``) names them, so documents mode alone
-    never touches the network.
-    """
-    if settings.docs is None:
-        return settings
-    if "search" not in settings.model_fields_set:
-        search = ["local"]
-    elif "local" in settings.search:
-        return settings
-    else:
-        search = ["local", *settings.search]
-    return settings.model_copy(update={"search": search})
-
-
-def check_settings(settings: Settings) -> None:
-    """The cheap checks of a run's settings, made before a run record is created.
-
-    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
-    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
-    command leaves no failed run behind. (API keys are checked when searching.)
-    """
-    for name in settings.search:
-        get_provider(name)
-    if "local" in settings.search and settings.docs is None:
-        raise ProviderError("search provider 'local' needs a documents folder: "
-                            "--docs DIR or SLEUTH_DOCS")
-    if settings.docs is not None:
-        check_folder(settings.docs)
 
 
 def run_options(settings: Settings) -> dict[str, Any]:
@@ -99,11 +64,9 @@ class RunRecorder:
     A record that cannot be written is logged, never raised.
     """
 
-    def __init__(self, store: Store, run_id: str, topic: str, passages: int) -> None:
+    def __init__(self, store: Store, run_id: str) -> None:
         self.store = store
         self.run_id = run_id
-        self.queries = [topic]
-        self.passages = passages
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-run")
 
     def record(self, stage: str, payload: Any) -> None:
@@ -115,8 +78,7 @@ class RunRecorder:
         job.add_done_callback(_log_failure)
 
     def plan(self, plan: Plan) -> None:
-        """The queries to search (their terms also pick each page's passages)."""
-        self.queries = [self.queries[0], *plan.queries]
+        """The queries to search."""
         self.record("plan", plan)
 
     def hits(self, provider: str, query: str, hits: list[SearchHit], cached: bool) -> None:
@@ -129,14 +91,15 @@ class RunRecorder:
         self.record("ranking", [{"url": c.url, "title": c.title, "quality": c.quality,
                                  "score": c.score} for c in candidates])
 
-    def fetched(self, candidate: Candidate, result: Page | FetchFailure) -> None:
-        """A page read (URL, hash, passages; the text is in the pages cache) or a failure."""
+    def fetched(self, candidate: Candidate, result: Page | FetchFailure,
+                passages: Sequence[str] = ()) -> None:
+        """A page read (URL, hash, its ``passages``; the text is in the pages cache) or a
+        failure."""
         if isinstance(result, Page):
             self.record("fetched", {
                 "url": candidate.url, "final_url": result.final_url, "title": result.title,
                 "hash": text_hash(result.text), "chars": len(result.text),
-                "engine": result.engine,
-                "passages": best_passages(result.text, self.queries, self.passages)})
+                "engine": result.engine, "passages": list(passages)})
         else:
             self.record("fetch_failed", {"url": candidate.url, "reason": result.reason,
                                          "status": result.status})
@@ -168,178 +131,51 @@ def _log_failure(job: Future[None]) -> None:
 
 
 @dataclass
-class StoreSession:
-    """The store's part in one run; every field is None under ``--no-store``."""
+class RunRecord:
+    """One run's record in the store: its id and its recorder; every field None under
+    ``--no-store``. Made by :meth:`start`, ended by :meth:`finish`."""
 
-    settings: Settings
-    topic: str = ""
-    store: Store | None = None
     run_id: str | None = None
     resumed: bool = False
     recorder: RunRecorder | None = None
-    page_cache: StorePageCache | None = None
-    reply_cache: StoreReplyCache | None = None
-    #: Where the documents index lives: the store, or a temporary one under --no-store.
-    docs_store: Store | None = None
-    documents: DocumentReader | None = None
-    index: IndexReport | None = None
-    providers: list[CachedProvider] = field(default_factory=list)
-    _scratch: Path | None = None
+    store: Store | None = None
 
     @classmethod
-    def open(cls, topic: str, settings: Settings, resume_id: str | None = None
-             ) -> StoreSession:
-        """Open the store and start (or take back) the run record; blocking.
+    def start(cls, store: Store | None, topic: str, settings: Settings,
+              resume_id: str | None = None) -> RunRecord:
+        """Create the run record (or take back ``resume_id``'s); blocking.
 
-        Raises :class:`~sleuth.errors.ConfigError` (one line) when the home cannot be
-        used, and :class:`~sleuth.store.RunNotFoundError` for an unknown ``resume_id``.
+        Raises :class:`~sleuth.errors.ConfigError` (one line) when the store cannot be
+        written, and :class:`~sleuth.errors.RunNotFoundError` for an unknown ``resume_id``.
         """
-        check_settings(settings)
-        session = cls(settings, topic)
-        if settings.no_store:
-            return session
-        store = Store(settings.home or default_home())
+        if store is None:
+            return cls()
+        record = cls(store=store)
         try:
             if resume_id is None:
-                session.run_id = store.create_run(topic, run_options(settings))
+                record.run_id = store.create_run(topic, run_options(settings))
             else:
-                session.run_id = store.get_run(resume_id).id
-                store.resume_run(session.run_id)
-                session.resumed = True
+                record.run_id = store.get_run(resume_id).id
+                store.resume_run(record.run_id)
+                record.resumed = True
         except sqlite3.DatabaseError as exc:  # e.g. the disk is full: one line, exit 2
-            store.close()
             error = store._config_error(exc)
             if error is None:
                 raise
             raise error from None
-        except BaseException:
-            store.close()
-            raise
-        session.store = session.docs_store = store
-        session.recorder = RunRecorder(store, session.run_id, topic, settings.passages)
-        if session.resumed:
-            session.recorder.record("resumed", {})
-        # A resumed run reuses what it already did, whatever its age.
-        session.page_cache = StorePageCache.for_run(store, settings, resumed=session.resumed)
-        session.reply_cache = StoreReplyCache(store)
-        return session
+        record.recorder = RunRecorder(store, record.run_id)
+        if record.resumed:
+            record.recorder.record("resumed", {})
+        return record
 
-    # ------------------------------------------------------------ documents
-
-    def index_documents(self) -> list[Failure]:
-        """Bring the ``--docs`` index up to date (blocking); the files it could not read.
-
-        Only changed files are read again. Under ``--no-store`` the index lives in a
-        temporary folder for this run only.
-        """
-        folder = self.settings.docs
-        if folder is None:
-            return []
-        if self.docs_store is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
-            self.docs_store = Store(self._scratch)
-        self.index = report = index_folder(self.docs_store, Path(folder),
-                                           limits=extract_limits(self.settings))
-        self.documents = DocumentReader(self.docs_store, report.folder,
-                                        max_chars=self.settings.max_chars)
+    def record(self, stage: str, payload: Any) -> None:
+        """Append one stage output to the run record (no-op without a store)."""
         if self.recorder is not None:
-            self.recorder.record("documents", {
-                "folder": str(report.folder), "added": report.added, "updated": report.updated,
-                "unchanged": report.unchanged, "removed": report.removed,
-                "failed": report.failed})
-        return [Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
-                for path, reason in report.failed]
-
-    def index_event(self) -> Event:
-        """The progress event that says what indexing did."""
-        report = self.index
-        assert report is not None
-        return Event("info", f"documents: {report.indexed} indexed ({report.added} new, "
-                     f"{report.updated} changed, {len(report.failed)} unreadable)",
-                     {"folder": str(report.folder), "added": report.added,
-                      "updated": report.updated, "unchanged": report.unchanged,
-                      "removed": report.removed, "failed": len(report.failed)})
-
-    # ------------------------------------------------------------ searching
-
-    def wrap_providers(self, providers: list[SearchProvider]) -> list[SearchProvider]:
-        """The providers with the store in front: cached answers, recorded answers."""
-        wrapped: list[SearchProvider] = []
-        for provider in providers:
-            if isinstance(provider, LocalSearch) and self.docs_store and self.index:
-                provider.attach(self.docs_store, self.index)
-            if self.store is None or self.recorder is None:
-                wrapped.append(provider)
-                continue
-            cached = CachedProvider.for_run(provider, self.store, self.settings,
-                                            resumed=self.resumed, on_answer=self.recorder.hits)
-            self.providers.append(cached)
-            wrapped.append(cached)
-        return wrapped
-
-    async def fresh_results(self, candidates: Sequence[Candidate], usable: CacheCheck
-                            ) -> dict[str, Page | FetchFailure]:
-        """Fetch results the page cache holds fresh, by canonical URL (no page request).
-
-        Only those ``usable`` (the run's fetcher's :meth:`~sleuth.fetch.Fetcher.usable`)
-        lets answer under this run's URL rules; the others are left to the fetcher,
-        which refuses them as it refuses any URL. Pages the last finished run of the
-        same question used as sources come first, then the rest in rank order: a rerun
-        takes the very pages that run read (whose summaries are cached too), not others
-        that merely rank above them.
-        """
-        cache, store = self.page_cache, self.store
-        if cache is None or store is None:
-            return {}
-
-        def look() -> tuple[list[tuple[Candidate, CachedResult]], set[str]]:
-            found = [(candidate, hit) for candidate in candidates
-                     if (hit := cache.lookup(candidate.url)) is not None and hit.fresh]
-            last = store.last_report(self.topic, exclude=self.run_id) or {}
-            used = {canonicalize(str(s.get("url", ""))) for s in last.get("sources") or []}
-            return found, used
-
-        try:
-            hits, used = await asyncio.to_thread(look)
-        except Exception as exc:  # a broken cache costs downloads, never the run
-            log_store_failure(log, "page cache lookup failed", exc)
-            return {}
-        found = {candidate.canonical_url: hit.result for candidate, hit in hits
-                 if await usable(candidate.url, hit)}
-        first = {key: result for key, result in found.items()
-                 if isinstance(result, Page) and canonicalize(result.final_url) in used}
-        return {**first, **found}
-
-    @property
-    def cached_searches(self) -> int:
-        """Searches answered from the cache in this run."""
-        return sum(p.hits_served for p in self.providers)
-
-    @property
-    def store_failure(self) -> StoreError | None:
-        """The first failure of the store's file or disk in this run (None: none)."""
-        for store in (self.store, self.docs_store):
-            if store is not None and store.failure is not None:
-                return store.failure
-        return None
-
-    def check_store(self) -> None:
-        """Raise :class:`~sleuth.store.db.StoreCorruptError` once the store was found damaged.
-
-        A full disk costs the run its record, not its report (see :meth:`finish`); a
-        damaged file is bad input, like a home that cannot be written: the run ends with
-        the one-line message at the next stage that asks (before fetching, before
-        writing the report, and at the end).
-        """
-        failure = self.store_failure
-        if isinstance(failure, StoreCorruptError):
-            raise failure
-
-    # ------------------------------------------------------------ the end
+            self.recorder.record(stage, payload)
 
     def finish(self, status: FinalStatus, report: Report | None = None,
                error: str | None = None) -> None:
-        """Write what is queued, mark the run finished, and close the store (blocking)."""
+        """Write what is queued and mark the run finished (blocking); never raises."""
         try:
             if self.recorder is not None:
                 if error:
@@ -357,17 +193,164 @@ class StoreSession:
                                       stats)
         except Exception as exc:  # the report is the user's; a failing record must not cost it
             log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
-        finally:
-            self.close()
+
+
+@dataclass
+class StoreSession:
+    """The store's part in research: the store, its caches and the documents index.
+
+    Every field is None under ``--no-store`` (the documents index then lives in a
+    temporary folder). ``resumed``: the caches take every entry as fresh (a resumed run
+    reuses what it already did, whatever its age).
+    """
+
+    settings: Settings
+    resumed: bool = False
+    store: Store | None = None
+    page_cache: StorePageCache | None = None
+    reply_cache: StoreReplyCache | None = None
+    #: Where the documents index lives: the store, or a temporary one under --no-store.
+    docs_store: Store | None = None
+    documents: DocumentReader | None = None
+    index: IndexReport | None = None
+    _scratch: Path | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, *, resumed: bool = False) -> StoreSession:
+        """Open the store under ``--home`` (unless ``--no-store``) and its caches; blocking.
+
+        Raises :class:`~sleuth.errors.ConfigError` (one line) when the home cannot be used.
+        """
+        session = cls(settings, resumed)
+        if settings.no_store:
+            return session
+        store = Store(settings.home or default_home())
+        session.store = session.docs_store = store
+        session.page_cache = StorePageCache.for_run(store, settings, resumed=resumed)
+        session.reply_cache = StoreReplyCache(store)
+        return session
+
+    # ------------------------------------------------------------ documents
+
+    def index_documents(self) -> list[Failure]:
+        """Bring the ``--docs`` index up to date (blocking); the files it could not read.
+
+        Only changed files are read again. Under ``--no-store`` the index lives in a
+        temporary folder until the session closes. :attr:`index` says what was done.
+        """
+        folder = self.settings.docs
+        if folder is None:
+            return []
+        if self.docs_store is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
+            self.docs_store = Store(self._scratch)
+        read = DocumentExtractor(extract_limits(self.settings))
+        self.index = report = index_folder(self.docs_store, Path(folder), read)
+        self.documents = DocumentReader(self.docs_store, report.folder,
+                                        max_chars=self.settings.max_chars)
+        return [Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
+                for path, reason in report.failed]
+
+    def index_record(self) -> dict[str, Any]:
+        """What indexing did, as the run record keeps it."""
+        report = self.index
+        assert report is not None
+        return {"folder": str(report.folder), "added": report.added, "updated": report.updated,
+                "unchanged": report.unchanged, "removed": report.removed,
+                "failed": report.failed}
+
+    def index_event(self) -> Event:
+        """The progress event that says what indexing did."""
+        report = self.index
+        assert report is not None
+        return Event("info", f"documents: {report.indexed} indexed ({report.added} new, "
+                     f"{report.updated} changed, {len(report.failed)} unreadable)",
+                     {"folder": str(report.folder), "added": report.added,
+                      "updated": report.updated, "unchanged": report.unchanged,
+                      "removed": report.removed, "failed": len(report.failed)})
+
+    # ------------------------------------------------------------ searching
+
+    def wrap_providers(self, providers: list[SearchProvider],
+                       on_answer: Callable[[str, str, list[SearchHit], bool], None] | None
+                       ) -> list[SearchProvider]:
+        """The providers with the store in front: cached answers, answers told to
+        ``on_answer`` (the run record; None: no cache either, as without a record)."""
+        wrapped: list[SearchProvider] = []
+        for provider in providers:
+            if isinstance(provider, LocalSearch) and self.docs_store and self.index:
+                provider.attach(self.docs_store, self.index)
+            if self.store is None or on_answer is None:
+                wrapped.append(provider)
+                continue
+            wrapped.append(CachedProvider.for_run(provider, self.store, self.settings,
+                                                  resumed=self.resumed, on_answer=on_answer))
+        return wrapped
+
+    async def fresh_results(self, candidates: Sequence[Candidate], usable: CacheCheck, *,
+                            topic: str, run_id: str | None
+                            ) -> dict[str, Page | FetchFailure]:
+        """Fetch results the page cache holds fresh, by canonical URL (no page request).
+
+        Only those ``usable`` (the run's fetcher's :meth:`~sleuth.fetch.Fetcher.usable`)
+        lets answer under this run's URL rules; the others are left to the fetcher,
+        which refuses them as it refuses any URL. Pages the last finished run of the
+        same question (``topic``; not ``run_id``, this run) used as sources come first,
+        then the rest in rank order: a rerun takes the very pages that run read (whose
+        summaries are cached too), not others that merely rank above them.
+        """
+        cache, store = self.page_cache, self.store
+        if cache is None or store is None:
+            return {}
+
+        def look() -> tuple[list[tuple[Candidate, CachedResult]], set[str]]:
+            found = [(candidate, hit) for candidate in candidates
+                     if (hit := cache.lookup(candidate.url)) is not None and hit.fresh]
+            last = store.last_report(topic, exclude=run_id) or {}
+            used = {canonicalize(str(s.get("url", ""))) for s in last.get("sources") or []}
+            return found, used
+
+        try:
+            hits, used = await asyncio.to_thread(look)
+        except Exception as exc:  # a broken cache costs downloads, never the run
+            log_store_failure(log, "page cache lookup failed", exc)
+            return {}
+        found = {candidate.canonical_url: hit.result for candidate, hit in hits
+                 if await usable(candidate.url, hit)}
+        first = {key: result for key, result in found.items()
+                 if isinstance(result, Page) and canonicalize(result.final_url) in used}
+        return {**first, **found}
+
+    @property
+    def store_failure(self) -> StoreError | None:
+        """The first failure of the store's file or disk so far (None: none)."""
+        for store in (self.store, self.docs_store):
+            if store is not None and store.failure is not None:
+                return store.failure
+        return None
+
+    def check_store(self) -> None:
+        """Raise :class:`~sleuth.errors.StoreCorruptError` once the store was found damaged.
+
+        A full disk costs the run its record, not its report (see :meth:`close`); a
+        damaged file is bad input, like a home that cannot be written: the run ends with
+        the one-line message at the next stage that asks (before fetching, before
+        writing the report, and at the end).
+        """
         failure = self.store_failure
-        if failure is not None and not isinstance(failure, StoreCorruptError):
-            # Said once for the run, not once per page or record that could not be kept.
-            log.warning("%s; this run's record and cache are incomplete", failure)
+        if isinstance(failure, StoreCorruptError):
+            raise failure
+
+    # ------------------------------------------------------------ the end
 
     def close(self) -> None:
-        """Close the stores this session opened."""
+        """Close the stores this session opened, and say once if the disk failed them."""
         for store in {id(s): s for s in (self.store, self.docs_store) if s}.values():
             store.close()
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
             self._scratch = None
+        failure = self.store_failure
+        if failure is not None and not isinstance(failure, StoreCorruptError):
+            # Said once for the run, not once per page or record that could not be kept.
+            log.warning("%s; this run's record and cache are incomplete", failure)

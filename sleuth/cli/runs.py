@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth._format import duration
-from sleuth._logs import verbose_option
+from sleuth.cli._common import (
+    EXIT_NO_SOURCES,
+    EXIT_OK,
+    Progress,
+    check_output,
+    emit,
+    render_report,
+)
+from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
@@ -45,11 +53,9 @@ def _open(home: str | None) -> Store:
 
 def _emit(report: Report, fmt: str, output: str | None, quiet: bool) -> None:
     """The report in ``fmt``, on stdout or written to ``output`` (checked first)."""
-    from sleuth.cli import _check_output, emit, render_report
-
     path = Path(output) if output is not None else None
     if path is not None:
-        _check_output(path)
+        check_output(path)
     emit(render_report(report, fmt), path, "report", quiet)
 
 
@@ -105,8 +111,6 @@ def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
 
 
 def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: bool) -> int:
-    from sleuth.cli import EXIT_NO_SOURCES, EXIT_OK, _Progress
-
     home_path = _home(home)
     with _open(home) as store:
         info = store.get_run(run_id)
@@ -122,9 +126,9 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         from sleuth.settings import load_settings
 
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
-        from sleuth.pipeline import research
+        from sleuth.research.quick import research
 
-        progress = _Progress(quiet)
+        progress = Progress(quiet)
         try:
             import asyncio  # here, not at the top: `sleuth --help` stays fast
 

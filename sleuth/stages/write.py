@@ -9,7 +9,8 @@ report model writes the body (:func:`llm_body`) in the run's language from the
 sources' summaries, with inline ``[n]`` citations; sleuth then adds the title,
 the confidence, the sources list and the gaps itself (:func:`render_llm_markdown`),
 so a model can neither invent a source nor drop a gap. Both writers share the
-confidence rule, the sources list and the gaps.
+confidence rule, the sources list and the gaps. The model's body is citation-checked
+(:mod:`sleuth.stages.check`) before it is rendered; the driver calls the check.
 """
 
 from __future__ import annotations
@@ -17,14 +18,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from sleuth.lang import Labels, labels_for
-from sleuth.llm.errors import LLMAuthError, LLMError, ParseError
+from sleuth.errors import LLMAuthError, LLMError, ParseError
+from sleuth.lang import Labels
 from sleuth.llm.tokens import chunk_text
-from sleuth.models import Candidate, CitationCheck, Failure, Page, Source
-from sleuth.urls import canonicalize
+from sleuth.models import Failure, Source
 
 if TYPE_CHECKING:
-    from sleuth.check import Evidence
     from sleuth.llm.run import RunLLM
 
 Confidence = Literal["HIGH", "MEDIUM", "LOW"]
@@ -195,45 +194,18 @@ def render_llm_markdown(question: str, body: str, sources: list[Source],
     return "\n".join(lines)
 
 
-def _evidence(sources: list[Source], pages: list[tuple[Candidate, Page]]
-              ) -> tuple[dict[str, int], dict[int, Evidence]]:
-    """Each source's known URLs (canonical) and its text, for the citation check."""
-    from sleuth.check import Evidence
+async def write_body(llm: RunLLM, question: str, sources: list[Source], words: int
+                     ) -> str | None:
+    """The report body by the report model; None (reason recorded) to use the template.
 
-    by_url = {page.final_url or candidate.url: (candidate, page) for candidate, page in pages}
-    urls: dict[str, int] = {}
-    evidence: dict[int, Evidence] = {}
-    for source in sources:
-        candidate, page = by_url.get(source.url, (None, None))
-        spellings = [source.url]
-        if candidate is not None and page is not None:
-            spellings += [candidate.url, page.url, page.final_url]
-        for url in spellings:
-            urls.setdefault(canonicalize(url), source.id)
-        text = page.text if page is not None else "\n\n".join(source.passages)
-        evidence[source.id] = Evidence.build(text, source.summary)
-    return urls, evidence
-
-
-async def llm_report(llm: RunLLM, question: str, sources: list[Source],
-                     pages: list[tuple[Candidate, Page]], failures: list[Failure],
-                     level: Confidence, reason: str, *, words: int, verify: str
-                     ) -> tuple[str, CitationCheck] | None:
-    """The LLM-written, citation-checked report; None (reason recorded) to use the template."""
-    from sleuth.check import check_citations, footer
-
+    The body still holds the model's citations as it wrote them: the check stage
+    (:mod:`sleuth.stages.check`) keeps only those that hold, before
+    :func:`render_llm_markdown` puts sleuth's title, tail and footer around it.
+    """
     try:
-        body = await llm_body(llm, question, sources, words)
+        return await llm_body(llm, question, sources, words)
     except LLMAuthError:
         raise
     except LLMError as exc:
         llm.fell_back("report", exc, "the report quotes the sources' passages instead")
         return None
-    urls, evidence = _evidence(sources, pages)
-    body, check = await check_citations(
-        body, ids={s.id for s in sources}, urls=urls, evidence=evidence, method=verify,
-        llm=llm, language=llm.language)
-    labels = labels_for(llm.language)
-    markdown = render_llm_markdown(question, body, sources, failures, level, reason, labels,
-                                   footer(check, llm.language))
-    return markdown, check

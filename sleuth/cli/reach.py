@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from sleuth._logs import verbose_option
+from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
 __all__ = ["reach_commands"]

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sleuth.fetch.extract import truncate_text
-from sleuth.fetch.fetcher import CachedResult, Validators
+from sleuth.extract.text import truncate_text
+from sleuth.fetch.cache import CachedResult, Validators
 from sleuth.models import FetchFailure, Page, SearchHit
 from sleuth.search.base import SearchProvider
 from sleuth.store import CachedPage, Store

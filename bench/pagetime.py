@@ -1,0 +1,145 @@
+"""Per-page extraction time: sleuth's extractor next to trafilatura, page by page.
+
+sleuth's runs do not report how long each page's extraction took, so it is measured
+from outside, on the pages a benchmark run fetched: each page's HTML (decoded once as
+UTF-8, so decoding is not timed) goes through ``sleuth.extract(html, url)`` (the public
+extractor, with its default element cut) and through ``trafilatura.extract(html)``
+(library defaults), in a fresh process of its own, one page at a time, after one
+untimed warm-up of each. Each page is timed ``--repeat`` times (default 2) and the
+quickest kept: the 2-core boxes this runs on are shared, and the quickest is the page's
+own cost. Which extractor goes first alternates from page to page.
+
+    python -m bench.pagetime DIR        # DIR/index.json: [{"file", "url", "size"}, ...]
+
+prints one JSON object per page. :func:`measure` does it for a runner and
+:func:`table` makes the Markdown table (median, p95 and max per extractor, and
+sleuth / trafilatura).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PageTime", "measure", "table"]
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class PageTime:
+    """One page's extraction seconds with each extractor (the quickest of the repeats)."""
+
+    url: str
+    size: int
+    sleuth: float
+    trafilatura: float
+    sleuth_chars: int = 0
+    trafilatura_chars: int = 0
+
+
+def _extractors() -> dict[str, Callable[[str, str], str]]:
+    import trafilatura
+
+    import sleuth
+
+    return {"sleuth": lambda html, url: sleuth.extract(html, url).text,
+            "trafilatura": lambda html, url: trafilatura.extract(html) or ""}
+
+
+def _time_one(run: Callable[[str, str], str], html: str, url: str, repeat: int
+              ) -> tuple[float, int]:
+    best, chars = math.inf, 0
+    for _ in range(max(1, repeat)):
+        start = time.perf_counter()
+        try:
+            chars = len(run(html, url))
+        except Exception:  # a crash is timed like a result: the run would have paid it
+            chars = -1
+        best = min(best, time.perf_counter() - start)
+    return best, chars
+
+
+def _time_folder(folder: Path, repeat: int) -> None:
+    index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+    runners = _extractors()
+    pages = [(row, (folder / row["file"]).read_bytes().decode("utf-8", "replace"))
+             for row in index]
+    if pages:  # warm-up: imports, the block model, trafilatura's first-use setup
+        for run in runners.values():
+            _time_one(run, pages[0][1], pages[0][0]["url"], 1)
+    for n, (row, html) in enumerate(pages):
+        order = ["sleuth", "trafilatura"] if n % 2 == 0 else ["trafilatura", "sleuth"]
+        got = {name: _time_one(runners[name], html, row["url"], repeat) for name in order}
+        print(json.dumps({"url": row["url"], "size": row["size"],
+                          "sleuth": got["sleuth"][0], "trafilatura": got["trafilatura"][0],
+                          "sleuth_chars": got["sleuth"][1],
+                          "trafilatura_chars": got["trafilatura"][1]}), flush=True)
+
+
+def measure(bodies: dict[str, bytes], repeat: int = 2) -> list[PageTime]:
+    """Time both extractors on every page (URL -> HTML bytes) in a fresh subprocess."""
+    with tempfile.TemporaryDirectory(prefix="sleuth-pagetime-") as tmp:
+        folder = Path(tmp)
+        index = []
+        for n, (url, body) in enumerate(sorted(bodies.items())):
+            (folder / f"{n}.html").write_bytes(body)
+            index.append({"file": f"{n}.html", "url": url, "size": len(body)})
+        (folder / "index.json").write_text(json.dumps(index), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "bench.pagetime", str(folder),
+                               "--repeat", str(repeat)], cwd=REPO, capture_output=True,
+                              text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"bench.pagetime failed: {done.stderr.strip()[-500:]}")
+    return [PageTime(**json.loads(line)) for line in done.stdout.splitlines() if line.strip()]
+
+
+def _p95(values: Sequence[float]) -> float:
+    ordered = sorted(values)  # nearest rank: a value some page actually took
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _stats(values: Sequence[float]) -> tuple[float, float, float]:
+    return statistics.median(values), _p95(values), max(values)
+
+
+def table(times: Sequence[PageTime], heavy: int = 500_000) -> str:
+    """Median, p95 and max ms per extractor, all pages and the heavy ones; and the ratio."""
+    lines = ["| pages | n | sleuth median / p95 / max ms | trafilatura median / p95 / max ms "
+             "| sleuth / trafilatura: median, p95 (target ≤ 1.2) |", "|---|---:|---|---|---|"]
+    groups = [("all fetched", list(times)),
+              (f"over {heavy // 1000} KB", [t for t in times if t.size > heavy]),
+              (f"up to {heavy // 1000} KB", [t for t in times if t.size <= heavy])]
+    for name, group in groups:
+        if not group:
+            continue
+        s = _stats([1000 * t.sleuth for t in group])
+        t = _stats([1000 * t.trafilatura for t in group])
+        lines.append(f"| {name} | {len(group)} | {s[0]:.0f} / {s[1]:.0f} / {s[2]:.0f} | "
+                     f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | "
+                     f"**{s[0] / t[0]:.2f}**, **{s[1] / t[1]:.2f}** |")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench.pagetime DIR [--repeat N]``: one JSON line per page."""
+    parser = argparse.ArgumentParser(prog="python -m bench.pagetime", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("folder", type=Path)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    _time_folder(args.folder, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,253 @@
+"""The timing part of ``python -m bench``: wall time against the critical path.
+
+Each timing question is researched once per pipeline (depth 2, 5 sources) against the
+benchmark world at its full latencies; :func:`critical_path` computes from the world's
+log the shortest time in which that world could have produced the report, and every
+row counts model calls and tokens, searches, fetches and the heavy pages read.
+:func:`page_times` then times sleuth's extractor and trafilatura on every page the runs
+fetched (:mod:`bench.pagetime`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.client import WorldProcess, cited_urls
+from bench.pagetime import PageTime
+from bench.pagetime import measure as measure_pages
+from bench.topics import HEAVY
+from bench.world import REPO
+from sleuth.testing._corpus import Corpus
+
+__all__ = ["Row", "critical_path", "measure", "page_times", "parts_table", "run_timing",
+           "timing_table"]
+
+RESULTS_PER_QUERY = 8  # sleuth's default: the hits of a search it looks at
+
+
+# -- the critical path ----------------------------------------------------------------------
+def _dur(entry: dict[str, Any]) -> float:
+    return float(entry["end"]) - float(entry["start"])
+
+
+@dataclass
+class Path_:
+    """A run's critical path and what it is made of (seconds)."""
+
+    total: float = 0.0
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
+    """The shortest time in which this run's world could have produced this report.
+
+    For every cited page *s*, the chain of requests it needed, each timed by the world
+    (server side, request arrival to response end):
+
+        plan call                                       (LLM pipeline; 0 without a model)
+        + [slowest first-round search + refine call]    (only if *s* was found by a follow-up query)
+        + search of the query that found *s*            (the quickest such chain if several did)
+        + that query's select call                      (LLM pipeline: ranking its round's
+                                                          hits, so after the slowest search
+                                                          of the queries it ranks)
+        + the fetch of *s*                              (the first complete request for it)
+        + the summary of *s*                            (slowest chunk call + its merge calls)
+
+    The critical path is the longest such chain plus the report call (and the slowest
+    verify call, with ``--verify llm``). Client-side CPU (parsing, extraction, ranking)
+    is not on it: it is what sleuth adds. A report that cites nothing has a path of
+    plan + report calls only.
+    """
+    llm = [e for e in log if e["kind"] == "llm"]
+    first = lambda stage: next((e for e in llm if e["stage"] == stage), None)  # noqa: E731
+    plan, refine, report = first("plan"), first("refine"), first("report")
+    plan_s = _dur(plan) if plan else 0.0
+    searches: dict[str, dict[str, Any]] = {}
+    for entry in log:
+        if entry["kind"] == "search" and not entry.get("left"):
+            searches.setdefault(entry["key"], entry)
+    first_round = [e for e in searches.values()
+                   if refine is None or e["start"] < refine["start"]]
+    follow_wait = ((max((_dur(e) for e in first_round), default=0.0) + _dur(refine))
+                   if refine else 0.0)
+    # One select call ranks a round's queries (its key lists them, one per line), so it
+    # waits for the slowest of their searches: query -> (that search, the select call).
+    selects: dict[str, tuple[float, float]] = {}
+    for e in llm:
+        if e["stage"] == "select":
+            queries = e["key"].splitlines()
+            slowest = max((_dur(searches[q]) for q in queries if q in searches), default=0.0)
+            selects.update({q: (slowest, _dur(e)) for q in queries})
+    fetches: dict[str, float] = {}
+    for entry in log:
+        if entry["kind"] == "page" and not entry.get("left"):
+            fetches.setdefault(entry["key"], _dur(entry))
+    worst: tuple[float, dict[str, float]] = (0.0, {})
+    for url in cited:
+        options = []
+        for query, entry in searches.items():
+            if url not in entry.get("urls", [])[:RESULTS_PER_QUERY]:
+                continue
+            wait = follow_wait if refine is not None and entry["start"] >= refine["start"] else 0
+            search, select = selects.get(query, (0.0, 0.0))
+            search = max(search, _dur(entry))
+            options.append((wait + search + select,
+                            {"refine": wait, "search": search, "select": select}))
+        found, parts = min(options, key=lambda o: o[0]) if options else (0.0, {})
+        summaries = [_dur(e) for e in llm if e["stage"] == "summarize" and e["key"] == url]
+        merges = [_dur(e) for e in llm if e["stage"] == "merge" and e["key"] == url]
+        summary = max(summaries, default=0.0) + sum(merges)
+        fetch = fetches.get(url, 0.0)
+        chain = found + fetch + summary
+        if chain >= worst[0]:
+            worst = (chain, {**parts, "fetch": fetch, "summary": summary})
+    verify = max((_dur(e) for e in llm if e["stage"] == "verify"), default=0.0)
+    report_s = _dur(report) if report else 0.0
+    parts = {"plan": plan_s, **worst[1], "report": report_s + verify}
+    return Path_(plan_s + worst[0] + report_s + verify, parts)
+
+
+# -- one timed run ---------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One run's measurements."""
+
+    name: str
+    pipeline: str
+    wall: float
+    crit: float
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    searches: int
+    fetches: int
+    duplicates: int
+    wasted: int
+    sources: int
+    cited: int
+    parts: dict[str, float]
+    #: distinct pages over 500 KB fetched whole, and those read (a source of the report)
+    heavy_fetched: int = 0
+    heavy_read: int = 0
+    fetched_mb: float = 0.0  # HTML of the distinct pages fetched whole
+    fetched_urls: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.wall / self.crit if self.crit else float("nan")
+
+    @property
+    def tokens_per_cited(self) -> float:
+        total = self.prompt_tokens + self.completion_tokens
+        return total / self.cited if self.cited else float("nan")
+
+
+def measure(name: str, pipeline: str, report: Any, wall: float,
+            log: list[dict[str, Any]], sizes: dict[str, int] | None = None) -> Row:
+    """One run's row from its report, wall time and the world's log (``sizes``: page
+    URL -> bytes, for the heavy-page columns)."""
+    cited = cited_urls(report)
+    pages = [e for e in log if e["kind"] == "page"]
+    urls = [e["key"] for e in pages]
+    whole = list(dict.fromkeys(e["key"] for e in pages if not e.get("left")))
+    used = {s.url for s in report.sources}
+    path = critical_path(log, cited)
+    stats = report.stats
+    size = (sizes or {}).get
+    return Row(name=name, pipeline=pipeline, wall=wall, crit=path.total,
+               llm_calls=stats.llm_calls, prompt_tokens=stats.prompt_tokens,
+               completion_tokens=stats.completion_tokens,
+               searches=sum(1 for e in log if e["kind"] == "search"), fetches=len(urls),
+               duplicates=len(urls) - len(set(urls)), wasted=len(set(urls) - used),
+               sources=len(report.sources), cited=len(cited), parts=path.parts,
+               heavy_fetched=sum(size(u, 0) > HEAVY for u in whole),
+               heavy_read=sum(size(u, 0) > HEAVY for u in used),
+               fetched_mb=sum(size(u, 0) for u in whole) / 1e6, fetched_urls=whole)
+
+
+def timed_run(w: WorldProcess, question: str, llm: bool, name: str) -> Row:
+    import sleuth
+
+    w.log()
+    start = time.monotonic()
+    report = sleuth.research_sync(question, **w.options(llm))
+    wall = time.monotonic() - start
+    time.sleep(0.2)  # let the world log the responses that were cut off
+    return measure(name, "LLM" if llm else "no-LLM", report, wall, w.log(), w.sizes)
+
+
+def _f(value: float, digits: int = 2) -> str:
+    return "–" if value != value else f"{value:.{digits}f}"  # NaN → dash
+
+
+def timing_table(rows: list[Row]) -> str:
+    """One line per run and a total per pipeline (see bench/README.md for the columns)."""
+    head = ("| run | pipeline | wall s | critical path s | wall / path | LLM calls | "
+            "prompt tok | completion tok | tok / cited source | searches | fetches | "
+            "duplicate | wasted | sources (cited) | >500 KB fetched (read) | MB fetched |")
+    lines = [head, "|" + "---|" * 2 + "---:|" * 14]
+    for r in rows:
+        lines.append(
+            f"| {r.name} | {r.pipeline} | {_f(r.wall)} | {_f(r.crit)} | {_f(r.ratio)} | "
+            f"{r.llm_calls} | {r.prompt_tokens} | {r.completion_tokens} | "
+            f"{_f(r.tokens_per_cited, 0)} | {r.searches} | {r.fetches} | {r.duplicates} | "
+            f"{r.wasted} | {r.sources} ({r.cited}) | {r.heavy_fetched} ({r.heavy_read}) | "
+            f"{r.fetched_mb:.1f} |")
+    for pipeline in dict.fromkeys(r.pipeline for r in rows):
+        group = [r for r in rows if r.pipeline == pipeline]
+        wall, crit = sum(r.wall for r in group), sum(r.crit for r in group)
+        tokens = sum(r.prompt_tokens + r.completion_tokens for r in group)
+        cited = sum(r.cited for r in group)
+        lines.append(
+            f"| **all** | {pipeline} | {_f(wall)} | {_f(crit)} | **{_f(wall / crit)}** | "
+            f"{sum(r.llm_calls for r in group)} | {sum(r.prompt_tokens for r in group)} | "
+            f"{sum(r.completion_tokens for r in group)} | "
+            f"{_f(tokens / cited if cited else float('nan'), 0)} | "
+            f"{sum(r.searches for r in group)} | {sum(r.fetches for r in group)} | "
+            f"{sum(r.duplicates for r in group)} | {sum(r.wasted for r in group)} | "
+            f"{sum(r.sources for r in group)} ({cited}) | "
+            f"{sum(r.heavy_fetched for r in group)} ({sum(r.heavy_read for r in group)}) | "
+            f"{sum(r.fetched_mb for r in group):.1f} |")
+    return "\n".join(lines)
+
+
+def parts_table(rows: list[Row]) -> str:
+    keys = ["plan", "refine", "search", "select", "fetch", "summary", "report"]
+    lines = ["| run | pipeline | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
+    for r in rows:
+        lines.append(f"| {r.name} | {r.pipeline} | "
+                     + " | ".join(_f(r.parts.get(k, 0.0)) for k in keys) + " |")
+    return "\n".join(lines)
+
+
+def run_timing(w: WorldProcess, pipelines: Sequence[bool],
+               questions: Sequence[tuple[str, str]]) -> list[Row]:
+    """Each ``(label, question)`` once per pipeline, at full latency, one at a time."""
+    import sleuth
+
+    warm_up = next(t.question for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
+                   if t.id == "firefox")
+    rows = []
+    for llm in pipelines:
+        # One untimed run first, at a tenth of the latencies: the rows then compare runs,
+        # not the one-time lazy imports of the first (the footprint part times a cold start).
+        w.scale(0.1)
+        sleuth.research_sync(warm_up, **w.options(llm))
+        w.scale(1.0)
+        w.log()
+        for label, question in questions:
+            rows.append(timed_run(w, question, llm, label))
+            print(f"  {rows[-1].pipeline:6} {label:14} wall {rows[-1].wall:6.2f} s, "
+                  f"critical path {rows[-1].crit:6.2f} s, {rows[-1].heavy_fetched} pages "
+                  f"over 500 KB", file=sys.stderr, flush=True)
+    return rows
+
+
+def page_times(w: WorldProcess, rows: Sequence[Row], repeat: int = 2) -> list[PageTime]:
+    """Extraction time of every page the runs fetched whole, sleuth's and trafilatura's."""
+    urls = dict.fromkeys(u for r in rows for u in r.fetched_urls)
+    return measure_pages({u: w.body(u) for u in urls}, repeat)

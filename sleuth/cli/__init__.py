@@ -1,0 +1,95 @@
+"""The command line: ``sleuth [OPTIONS] QUESTION`` and its subcommands.
+
+This module is the ``sleuth`` group: it registers each command (research, agent, runs,
+show, resume, cache, mcp, serve; each in its own module of this package, sharing
+:mod:`sleuth.cli._common`), runs the CLI, and turns every error into an exit code and
+one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from sleuth._version import __version__
+from sleuth.cli._common import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_SOURCES,
+    EXIT_OK,
+    EXIT_USAGE,
+    settings_options,
+)
+from sleuth.cli._logs import cli_logging
+from sleuth.cli.agent import agent_command
+from sleuth.cli.reach import reach_commands
+from sleuth.cli.research import research_command
+from sleuth.cli.runs import run_commands
+from sleuth.errors import ConfigError, LLMAuthError, SleuthError
+
+__all__ = ["cli", "main", "run"]
+
+
+class SleuthCLI(click.Group):
+    """A group whose default command is ``research``: ``sleuth "question"`` just works."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] != "--version"):
+            args = ["research", *args]
+        return super().parse_args(ctx, args)
+
+
+cli = SleuthCLI(
+    name="sleuth", commands={"research": research_command},
+    help="sleuth researches a question on the web and writes a cited report.\n\n"
+         "sleuth QUESTION is short for sleuth research QUESTION.",
+)
+cli = click.version_option(__version__, "--version", prog_name="sleuth")(cli)
+for _command in reach_commands(settings_options):  # sleuth mcp, sleuth serve
+    cli.add_command(_command)
+for _command in run_commands():  # sleuth runs, show, resume, cache clear
+    cli.add_command(_command)
+cli.add_command(agent_command(settings_options))  # sleuth agent
+
+
+def _fail(message: str, code: int) -> int:
+    first_line = message.strip().splitlines()[0] if message.strip() else "error"
+    click.echo(f"sleuth: error: {first_line}", err=True)
+    return code
+
+
+def run(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (used by tests and ``main``)."""
+    with cli_logging():
+        return _run(argv)
+
+
+def _run(argv: list[str] | None) -> int:
+    try:
+        result = cli.main(args=argv, prog_name="sleuth", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.UsageError as exc:
+        return _fail(exc.format_message(), EXIT_USAGE)
+    except click.Abort:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except ConfigError as exc:
+        return _fail(str(exc), EXIT_USAGE)
+    except SleuthError as exc:
+        # A refused API key is a setting to fix, like any other bad input.
+        return _fail(str(exc), EXIT_USAGE if isinstance(exc, LLMAuthError) else EXIT_NO_SOURCES)
+    except KeyboardInterrupt:
+        return _fail("interrupted", EXIT_INTERRUPTED)
+    except Exception as exc:
+        if os.environ.get("SLEUTH_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (SLEUTH_DEBUG=1 shows the "
+                     "traceback)", EXIT_INTERNAL)
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run())

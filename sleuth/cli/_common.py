@@ -1,0 +1,138 @@
+"""What every command of the CLI shares: exit codes, the settings options, progress lines
+on stderr, and writing the output (stdout, or a file written atomically).
+
+The settings options are generated from the settings table (``sleuth.settings.Settings``,
+compiled to ``data/cli_options.json`` so that ``--help`` needs no pydantic), so the
+flags, their environment variables and the docs never drift apart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from sleuth._options import cli_options
+from sleuth._valid import valid_text
+from sleuth.errors import ConfigError
+from sleuth.progress import Event
+
+if TYPE_CHECKING:
+    from sleuth.models import Report
+
+__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NO_SOURCES", "EXIT_OK", "EXIT_USAGE",
+           "Progress", "check_output", "emit", "render_report", "settings_options",
+           "write_atomic"]
+
+EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
+
+
+def settings_options() -> list[click.Option]:
+    """One click option per settings field; values stay strings until pydantic checks them."""
+    options = []
+    for row in cli_options():
+        decls = [row["flag"], *([row["short"]] if row["short"] else []), row["name"]]
+        envs = ", ".join(row["env"])
+        help_text = f"{row['help']}" + (f" [env: {envs}]" if envs else "")
+        if row["is_flag"]:
+            options.append(click.Option(decls, is_flag=True, flag_value=True, default=None,
+                                        help=help_text))
+            continue
+        shown = f" [default: {row['default']}]" if row["default"] is not None else ""
+        options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
+                                    metavar=row["name"].upper().replace("_", "-")))
+    return options
+
+
+class Progress:
+    """Stage messages on stderr: a live status line on a terminal, plain lines otherwise."""
+
+    def __init__(self, quiet: bool) -> None:
+        from rich.console import Console
+
+        self.quiet = quiet
+        self.console = Console(stderr=True, highlight=False)
+        self.status = None
+        if not quiet and self.console.is_terminal:
+            self.status = self.console.status("planning…")
+            self.status.start()
+
+    def __call__(self, event: Event) -> None:
+        from rich.markup import escape
+
+        if self.quiet:
+            return
+        if self.status is not None:
+            self.status.update(f"{event.kind}: {event.message}")
+        if event.kind in ("fetch_start", "llm"):  # the status line is enough for these
+            return
+        style = "yellow" if event.kind.endswith("_failed") else "dim"
+        # Messages carry page titles: untrusted text, so escape rich markup.
+        self.console.print(f"[{style}]{event.kind:>12}[/] {escape(event.message)}", markup=True,
+                           soft_wrap=True)
+
+    def close(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+
+
+def check_output(path: Path) -> None:
+    if path.expanduser().is_dir():
+        raise ConfigError(f"cannot write {path}: it is a folder; give a file name")
+    parent = path.expanduser().resolve().parent
+    if not parent.is_dir():
+        raise ConfigError(f"cannot write {path}: folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise ConfigError(f"cannot write {path}: folder {parent} is not writable")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
+    path = path.expanduser()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.",
+                                   suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(valid_text(text))
+        os.replace(tmp, path)
+    except BaseException as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):  # a full disk, a vanished folder: one line, exit 2
+            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise
+
+
+def render_report(report: Report, fmt: str) -> str:
+    """A report as the user asked for it: markdown, json or html."""
+    if fmt == "json":
+        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
+    if fmt == "html":
+        from sleuth.report.html import render_html
+
+        return render_html(report)
+    return report.markdown
+
+
+def emit(text: str, output: Path | None, what: str, quiet: bool) -> None:
+    """Print ``text`` on stdout, or write it atomically to ``output`` and say so on stderr."""
+    text = valid_text(text)  # the last guard: no lone surrogate reaches an output
+    if output is None:
+        stream = sys.stdout
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            # A terminal whose encoding lacks a character shows "?", rather than the
+            # whole report being lost to an encoding error.
+            stream.reconfigure(errors="replace")
+        stream.write(text)
+        stream.flush()
+        return
+    write_atomic(output, text)
+    if not quiet:
+        click.echo(f"{what} written to {output}", err=True)

@@ -1,0 +1,78 @@
+"""``sleuth research QUESTION`` (and ``sleuth QUESTION``): the quick research.
+
+Values are validated by the settings model, and every user error becomes one line on
+stderr with exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from sleuth.cli._common import (
+    EXIT_NO_SOURCES,
+    EXIT_OK,
+    Progress,
+    check_output,
+    emit,
+    render_report,
+    settings_options,
+)
+from sleuth.cli._logs import verbose_option
+
+__all__ = ["research_command"]
+
+
+def _research_options() -> list[click.Option]:
+    """The settings options for ``research``: agent-only ones work but stay out of --help."""
+    options = settings_options()
+    for option in options:
+        # One shared table keeps SLEUTH_* env handling uniform; the help shows what matters here.
+        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
+    return options
+
+
+def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
+    from sleuth.settings import load_settings  # pydantic: not needed for --help
+
+    settings = load_settings(values)
+    if settings.output is not None:
+        check_output(settings.output)
+    from sleuth.research.quick import research  # heavy imports only once the input is valid
+
+    progress = Progress(quiet)
+    try:
+        import asyncio  # here, not at the top: `sleuth --help` stays fast
+
+        report = asyncio.run(research(question, settings=settings, on_event=progress))
+    finally:
+        progress.close()
+    emit(render_report(report, settings.format), settings.output, "report", quiet)
+    return EXIT_OK if report.sources else EXIT_NO_SOURCES
+
+
+def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
+    return _run_research(question, bool(quiet), values)
+
+
+research_command = click.Command(
+    "research",
+    callback=_research_callback,
+    params=[
+        click.Argument(["question"]),
+        *_research_options(),
+        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+                     help="No progress messages on stderr."),
+        verbose_option(),
+    ],
+    help="Research QUESTION on the web and print a cited Markdown report.",
+    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
+            "\b\nOther commands (each has --help):\n"
+            "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
+            "  sleuth resume ID       finish a run that was interrupted\n"
+            "  sleuth cache clear     forget cached searches, pages and model replies\n"
+            "  sleuth mcp             serve research as MCP tools over stdio\n"
+            "  sleuth serve           a local web page for research"),
+)

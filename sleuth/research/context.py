@@ -1,0 +1,316 @@
+"""What a research run works with: the services runs may share, and the run's own context.
+
+:class:`Services` holds what several runs may share: the store session (the store, its
+page and reply caches, the ``--docs`` index), the search providers' HTTP client, the
+LLM client (its concurrency limit) and the :class:`~sleuth.fetch.Fetcher` (its per-host
+pacing clock, per-host page caps and robots.txt cache). A driver opens it once with
+:func:`open_services`; each part opens on first use, so a run that never fetches starts
+no fetcher, and the extraction workers start after the searches, not on the way to them.
+The quick driver opens one per run; drivers that run many questions or branches share
+one between their runs.
+
+:class:`RunContext` is one run: its topic, settings, budget, failures, what it searched
+and chose, its record in the store, and its view of the model (a
+:class:`~sleuth.llm.run.RunLLM` around the shared client). :func:`open_run` makes one
+(opening its own services unless it is given some) and records how the run ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import unicodedata
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sleuth.budget import Budget
+from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
+from sleuth.lang import language_name
+from sleuth.llm.run import RunLLM, open_llm_client
+from sleuth.models import Failure, Report, SearchHit
+from sleuth.progress import Event, ProgressCallback
+from sleuth.research.cached import CachedProvider
+from sleuth.research.recorder import RunRecord, StoreSession
+from sleuth.search import build_providers, make_search_client
+from sleuth.search.base import get_provider
+from sleuth.settings import Settings
+from sleuth.stages.rank import QualityRule, load_rules
+from sleuth.stages.read import PageReader
+from sleuth.store.docs import check_folder
+
+if TYPE_CHECKING:
+    import httpx
+
+    from sleuth.fetch import Fetcher
+    from sleuth.llm.client import LLMClient
+
+__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_settings", "clean_question",
+           "documents_search", "open_run", "open_services"]
+
+MAX_QUESTION_CHARS = 2000
+
+
+def clean_question(question: str) -> str:
+    """The question with control characters removed; ConfigError if nothing usable is left."""
+    if not isinstance(question, str):
+        raise ConfigError("the question must be text")
+    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in question)
+    text = " ".join(text.split())
+    if not text:
+        raise ConfigError("the question is empty")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise ConfigError(
+            f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
+    if not any(ch.isalnum() for ch in text):
+        raise ConfigError("the question has no words in it")
+    return text
+
+
+def documents_search(settings: Settings) -> Settings:
+    """``settings`` with the providers documents mode implies.
+
+    With ``--docs`` the ``local`` provider is always searched; web providers only
+    when ``--search`` (or ``SLEUTH_SEARCH``) names them, so documents mode alone
+    never touches the network.
+    """
+    if settings.docs is None:
+        return settings
+    if "search" not in settings.model_fields_set:
+        search = ["local"]
+    elif "local" in settings.search:
+        return settings
+    else:
+        search = ["local", *settings.search]
+    return settings.model_copy(update={"search": search})
+
+
+def check_settings(settings: Settings) -> None:
+    """The cheap checks of a run's settings, made before a run record is created.
+
+    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
+    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
+    command leaves no failed run behind. (API keys are checked when searching.)
+    """
+    for name in settings.search:
+        get_provider(name)
+    if "local" in settings.search and settings.docs is None:
+        raise ProviderError("search provider 'local' needs a documents folder: "
+                            "--docs DIR or SLEUTH_DOCS")
+    if settings.docs is not None:
+        check_folder(settings.docs)
+
+
+class Services:
+    """What runs may share; made by :func:`open_services`, each part opened on first use."""
+
+    def __init__(self, settings: Settings, emit: ProgressCallback, store: StoreSession,
+                 stack: AsyncExitStack) -> None:
+        self.settings = settings
+        self.emit = emit
+        #: The store, its caches and the documents index (all None under --no-store).
+        self.store = store
+        self._stack = stack
+        self._search_client: httpx.AsyncClient | None = None
+        self._fetcher: Fetcher | None = None
+        self._indexed = False
+        self._llm_opened = False
+        self._llm: LLMClient | None = None
+
+    def search_client(self) -> httpx.AsyncClient:
+        """The HTTP client the search providers share (closed with the services)."""
+        if self._search_client is None:
+            client = make_search_client(self.settings)
+            self._stack.push_async_callback(client.aclose)
+            self._search_client = client
+        return self._search_client
+
+    async def fetcher(self) -> Fetcher:
+        """The fetcher, behind the page cache and the documents index (opened on first use)."""
+        if self._fetcher is None:
+            from sleuth.fetch import Fetcher
+
+            fetcher = Fetcher(self.settings, cache=self.store.page_cache,
+                              documents=self.store.documents)
+            self._fetcher = await self._stack.enter_async_context(fetcher)
+        return self._fetcher
+
+    async def index_documents(self) -> list[Failure]:
+        """Bring the ``--docs`` index up to date, once; the files it could not read."""
+        if self._indexed:
+            return []
+        self._indexed = True
+        return await asyncio.to_thread(self.store.index_documents)
+
+    async def llm_client(self, failures: list[Failure]) -> LLMClient | None:
+        """The model's client, opened once (None: the no-LLM pipeline runs).
+
+        How it was chosen is said on the progress stream; why there is none, when that
+        is news (a configured server that cannot be reached), goes to ``failures``.
+        """
+        if not self._llm_opened:
+            self._llm_opened = True
+            self._llm = await self._stack.enter_async_context(open_llm_client(
+                self.settings, emit=self.emit, failures=failures,
+                cache=self.store.reply_cache))
+        return self._llm
+
+
+@asynccontextmanager
+async def open_services(settings: Settings, emit: ProgressCallback, *,
+                        resumed: bool = False) -> AsyncIterator[Services]:
+    """Open the store (unless ``--no-store``) and the services around it; close all at exit.
+
+    Raises :class:`~sleuth.errors.ConfigError` for settings no run could use (unknown
+    providers, a missing documents folder, a home that cannot be written).
+    """
+    check_settings(settings)
+    session = await asyncio.to_thread(StoreSession.open, settings, resumed=resumed)
+    try:
+        async with AsyncExitStack() as stack:
+            yield Services(settings, emit, session, stack)
+    finally:
+        session.close()
+
+
+@dataclass
+class RunContext:
+    """What the stages of one run share.
+
+    ``services`` are what it may share with other runs (store session, fetcher, search
+    client, LLM client); ``record`` is its own record in the store. ``llm`` (the run's
+    model, a :class:`~sleuth.llm.run.RunLLM` around the services' client) is None
+    without a model: each stage then takes its no-LLM path. ``searched`` holds the hits
+    of every query searched so far (none is searched twice).
+    """
+
+    topic: str
+    settings: Settings
+    emit: ProgressCallback
+    budget: Budget
+    rules: tuple[QualityRule, ...]
+    services: Services
+    record: RunRecord = field(default_factory=RunRecord)
+    started: float = field(default_factory=time.monotonic)
+    llm: RunLLM | None = None
+    failures: list[Failure] = field(default_factory=list)
+    searches: int = 0
+    searched: dict[str, list[SearchHit]] = field(default_factory=dict)
+    reader: PageReader | None = None
+    cached_fetches: int = 0
+    #: The cache wrappers of this run's search providers (their hits count as cached).
+    cached_providers: list[CachedProvider] = field(default_factory=list)
+    #: What picks a page's passages for the run record: the question and the queries of
+    #: the plan searched last.
+    passage_queries: list[str] = field(default_factory=list)
+    #: The sites whose unreadable robots.txt this run already reported.
+    robots_told: set[str] = field(default_factory=set)
+    report: Report | None = None
+    #: Each query the model was asked about → its round's picks (canonical URLs, best
+    #: first), so none is asked about twice.
+    picks: dict[str, list[str]] = field(default_factory=dict)
+    #: The search results shown to the model so far (canonical URLs): each is shown once.
+    shown: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.passage_queries = self.passage_queries or [self.topic]
+
+    @property
+    def run_id(self) -> str | None:
+        """The run's id in the store; None under ``--no-store``."""
+        return self.record.run_id
+
+    @property
+    def session(self) -> StoreSession:
+        """The store's part (caches, documents index), shared through the services."""
+        return self.services.store
+
+    def page_reader(self) -> PageReader | None:
+        """The run's page reader (made on first use); None without a model."""
+        if self.llm is not None and self.reader is None:
+            self.reader = PageReader(self.llm, self.topic, self.settings.read_tokens)
+        return self.reader
+
+    def record_stage(self, stage: str, payload: Any) -> None:
+        """Append one stage output to the run record, as it happens (no-op without a store)."""
+        self.record.record(stage, payload)
+
+    def done(self, report: Report) -> Report:
+        """``report`` with the run id and cache counts: the run's result, kept in the store."""
+        cached = sum(p.hits_served for p in self.cached_providers)
+        stats = report.stats.model_copy(update={"cached_searches": cached,
+                                                "cached_fetches": self.cached_fetches})
+        self.report = report.model_copy(update={"run_id": self.run_id, "stats": stats})
+        return self.report
+
+
+@asynccontextmanager
+async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
+                   resume_id: str | None = None, services: Services | None = None
+                   ) -> AsyncIterator[RunContext]:
+    """Set up what a run needs: quality rules, budget, the run record, the documents index,
+    the model; with its own :class:`Services` unless ``services`` are given.
+
+    The run is recorded ``done`` once the body has passed its report to
+    :meth:`RunContext.done`, ``interrupted`` on Ctrl-C or cancellation, ``failed``
+    on any other error. ``resume_id`` continues an interrupted run under its own id.
+    """
+    settings = documents_search(settings)
+    rules = load_rules(settings.quality_rules)
+    # Bad input (a provider without its key, a bad --lang) is one line before anything
+    # is said, recorded or sent.
+    language = language_name(settings.lang, topic)
+    async with make_search_client(settings) as probe:
+        build_providers(settings, probe)
+    async with AsyncExitStack() as stack:
+        if services is None:
+            services = await stack.enter_async_context(
+                open_services(settings, emit, resumed=resume_id is not None))
+        record = await asyncio.to_thread(RunRecord.start, services.store.store, topic,
+                                         settings, resume_id)
+        ctx = RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
+                         rules=rules, services=services, record=record)
+        async with _finished(ctx):
+            await _prepare(ctx, language)
+            yield ctx
+
+
+async def _prepare(ctx: RunContext, language: str) -> None:
+    """Say the run started, bring the documents index up to date, open the model."""
+    record, services, emit = ctx.record, ctx.services, ctx.emit
+    if record.run_id is not None:
+        verb = "resumed" if record.resumed else "started"
+        emit(Event("info", f"run {record.run_id} {verb}", {"run_id": record.run_id}))
+    ctx.failures += await services.index_documents()
+    if services.store.index is not None:
+        record.record("documents", services.store.index_record())
+        emit(services.store.index_event())
+    # The model, when one is configured or a local Ollama answers (else None).
+    client = await services.llm_client(ctx.failures)
+    if client is not None:
+        ctx.llm = RunLLM(client, question=ctx.topic, language=language, budget=ctx.budget,
+                         emit=emit, failures=ctx.failures)
+
+
+@asynccontextmanager
+async def _finished(ctx: RunContext) -> AsyncIterator[None]:
+    """Record how the run ended: done (with its report), interrupted or failed."""
+    record, session = ctx.record, ctx.services.store
+    try:
+        yield
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        record.finish("interrupted")
+        raise
+    except BaseException as exc:
+        record.finish("failed", error=f"{type(exc).__name__}: {exc}")
+        raise
+    if ctx.report is None:
+        record.finish("failed", error="the run ended without a report")
+        return
+    try:
+        session.check_store()
+    except StoreCorruptError as exc:
+        record.finish("failed", error=str(exc))
+        raise
+    record.finish("done", ctx.report)

@@ -1,0 +1,148 @@
+"""The quick research: plan → search → rank → fetch → read → write → check, in one run.
+
+One async function, :func:`research`; the CLI and :func:`research_sync` call into it.
+It opens the run (:func:`~sleuth.research.context.open_run`, with services of its
+own) and calls the steps of :mod:`sleuth.research.steps` in order, overlapping
+searching and fetching: pages start downloading as soon as the first queries have
+results. Failures of single searches and pages are recorded in the report, never raised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sleuth.models import Candidate, Plan, Report, SearchHit
+from sleuth.progress import ProgressCallback, no_progress
+from sleuth.research.context import RunContext, clean_question, open_run
+from sleuth.research.gather import Gathered
+from sleuth.research.steps import (
+    check_stage,
+    fetch_stage,
+    plan_stage,
+    rank_stage,
+    read_stage,
+    report_stage,
+    search_stage,
+    write_stage,
+)
+from sleuth.settings import Settings, with_options
+from sleuth.stages.plan import llm_plan
+from sleuth.stages.rank import rank
+
+__all__ = ["research", "research_sync"]
+
+
+async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
+    """Stages 1–4 with a model, overlapped: fetch the first round while follow-ups are planned.
+
+    The planner's first queries are searched and ranked (one select call), and
+    those candidates are fetched and summarised while the model writes its follow-up
+    queries and they are searched and ranked; the fuller ranking then orders what is
+    not fetched yet (and the pages kept). The plan is complete before this returns, so
+    the report lists every query; no query is selected twice, no page fetched twice.
+    """
+    assert ctx.llm is not None
+    first: asyncio.Future[tuple[list[str], list[SearchHit]]] = (
+        asyncio.get_running_loop().create_future())
+
+    async def search(queries: list[str]) -> list[SearchHit]:
+        hits = await search_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
+        if not first.done():
+            first.set_result((queries, hits))
+        return hits
+
+    async def full_ranking() -> list[Candidate]:
+        plan = await planning
+        return await rank_stage(ctx, plan, await search_stage(ctx, plan))
+
+    planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
+    fuller: asyncio.Future[list[Candidate]] | None = None
+    try:
+        racing: list[asyncio.Future[Any]] = [planning, first]
+        await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        if not first.done() or planning.done():  # a rule-based plan, or nothing to overlap
+            plan = await planning
+            candidates = await rank_stage(ctx, plan, await search_stage(ctx, plan))
+            return plan, await fetch_stage(ctx, candidates)
+        queries, hits = first.result()
+        early = await rank_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"),
+                                 hits)
+        fuller = asyncio.ensure_future(full_ranking())
+        gathered = await fetch_stage(ctx, early, more=fuller)
+        await fuller
+        return await planning, gathered
+    finally:
+        await _stop(planning, fuller, first)
+
+
+async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
+    """Stages 2–4 without a model, overlapped: fetch the question's own results at once.
+
+    The hits of the first query holding the whole question to answer (the question
+    as asked, or a templated variant such as "… explained") are ranked and their best
+    pages fetched at once; the ranking of every query's hits, when they are all in,
+    then orders what is not fetched yet and the pages kept. The wait for the slower
+    queries is thus spent downloading instead of idling.
+    """
+    lead: asyncio.Future[list[SearchHit]] = asyncio.get_running_loop().create_future()
+    searching = asyncio.ensure_future(search_stage(ctx, plan, lead))
+
+    async def full_ranking() -> list[Candidate]:
+        return await rank_stage(ctx, plan, await searching)
+
+    fuller: asyncio.Future[list[Candidate]] | None = None
+    try:
+        await asyncio.wait([lead, searching], return_when=asyncio.FIRST_COMPLETED)
+        if searching.done():  # one query, or an error before any search
+            return await fetch_stage(ctx, await full_ranking())
+        # Ranked directly: the rank event and record come with the full ranking.
+        early = rank(lead.result(), ctx.rules)
+        fuller = asyncio.ensure_future(full_ranking())
+        gathered = await fetch_stage(ctx, early, more=fuller)
+        await fuller
+        return gathered
+    finally:
+        await _stop(searching, fuller, lead)
+
+
+async def _stop(*futures: asyncio.Future[Any] | None) -> None:
+    """Cancel what is still pending and wait for it to end (a run's early exit)."""
+    started = [f for f in futures if f is not None]
+    for future in started:
+        future.cancel()  # a no-op on a future that is done
+    await asyncio.gather(*started, return_exceptions=True)
+
+
+async def research(question: str, *, settings: Settings | None = None,
+                   on_event: ProgressCallback | None = None, resume_id: str | None = None,
+                   **options: Any) -> Report:
+    """Research ``question`` and return a cited :class:`~sleuth.models.Report`.
+
+    ``options`` are settings fields (``depth=3``, ``max_sources=8``, ``search="searxng"``,
+    ...) applied over ``settings`` (or over the environment when ``settings`` is None).
+    Raises :class:`~sleuth.errors.ConfigError` for bad input; a run in which nothing
+    could be read still returns a report, with an empty ``sources`` list and its gaps.
+    ``resume_id`` continues that interrupted run (see ``sleuth resume``): what it
+    already searched, fetched and asked a model is taken from the store.
+    """
+    topic = clean_question(question)
+    settings = with_options(settings, options)
+    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
+        if ctx.llm is None:
+            plan = await plan_stage(ctx)
+            gathered = await search_and_fetch(ctx, plan)
+        else:
+            plan, gathered = await plan_and_fetch(ctx)
+        sources = await read_stage(ctx, plan, gathered)
+        ctx.session.check_store()  # found damaged while fetching: no report on top
+        ctx.record_stage("sources", sources)
+        draft = await write_stage(ctx, sources)
+        draft = await check_stage(ctx, draft, sources, gathered)
+        return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
+
+
+def research_sync(question: str, **kwargs: Any) -> Report:
+    """Blocking wrapper around :func:`research` for scripts and notebooks."""
+    return asyncio.run(research(question, **kwargs))
+

@@ -1,0 +1,218 @@
+"""The layout holds: imports run one way, top to bottom (ARCHITECTURE.md, "What may import what").
+
+Every module's imports are read with ``ast``, function-level ones included (only those
+under ``if TYPE_CHECKING:`` are left out: they never run). Top to bottom:
+
+    edges      cli, mcp_server, web
+    drivers    research, agent
+    stages     plan < rank < select < read < write < check (each imports only earlier ones)
+    services   search, llm, fetch, store, report
+    extract
+    core       settings, models, errors, progress, budget, urls, lang, and the small modules
+
+A module imports its own part and the parts below it; within a layer, only the pairs
+named in ``SIDEWAYS``; nothing imports upward, nothing but the tests imports
+``sleuth.testing``, and a few pairs are ruled out by name (``FORBIDDEN``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent / "sleuth"
+
+LAYERS: list[tuple[str, set[str]]] = [  # lowest first
+    ("core", {"core"}),
+    ("extract", {"extract"}),
+    ("services", {"search", "llm", "fetch", "store", "report"}),
+    ("stages", {"stages"}),
+    ("drivers", {"research", "agent"}),
+    ("edges", {"cli", "mcp_server", "web", "__main__"}),
+]
+#: Imports within one layer that are part of the design: the local search provider
+#: searches the store's documents index; agent mode's --report uses the research steps;
+#: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
+SIDEWAYS = {("search", "store"), ("agent", "research"), ("cli", "mcp_server"), ("cli", "web"),
+            ("__main__", "cli")}
+STAGE_ORDER = ["plan", "rank", "select", "read", "write", "check"]
+#: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
+FORBIDDEN = [
+    # The documents index is given its extractor; the store never extracts.
+    ("sleuth.store", "sleuth.extract"),
+    # The recorder records what it is given: no BM25, no stage.
+    ("sleuth.research.recorder", "sleuth.stages"),
+]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def all_modules() -> dict[str, Path]:
+    return {module_name(path): path for path in sorted(ROOT.rglob("*.py"))}
+
+
+def _type_checking_nodes(tree: ast.AST) -> set[int]:
+    hidden: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            hidden.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return hidden
+
+
+def imports_of(name: str, path: Path, modules: Iterable[str]) -> Iterator[str]:
+    """The sleuth modules ``name`` imports, anywhere in it but under TYPE_CHECKING."""
+    known = set(modules)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    hidden = _type_checking_nodes(tree)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if id(node) in hidden:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("sleuth"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            if not base.startswith("sleuth"):
+                continue
+            for alias in node.names:  # "from sleuth.extract import html" names a module
+                sub = f"{base}.{alias.name}"
+                yield sub if sub in known else base
+
+
+def part_of(module: str) -> str:
+    """The part of the layout a module belongs to: its folder, or "core"."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "facade"
+    top = parts[1]
+    return top if (ROOT / top).is_dir() or top in ("mcp_server", "__main__") else "core"
+
+
+def layer_of(part: str) -> int:
+    return next(i for i, (_, parts) in enumerate(LAYERS) if part in parts)
+
+
+def problems(edges: Iterable[tuple[str, str]]) -> list[str]:
+    """Every import among ``edges`` (importer, imported) that runs against the layout."""
+    found = []
+    for src, dst in edges:
+        if src == dst or dst == "sleuth":
+            continue
+        src_part, dst_part = part_of(src), part_of(dst)
+        if src_part == "facade":  # sleuth/__init__.py: lazy names only
+            continue
+        if dst_part == "testing" or src_part == "testing":
+            if dst_part == "testing" and src_part != "testing":
+                found.append(f"{src} imports {dst}: only the tests use sleuth.testing")
+            continue
+        why = _rule(src, dst, src_part, dst_part)
+        if why:
+            found.append(f"{src} imports {dst}: {why}")
+    return found
+
+
+def _rule(src: str, dst: str, src_part: str, dst_part: str) -> str | None:
+    for low, high in FORBIDDEN:
+        if src.startswith(low) and (dst == high or dst.startswith(high + ".")):
+            return f"{low} must not import {high}"
+    if src_part == dst_part:
+        if src_part == "stages" and src != "sleuth.stages" and dst != "sleuth.stages":
+            src_at, dst_at = (STAGE_ORDER.index(m.split(".")[2]) for m in (src, dst))
+            if dst_at >= src_at:
+                return "a stage imports only the stages before it"
+        return None
+    src_layer, dst_layer = layer_of(src_part), layer_of(dst_part)
+    if dst_layer > src_layer:
+        return f"{LAYERS[src_layer][0]} import nothing from {LAYERS[dst_layer][0]} (upward)"
+    if dst_layer == src_layer and (src_part, dst_part) not in SIDEWAYS:
+        return f"{src_part} and {dst_part} are beside each other: neither imports the other"
+    return None
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = all_modules()
+    return {name: set(imports_of(name, path, modules)) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other in a circle (Tarjan's SCCs)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    parts = {part_of(name) for name in all_modules()} - {"facade", "testing"}
+    assert parts <= {part for _, group in LAYERS for part in group}
+
+
+def test_imports_run_one_way() -> None:
+    graph = import_graph()
+    assert problems((src, dst) for src, dsts in graph.items() for dst in dsts) == []
+
+
+def test_no_modules_import_each_other_in_a_circle() -> None:
+    """Function-level imports count: the CLI's modules used to reach each other that way."""
+    assert cycles(import_graph()) == []
+
+
+@pytest.mark.parametrize(("src", "dst"), [
+    ("sleuth.stages.read", "sleuth.research.context"),   # a stage reaching for a driver
+    ("sleuth.stages.write", "sleuth.stages.check"),      # a stage calling a later one
+    ("sleuth.store.docs", "sleuth.extract.html"),        # the store extracting
+    ("sleuth.store.docs", "sleuth.fetch.fetcher"),       # the store fetching
+    ("sleuth.research.recorder", "sleuth.stages.read"),  # the recorder computing passages
+    ("sleuth.fetch.fetcher", "sleuth.search"),           # services side by side
+    ("sleuth.settings", "sleuth.llm.config"),            # the core reaching up
+    ("sleuth.research.quick", "sleuth.agent.api"),       # research is below agent's reach
+    ("sleuth.cli.runs", "sleuth.testing.web"),
+])
+def test_the_check_catches_a_wrong_import(src: str, dst: str) -> None:
+    assert problems([(src, dst)]) != []
+
+
+def test_the_check_sees_function_level_imports_and_not_type_checking_ones(
+        tmp_path: Path) -> None:
+    source = ("from typing import TYPE_CHECKING\n"
+              "if TYPE_CHECKING:\n    from sleuth.research import context\n"
+              "def f():\n    from sleuth.research.steps import write_stage\n")
+    path = tmp_path / "probe.py"
+    path.write_text(source, encoding="utf-8")
+    found = set(imports_of("sleuth.stages.probe", path, all_modules()))
+    assert found == {"sleuth.research.steps"}
