@@ -164,7 +164,7 @@ def _plain_trafilatura(html: str, url: str | None) -> str:
 
 
 def _sleuth(html: str, url: str | None) -> str:
-    from sleuth.extract import extract
+    from sleuth.extraction import extract
 
     return extract(html, url).text
 

@@ -34,7 +34,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from sleuth.errors import BlockedURLError  # noqa: E402
-from sleuth.extract import extract  # noqa: E402
+from sleuth.extraction import extract  # noqa: E402
 from sleuth.fetch.guard import address_problem, check_url, is_public_address  # noqa: E402
 from sleuth.urls import canonicalize, host_of, registered_domain  # noqa: E402
 

@@ -58,7 +58,7 @@ if str(ROOT) not in sys.path:  # `python bench/hostile.py` from anywhere
 from sleuth.fetch import Fetcher  # noqa: E402
 from sleuth.llm.parse import parse_indices, parse_list, parse_verdict, strip_think  # noqa: E402
 from sleuth.models import FetchFailure, Page, Report  # noqa: E402
-from sleuth.research.quick import research  # noqa: E402
+from sleuth.pipeline.quick import research  # noqa: E402
 from sleuth.settings import Settings  # noqa: E402
 from sleuth.testing import OfflineWeb  # noqa: E402
 from sleuth.testing.llm import ScriptedLLM  # noqa: E402

@@ -1,4 +1,4 @@
-"""Train the block model of ``sleuth/extract/model.py`` on WCXB's tune split.
+"""Train the block model of ``sleuth/extraction/model.py`` on WCXB's tune split.
 
 Two steps (scikit-learn is not a dependency of sleuth: ``pip install -e '.[bench]'``):
 
@@ -72,7 +72,7 @@ def block_labels(texts: list[str], truth: str) -> list[float]:
 
 def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
     """Features and labels of one page's blocks."""
-    from sleuth.extract.html import _block_inputs
+    from sleuth.extraction.html import _block_inputs
 
     path, url, truth = job
     with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:

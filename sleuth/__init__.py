@@ -10,20 +10,18 @@ stays fast; the heavy libraries load when a research starts.
 
 from __future__ import annotations
 
-import sys
-import types
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from sleuth._version import __version__
 
 _EXPORTS = {
-    "research": "sleuth.research.quick",
+    "research": "sleuth.pipeline.quick",
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
-    "research_sync": "sleuth.research.quick",
-    "extract": "sleuth.extract",
-    "Extracted": "sleuth.extract",
+    "research_sync": "sleuth.pipeline.quick",
+    "extract": "sleuth.extraction",
+    "Extracted": "sleuth.extraction",
     "fetch_page": "sleuth.fetch",
     "Settings": "sleuth.settings",
     "load_settings": "sleuth.settings",
@@ -96,7 +94,7 @@ if TYPE_CHECKING:
         SleuthError,
         WorkspaceError,
     )
-    from sleuth.extract import Extracted, extract
+    from sleuth.extraction import Extracted, extract
     from sleuth.fetch import fetch_page
     from sleuth.models import (
         CitationCheck,
@@ -109,29 +107,10 @@ if TYPE_CHECKING:
         Source,
         Stats,
     )
+    from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
-    from sleuth.research.quick import research, research_sync
     from sleuth.search.base import SearchProvider, register
     from sleuth.settings import Settings, load_settings
-
-
-class _Sleuth(types.ModuleType):
-    """The ``sleuth`` module: ``sleuth.research`` and ``sleuth.extract`` stay functions.
-
-    The research drivers live in the package ``sleuth.research``, extraction in
-    ``sleuth.extract``; importing one makes the import system bind the package as the
-    attribute of the same name of ``sleuth``, over the public function. That binding is
-    refused here: the package is still imported, found in ``sys.modules`` and by
-    ``from sleuth.research import quick``.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Sleuth
 
 
 def __getattr__(name: str) -> Any:

@@ -188,7 +188,7 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         with a confidence level (HIGH/MEDIUM/LOW) and the gaps (searches and pages that
         failed).
         """
-        from sleuth.research.quick import research
+        from sleuth.pipeline.quick import research
 
         sources = _check_research_args(depth, max_sources)
         report = await _with_progress(

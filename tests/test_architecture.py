@@ -4,10 +4,10 @@ Every module's imports are read with ``ast``, function-level ones included (only
 under ``if TYPE_CHECKING:`` are left out: they never run). Top to bottom:
 
     edges      cli, mcp_server, web
-    drivers    research, agent
+    drivers    pipeline, agent
     stages     plan < rank < select < read < write < check (each imports only earlier ones)
     services   search, llm, fetch, store, report
-    extract
+    extraction
     core       settings, models, errors, progress, budget, urls, lang, and the small modules
 
 A module imports its own part and the parts below it; within a layer, only the pairs
@@ -27,24 +27,24 @@ ROOT = Path(__file__).resolve().parent.parent / "sleuth"
 
 LAYERS: list[tuple[str, set[str]]] = [  # lowest first
     ("core", {"core"}),
-    ("extract", {"extract"}),
+    ("extraction", {"extraction"}),
     ("services", {"search", "llm", "fetch", "store", "report"}),
     ("stages", {"stages"}),
-    ("drivers", {"research", "agent"}),
+    ("drivers", {"pipeline", "agent"}),
     ("edges", {"cli", "mcp_server", "web", "__main__"}),
 ]
 #: Imports within one layer that are part of the design: the local search provider
-#: searches the store's documents index; agent mode's --report uses the research steps;
+#: searches the store's documents index; agent mode's --report uses the pipeline's steps;
 #: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
-SIDEWAYS = {("search", "store"), ("agent", "research"), ("cli", "mcp_server"), ("cli", "web"),
+SIDEWAYS = {("search", "store"), ("agent", "pipeline"), ("cli", "mcp_server"), ("cli", "web"),
             ("__main__", "cli")}
 STAGE_ORDER = ["plan", "rank", "select", "read", "write", "check"]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [
     # The documents index is given its extractor; the store never extracts.
-    ("sleuth.store", "sleuth.extract"),
+    ("sleuth.store", "sleuth.extraction"),
     # The recorder records what it is given: no BM25, no stage.
-    ("sleuth.research.recorder", "sleuth.stages"),
+    ("sleuth.pipeline.recorder", "sleuth.stages"),
 ]
 
 
@@ -83,7 +83,7 @@ def imports_of(name: str, path: Path, modules: Iterable[str]) -> Iterator[str]:
                 base = f"{anchor}.{base}" if base else anchor
             if not base.startswith("sleuth"):
                 continue
-            for alias in node.names:  # "from sleuth.extract import html" names a module
+            for alias in node.names:  # "from sleuth.extraction import html" names a module
                 sub = f"{base}.{alias.name}"
                 yield sub if sub in known else base
 
@@ -193,14 +193,14 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
 
 
 @pytest.mark.parametrize(("src", "dst"), [
-    ("sleuth.stages.read", "sleuth.research.context"),   # a stage reaching for a driver
+    ("sleuth.stages.read", "sleuth.pipeline.context"),   # a stage reaching for a driver
     ("sleuth.stages.write", "sleuth.stages.check"),      # a stage calling a later one
-    ("sleuth.store.docs", "sleuth.extract.html"),        # the store extracting
+    ("sleuth.store.docs", "sleuth.extraction.html"),        # the store extracting
     ("sleuth.store.docs", "sleuth.fetch.fetcher"),       # the store fetching
-    ("sleuth.research.recorder", "sleuth.stages.read"),  # the recorder computing passages
+    ("sleuth.pipeline.recorder", "sleuth.stages.read"),  # the recorder computing passages
     ("sleuth.fetch.fetcher", "sleuth.search"),           # services side by side
     ("sleuth.settings", "sleuth.llm.config"),            # the core reaching up
-    ("sleuth.research.quick", "sleuth.agent.api"),       # research is below agent's reach
+    ("sleuth.pipeline.quick", "sleuth.agent.api"),       # research is below agent's reach
     ("sleuth.cli.runs", "sleuth.testing.web"),
 ])
 def test_the_check_catches_a_wrong_import(src: str, dst: str) -> None:
@@ -210,9 +210,9 @@ def test_the_check_catches_a_wrong_import(src: str, dst: str) -> None:
 def test_the_check_sees_function_level_imports_and_not_type_checking_ones(
         tmp_path: Path) -> None:
     source = ("from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from sleuth.research import context\n"
-              "def f():\n    from sleuth.research.steps import write_stage\n")
+              "if TYPE_CHECKING:\n    from sleuth.pipeline import context\n"
+              "def f():\n    from sleuth.pipeline.steps import write_stage\n")
     path = tmp_path / "probe.py"
     path.write_text(source, encoding="utf-8")
     found = set(imports_of("sleuth.stages.probe", path, all_modules()))
-    assert found == {"sleuth.research.steps"}
+    assert found == {"sleuth.pipeline.steps"}

@@ -21,8 +21,8 @@ import pytest
 from sleuth.cli import run
 from sleuth.fetch import Fetcher
 from sleuth.models import FetchFailure, Page
-from sleuth.research.cached import StorePageCache
-from sleuth.research.recorder import run_options
+from sleuth.pipeline.cached import StorePageCache
+from sleuth.pipeline.recorder import run_options
 from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb

@@ -13,12 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sleuth.extract.documents import DocumentExtractor
+from sleuth.extraction.documents import DocumentExtractor
 from sleuth.fetch import Fetcher
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.models import FetchFailure, Page, Quality, SearchHit
-from sleuth.research.cached import (
+from sleuth.pipeline.cached import (
     TRANSIENT_FAILURE_TTL_S,
     CachedProvider,
     DocumentReader,

@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.extract import documents
-from sleuth.extract.documents import DocumentExtractor
+from sleuth.extraction import documents
+from sleuth.extraction.documents import DocumentExtractor
 from sleuth.search import build_providers, get_provider, run_searches
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings

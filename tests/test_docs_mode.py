@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from sleuth.cli import run
-from sleuth.extract import documents
+from sleuth.extraction import documents
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 

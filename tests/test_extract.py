@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.extract import ExtractError, decode_body, looks_binary, normalize_text, truncate_text
-from sleuth.extract.workers import run_in_extraction_thread
+from sleuth.extraction import ExtractError, decode_body, looks_binary, normalize_text, truncate_text
+from sleuth.extraction.workers import run_in_extraction_thread
 from sleuth.fetch import Extracted, extract, pdf_text
 
 DATA = Path(__file__).parent / "data" / "extract"
@@ -93,7 +93,7 @@ def test_title_and_date_do_not_depend_on_trafilatura_finding_text(
     on a page where trafilatura finds no text (a Discourse thread, here made to
     fail), the report still shows the og:title, not the ``<title>`` with the
     site's suffixes, and the published time."""
-    extract_module = importlib.import_module("sleuth.extract.html")
+    extract_module = importlib.import_module("sleuth.extraction.html")
 
     def no_text(*args: object) -> tuple[str, str]:
         raise ValueError("discarding data")
@@ -219,7 +219,7 @@ def test_react_streamed_parts_are_read_where_the_script_puts_them(target: str, s
 
 def test_a_streamed_segment_inside_its_own_placeholder_loses_nothing() -> None:
     """Only a hostile page nests them so; both texts are still read, nothing raises."""
-    from sleuth.extract.html import without_hidden
+    from sleuth.extraction.html import without_hidden
 
     for page in ('<div id="P:1"><p>Placeholder text.</p><div hidden id="S:1"><p>Streamed'
                  ' text.</p></div></div>',
@@ -408,7 +408,7 @@ def test_menus_are_never_kept_whatever_the_model_says(monkeypatch: pytest.Monkey
     prose the model keeps there stays (some sites wrap their whole content in one)."""
     import numpy as np
 
-    from sleuth.extract import model
+    from sleuth.extraction import model
 
     monkeypatch.setattr(model, "scores", lambda matrix: np.full(len(matrix), 0.99))
     html = ("<html><body><nav><ul><li><a href='/'>Home page</a></li>"
@@ -445,7 +445,7 @@ def sure_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """A block model sure of every block (0.95), so only the rules decide."""
     import numpy as np
 
-    from sleuth.extract import model
+    from sleuth.extraction import model
 
     monkeypatch.setattr(model, "scores", lambda matrix: np.full(len(matrix), 0.95))
 
@@ -558,7 +558,7 @@ def test_extraction_bench_skips_cleanly_without_its_data(tmp_path: Path) -> None
 
 
 def test_a_failing_block_model_falls_back_to_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sleuth.extract import blocks
+    from sleuth.extraction import blocks
 
     def broken(*args: object, **kwargs: object) -> None:
         raise IndexError("hostile page")
@@ -573,7 +573,7 @@ def test_each_page_gets_the_cutoff_that_suits_it() -> None:
     """A grid of items the model is lukewarm about is kept; a clear article body stays clean."""
     import numpy as np
 
-    from sleuth.extract.model import best_keep
+    from sleuth.extraction.model import best_keep
 
     # A category page: menu links the model rejects, twelve product cards it rates 0.35.
     grid = np.array([0.05, 0.08] + [0.35] * 12 + [0.1])
@@ -613,7 +613,7 @@ def test_training_labels_follow_the_truth_in_page_order(monkeypatch: pytest.Monk
 def test_the_shipped_block_model_reads_the_features_sleuth_computes() -> None:
     """The trees are package data: they load, and every split tests a column that exists
     (a model trained on another feature layout would silently read the wrong columns)."""
-    from sleuth.extract import blocks, model
+    from sleuth.extraction import blocks, model
 
     model._MODELS.clear()
     models = model._load_models()
@@ -637,7 +637,7 @@ def test_retrained_trees_route_a_block_on_the_threshold_as_they_were_trained(
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     from bench._fit_blocks import write_model
-    from sleuth.extract.model import _trees, predict
+    from sleuth.extraction.model import _trees, predict
 
     node = np.dtype([("is_leaf", "u1"), ("feature_idx", "u4"), ("num_threshold", "f8"),
                      ("left", "u4"), ("right", "u4"), ("value", "f8"), ("depth", "u4")])

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import sleuth
-from sleuth.extract.workers import ExtractLimits, run_bounded, shutdown, start_pool
+from sleuth.extraction.workers import ExtractLimits, run_bounded, shutdown, start_pool
 from sleuth.fetch import extract
 from sleuth.models import Report
 from sleuth.testing import OfflineWeb
@@ -138,7 +138,7 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
     script = tmp_path / "top_level.py"
     script.write_text(
         "import asyncio, os\n"
-        "from sleuth.extract.workers import ExtractLimits, run_bounded\n"
+        "from sleuth.extraction.workers import ExtractLimits, run_bounded\n"
         "print('script ran', flush=True)\n"
         "pid = asyncio.run(run_bounded(os.getpid, limits=ExtractLimits(workers=2)))\n"
         "print('worker is another process:', pid != os.getpid(), flush=True)\n")

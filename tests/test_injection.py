@@ -31,7 +31,7 @@ import pytest
 import sleuth
 from sleuth.agent import web_search
 from sleuth.agent.workspace import MAX_FILE_BYTES
-from sleuth.extract import Extracted, content
+from sleuth.extraction import Extracted, content
 from sleuth.models import Report
 from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb

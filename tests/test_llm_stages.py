@@ -16,7 +16,7 @@ from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
-from sleuth.research.gather import Waits, gather_pages
+from sleuth.pipeline.gather import Waits, gather_pages
 from sleuth.settings import load_settings
 from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
 from sleuth.stages.read import PageReader, passages_within

@@ -24,8 +24,8 @@ from mcp.types import LATEST_PROTOCOL_VERSION, CallToolResult, TextContent
 
 import sleuth.mcp_server as mcp_server
 from sleuth.cli import run
+from sleuth.pipeline import quick
 from sleuth.progress import Event
-from sleuth.research import quick
 from sleuth.settings import Settings, load_settings
 from sleuth.testing import OfflineWeb
 
@@ -270,7 +270,7 @@ async def test_arguments_are_checked_strictly_against_the_advertised_schema(
 
 async def test_max_sources_is_capped_at_ten_as_grip_does(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sleuth.research.quick import research
+    from sleuth.pipeline.quick import research
 
     asked: dict[str, Any] = {}
 

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sleuth.errors import BlockedURLError
-from sleuth.extract import extract
+from sleuth.extraction import extract
 from sleuth.fetch.guard import address_problem, check_url, is_public_address
 from sleuth.llm.parse import parse_indices, parse_list, strip_think
 from sleuth.urls import TRACKING_PARAMS, canonicalize

@@ -86,12 +86,12 @@ def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: st
 
 
 def test_sleuth_research_and_extract_stay_functions_once_their_packages_load() -> None:
-    """The drivers' package is sleuth.research and extraction's is sleuth.extract: importing
-    them first must not replace the public functions (the import system binds a package
-    over the name of its parent that it shares)."""
-    code = ("import inspect, sleuth.research.quick, sleuth.extract.html, sleuth.agent, sleuth\n"
-            "from sleuth.research import context, gather, quick, steps\n"
-            "from sleuth.extract import html, workers\n"
+    """Importing the drivers' and extraction's packages first must not replace the public
+    functions (the import system binds a subpackage as an attribute of its parent: a
+    package named like a public function would shadow it)."""
+    code = ("import inspect, sleuth.pipeline.quick, sleuth.extraction.html, sleuth.agent, sleuth\n"
+            "from sleuth.pipeline import context, gather, quick, steps\n"
+            "from sleuth.extraction import html, workers\n"
             "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
             "assert inspect.isfunction(sleuth.extract), sleuth.extract\n"
             "from sleuth import extract, research\n"

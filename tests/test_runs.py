@@ -25,8 +25,8 @@ import pytest
 import sleuth
 from sleuth.cli import run
 from sleuth.models import Report
+from sleuth.pipeline.quick import research
 from sleuth.progress import Event
-from sleuth.research.quick import research
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
@@ -251,7 +251,7 @@ def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
     assert len(report["sources"]) == 5, "the resumed run did not finish its report"
     # Every source was fetched once, before the kill or after. A page fetched before it
     # (from the question's own results) may be outranked by one that the resumed run,
-    # which knows every query's hits at once, waits for (sleuth.research.gather's grace).
+    # which knows every query's hits at once, waits for (sleuth.pipeline.gather's grace).
     assert {s["url"] for s in report["sources"]} <= set(fetched) | set(after)
     assert report["stats"]["cached_fetches"] >= len(fetched)
     assert "## Sources" in report["markdown"] and "[5]" in report["markdown"]

@@ -20,8 +20,8 @@ import pytest
 from starlette.testclient import TestClient
 
 from sleuth.cli import run
+from sleuth.pipeline import quick
 from sleuth.progress import Event
-from sleuth.research import quick
 from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
@@ -201,7 +201,7 @@ async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
 
 
 def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> None:
-    from sleuth.research.quick import research_sync
+    from sleuth.pipeline.quick import research_sync
 
     report = research_sync(web.topics[0].question, settings=offline_settings(
         web, tmp_path, no_store=True))

@@ -125,7 +125,7 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
     holds fresh costs no request (``--refresh`` re-asks, ``--no-store`` skips it).
     """
     from sleuth.fetch import Fetcher
-    from sleuth.research.cached import CachedProvider, StorePageCache
+    from sleuth.pipeline.cached import CachedProvider, StorePageCache
     from sleuth.search import build_providers, make_search_client
     from sleuth.store import Store, default_home
 
@@ -192,7 +192,7 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
         if goal is None:
             raise ConfigError("give a goal to research (or resume a workspace)")
         settings = with_options(settings, options)
-        from sleuth.research.context import clean_question
+        from sleuth.pipeline.context import clean_question
 
         goal = clean_question(goal)
         check_session(session)

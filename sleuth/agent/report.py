@@ -50,9 +50,9 @@ def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candida
 async def write_report(goal: str, settings: Settings, urls: list[str], queries: list[str],
                        toolbox: Toolbox, emit: ProgressCallback) -> tuple[str, str]:
     """The report's Markdown and a one-line note on how it was written."""
-    from sleuth.research.context import open_run
-    from sleuth.research.gather import Gathered
-    from sleuth.research.steps import check_stage, read_stage, report_stage, write_stage
+    from sleuth.pipeline.context import open_run
+    from sleuth.pipeline.gather import Gathered
+    from sleuth.pipeline.steps import check_stage, read_stage, report_stage, write_stage
 
     if not urls:
         return "", "no report: the agent read no page"

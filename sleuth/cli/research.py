@@ -39,7 +39,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
     settings = load_settings(values)
     if settings.output is not None:
         check_output(settings.output)
-    from sleuth.research.quick import research  # heavy imports only once the input is valid
+    from sleuth.pipeline.quick import research  # heavy imports only once the input is valid
 
     progress = Progress(quiet)
     try:

@@ -126,7 +126,7 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         from sleuth.settings import load_settings
 
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
-        from sleuth.research.quick import research
+        from sleuth.pipeline.quick import research
 
         progress = Progress(quiet)
         try:

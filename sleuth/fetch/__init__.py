@@ -3,12 +3,12 @@
 ``Fetcher`` does the network work behind an SSRF guard (:mod:`~sleuth.fetch.guard`),
 politely (:mod:`~sleuth.fetch.politeness`), with an optional page cache
 (:mod:`~sleuth.fetch.cache`) and browser (:mod:`~sleuth.fetch.browser`); the text comes
-from :mod:`sleuth.extract`. ``check_url`` and ``is_public_address`` are the guard's
+from :mod:`sleuth.extraction`. ``check_url`` and ``is_public_address`` are the guard's
 checks, usable on their own. ``extract``, ``Extracted`` and ``pdf_text`` are
-:mod:`sleuth.extract`'s, named here too.
+:mod:`sleuth.extraction`'s, named here too.
 """
 
-from sleuth.extract import Extracted, extract, pdf_text
+from sleuth.extraction import Extracted, extract, pdf_text
 from sleuth.fetch.fetcher import Fetcher, fetch_page
 from sleuth.fetch.guard import check_url, is_public_address
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from sleuth.extract.content import Unreadable
+from sleuth.extraction.content import Unreadable
 
 __all__ = ["Inflater", "parse_content_type", "read_body"]
 
@@ -90,7 +90,7 @@ def parse_content_type(header: str) -> tuple[str, str | None]:
 async def read_body(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
     """The decoded body, and whether its compressed stream (if any) was complete.
 
-    Raises :class:`~sleuth.extract.content.Unreadable` ("too large") past ``cap`` bytes.
+    Raises :class:`~sleuth.extraction.content.Unreadable` ("too large") past ``cap`` bytes.
     """
     too_large = Unreadable(f"too large (> {cap} bytes)", response.status_code)
     length = response.headers.get("content-length", "")

@@ -5,7 +5,7 @@ It owns one HTTP/2-capable client whose every connection goes through the SSRF g
 (:mod:`sleuth.fetch.guard`; the optional browser's requests are made by it too: see
 :mod:`sleuth.fetch.browser`), follows redirects itself (every hop checked), bounds work
 globally and per host, gives each page's download one deadline (redirects included;
-extraction, in :mod:`sleuth.extract`'s workers, comes after it), reads at most
+extraction, in :mod:`sleuth.extraction`'s workers, comes after it), reads at most
 ``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), and never fetches
 one canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
 requests to one host are ``host_delay`` apart, one host gives at most
@@ -35,9 +35,9 @@ import httpx
 
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
-from sleuth.extract.content import ACCEPTED_TYPES, HTML_TYPES, Body, Unreadable, convert
-from sleuth.extract.text import truncate_text
-from sleuth.extract.workers import TooComplex, extract_limits, run_bounded, start_pool
+from sleuth.extraction.content import ACCEPTED_TYPES, HTML_TYPES, Body, Unreadable, convert
+from sleuth.extraction.text import truncate_text
+from sleuth.extraction.workers import TooComplex, extract_limits, run_bounded, start_pool
 from sleuth.fetch.body import parse_content_type, read_body
 from sleuth.fetch.browser import (
     Browser,

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.extract.documents import DocumentExtractor
-from sleuth.extract.workers import extract_limits
+from sleuth.extraction.documents import DocumentExtractor
+from sleuth.extraction.workers import extract_limits
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings

@@ -2,7 +2,7 @@
 
 :func:`index_folder` walks a folder (hidden files and folders skipped, symlinks that
 lead out of it ignored) and keeps one row per file its :class:`DocumentReader` reads
-(HTML, Markdown, text, reStructuredText and PDF, with ``sleuth.extract.documents``); the
+(HTML, Markdown, text, reStructuredText and PDF, with ``sleuth.extraction.documents``); the
 reader is passed in, so the store extracts nothing itself. It is incremental: a file
 whose size and mtime are unchanged is not read; a changed one is re-hashed and
 re-extracted only if its bytes changed; rows of deleted files are removed. A file that
@@ -118,7 +118,7 @@ def path_from_file_url(url: str) -> Path | None:
 # ---------------------------------------------------------------- reading files
 
 class DocumentReader(Protocol):
-    """What turns a file into text for the index (``sleuth.extract.documents`` has one).
+    """What turns a file into text for the index (``sleuth.extraction.documents`` has one).
 
     The store reads files and keeps their text; it does not extract: the reader is
     given to :func:`index_folder`.
@@ -287,7 +287,7 @@ def index_folder(store: Database, folder: Path, read: DocumentReader,
     """Index (or bring up to date) every document under ``folder`` that ``read`` reads.
 
     ``read`` turns a file's bytes into its kind, title and text
-    (``sleuth.extract.documents.DocumentExtractor``: HTML and PDF files in worker
+    (``sleuth.extraction.documents.DocumentExtractor``: HTML and PDF files in worker
     processes, within its limits). Raises :class:`ConfigError` when the folder is missing
     or unreadable; problems with single files are listed in the report's ``failed``. A
     file that fails is removed from the index so stale text is never cited.

@@ -52,7 +52,7 @@ def _warm_up() -> None:
     """Load the pipeline and its extraction and ranking libraries (trafilatura, lxml, bm25s)
     now, so that the page's first research is as quick as the next ones."""
     try:
-        from sleuth.extract import extract
+        from sleuth.extraction import extract
         from sleuth.stages.read import best_passages
 
         text = "<p>sleuth warms up its text extraction before the first research starts.</p>"

@@ -162,7 +162,7 @@ def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
 
 async def _execute(run: LiveRun) -> None:
     """Run the research and append its outcome (report or error) and an ``end`` message."""
-    from sleuth.research.quick import research
+    from sleuth.pipeline.quick import research
 
     try:
         report = await research(run.question, settings=run.settings, on_event=run.on_event)
@@ -207,7 +207,7 @@ async def start_run(request: Request) -> Response:
         return _error("the body must be a JSON object", 400)
     if state.running() is not None:
         return _error("a research is already running; wait for it or stop it", 409)
-    from sleuth.research.context import clean_question
+    from sleuth.pipeline.context import clean_question
 
     try:
         question = clean_question(form.get("question", ""))

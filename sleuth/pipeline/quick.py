@@ -1,8 +1,8 @@
 """The quick research: plan → search → rank → fetch → read → write → check, in one run.
 
 One async function, :func:`research`; the CLI and :func:`research_sync` call into it.
-It opens the run (:func:`~sleuth.research.context.open_run`, with services of its
-own) and calls the steps of :mod:`sleuth.research.steps` in order, overlapping
+It opens the run (:func:`~sleuth.pipeline.context.open_run`, with services of its
+own) and calls the steps of :mod:`sleuth.pipeline.steps` in order, overlapping
 searching and fetching: pages start downloading as soon as the first queries have
 results. Failures of single searches and pages are recorded in the report, never raised.
 """
@@ -13,10 +13,9 @@ import asyncio
 from typing import Any
 
 from sleuth.models import Candidate, Plan, Report, SearchHit
-from sleuth.progress import ProgressCallback, no_progress
-from sleuth.research.context import RunContext, clean_question, open_run
-from sleuth.research.gather import Gathered
-from sleuth.research.steps import (
+from sleuth.pipeline.context import RunContext, clean_question, open_run
+from sleuth.pipeline.gather import Gathered
+from sleuth.pipeline.steps import (
     check_stage,
     fetch_stage,
     plan_stage,
@@ -26,6 +25,7 @@ from sleuth.research.steps import (
     search_stage,
     write_stage,
 )
+from sleuth.progress import ProgressCallback, no_progress
 from sleuth.settings import Settings, with_options
 from sleuth.stages.plan import llm_plan
 from sleuth.stages.rank import rank

@@ -3,7 +3,7 @@ reStructuredText and PDF files.
 
 :class:`DocumentExtractor` is what :func:`sleuth.store.index_folder` is given: it says
 which files it reads (``suffixes``) and turns one file's bytes into its kind, title and
-text. HTML and PDF files are extracted within :class:`~sleuth.extract.workers.ExtractLimits`
+text. HTML and PDF files are extracted within :class:`~sleuth.extraction.workers.ExtractLimits`
 when it has some (a file in the folder may be as hostile as a web page); a file over
 them, or without text, raises ``ValueError`` with the reason the index reports.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from sleuth.extract.decode import decode_body, looks_binary
-from sleuth.extract.html import extract
-from sleuth.extract.pdf import pdf_text
-from sleuth.extract.workers import ExtractLimits, TooComplex, run_bounded_sync
+from sleuth.extraction.decode import decode_body, looks_binary
+from sleuth.extraction.html import extract
+from sleuth.extraction.pdf import pdf_text
+from sleuth.extraction.workers import ExtractLimits, TooComplex, run_bounded_sync
 
 __all__ = ["DOC_SUFFIXES", "MAX_DOC_CHARS", "Document", "DocumentExtractor",
            "extract_document"]

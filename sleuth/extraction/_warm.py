@@ -23,8 +23,8 @@ def warm_up() -> None:
     """Extract one small page, loading everything extraction needs."""
     global warm
     try:
-        from sleuth.extract import content  # noqa: F401  (what the workers unpickle calls into)
-        from sleuth.extract.html import extract
+        from sleuth.extraction import content  # noqa: F401  (what the workers unpickle calls into)
+        from sleuth.extraction.html import extract
 
         extract(_PAGE, "http://127.0.0.1/")
     except Exception:  # colder workers, nothing worse

@@ -1,6 +1,6 @@
 """PDF to text with pypdf: the text layer of each page, and the title and date of the
 document's metadata. A scanned PDF (no text layer) gives empty text; one that cannot be
-opened raises :class:`~sleuth.extract.text.ExtractError`."""
+opened raises :class:`~sleuth.extraction.text.ExtractError`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import io
 import logging
 from typing import Any
 
-from sleuth.extract.text import Extracted, ExtractError, normalize_text
+from sleuth.extraction.text import Extracted, ExtractError, normalize_text
 
 __all__ = ["pdf_text"]
 

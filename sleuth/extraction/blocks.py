@@ -22,7 +22,7 @@ its true main text (``bench/train_extractor.py: block_labels``), so a menu entry
 whose word also occurs in the body is not taught as main text.
 
 This module cuts the page into blocks (:func:`segment`) and computes their features
-(:func:`features`); :mod:`sleuth.extract.model` scores them and picks the text. Pure
+(:func:`features`); :mod:`sleuth.extraction.model` scores them and picks the text. Pure
 Python plus lxml and numpy; callers hold the extraction lock.
 """
 

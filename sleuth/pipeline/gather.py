@@ -1,6 +1,6 @@
 """The fetch stage's scheduler: the best candidates, a few at a time, until enough are read.
 
-Kept apart from :mod:`sleuth.research.quick` because it is the one intricate piece of the
+Kept apart from :mod:`sleuth.pipeline.quick` because it is the one intricate piece of the
 pipeline: a window of concurrent downloads, failed pages replaced by the next in
 line, pages judged (summarised) while others still download, a fuller ranking that
 may arrive mid-way, budgets, and once enough are in, a short wait for the top-ranked

@@ -4,7 +4,7 @@ trafilatura's choice as one of its signals, and title and date from the page's m
 Everything here is pure and synchronous. trafilatura (with lxml) has crashed
 natively when called from many threads at once, so every call into it holds one
 process-wide lock; the fetcher runs extraction in worker processes
-(:mod:`sleuth.extract.workers`), or in this process's single extraction thread.
+(:mod:`sleuth.extraction.workers`), or in this process's single extraction thread.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import threading
 from html import unescape
 from typing import Any
 
-from sleuth.extract.decode import decode_body
-from sleuth.extract.text import Extracted, normalize_text
+from sleuth.extraction.decode import decode_body
+from sleuth.extraction.text import Extracted, normalize_text
 
 __all__ = ["MAX_ELEMENTS", "cut_elements", "extract", "without_hidden"]
 
@@ -318,7 +318,7 @@ def _block_inputs(html: str, url: str | None
 
     None when the page does not parse at all.
     """
-    from sleuth.extract import blocks as bx
+    from sleuth.extraction import blocks as bx
 
     try:
         main, comments = _trafilatura(html, url)
@@ -365,7 +365,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     """Main text, title and date of an HTML page; never raises on any input.
 
     The page is cut into text blocks and a small trained model keeps the blocks
-    that are main text (see :mod:`sleuth.extract.model`), with trafilatura's own choice as one
+    that are main text (see :mod:`sleuth.extraction.model`), with trafilatura's own choice as one
     of its signals. When the model keeps nothing, trafilatura's text is used (less
     menu and footer lines), and failing that the text of ``<body>`` without
     scripts, navigation, headers and footers. Elements hidden from readers go first
@@ -381,7 +381,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     if not html.strip():
         return Extracted()
     html, cut = cut_elements(html, max_elements)
-    from sleuth.extract import model
+    from sleuth.extraction import model
 
     with _TRAFILATURA_LOCK:
         try:

@@ -1,8 +1,8 @@
 """What the run store gives research: a run's record, and the caches runs may share.
 
-:class:`StoreSession` (one per :class:`~sleuth.research.context.Services`) opens the store
+:class:`StoreSession` (one per :class:`~sleuth.pipeline.context.Services`) opens the store
 under ``--home`` (unless ``--no-store``), builds the cache adapters of
-:mod:`sleuth.research.cached` and keeps the ``--docs`` index. :class:`RunRecord` is one
+:mod:`sleuth.pipeline.cached` and keeps the ``--docs`` index. :class:`RunRecord` is one
 run's record in it: :meth:`RunRecord.start` creates it (or takes back an interrupted one
 for ``sleuth resume``), :class:`RunRecorder` appends each stage output to it as it
 happens: the plan, every search answer, the ranking, every page or failure as it
@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sleuth.extract.documents import DocumentExtractor
-from sleuth.extract.workers import extract_limits
+from sleuth.extraction.documents import DocumentExtractor
+from sleuth.extraction.workers import extract_limits
 from sleuth.fetch.cache import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
+from sleuth.pipeline.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.progress import Event
-from sleuth.research.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.search.base import SearchProvider
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings

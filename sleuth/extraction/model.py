@@ -2,7 +2,7 @@
 the text.
 
 The trees are a small gradient-boosted ensemble (``sleuth/data/block_model.json``,
-trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extract.blocks`.
+trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extraction.blocks`.
 Which blocks to keep is decided per page: those that maximise the page's expected F1
 under the model's own probabilities (:func:`best_keep`); a page that says it is an
 article uses the model's one fixed cutoff. Then the rules a reader would insist on (see
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from sleuth.extract.blocks import (
+from sleuth.extraction.blocks import (
     HEADINGS,
     N_OWN,
     N_PAGE_SIGNALS,

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sleuth.extract.text import truncate_text
+from sleuth.extraction.text import truncate_text
 from sleuth.fetch.cache import CachedResult, Validators
 from sleuth.models import FetchFailure, Page, SearchHit
 from sleuth.search.base import SearchProvider

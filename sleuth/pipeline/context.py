@@ -30,9 +30,9 @@ from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.run import RunLLM, open_llm_client
 from sleuth.models import Failure, Report, SearchHit
+from sleuth.pipeline.cached import CachedProvider
+from sleuth.pipeline.recorder import RunRecord, StoreSession
 from sleuth.progress import Event, ProgressCallback
-from sleuth.research.cached import CachedProvider
-from sleuth.research.recorder import RunRecord, StoreSession
 from sleuth.search import build_providers, make_search_client
 from sleuth.search.base import get_provider
 from sleuth.settings import Settings

@@ -65,7 +65,7 @@ async def run_in_extraction_thread(func: Callable[..., T], *args: Any) -> T:
 
 #: What the forkserver imports once, so that every worker forked from it has it: this
 #: module loads (and runs) all of extraction, and quiets the workers' standard error.
-_PRELOAD = ["sleuth.extract._forkserver"]
+_PRELOAD = ["sleuth.extraction._forkserver"]
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def _data_bytes() -> int:
 def _init_worker() -> None:
     """Note the idle worker's size (warmed up first, where the forkserver has not done it)."""
     global _baseline
-    from sleuth.extract import _warm
+    from sleuth.extraction import _warm
 
     if not _warm.warm:
         _warm.warm_up()

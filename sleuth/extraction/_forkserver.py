@@ -1,6 +1,6 @@
 """Imported by the extraction workers' forkserver, and by nothing else (``_PRELOAD``).
 
-It loads and warms up extraction (:mod:`sleuth.extract._warm`) and points the server's
+It loads and warms up extraction (:mod:`sleuth.extraction._warm`) and points the server's
 standard error, which every worker inherits, at ``/dev/null``: a worker reports what
 went wrong through pebble (its exception, or how it ended), and what it might print
 besides (a worker half-started when sleuth exits cannot find its parent's semaphore
@@ -18,4 +18,4 @@ if not os.environ.get("SLEUTH_DEBUG"):
         os.dup2(_null, 2)
         os.close(_null)
 
-from sleuth.extract import _warm  # noqa: F401  (imported for its warm-up)
+from sleuth.extraction import _warm  # noqa: F401  (imported for its warm-up)

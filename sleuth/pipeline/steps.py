@@ -3,7 +3,7 @@
 Each step runs one stage of :mod:`sleuth.stages` (or a service: search, fetch) for one
 run: with or without a model, recording what it did in the run record and what went
 wrong in ``ctx.failures``, and telling the progress stream. The quick driver
-(:mod:`sleuth.research.quick`) calls them in order; agent mode's ``--report`` calls the
+(:mod:`sleuth.pipeline.quick`) calls them in order; agent mode's ``--report`` calls the
 read, write and check steps on the pages the agent read. Writing and checking are two
 steps: :func:`write_stage` gives a :class:`Draft`, :func:`check_stage` keeps the citations
 that hold, and :func:`report_stage` puts the report together.
@@ -31,10 +31,10 @@ from sleuth.models import (
     Source,
     Stats,
 )
+from sleuth.pipeline.cached import CachedProvider
+from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.progress import Event
-from sleuth.research.cached import CachedProvider
-from sleuth.research.context import RunContext
-from sleuth.research.gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.search import build_providers, run_searches
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings

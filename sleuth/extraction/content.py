@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sleuth.extract.decode import decode_body, looks_binary
-from sleuth.extract.html import extract
-from sleuth.extract.pdf import pdf_text
-from sleuth.extract.text import Extracted, ExtractError, normalize_text
+from sleuth.extraction.decode import decode_body, looks_binary
+from sleuth.extraction.html import extract
+from sleuth.extraction.pdf import pdf_text
+from sleuth.extraction.text import Extracted, ExtractError, normalize_text
 
 __all__ = ["ACCEPTED_TYPES", "HTML_TYPES", "Body", "Unreadable", "consent_only", "convert",
            "kind_of"]
