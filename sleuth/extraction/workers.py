@@ -135,9 +135,26 @@ def _set_data_limit(limit: int | None) -> bool:
     return True
 
 
+def _trim_heap() -> None:
+    """Give freed heap back to the system (glibc keeps it): after a big page the worker's
+    data segment would otherwise stay high, and the next page's allowance start higher."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to trim this way
+        pass
+
+
 def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int) -> T:
-    """In a worker: ``func(*args)`` with the data segment capped for the call."""
-    capped = bool(_baseline) and _set_data_limit(_baseline + memory_mb * 1024 * 1024)
+    """In a worker: ``func(*args)`` with the data segment capped for the call.
+
+    The cap is ``memory_mb`` over what the worker holds as the page starts (never less
+    than over its idle size): a worker that kept some of an earlier page's memory must
+    not start the next page already over its limit.
+    """
+    held = max(_baseline, _data_bytes()) if _baseline else 0
+    capped = bool(held) and _set_data_limit(held + memory_mb * 1024 * 1024)
     try:
         try:
             return func(*args)
@@ -146,6 +163,7 @@ def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int)
             # pickling it back) needs memory the cap may still deny.
             if capped:
                 _set_data_limit(None)
+                _trim_heap()
     except MemoryError:
         raise TooComplex(f"too complex to extract: needed over {memory_mb} MB") from None
     except Exception as exc:
