@@ -159,11 +159,6 @@ class _Folder(NamedTuple):
     linked: list[str]
 
 
-def _suffix(name: str) -> str:
-    dot = name.rfind(".")
-    return name[dot:].lower() if dot > 0 else ""
-
-
 def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator[_Folder]:
     """Candidate files under ``root``, folder by folder: not hidden, not symlinked out.
 
@@ -171,6 +166,8 @@ def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator
     entries (whose ``stat`` is one system call) and without ``Path`` objects, because an
     unchanged folder of 50,000 files is walked on every run.
     """
+    # The reader's file name endings (".md": the same as Path.suffix for such endings).
+    endings = tuple(suffixes)
     stack = [str(root)]
     while stack:
         top = stack.pop()
@@ -194,7 +191,7 @@ def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator
                     folders.append(entry.path)
             elif name.startswith("."):
                 continue
-            elif _suffix(name) not in suffixes:
+            elif not name.lower().endswith(endings):
                 report.ignored += 1
             elif not entry.is_symlink():
                 found.plain.append(entry)
