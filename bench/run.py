@@ -200,6 +200,15 @@ def run_extraction(mode: str, sample: int) -> str:
     return result.stdout.strip()
 
 
+# -- documents mode ---------------------------------------------------------------------------
+def docs_part(files: int) -> dict[str, Any]:
+    """Print the documents-mode table (:mod:`bench.docs_scale`: needs no data, no world)."""
+    print(f"documents mode at {files} files...", file=sys.stderr)
+    docs = measure_docs(files)
+    print(f"## Documents mode, {files:,} files\n\n{docs_table(docs)}\n", flush=True)
+    return vars(docs)
+
+
 # -- main -----------------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
@@ -237,6 +246,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.only and set(args.only) == {"docs"}:
+        docs_part(args.docs_files)
+        return 0
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
@@ -287,11 +299,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"## Start-up (fresh process to the world's first request, median of "
                   f"{args.startup_repeat})\n\n{startup_table(starts)}\n", flush=True)
     if "docs" in parts:
-        print(f"documents mode at {args.docs_files} files...", file=sys.stderr)
-        docs = measure_docs(args.docs_files)
-        out["docs"] = vars(docs)
-        print(f"## Documents mode, {args.docs_files:,} files\n\n{docs_table(docs)}\n",
-              flush=True)
+        out["docs"] = docs_part(args.docs_files)
     if "relevance" in parts:
         print("relevance (its own world)...", file=sys.stderr)
         scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs,
