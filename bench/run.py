@@ -134,7 +134,7 @@ def help_time(repeat: int = 5) -> float:
 # ``ru_maxrss`` of a child survives execve on Linux: a child of this (large) process would
 # report at least our own size. VmHWM belongs to the new address space, so the child reads
 # its own high-water mark at exit.
-_HWM_WRAPPER = """
+HWM_WRAPPER = """
 import atexit, sys
 out = sys.argv.pop(1)
 def hwm():
@@ -153,7 +153,7 @@ def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
 
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, sink.name, question,
+        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
                                *w.cli_args(llm)], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
