@@ -13,6 +13,8 @@ import click
 from sleuth.cli._common import (
     EXIT_NO_SOURCES,
     EXIT_OK,
+    GroupedCommand,
+    Option,
     Progress,
     check_output,
     emit,
@@ -56,14 +58,14 @@ def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
     return _run_research(question, bool(quiet), values)
 
 
-research_command = click.Command(
+research_command = GroupedCommand(
     "research",
     callback=_research_callback,
     params=[
         click.Argument(["question"]),
         *_research_options(),
-        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                     help="No progress messages on stderr."),
+        Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+               group="Output", help="No progress messages on stderr."),
         verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
