@@ -18,6 +18,7 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 import unicodedata
 from collections.abc import AsyncIterator
@@ -25,9 +26,11 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sleuth._extras import missing_extra
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
 from sleuth.lang import language_name
+from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
 from sleuth.models import Failure, Report, SearchHit
 from sleuth.pipeline.cached import CachedProvider
@@ -89,12 +92,15 @@ def documents_search(settings: Settings) -> Settings:
 def check_settings(settings: Settings) -> None:
     """The cheap checks of a run's settings, made before a run record is created.
 
-    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
-    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
-    command leaves no failed run behind. (API keys are checked when searching.)
+    Unknown providers, ``local`` without ``--docs``, a missing or unreadable
+    documents folder and a configured model without the openai package raise
+    :class:`~sleuth.errors.ConfigError` here, so a mistyped command leaves no failed
+    run behind. (API keys are checked when searching.)
     """
     for name in settings.search:
         get_provider(name)
+    if resolve_config(settings) is not None and importlib.util.find_spec("openai") is None:
+        raise missing_extra("llm", "openai", "a configured model")
     if "local" in settings.search and settings.docs is None:
         raise ProviderError("search provider 'local' needs a documents folder: "
                             "--docs DIR or SLEUTH_DOCS")
