@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -130,12 +131,35 @@ def check_output(path: Path) -> None:
         raise ConfigError(f"cannot write {path}: folder {parent} is not writable")
 
 
+def _open_temporary(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` for writing, with the mode a new ``path`` would get.
+
+    A report is a document to share: a new one gets the user's umask (0644 under the
+    usual 022), as the shell's ``>`` gives it, not tempfile's private 0600; a file that
+    is replaced keeps its mode.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        tmp = str(path.resolve().parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.chmod(tmp, mode)
+        return fd, tmp
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
     path = path.expanduser()
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.",
-                                   suffix=".tmp")
+        fd, tmp = _open_temporary(path)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:

@@ -187,9 +187,13 @@ class Database:
     # ------------------------------------------------------------ opening
 
     def _check_home(self) -> None:
-        """Create the home folder; fail early, in one line, when it cannot be written."""
+        """Create the home folder; fail early, in one line, when it cannot be written.
+
+        A home sleuth creates is private (0700): it holds the user's questions, the pages
+        read and the model's replies. A folder the user made keeps its mode.
+        """
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         except FileExistsError:
             raise ConfigError(f"sleuth home {self.home} exists and is not a folder") from None
         except OSError as exc:
