@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sleuth._format import plural
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
@@ -103,7 +104,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     if recorder is not None:
         recorder.plan(plan)
         ctx.passage_queries = [ctx.topic, *plan.queries]
-    ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
+    ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
     groups = provider_groups(providers)
 
     async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
@@ -174,7 +175,8 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
                                                      ctx.rules, picked=ctx.picks,
                                                      shown=ctx.shown)
     chosen = f" ({picked} chosen by the model)" if picked else ""
-    ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
+    found = plural(len(candidates), "candidate source", "candidate sources")
+    ctx.emit(Event("rank", found + chosen,
                    {"candidates": len(candidates), "picked": picked}))
     return candidates
 
@@ -249,7 +251,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
     if reader is not None:
         sources = reader.apply(sources, pages)
-    ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
+    ctx.emit(Event("read", plural(len(sources), "source", "sources") + " read",
+                   {"sources": len(sources)}))
     return sources
 
 
@@ -316,5 +319,6 @@ def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: G
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template", citations=draft.citations,
     )
-    ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))
+    ctx.emit(Event("report", "report with " + plural(len(sources), "source", "sources"),
+                   {"confidence": level}))
     return report
