@@ -32,7 +32,7 @@ from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
-from sleuth.models import Failure, Report, SearchHit
+from sleuth.models import Failure, Report, SearchFailure, SearchHit
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.recorder import RunRecord, StoreSession
 from sleuth.progress import Event, ProgressCallback
@@ -203,6 +203,8 @@ class RunContext:
     failures: list[Failure] = field(default_factory=list)
     searches: int = 0
     searched: dict[str, list[SearchHit]] = field(default_factory=dict)
+    #: Every search that failed, as the providers said it (the report's Gaps sum them up).
+    search_failures: list[SearchFailure] = field(default_factory=list)
     reader: PageReader | None = None
     cached_fetches: int = 0
     #: The cache wrappers of this run's search providers (their hits count as cached).
