@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shlex
 import stat
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,8 +29,10 @@ if TYPE_CHECKING:
     from sleuth.models import Report
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NO_SOURCES", "EXIT_OK", "EXIT_USAGE",
-           "GroupedCommand", "Option", "Progress", "check_output", "emit", "render_report",
-           "settings_options", "write_atomic"]
+           "GroupedCommand", "Interrupted", "Option", "Progress", "check_output", "emit",
+           "render_report", "run_interruptible", "settings_options", "write_atomic"]
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
@@ -89,6 +93,14 @@ def settings_options() -> list[click.Option]:
     return options
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``resume`` is the command that continues it (None: none can)."""
+
+    def __init__(self, resume: str | None) -> None:
+        super().__init__()
+        self.resume = resume
+
+
 class Progress:
     """Stage messages on stderr: a live status line on a terminal, plain lines otherwise."""
 
@@ -98,6 +110,9 @@ class Progress:
         self.quiet = quiet
         self.console = Console(stderr=True, highlight=False)
         self.status = None
+        #: The run's id in the store, or agent mode's workspace, once the run has said it.
+        self.run_id: str | None = None
+        self.workspace: str | None = None
         if not quiet and self.console.is_terminal:
             self.status = self.console.status("planning…")
             self.status.start()
@@ -105,6 +120,9 @@ class Progress:
     def __call__(self, event: Event) -> None:
         from rich.markup import escape
 
+        if event.kind == "info":
+            self.run_id = event.data.get("run_id", self.run_id)
+            self.workspace = event.data.get("workspace", self.workspace)
         if self.quiet:
             return
         if self.status is not None:
@@ -119,6 +137,29 @@ class Progress:
     def close(self) -> None:
         if self.status is not None:
             self.status.stop()
+
+
+    def resume_command(self, home: str | None = None) -> str | None:
+        """The command that continues this run after Ctrl-C (None when nothing can)."""
+        if self.workspace is not None:
+            return f"sleuth agent --resume {shlex.quote(self.workspace)}"
+        if self.run_id is None:
+            return None
+        return f"sleuth resume {self.run_id}" + (f" --home {shlex.quote(home)}" if home else "")
+
+
+def run_interruptible(work: Coroutine[Any, Any, T], progress: Progress,
+                      home: str | None = None) -> T:
+    """``asyncio.run(work)``; on Ctrl-C, :class:`Interrupted` with the command to resume it.
+
+    ``home`` is the ``--home`` the user gave, if any: the resume command needs it too.
+    """
+    import asyncio  # here, not at the top: `sleuth --help` stays fast
+
+    try:
+        return asyncio.run(work)
+    except KeyboardInterrupt:
+        raise Interrupted(progress.resume_command(home)) from None
 
 
 def check_output(path: Path) -> None:

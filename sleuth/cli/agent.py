@@ -17,7 +17,14 @@ from typing import Any
 import click
 
 from sleuth._extras import extra_needed
-from sleuth.cli._common import GroupedCommand, Option, Progress, check_output, emit
+from sleuth.cli._common import (
+    GroupedCommand,
+    Option,
+    Progress,
+    check_output,
+    emit,
+    run_interruptible,
+)
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
@@ -49,11 +56,9 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
 
     progress = Progress(quiet)
     try:
-        import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-        result = asyncio.run(web_search(goal or None, resume=resume,
-                                        session=session or "default", report=report,
-                                        on_event=progress, **explicit))
+        result = run_interruptible(web_search(goal or None, resume=resume,
+                                              session=session or "default", report=report,
+                                              on_event=progress, **explicit), progress)
     finally:
         progress.close()
     if checked.format == "json":

@@ -23,6 +23,7 @@ from sleuth.cli._common import (
     check_output,
     emit,
     render_report,
+    run_interruptible,
 )
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError, SleuthError
@@ -179,10 +180,9 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
 
         progress = Progress(quiet)
         try:
-            import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-            report = asyncio.run(research(info.question, settings=settings, on_event=progress,
-                                          resume_id=info.id))
+            report = run_interruptible(research(info.question, settings=settings,
+                                                on_event=progress, resume_id=info.id),
+                                       progress, home)
         finally:
             progress.close()
     _emit(report, fmt, output, quiet)
