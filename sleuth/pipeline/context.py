@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher
     from sleuth.llm.client import LLMClient
 
-__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_settings", "clean_question",
-           "documents_search", "open_run", "open_services"]
+__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_run", "check_settings",
+           "clean_question", "documents_search", "open_run", "open_services"]
 
 MAX_QUESTION_CHARS = 2000
 
@@ -106,6 +106,22 @@ def check_settings(settings: Settings) -> None:
                             "--docs DIR or SLEUTH_DOCS")
     if settings.docs is not None:
         check_folder(settings.docs)
+
+
+async def check_run(question: str, settings: Settings) -> None:
+    """Every check a run of ``question`` makes before it is recorded or sends anything.
+
+    :class:`~sleuth.errors.ConfigError` for bad input: an unknown provider or one
+    without its API key, a missing documents folder, bad quality rules, a bad
+    ``--lang``. For an edge that refuses a bad request before accepting it (the web
+    page's ``POST /api/runs``), rather than letting the run fail after it started.
+    """
+    settings = documents_search(settings)
+    check_settings(settings)
+    load_rules(settings.quality_rules)
+    language_name(settings.lang, question)
+    async with make_search_client(settings) as probe:
+        build_providers(settings, probe)
 
 
 class Services:
