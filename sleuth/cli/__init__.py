@@ -60,6 +60,15 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _interrupted(exc: BaseException | None) -> int:
+    """Ctrl-C: one line, and the command that continues the run when one was under way."""
+    code = _fail("interrupted", EXIT_INTERRUPTED)
+    resume = getattr(exc, "resume", None)  # cli._common.Interrupted
+    if resume:
+        click.echo(f"resume with: {resume}", err=True)
+    return code
+
+
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by tests and ``main``)."""
     with cli_logging():
@@ -73,15 +82,15 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code
     except click.UsageError as exc:
         return _fail(exc.format_message(), EXIT_USAGE)
-    except click.Abort:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except click.Abort as exc:  # click's word for a KeyboardInterrupt it caught
+        return _interrupted(exc.__cause__)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except SleuthError as exc:
         # A refused API key is a setting to fix, like any other bad input.
         return _fail(str(exc), EXIT_USAGE if isinstance(exc, LLMAuthError) else EXIT_NO_SOURCES)
-    except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except Exception as exc:
         if os.environ.get("SLEUTH_DEBUG"):
             raise

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+from sleuth._extras import install_hint, missing_extra
 from sleuth._tls import ssl_context
 from sleuth.errors import (
     ConfigError,
@@ -303,10 +304,9 @@ async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_pro
         from sleuth.llm.client import LLMClient
     except ImportError:
         if explicit:
-            raise ConfigError("a model is configured but the openai package is missing: "
-                              "pip install 'sleuth-research[llm]'") from None
-        emit(Event("info", "the openai package is missing (pip install 'sleuth-research[llm]'):"
-                           " the no-LLM pipeline runs"))
+            raise missing_extra("llm", "openai", "a configured model") from None
+        emit(Event("info", f"the openai package is missing ({install_hint('llm')}): "
+                           "the no-LLM pipeline runs"))
         yield None
         return
     async with LLMClient(config, progress=emit, cache=cache) as client:

@@ -18,6 +18,7 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
 import unicodedata
 from collections.abc import AsyncIterator
@@ -25,11 +26,13 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sleuth._extras import missing_extra
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
 from sleuth.lang import language_name
+from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
-from sleuth.models import Failure, Report, SearchHit
+from sleuth.models import Failure, Report, SearchFailure, SearchHit
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.recorder import RunRecord, StoreSession
 from sleuth.progress import Event, ProgressCallback
@@ -46,8 +49,8 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher
     from sleuth.llm.client import LLMClient
 
-__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_settings", "clean_question",
-           "documents_search", "open_run", "open_services"]
+__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_run", "check_settings",
+           "clean_question", "documents_search", "open_run", "open_services"]
 
 MAX_QUESTION_CHARS = 2000
 
@@ -89,17 +92,36 @@ def documents_search(settings: Settings) -> Settings:
 def check_settings(settings: Settings) -> None:
     """The cheap checks of a run's settings, made before a run record is created.
 
-    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
-    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
-    command leaves no failed run behind. (API keys are checked when searching.)
+    Unknown providers, ``local`` without ``--docs``, a missing or unreadable
+    documents folder and a configured model without the openai package raise
+    :class:`~sleuth.errors.ConfigError` here, so a mistyped command leaves no failed
+    run behind. (API keys are checked when searching.)
     """
     for name in settings.search:
         get_provider(name)
+    if resolve_config(settings) is not None and importlib.util.find_spec("openai") is None:
+        raise missing_extra("llm", "openai", "a configured model")
     if "local" in settings.search and settings.docs is None:
         raise ProviderError("search provider 'local' needs a documents folder: "
                             "--docs DIR or SLEUTH_DOCS")
     if settings.docs is not None:
         check_folder(settings.docs)
+
+
+async def check_run(question: str, settings: Settings) -> None:
+    """Every check a run of ``question`` makes before it is recorded or sends anything.
+
+    :class:`~sleuth.errors.ConfigError` for bad input: an unknown provider or one
+    without its API key, a missing documents folder, bad quality rules, a bad
+    ``--lang``. For an edge that refuses a bad request before accepting it (the web
+    page's ``POST /api/runs``), rather than letting the run fail after it started.
+    """
+    settings = documents_search(settings)
+    check_settings(settings)
+    load_rules(settings.quality_rules)
+    language_name(settings.lang, question)
+    async with make_search_client(settings) as probe:
+        build_providers(settings, probe)
 
 
 class Services:
@@ -197,6 +219,8 @@ class RunContext:
     failures: list[Failure] = field(default_factory=list)
     searches: int = 0
     searched: dict[str, list[SearchHit]] = field(default_factory=dict)
+    #: Every search that failed, as the providers said it (the report's Gaps sum them up).
+    search_failures: list[SearchFailure] = field(default_factory=list)
     reader: PageReader | None = None
     cached_fetches: int = 0
     #: The cache wrappers of this run's search providers (their hits count as cached).

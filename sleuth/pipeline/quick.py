@@ -17,6 +17,7 @@ from sleuth.pipeline.context import RunContext, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import (
     check_stage,
+    explain_empty_search,
     fetch_stage,
     plan_stage,
     rank_stage,
@@ -134,6 +135,7 @@ async def research(question: str, *, settings: Settings | None = None,
             gathered = await search_and_fetch(ctx, plan)
         else:
             plan, gathered = await plan_and_fetch(ctx)
+        explain_empty_search(ctx)
         sources = await read_stage(ctx, plan, gathered)
         ctx.session.check_store()  # found damaged while fetching: no report on top
         ctx.record_stage("sources", sources)
