@@ -651,3 +651,28 @@ def test_retrained_trees_route_a_block_on_the_threshold_as_they_were_trained(
     blocks = np.array([[0.0, split], [0.0, split + 1e-9], [0.0, 0.5]])
     below, above, far_below = predict(trees, blocks)
     assert below < 0.2 and far_below < 0.2 and above > 0.8
+
+
+CORPUS_PAGES = Path(__file__).parent / "data" / "corpus" / "pages"
+
+
+def test_wiki_section_edit_links_are_not_text() -> None:
+    """MediaWiki's "[edit]" links beside each heading are controls, not the article."""
+    html = gzip.decompress((CORPUS_PAGES / "wikipedia-mozilla.html.gz").read_bytes())
+    text = extract(html, "https://en.wikipedia.org/wiki/Mozilla").text
+    assert "[edit]" not in text
+    lines = text.splitlines()
+    assert "Software" in lines and "Firefox" in lines  # the headings themselves stay
+    assert "Firefox is a web browser, and is Mozilla's flagship software product." in text
+
+
+def test_an_edit_link_written_into_a_heading_is_dropped_too() -> None:
+    page = ("<html><body><article><h1>Mozilla</h1>"
+            + "".join(f"<h2>Section {n} [edit]</h2><p>Paragraph {n} says something about "
+                      "the browser and its long history as free software.</p>"
+                      for n in range(1, 6))
+            + "<p>A sentence that ends in brackets [edit] stays as it was written.</p>"
+            + "</article></body></html>")
+    text = extract(page).text
+    assert "Section 3" in text.splitlines() and "Section 3 [edit]" not in text
+    assert "ends in brackets [edit] stays" in text
