@@ -676,3 +676,18 @@ def test_an_edit_link_written_into_a_heading_is_dropped_too() -> None:
     text = extract(page).text
     assert "Section 3" in text.splitlines() and "Section 3 [edit]" not in text
     assert "ends in brackets [edit] stays" in text
+
+
+def test_an_xhtml_page_with_an_xml_declaration_is_read() -> None:
+    """lxml refuses a text with an encoding declaration: such a page came out empty."""
+    body = "".join(f"<p>Paragraph {n} of the report on the harbour's new sea wall.</p>"
+                   for n in range(1, 6))
+    page = ('<?xml version="1.0" encoding="Shift_JIS"?>\n<!DOCTYPE html PUBLIC '
+            '"-//W3C//DTD XHTML 1.0 Transitional//EN" '
+            '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Sea wall</title></head>'
+            f"<body><article>{body}</article></body></html>")
+    for given in (page, page.encode("shift_jis")):
+        result = extract(given)
+        assert "Paragraph 5 of the report" in result.text
+        assert result.title == "Sea wall"

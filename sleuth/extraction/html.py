@@ -39,6 +39,10 @@ _BLOCK_TAGS = frozenset({"p", "div", "section", "article", "main", "li", "ul", "
                          "dd", "dt", "figcaption", "td", "th"})
 
 
+# lxml refuses a text that declares its encoding (an XHTML page's ``<?xml ...
+# encoding="Shift_JIS"?>``): the text is decoded already, so the declaration goes.
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
+
 # One parser per thread: lxml's parser objects must not be shared between threads.
 _parsers = threading.local()
 
@@ -55,7 +59,8 @@ def _parse_html(html: str) -> Any:
     if parser is None:
         parser = _parsers.html = lxml_html.HTMLParser(remove_comments=True)
     try:
-        return lxml_html.document_fromstring(html, parser=parser)
+        return lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1),
+                                             parser=parser)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # lxml raises several unrelated types on garbage; any means "no tree"
