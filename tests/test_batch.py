@@ -413,3 +413,12 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     assert sorted(finished) == sorted(r.id for r in done)
     tagged = {e.data.get("question_id") for e in events if e.kind == "fetched"}
     assert tagged == {r.id for r in done}
+
+
+def test_quiet_prints_the_summary_only(web: OfflineWeb, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("\n".join(questions(web, 2)) + "\n", "utf-8")
+    assert batch(web, qfile, tmp_path / "out", "--no-llm", "--quiet") == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("batch: 2 done, 0 failed, 0 skipped"), err
