@@ -20,6 +20,8 @@ _EXPORTS = {
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
     "research_sync": "sleuth.pipeline.quick",
+    "research_many": "sleuth.pipeline.batch",
+    "BatchResult": "sleuth.pipeline.batch",
     "extract": "sleuth.extraction",
     "Extracted": "sleuth.extraction",
     "fetch_page": "sleuth.fetch",
@@ -50,6 +52,7 @@ _EXPORTS = {
 
 __all__ = [
     "AgentResult",
+    "BatchResult",
     "BlockedURLError",
     "CitationCheck",
     "ConfigError",
@@ -78,6 +81,7 @@ __all__ = [
     "load_settings",
     "register",
     "research",
+    "research_many",
     "research_sync",
     "web_search",
 ]
@@ -107,6 +111,7 @@ if TYPE_CHECKING:
         Source,
         Stats,
     )
+    from sleuth.pipeline.batch import BatchResult, research_many
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register

@@ -74,6 +74,7 @@ research_command = GroupedCommand(
             "'sleuth resume ID' finishes the run).\n\n"
             "\b\nOther commands (each has --help):\n"
             "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
             "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
             "  sleuth resume ID       finish a run that was interrupted\n"
             "  sleuth cache clear     forget cached searches, pages and model replies\n"

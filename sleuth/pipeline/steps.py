@@ -238,7 +238,7 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     accept: PageCheck | None = reader.judge if reader else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
-    fetcher = await ctx.services.fetcher()
+    fetcher = await ctx.fetcher()
     hits_before = fetcher.cache_hits
     # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
     known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
