@@ -125,9 +125,16 @@ async def research(question: str, *, settings: Settings | None = None,
     could be read still returns a report, with an empty ``sources`` list and its gaps.
     ``resume_id`` continues that interrupted run (see ``sleuth resume``): what it
     already searched, fetched and asked a model is taken from the store.
+    ``mode="deep"`` (with ``breadth``, ``levels``) researches a tree of sub-questions and
+    writes a long report (:mod:`sleuth.pipeline.deep`).
     """
     topic = clean_question(question)
     settings = with_options(settings, options)
+    if settings.mode == "deep":
+        from sleuth.pipeline.deep import deep_research
+
+        return await deep_research(topic, settings=settings, on_event=on_event,
+                                   resume_id=resume_id)
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)

@@ -180,11 +180,13 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
 
 
 async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
-                      more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
+                      more: asyncio.Future[list[Candidate]] | None = None, *,
+                      want: int | None = None) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
-    ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
+    ``more``: a fuller ranking still on its way (see :func:`gather_pages`). ``want``:
+    pages to read (default ``--max-sources``; a deep research's branch reads its share).
     """
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
@@ -199,7 +201,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
                                         run_id=ctx.run_id)
     session.check_store()  # a damaged store ends the run before any page is fetched
-    gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
+    want = ctx.settings.max_sources if want is None else want
+    gathered = await gather_pages(candidates, fetcher, want, ctx.emit,
                                   ctx.budget, known=known,
                                   on_result=_recording(ctx),
                                   accept=accept, more=more,
