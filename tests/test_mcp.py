@@ -86,8 +86,9 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         # No model is configured, so agent mode is not offered.
         assert set(tools) == {"web_research", "fetch_page"}
         schema = tools["web_research"].inputSchema
-        assert list(schema["properties"]) == ["topic", "depth", "max_sources"]
+        assert list(schema["properties"]) == ["topic", "depth", "max_sources", "mode"]
         assert schema["required"] == ["topic"]
+        assert schema["properties"]["mode"]["default"] == "quick"
         assert schema["properties"]["depth"]["default"] == 2
         assert schema["properties"]["max_sources"]["default"] == 5
 
@@ -236,6 +237,7 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
     ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
     ({"topic": "x", "depth": "deep"}, "valid integer"),
     ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
+    ({"topic": "x", "mode": "deeper"}, "mode must be 'quick' or 'deep'"),
     ({"topic": "   "}, "the question is empty"),
     ({"topic": "?!"}, "no words"),
     ({}, "topic"),
