@@ -29,7 +29,16 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from sleuth.errors import LLMAuthError, StoreCorruptError
-from sleuth.models import Candidate, Failure, Page, Plan, Report, Source, TreeNode
+from sleuth.models import (
+    Candidate,
+    Failure,
+    FetchFailure,
+    Page,
+    Plan,
+    Report,
+    Source,
+    TreeNode,
+)
 from sleuth.pipeline.context import RunContext, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import fetch_stage, rank_stage, read_stage, search_stage
@@ -87,8 +96,11 @@ class Tree:
         self.ctx = ctx
         self.settings = ctx.settings
         self.branches: list[Branch] = []
-        #: Canonical URLs of every page some branch tried (read, failed or cut).
+        #: Canonical URLs of every page some branch read, or that failed for good.
         self.tried: set[str] = set()
+        #: Every page fetched in the tree (and every failure), by canonical URL: a page a
+        #: branch fetched and did not keep is another branch's without a second download.
+        self.memo: dict[str, Page | FetchFailure] = {}
         self.searches = 0
         self.cached_fetches = 0
         self.fetches = 0
@@ -165,8 +177,10 @@ class Tree:
 
     def next_level(self, level: int) -> list[Branch]:
         """The follow-ups of the last level, narrower: ``breadth / 2**(level-1)`` per
-        question (at least 1), ``breadth`` in all, in turn from each question."""
+        question (at least 1), at most ``2 × breadth`` in all, in turn from each question."""
         per_parent = max(1, math.ceil(self.settings.breadth / 2 ** (level - 1)))
+        if self.ctx.llm is None:  # names are cheap second hops (HOP_PAGES each)
+            per_parent += 1
         known = self.asked()
         offers: list[list[str]] = []
         parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
@@ -178,7 +192,7 @@ class Tree:
         chosen: list[tuple[Branch, str]] = []
         for turn in range(per_parent):
             for parent, offered in zip(parents, offers, strict=True):
-                if turn < len(offered) and len(chosen) < self.settings.breadth and not \
+                if turn < len(offered) and len(chosen) < 2 * self.settings.breadth and not \
                         repeats(offered[turn], [q for _, q in chosen]):
                     chosen.append((parent, offered[turn]))
         made: list[Branch] = []
@@ -191,12 +205,15 @@ class Tree:
     async def run_level(self, branches: list[Branch], share: int) -> None:
         """Research ``branches`` at once, reading about ``share`` pages between them."""
         self.branches += branches
-        base, extra = divmod(share, len(branches))
-        for i, branch in enumerate(branches):
-            branch.wanted = base + (1 if i < extra else 0)
         contexts = [self._context(b) for b in branches]
         ranked = await _all(self._guarded(b, self._rank(b, c))
                             for b, c in zip(branches, contexts, strict=True))
+        # A second hop without a model looks for one name's page: two pages are enough,
+        # and the rest of the level's share goes to the other names.
+        cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
+        open_ = [sum(1 for c in r or [] if c.canonical_url not in self.tried) for r in ranked]
+        for branch, wanted in zip(branches, spread(share, open_, cap), strict=True):
+            branch.wanted = wanted
         lists = assign([r or [] for r in ranked], [b.wanted for b in branches],
                        self.tried)
         await _all(self._guarded(b, self._read(b, c, cands))
@@ -267,15 +284,15 @@ class Tree:
         self._tell(branch)
         if branch.wanted <= 0 or not candidates:
             branch.status = "empty"
-            branch.note = ("no pages left to read (--max-sources)" if branch.wanted <= 0
-                           else "its searches found nothing that was not read already")
+            branch.note = ("its searches found nothing that was not read already"
+                           if not candidates else "no pages left to read (--max-sources)")
             return
-        gathered = await fetch_stage(bctx, candidates, want=branch.wanted)
-        self._mark_tried(gathered)
+        gathered = await fetch_stage(bctx, candidates, want=branch.wanted, memo=self.memo)
         self.fetches += gathered.attempted
         sources = await read_stage(bctx, branch.plan, gathered)
         kept = {s.url for s in sources}
         branch.pages = [(c, p) for c, p in gathered.pages if (p.final_url or c.url) in kept]
+        self._mark_tried(branch.pages, gathered)
         branch.sources = sources
         branch.read = len(sources)
         if gathered.stopped_by:
@@ -289,9 +306,12 @@ class Tree:
                 max(1, math.ceil(self.settings.breadth / 2 ** branch.level)))
         branch.status = "done"
 
-    def _mark_tried(self, gathered: Gathered) -> None:
-        self.tried |= {c.canonical_url for c, _ in gathered.pages}
-        self.tried |= {canonicalize(f.url) for f in gathered.failures if f.url}
+    def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
+        # A page fetched and not kept (or not waited for) stays open to other branches:
+        # the memo answers for it if it was fetched whole.
+        self.tried |= {c.canonical_url for c, _ in read}
+        self.tried |= {canonicalize(f.url) for f in gathered.failures
+                       if f.url and not f.reason.startswith("not waited for")}
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
@@ -305,6 +325,26 @@ class Tree:
 
 class _BranchFailed(Exception):
     """A branch that could not be researched (its searches all failed)."""
+
+
+#: Pages a second hop reads without a model (see :meth:`Tree.run_level`).
+HOP_PAGES = 2
+
+
+def spread(share: int, found: list[int], cap: int) -> list[int]:
+    """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
+    that found something to read, none over ``cap`` or over what it found."""
+    wants = [0] * len(found)
+    while share > 0:
+        dealt = False
+        for i, n in enumerate(found):
+            if share > 0 and wants[i] < min(cap, n):
+                wants[i] += 1
+                share -= 1
+                dealt = True
+        if not dealt:
+            break
+    return wants
 
 
 def window(want: int) -> int:

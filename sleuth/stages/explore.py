@@ -67,8 +67,18 @@ _NOT_NAMES = frozenset(_NOT_NAME_WORDS.split())
 _COMMON_WORDS = """
 named name known called based located born died made found new old same own well much
 film song book band album novel town city county state country year years people person
+wikipedia
 """
-_STOP = _NOT_NAMES | frozenset(_COMMON_WORDS.split())
+#: Nationality and like adjectives: capitalised, but a description ("an American actress"),
+#: not a thing to research on its own.
+_ADJECTIVES = """
+american british english german french italian spanish portuguese welsh scottish irish
+canadian australian chinese japanese korean indian russian european african asian
+olympic christian catholic jewish muslim swedish norwegian danish dutch polish greek
+roman mexican brazilian hawaiian argentine austrian swiss belgian turkish persian arab
+arabic latin egyptian israeli soviet
+"""
+_STOP = _NOT_NAMES | frozenset(_COMMON_WORDS.split()) | frozenset(_ADJECTIVES.split())
 
 
 # -- words -------------------------------------------------------------------------------
