@@ -273,6 +273,10 @@ class World:
                 about = found.group(1) if found else ""
             elif stage == "select":
                 about = section(user, "QUERIES")  # one query per line
+            elif stage == "learn":  # deep mode: the branch's question
+                about = section(user, "SUBQUESTION")
+            elif stage == "section":
+                about = section(user, "SECTION").split("\n", 1)[0]
             usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                      "total_tokens": prompt + completion}
             entry = {"kind": "llm", "stage": stage, "key": about, "start": start,
