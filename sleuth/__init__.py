@@ -46,6 +46,8 @@ _EXPORTS = {
     "LLMAuthError": "sleuth.errors",
     "WorkspaceError": "sleuth.errors",
     "CitationCheck": "sleuth.models",
+    "TreeNode": "sleuth.models",
+    "Section": "sleuth.models",
 }
 
 __all__ = [
@@ -67,10 +69,12 @@ __all__ = [
     "Report",
     "SearchHit",
     "SearchProvider",
+    "Section",
     "Settings",
     "SleuthError",
     "Source",
     "Stats",
+    "TreeNode",
     "WorkspaceError",
     "__version__",
     "extract",
@@ -104,8 +108,10 @@ if TYPE_CHECKING:
         Quality,
         Report,
         SearchHit,
+        Section,
         Source,
         Stats,
+        TreeNode,
     )
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream

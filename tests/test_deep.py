@@ -290,3 +290,29 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
     assert not asked_before & set(asked_after), "a model call was made twice"
     with Store(home) as store:
         assert store.get_run(summary.id).status == "done"
+
+
+# -- options -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--max-sources", "55", "q"], "--max-sources is at most 50 (60 with --mode deep)"),
+    (["deep", "--max-sources", "61", "q"], "invalid value for --max-sources"),
+    (["deep", "--levels", "5", "q"], "invalid value for --levels"),
+    (["--mode", "deeper", "q"], "invalid value for --mode"),
+])
+def test_bad_deep_options_are_one_line_and_exit_2(args: list[str], message: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([*args[:-1], "--no-store", args[-1]]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_deep_defaults_apply_only_where_the_user_set_nothing() -> None:
+    from sleuth.settings import load_settings, mode_defaults
+
+    deep = mode_defaults(load_settings({"mode": "deep"}, env={}))
+    assert (deep.max_sources, deep.words) == (20, 3000)
+    mine = mode_defaults(load_settings({"mode": "deep", "max_sources": 7}, env={}))
+    assert (mine.max_sources, mine.words) == (7, 3000)
+    quick = mode_defaults(load_settings({}, env={}))
+    assert (quick.max_sources, quick.words) == (5, 1000)

@@ -288,6 +288,18 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
     assert asked["max_sources"] == 10 and asked["depth"] == 3
 
 
+async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) -> None:
+    async with in_memory(offline_settings(web)) as client:
+        result, progress = await research_with_progress(
+            client, web.topics[3].question, mode="deep", max_sources=40)
+    assert not result.isError
+    markdown = text_of(result)
+    assert markdown.startswith("# Research:") and "## Contents" in markdown
+    sources = {int(n) for n in re.findall(r"^\[(\d+)\] \[", markdown, re.MULTILINE)}
+    assert sources and max(sources) <= 30  # deep mode's cap over MCP
+    assert any(message.startswith("branch:") for message in progress)
+
+
 async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:
     async with in_memory(offline_settings(web, allow_private_urls=False)) as client:
         blocked = await client.call_tool("fetch_page", {"url": web.docs[0].url})

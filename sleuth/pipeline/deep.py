@@ -13,11 +13,14 @@ gathered (:mod:`sleuth.pipeline.deep_report`).
 
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
-to the one branch that ranks it best (ties to the earlier branch), and a page an earlier
-level tried is never tried again. The assignment waits for the level's rankings, so it
-is the same in a resumed run, which re-walks the tree from the store (searches, pages
-and model replies come from it: nothing is fetched or asked again). A branch that fails
-is recorded in the Gaps; the others go on.
+to the one branch that ranks it best (ties to the earlier branch); a page a branch read
+is never offered again, and a page fetched and not kept (or a failure) is in the tree's
+memo, so a later branch that wants it gets it without a download. The assignment waits
+for the level's rankings, so it is the same in a resumed run, which re-walks the tree
+from the store (searches, pages and model replies come from it: nothing is fetched or
+asked again). The level's share of ``--max-sources`` (half of what is left, all of it
+at the last level) is dealt in turn to the branches that found something to read. A
+branch that fails is recorded in the Gaps; the others go on.
 """
 
 from __future__ import annotations
