@@ -86,8 +86,7 @@ def _descendants(branch: Branch, branches: Sequence[Branch]) -> list[Branch]:
     return out
 
 
-def _groups(branches: Sequence[Branch], ids: dict[str, list[int]]
-            ) -> list[tuple[Branch, list[Branch]]]:
+def _groups(branches: Sequence[Branch]) -> list[tuple[Branch, list[Branch]]]:
     """Each sub-question with the follow-ups it led to, in tree order."""
     return [(b, _descendants(b, branches)) for b in branches if b.level == 1]
 
@@ -138,7 +137,7 @@ async def write_report(tree: Tree) -> Report:
     else:
         groups = [(b.question, [sources[n - 1] for n in ids[b.id]],
                    [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest])
-                  for b, rest in _groups(tree.branches, ids)]
+                  for b, rest in _groups(tree.branches)]
         sections = [Section(title=title, sources=[s.id for s in own]
                             + [s.id for _, found in follow for s in found])
                     for title, own, follow in groups]
@@ -225,7 +224,7 @@ async def _outline(tree: Tree, llm: RunLLM, learnings: list[tuple[str, list[int]
     except LLMError as exc:
         llm.fell_back("outline", exc, "the report has one section per sub-question")
     groups = [(b.question, [n for x in (b, *rest) for n in ids.get(x.id, [])])
-              for b, rest in _groups(tree.branches, ids)]
+              for b, rest in _groups(tree.branches)]
     return fallback_outline(groups)
 
 

@@ -133,6 +133,19 @@ def _starts_sentence(text: str, at: int) -> bool:
     return not before or before[-1] in ".!?:;\n"
 
 
+#: Short words whose period does not end a sentence.
+_ABBREVIATIONS = frozenset({"st", "mt", "dr", "jr", "sr", "mr", "mrs", "ms", "no", "vs", "co",
+                            "inc", "ltd"})
+
+
+def _ends_sentence(word: str) -> bool:
+    """Whether a capitalised token's final period ends its sentence ("Alexander." yes;
+    "St.", "D.III", an initial "M." no)."""
+    bare = word[:-1]
+    return (word.endswith(".") and len(bare) > 2 and "." not in bare
+            and bare.lower() not in _ABBREVIATIONS)
+
+
 def mentions(text: str, name: str) -> bool:
     """Whether ``text`` (a result's title and snippet) has every content word of ``name``."""
     words = terms(name)
@@ -169,6 +182,8 @@ def named_things(text: str) -> list[str]:
             close()
         if word[0].isupper() or (run and word.lower() in _JOINERS):
             run.append(token)
+            if _ends_sentence(word):  # "… Jane Alexander. It was" ends at "Alexander"
+                close()
         else:
             close()
     close()
@@ -318,6 +333,7 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
     asked = terms(question)
     known_list = list(known)
     read = {_base_title(title) for title, _ in pages}
+    read_terms = [terms(title) for title, _ in pages]
     scores: dict[str, float] = {}
     shown: dict[str, str] = {}  # first spelling seen, in order of appearance
     for rank, (title, text) in enumerate(pages):
@@ -330,10 +346,14 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
                 words = terms(name)
                 key = name.lower()
                 if (not words or words <= asked or key == own or key in read
+                        or any(words <= seen for seen in read_terms)
                         or repeats(name, known_list)):
                     continue
-                # A title in quotes is a work (film, song, book): the commonest bridge.
+                # A title in quotes is a work (film, song, book): the commonest bridge. A
+                # name sharing the question's words is more often a sibling of what was
+                # read ("Act of War: Gold Edition") than the next hop.
                 bonus = (1.5 if len(name.split()) > 1 else 1.0) * (1.5 if key in titles else 1.0)
+                bonus *= 0.5 if words & asked else 1.0
                 scores[key] = scores.get(key, 0.0) + weight * bonus * (1 + overlap)
                 shown.setdefault(key, name)
     order = list(shown)
