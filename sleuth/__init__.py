@@ -48,6 +48,8 @@ _EXPORTS = {
     "LLMAuthError": "sleuth.errors",
     "WorkspaceError": "sleuth.errors",
     "CitationCheck": "sleuth.models",
+    "TreeNode": "sleuth.models",
+    "Section": "sleuth.models",
 }
 
 __all__ = [
@@ -70,10 +72,12 @@ __all__ = [
     "Report",
     "SearchHit",
     "SearchProvider",
+    "Section",
     "Settings",
     "SleuthError",
     "Source",
     "Stats",
+    "TreeNode",
     "WorkspaceError",
     "__version__",
     "extract",
@@ -108,8 +112,10 @@ if TYPE_CHECKING:
         Quality,
         Report,
         SearchHit,
+        Section,
         Source,
         Stats,
+        TreeNode,
     )
     from sleuth.pipeline.batch import BatchResult, research_many
     from sleuth.pipeline.quick import research, research_sync

@@ -26,6 +26,9 @@ T = TypeVar("T")
 EventKind = Literal[
     "plan", "search", "search_failed", "rank", "fetch_start", "fetched", "fetch_failed",
     "read", "report", "info",
+    # deep mode: a node of the question tree started, read a page, or ended
+    # (data: node, parent, level, question, status, read, wanted)
+    "branch",
     # one model call answered (tokens in data: prompt_tokens, completion_tokens)
     "llm",
     # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end

@@ -25,6 +25,8 @@ PUBLIC_NAMES = {
     # what comes back
     "Report", "Source", "Failure", "Stats", "Quality", "SearchHit", "Plan", "Page",
     "AgentResult", "CitationCheck",
+    # a deep research's tree and sections (Report.tree, Report.sections)
+    "TreeNode", "Section",
     # progress events: one callback mechanism, and an async iterator built on it
     "Event", "EventStream",
     # single pages

@@ -128,9 +128,16 @@ async def research(question: str, *, settings: Settings | None = None,
     already searched, fetched and asked a model is taken from the store.
     ``services``: what this run shares with others (see
     :func:`~sleuth.pipeline.batch.research_many`); by default it opens its own.
+    ``mode="deep"`` (with ``breadth``, ``levels``) researches a tree of sub-questions and
+    writes a long report (:mod:`sleuth.pipeline.deep`).
     """
     topic = clean_question(question)
     settings = with_options(settings, options)
+    if settings.mode == "deep":
+        from sleuth.pipeline.deep import deep_research
+
+        return await deep_research(topic, settings=settings, on_event=on_event,
+                                   resume_id=resume_id, services=services)
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
                         services=services) as ctx:
         if ctx.llm is None:
