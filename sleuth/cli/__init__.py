@@ -104,4 +104,9 @@ def _run(argv: list[str] | None) -> int:
 
 def main() -> None:
     """Console-script entry point."""
+    # httpx imports its own command line (rich.progress, rich.syntax, pygments: ~20 ms)
+    # whenever click and rich are installed, as they are with sleuth. This process never
+    # runs httpx's command line; None in sys.modules makes httpx skip it, as it does when
+    # those libraries are missing.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     sys.exit(run())

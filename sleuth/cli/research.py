@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from sleuth._question import clean_question
 from sleuth.cli._common import (
     EXIT_NO_SOURCES,
     EXIT_OK,
@@ -40,6 +41,7 @@ def _research_options() -> list[click.Option]:
 
 
 def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
+    clean_question(question)  # a bad question is refused before the heavy imports below
     from sleuth.settings import load_settings  # pydantic: not needed for --help
 
     settings = load_settings(values)

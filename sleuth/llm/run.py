@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import httpx
 
 from sleuth._extras import install_hint, missing_extra
-from sleuth._tls import ssl_context
+from sleuth._tls import client_tls
 from sleuth.errors import (
     ConfigError,
     ContextOverflowError,
@@ -248,7 +248,7 @@ async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
     if config is not None:
         return ModelChoice(config, "settings")
     url = ollama_url(env)
-    async with httpx.AsyncClient(trust_env=False, verify=ssl_context(False)) as http:
+    async with httpx.AsyncClient(trust_env=False, **client_tls(trust_env=False)) as http:
         found = await detect_ollama(http, url)
     if found is None:
         return ModelChoice(None, "none", url)

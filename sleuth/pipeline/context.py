@@ -20,15 +20,15 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import time
-import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sleuth._extras import missing_extra
+from sleuth._question import MAX_QUESTION_CHARS, clean_question
 from sleuth.budget import Budget
-from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
+from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
@@ -51,24 +51,6 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "RunContext", "Services", "check_run",
            "check_settings", "clean_question", "documents_search", "open_run", "open_services"]
-
-MAX_QUESTION_CHARS = 2000
-
-
-def clean_question(question: str) -> str:
-    """The question with control characters removed; ConfigError if nothing usable is left."""
-    if not isinstance(question, str):
-        raise ConfigError("the question must be text")
-    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in question)
-    text = " ".join(text.split())
-    if not text:
-        raise ConfigError("the question is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise ConfigError(
-            f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
-    if not any(ch.isalnum() for ch in text):
-        raise ConfigError("the question has no words in it")
-    return text
 
 
 def documents_search(settings: Settings) -> Settings:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
-from sleuth._tls import ssl_context
+from sleuth._tls import client_tls
 from sleuth._version import __version__
 from sleuth.errors import ProviderError
 from sleuth.models import SearchFailure, SearchHit
@@ -79,7 +79,7 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     user_agent = settings.user_agent or f"sleuth/{__version__}"
     return httpx.AsyncClient(timeout=httpx.Timeout(settings.search_timeout),
                              headers={"User-Agent": user_agent}, max_redirects=5,
-                             verify=ssl_context())
+                             **client_tls())
 
 
 def _unreachable(exc: Exception) -> bool:
