@@ -383,6 +383,23 @@ def test_the_page_shows_a_research_live_in_chromium(
 
             # The run was stored, and the past-runs list shows it.
             page.wait_for_selector(f"#ui-runs li:has-text({json.dumps(question[:40])})")
+            # The report and the past run have an address (?run=ID) that, bookmarked or
+            # shared, opens the report again.
+            permalink = page.get_attribute("#ui-permalink", "href") or ""
+            assert permalink.startswith("?run=") and len(permalink) >= 13, permalink
+            assert page.locator("#ui-runs li a").first.get_attribute("href") == permalink
+            again = browser.new_page()
+            again.goto(served + permalink)
+            again.wait_for_selector("body[data-ready='1']")
+            assert again.locator("#ui-report ol.sources li").count() == cited
+            assert question in again.title()
+            again.locator("#ui-report a.cite").first.click()  # citations still jump
+            again.wait_for_function("() => location.hash === '#source-1'")
+            assert again.url == f"{served}{permalink}#source-1"
+            again.goto(f"{served}?run=nosuchrun")
+            again.wait_for_selector("body[data-ready='1']")
+            assert "no run" in again.inner_text("#ui-report").lower()
+            again.close()
             path = screenshot_dir(tmp_path) / "sleuth-serve.png"
             page.screenshot(path=str(path), full_page=True)
             assert path.stat().st_size > 10_000
