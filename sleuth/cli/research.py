@@ -44,7 +44,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         check_output(settings.output)
     from sleuth.pipeline.quick import research  # heavy imports only once the input is valid
 
-    progress = Progress(quiet)
+    progress = Progress(quiet, wanted=settings.max_sources)
     try:
         report = run_interruptible(research(question, settings=settings, on_event=progress),
                                    progress, values.get("home"))

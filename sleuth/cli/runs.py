@@ -178,7 +178,7 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
         from sleuth.pipeline.quick import research
 
-        progress = Progress(quiet)
+        progress = Progress(quiet, wanted=settings.max_sources)
         try:
             report = run_interruptible(research(info.question, settings=settings,
                                                 on_event=progress, resume_id=info.id),

@@ -1,0 +1,97 @@
+"""The CLI's progress on a terminal: a bar with the run's counts, not only the last event.
+
+Pages read of those wanted, searches done of those planned, and with a model the tokens
+and cost so far, counted from the run's own events on the offline web.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+import sleuth
+from sleuth.cli._progress import Progress
+from sleuth.testing import OfflineWeb
+from sleuth.testing.llm import ScriptedLLM
+from sleuth.testing.researcher import ScriptedResearcher
+
+
+def terminal() -> tuple[Console, io.StringIO]:
+    out = io.StringIO()
+    return Console(file=out, force_terminal=True, width=160, highlight=False), out
+
+
+def offline(web: OfflineWeb, **extra: Any) -> dict[str, Any]:
+    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
+            "timeout": 5, "no_store": True, **extra}
+
+
+def bar_text(progress: Progress) -> str:
+    """The bar's line as the terminal shows it now."""
+    console, out = terminal()
+    console.print(progress.bar.make_tasks_table(progress.bar.tasks))
+    return out.getvalue()
+
+
+@pytest.fixture
+def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
+    previous, web.llm = web.llm, ScriptedLLM(models=["gpt-4o-mini"])
+    try:
+        yield web.llm
+    finally:
+        web.llm = previous
+
+
+def test_the_bar_counts_pages_and_searches(web: OfflineWeb) -> None:
+    console, out = terminal()
+    progress = Progress(False, wanted=3, console=console)
+    try:
+        report = sleuth.research_sync(web.topics[0].question, on_event=progress,
+                                      **offline(web, no_llm=True, max_sources=3))
+        shown = bar_text(progress)
+    finally:
+        progress.close()
+    assert len(report.sources) == 3
+    planned = len(report.queries)
+    assert f"pages 3/3 · searches {planned}/{planned}" in shown
+    assert "tokens" not in shown  # no model, no token count
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert re.search(rf"\bplan {planned} queries\n", plain)  # each event keeps its line
+
+
+def test_the_bar_adds_tokens_and_cost_with_a_model(web: OfflineWeb, llm: ScriptedLLM) -> None:
+    ScriptedResearcher().install(llm)
+    console, _ = terminal()
+    progress = Progress(False, wanted=3, console=console)
+    try:
+        report = sleuth.research_sync(web.topics[0].question, on_event=progress,
+                                      **offline(web, base_url=web.llm_url, model="gpt-4o-mini",
+                                                max_sources=3))
+        shown = bar_text(progress)
+    finally:
+        progress.close()
+    stats = report.stats
+    assert stats.cost_usd is not None
+    assert f"{stats.prompt_tokens + stats.completion_tokens:,} tokens" in shown
+    assert f"${stats.cost_usd:.4f}" in shown
+
+
+def test_without_a_terminal_the_lines_are_as_before(web: OfflineWeb) -> None:
+    out = io.StringIO()
+    progress = Progress(False, wanted=3, console=Console(file=out, highlight=False, width=300))
+    try:
+        sleuth.research_sync(web.topics[0].question, on_event=progress,
+                             **offline(web, no_llm=True, max_sources=3))
+    finally:
+        progress.close()
+    assert progress.bar is None
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["info", "--no-llm:", "the", "no-LLM", "pipeline", "runs",
+                                "(quoted", "passages,", "no", "model)"]
+    assert any(line.split()[:2] == ["plan", "2"] for line in lines)
+    assert lines[-1].split() == ["report", "report", "with", "3", "sources"]
