@@ -373,3 +373,16 @@ def test_the_offline_demo_prints_a_command_that_works(tmp_path: Path) -> None:
         proc.wait(timeout=30)
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["sources"] and report["topic"] == argv[-1]
+
+
+def test_the_offline_demo_without_the_web_extra_says_so_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    code = ("import runpy, sys; sys.modules['uvicorn'] = None; "
+            "runpy.run_module('sleuth.testing', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "needs the 'web' extra" in done.stderr and "[web]" in done.stderr
