@@ -88,6 +88,8 @@ function setStatus(message, isError) {
 }
 function resetCounters() {
   for (const name of COUNTERS) { state.counts[name] = 0; text($("#ui-c-" + name), "0"); }
+  state.cost = 0;
+  text($("#ui-c-tokens-label"), "tokens");
 }
 function bump(name, by) {
   state.counts[name] += by;
@@ -128,6 +130,10 @@ function onProgress(ev) {
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);
+  if (typeof data.cost_usd === "number") {  // a model call whose price sleuth knows
+    state.cost = (state.cost || 0) + data.cost_usd;
+    text($("#ui-c-tokens-label"), "tokens · $" + state.cost.toFixed(4));
+  }
   logLine(e.kind, e.message);
   setStatus(e.kind + ": " + e.message);
 }
@@ -300,7 +306,7 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="counter"><b id="ui-c-hits">0</b><span>hits</span></div>
 <div class="counter"><b id="ui-c-fetched">0</b><span>pages read</span></div>
 <div class="counter"><b id="ui-c-failed">0</b><span>failed</span></div>
-<div class="counter"><b id="ui-c-tokens">0</b><span>tokens</span></div>
+<div class="counter"><b id="ui-c-tokens">0</b><span id="ui-c-tokens-label">tokens</span></div>
 </div>
 <ul id="ui-queries"></ul>
 <ul id="ui-log"></ul>
