@@ -106,3 +106,13 @@ def test_searches_that_find_nothing_say_so(web: OfflineWeb, tmp_path: Path) -> N
     assert [f["reason"] for f in report["failures"]] == [
         "no search found anything (searxng, 2 queries): try other words"]
     assert "Every source that was tried could be read" not in report["markdown"]
+
+
+async def test_a_page_over_the_size_cap_reads_plainly_in_gaps(web: OfflineWeb) -> None:
+    """It read 'too large (\\> 5000000 bytes)' in the Markdown: no escape, and separators."""
+    report = await research(web.topics[0].question, search="searxng",
+                            searxng_url=web.searxng_url, allow_private_urls=True, timeout=5,
+                            no_llm=True, no_store=True)
+    gaps = report.markdown.split("## Gaps", 1)[1]
+    assert "— too large (over 5,000,000 bytes)" in gaps
+    assert "\\>" not in gaps
