@@ -95,3 +95,17 @@ def test_without_a_terminal_the_lines_are_as_before(web: OfflineWeb) -> None:
                                 "(quoted", "passages,", "no", "model)"]
     assert any(line.split()[:2] == ["plan", "2"] for line in lines)
     assert lines[-1].split() == ["report", "report", "with", "3", "sources"]
+
+
+def test_the_resume_command_names_what_the_run_said_it_was() -> None:
+    from sleuth.progress import Event
+
+    progress = Progress(True)
+    assert progress.resume_command() is None  # interrupted before the run was recorded
+    progress(Event("info", "run k3xq7abcdefg started", {"run_id": "k3xq7abcdefg"}))
+    assert progress.resume_command() == "sleuth resume k3xq7abcdefg"
+    assert progress.resume_command("/tmp/my home") == ("sleuth resume k3xq7abcdefg "
+                                                       "--home '/tmp/my home'")
+    agent = Progress(True)
+    agent(Event("info", "workspace /w/web_search/1", {"workspace": "/w/web_search/1"}))
+    assert agent.resume_command() == "sleuth agent --resume /w/web_search/1"
