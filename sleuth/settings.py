@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sleuth.errors import ConfigError
 
@@ -102,9 +102,32 @@ class Settings(BaseModel):
     max_sources: int = Field(
         5,
         ge=1,
-        le=50,
-        description="Sources to read and cite.",
+        le=60,
+        description="Sources to read and cite (at most 50; deep mode: default 20, at most 60).",
         json_schema_extra=_meta("--max-sources", "SLEUTH_MAX_SOURCES"),
+    )
+    mode: Literal["quick", "deep"] = Field(
+        "quick",
+        description="quick: one pass of searches and one report; deep: a tree of "
+                    "sub-questions and follow-ups, and a long report written section by "
+                    "section (same as 'sleuth deep').",
+        json_schema_extra=_meta("--mode", "SLEUTH_MODE"),
+    )
+    breadth: int = Field(
+        4,
+        ge=1,
+        le=8,
+        description="Deep mode: sub-questions explored at the first level (later levels "
+                    "explore fewer follow-ups).",
+        json_schema_extra=_meta("--breadth", "SLEUTH_BREADTH"),
+    )
+    levels: int = Field(
+        2,
+        ge=1,
+        le=4,
+        description="Deep mode: levels of the question tree (1: the sub-questions only; "
+                    "each further level explores the follow-ups the one before left open).",
+        json_schema_extra=_meta("--levels", "SLEUTH_LEVELS"),
     )
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
@@ -347,7 +370,7 @@ class Settings(BaseModel):
         1000,
         ge=100,
         le=10000,
-        description="Approximate length of an LLM-written report.",
+        description="Approximate length of an LLM-written report (deep mode: default 3000).",
         json_schema_extra=_meta("--words", "SLEUTH_WORDS", group="Model"),
     )
     lang: str | None = Field(
@@ -474,6 +497,14 @@ class Settings(BaseModel):
             raise ValueError("must be 0 (read pages whole) or at least 256")
         return value
 
+    @model_validator(mode="after")
+    def _quick_sources(self) -> Settings:
+        # 60 sources are for deep mode's tree; one pass of searches reads 50 at most.
+        if self.mode == "quick" and self.max_sources > QUICK_MAX_SOURCES:
+            raise ValueError(f"--max-sources is at most {QUICK_MAX_SOURCES} "
+                             "(60 with --mode deep)")
+        return self
+
     @field_validator("searxng_url", "base_url")
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
@@ -488,6 +519,21 @@ class Settings(BaseModel):
         if isinstance(value, str) and not value.strip():
             raise ValueError("the path is empty")
         return value
+
+
+#: The most sources one quick research reads (deep mode reads up to 60).
+QUICK_MAX_SOURCES = 50
+#: What deep mode changes when the user did not set it: more sources, a longer report.
+DEEP_DEFAULTS: dict[str, Any] = {"max_sources": 20, "words": 3000}
+
+
+def mode_defaults(settings: Settings) -> Settings:
+    """``settings`` with deep mode's defaults (:data:`DEEP_DEFAULTS`) for what the user
+    did not set; quick settings unchanged."""
+    if settings.mode != "deep":
+        return settings
+    unset = {k: v for k, v in DEEP_DEFAULTS.items() if k not in settings.model_fields_set}
+    return settings.model_copy(update=unset) if unset else settings
 
 
 def field_meta(name: str) -> dict[str, Any]:
@@ -542,10 +588,12 @@ def with_options(settings: Settings | None, options: Mapping[str, Any]) -> Setti
 def describe_validation_error(exc: ValidationError) -> str:
     """One line naming the first bad option as the user typed it."""
     err = exc.errors()[0]
-    name = str(err["loc"][0]) if err["loc"] else "value"
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    if not err["loc"]:  # a rule over several options (a model validator) names them itself
+        return f"invalid options: {msg}"
+    name = str(err["loc"][0])
     if name in Settings.model_fields:
         name = field_meta(name)["flag"]
-    msg = str(err["msg"]).removeprefix("Value error, ")
     return f"invalid value for {name}: {msg}"
 
 

@@ -88,8 +88,9 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         # No model is configured, so agent mode is not offered.
         assert set(tools) == {"web_research", "fetch_page"}
         schema = tools["web_research"].inputSchema
-        assert list(schema["properties"]) == ["topic", "depth", "max_sources"]
+        assert list(schema["properties"]) == ["topic", "depth", "max_sources", "mode"]
         assert schema["required"] == ["topic"]
+        assert schema["properties"]["mode"]["default"] == "quick"
         assert schema["properties"]["depth"]["default"] == 2
         assert schema["properties"]["max_sources"]["default"] == 5
 
@@ -243,6 +244,7 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
     ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
     ({"topic": "x", "depth": "deep"}, "valid integer"),
     ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
+    ({"topic": "x", "mode": "deeper"}, "mode must be 'quick' or 'deep'"),
     ({"topic": "   "}, "the question is empty"),
     ({"topic": "?!"}, "no words"),
     ({}, "topic"),
@@ -309,6 +311,18 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
                                                          "depth": 3, "max_sources": 50})
     assert not result.isError
     assert asked["max_sources"] == 10 and asked["depth"] == 3
+
+
+async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) -> None:
+    async with in_memory(offline_settings(web)) as client:
+        result, progress = await research_with_progress(
+            client, web.topics[3].question, mode="deep", max_sources=40)
+    assert not result.isError
+    markdown = text_of(result)
+    assert markdown.startswith("# Research:") and "## Contents" in markdown
+    sources = {int(n) for n in re.findall(r"^\[(\d+)\] \[", markdown, re.MULTILINE)}
+    assert sources and max(sources) <= 30  # deep mode's cap over MCP
+    assert any(message.startswith("branch:") for message in progress)
 
 
 async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:

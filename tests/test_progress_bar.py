@@ -109,3 +109,12 @@ def test_the_resume_command_names_what_the_run_said_it_was() -> None:
     agent = Progress(True)
     agent(Event("info", "workspace /w/web_search/1", {"workspace": "/w/web_search/1"}))
     assert agent.resume_command() == "sleuth agent --resume /w/web_search/1"
+
+
+def test_the_pages_wanted_follow_the_mode() -> None:
+    from sleuth.cli._progress import pages_wanted
+    from sleuth.settings import load_settings
+
+    assert pages_wanted(load_settings({}, env={})) == 5
+    assert pages_wanted(load_settings({"mode": "deep"}, env={})) == 20  # deep's own default
+    assert pages_wanted(load_settings({"mode": "deep", "max_sources": 8}, env={})) == 8

@@ -1,7 +1,7 @@
 """The command line: ``sleuth [OPTIONS] QUESTION`` and its subcommands.
 
-This module is the ``sleuth`` group: it registers each command (research, agent, runs,
-show, resume, cache, mcp, serve; each in its own module of this package, sharing
+This module is the ``sleuth`` group: it registers each command (research, deep, agent,
+batch, runs, show, resume, cache, mcp, serve; each in its own module of this package, sharing
 :mod:`sleuth.cli._common`), runs the CLI, and turns every error into an exit code and
 one line on stderr, never a traceback.
 """
@@ -24,8 +24,9 @@ from sleuth.cli._common import (
 )
 from sleuth.cli._logs import cli_logging
 from sleuth.cli.agent import agent_command
+from sleuth.cli.batch import batch_command
 from sleuth.cli.reach import reach_commands
-from sleuth.cli.research import research_command
+from sleuth.cli.research import deep_command, research_command
 from sleuth.cli.runs import run_commands
 from sleuth.errors import ConfigError, LLMAuthError, SleuthError
 
@@ -52,6 +53,8 @@ for _command in reach_commands(settings_options):  # sleuth mcp, sleuth serve
 for _command in run_commands():  # sleuth runs, show, resume, cache clear
     cli.add_command(_command)
 cli.add_command(agent_command(settings_options))  # sleuth agent
+cli.add_command(deep_command)  # sleuth deep
+cli.add_command(batch_command(settings_options))  # sleuth batch
 
 
 def _fail(message: str, code: int) -> int:

@@ -17,10 +17,19 @@ from sleuth.progress import Event
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["Counts", "Progress"]
+    from sleuth.settings import Settings
+
+__all__ = ["Counts", "Progress", "pages_wanted"]
 
 #: Events the bar says enough about: no line of their own on a terminal.
 _BAR_ONLY = ("fetch_start", "llm")
+
+
+def pages_wanted(settings: Settings) -> int:
+    """The pages a research with ``settings`` means to read (deep mode's default is more)."""
+    from sleuth.settings import mode_defaults
+
+    return mode_defaults(settings).max_sources
 
 
 class Counts:

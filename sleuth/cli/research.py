@@ -1,4 +1,7 @@
-"""``sleuth research QUESTION`` (and ``sleuth QUESTION``): the quick research.
+"""``sleuth research QUESTION`` (and ``sleuth QUESTION``), and ``sleuth deep QUESTION``.
+
+``sleuth deep`` is ``sleuth research --mode deep``: a tree of sub-questions and a long,
+sectioned report (:mod:`sleuth.pipeline.deep`).
 
 Values are validated by the settings model, and every user error becomes one line on
 stderr with exit code 2, never a traceback.
@@ -23,8 +26,9 @@ from sleuth.cli._common import (
     settings_options,
 )
 from sleuth.cli._logs import verbose_option
+from sleuth.cli._progress import pages_wanted
 
-__all__ = ["research_command"]
+__all__ = ["deep_command", "research_command"]
 
 
 def _research_options() -> list[click.Option]:
@@ -44,7 +48,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         check_output(settings.output)
     from sleuth.pipeline.quick import research  # heavy imports only once the input is valid
 
-    progress = Progress(quiet, wanted=settings.max_sources)
+    progress = Progress(quiet, wanted=pages_wanted(settings))
     try:
         report = run_interruptible(research(question, settings=settings, on_event=progress),
                                    progress, values.get("home"))
@@ -73,10 +77,40 @@ research_command = GroupedCommand(
             "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
             "'sleuth resume ID' finishes the run).\n\n"
             "\b\nOther commands (each has --help):\n"
+            "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
             "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
             "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
             "  sleuth resume ID       finish a run that was interrupted\n"
             "  sleuth cache clear     forget cached searches, pages and model replies\n"
             "  sleuth mcp             serve research as MCP tools over stdio\n"
             "  sleuth serve           a local web page for research"),
+)
+
+
+def _deep_callback(question: str, quiet: bool | None, **values: Any) -> int:
+    return _run_research(question, bool(quiet), {**values, "mode": "deep"})
+
+
+def _deep_options() -> list[click.Option]:
+    """research's options but --mode: the command is the mode."""
+    return [o for o in _research_options() if o.name != "mode"]
+
+
+deep_command = click.Command(
+    "deep",
+    callback=_deep_callback,
+    params=[
+        click.Argument(["question"]),
+        *_deep_options(),
+        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+                     help="No progress messages on stderr."),
+        verbose_option(),
+    ],
+    help=("Deep research: split QUESTION into sub-questions (--breadth), research them "
+          "and their follow-ups (--levels) in parallel, and write a long report with a "
+          "table of contents, sections and one numbering of sources. Same as "
+          "'sleuth --mode deep QUESTION'; the default --max-sources is 20 (up to 60) and "
+          "--words 3000."),
+    epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
 )

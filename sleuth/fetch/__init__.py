@@ -9,12 +9,13 @@ checks, usable on their own. ``extract``, ``Extracted`` and ``pdf_text`` are
 """
 
 from sleuth.extraction import Extracted, extract, pdf_text
-from sleuth.fetch.fetcher import Fetcher, fetch_page
+from sleuth.fetch.fetcher import Fetcher, RunFetcher, fetch_page
 from sleuth.fetch.guard import check_url, is_public_address
 
 __all__ = [
     "Extracted",
     "Fetcher",
+    "RunFetcher",
     "check_url",
     "extract",
     "fetch_page",

@@ -88,12 +88,15 @@ class RunLLM:
         #: The time budget's reason once it cancelled a call in flight (else None).
         self.cut_by: str | None = None
         self._said: set[str] = set()
+        # The run's own count: the client may serve other runs too (a batch shares one).
+        # The client's class makes it, so that no import of openai happens here.
+        self._usage: LLMUsage = type(client.usage)()
 
     # -- facts -----------------------------------------------------------------------
     @property
     def usage(self) -> LLMUsage:
-        """The run's model usage so far."""
-        return self.client.usage
+        """This run's model usage so far (the replies it got, cached ones included)."""
+        return self._usage
 
     @property
     def usable(self) -> bool:
@@ -156,6 +159,7 @@ class RunLLM:
             if exc.status == 404:  # an unknown model fails the same way at every call
                 self.down = str(exc)
             raise
+        self._usage.record(reply)
         if self.budget is not None and not reply.cached:
             cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
             self.budget.charge_tokens(reply.prompt_tokens + reply.completion_tokens, cost)

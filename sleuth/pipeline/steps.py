@@ -235,11 +235,17 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
 
 
 async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
-                      more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
+                      more: asyncio.Future[list[Candidate]] | None = None, *,
+                      want: int | None = None,
+                      memo: dict[str, Page | FetchFailure] | None = None) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
-    ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
+    ``more``: a fuller ranking still on its way (see :func:`gather_pages`). ``want``:
+    pages to read (default ``--max-sources``; a deep research's branch reads its share).
+    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
+    and given every new result (a deep research's branches share one, so a page one branch
+    fetched and did not keep is never downloaded again for another).
     """
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
@@ -248,15 +254,21 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     accept: PageCheck | None = reader.judge if reader else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
-    fetcher = await ctx.services.fetcher()
+    fetcher = await ctx.fetcher()
     hits_before = fetcher.cache_hits
     # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
     known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
                                         run_id=ctx.run_id)
     session.check_store()  # a damaged store ends the run before any page is fetched
-    gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
+    want = ctx.settings.max_sources if want is None else want
+    on_result = _recording(ctx)
+    if memo is not None:
+        known = {**{c.canonical_url: memo[c.canonical_url] for c in candidates
+                    if c.canonical_url in memo}, **known}
+        on_result = _remembering(memo, on_result)
+    gathered = await gather_pages(candidates, fetcher, want, ctx.emit,
                                   ctx.budget, known=known,
-                                  on_result=_recording(ctx),
+                                  on_result=on_result,
                                   accept=accept, more=more,
                                   waits=Waits(top_s=ctx.settings.top_wait))
     if recorder is not None and more is not None and more.done() and not more.cancelled():
@@ -285,6 +297,18 @@ def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], No
         passages = (best_passages(result.text, ctx.passage_queries, ctx.settings.passages)
                     if isinstance(result, Page) else [])
         recorder.fetched(candidate, result, passages)
+
+    return fetched
+
+
+def _remembering(memo: dict[str, Page | FetchFailure],
+                 then: Callable[[Candidate, Page | FetchFailure], None] | None
+                 ) -> Callable[[Candidate, Page | FetchFailure], None]:
+    """An ``on_result`` that keeps each result in ``memo`` before ``then`` records it."""
+    def fetched(candidate: Candidate, result: Page | FetchFailure) -> None:
+        memo.setdefault(candidate.canonical_url, result)
+        if then is not None:
+            then(candidate, result)
 
     return fetched
 

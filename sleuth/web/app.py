@@ -54,7 +54,7 @@ from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
 from sleuth.progress import Event
 from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
-from sleuth.settings import Settings, load_settings, with_options
+from sleuth.settings import DEEP_DEFAULTS, Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
 __all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
@@ -66,7 +66,7 @@ MAX_BODY_BYTES = 64 * 1024
 KEEP_RUNS = 20
 KEEPALIVE_S = 15.0
 #: The form's fields (settings names); everything else comes from the server's settings.
-FORM_FIELDS = ("depth", "max_sources", "search", "model")
+FORM_FIELDS = ("depth", "max_sources", "search", "model", "mode")
 
 
 @dataclass
@@ -300,6 +300,7 @@ async def config(request: Request) -> Response:
         providers = [search, *providers]
     return JSONResponse({
         "depth": settings.depth, "max_sources": settings.max_sources, "search": search,
+        "mode": settings.mode, "deep_max_sources": DEEP_DEFAULTS["max_sources"],
         "providers": providers, "model": settings.model or "", "no_llm": settings.no_llm,
         "store": not settings.no_store})
 

@@ -52,6 +52,8 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-queries{display:flex;flex-wrap:wrap;gap:.35rem;margin:0 0 .6rem;padding:0;list-style:none}
 #ui-queries li{background:#e8f0fa;color:#0b4b8a;border-radius:999px;padding:.1rem .6rem;
  font-size:.82rem}
+#ui-tree{list-style:none;margin:0 0 .6rem;padding:0;font:12.5px/1.45 ui-monospace,monospace}
+#ui-tree li{padding:.1rem 0;overflow-wrap:anywhere}
 #ui-log{list-style:none;margin:0;padding:0;max-height:15rem;overflow:auto;font:12.5px/1.45
  ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;border-top:1px solid #eef1f4}
 #ui-log li{padding:.12rem 0;border-bottom:1px solid #f1f3f5;overflow-wrap:anywhere}
@@ -127,6 +129,8 @@ function onProgress(ev) {
     bump("fetched", 1);
   } else if (e.kind === "fetch_failed" || e.kind === "search_failed") {
     bump("failed", 1);
+  } else if (e.kind === "branch" && typeof data.node === "string") {
+    treeNode(data);
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);
@@ -136,6 +140,20 @@ function onProgress(ev) {
   }
   logLine(e.kind, e.message);
   setStatus(e.kind + ": " + e.message);
+}
+function treeNode(d) {
+  // deep mode: one line per question of the tree, updated as it is researched
+  const list = $("#ui-tree");
+  list.hidden = false;
+  let li = list.querySelector('[data-node="' + CSS.escape(d.node) + '"]');
+  if (!li) {
+    li = document.createElement("li");
+    li.dataset.node = d.node;
+    li.style.paddingLeft = (Math.max(0, (d.level || 1) - 1) * 1.2) + "rem";
+    list.append(li);
+  }
+  const pages = d.wanted ? " " + d.read + "/" + d.wanted + " pages" : "";
+  text(li, "L" + d.level + " · " + d.node + " " + d.status + pages + " — " + d.question);
 }
 function showReport(html) {
   const card = $("#ui-report-card");
@@ -178,6 +196,7 @@ async function start(event) {
   const body = {
     question: $("#ui-question").value, depth: $("#ui-depth").value,
     max_sources: $("#ui-sources").value, search: $("#ui-search").value,
+    mode: $("#ui-mode").value,
     model: $("#ui-model").value,
   };
   state.t0 = performance.now();
@@ -196,6 +215,8 @@ async function start(event) {
   state.runId = answer.id;
   resetCounters();
   $("#ui-queries").replaceChildren();
+  $("#ui-tree").replaceChildren();
+  $("#ui-tree").hidden = true;
   $("#ui-log").replaceChildren();
   $("#ui-report-card").hidden = true;
   $("#ui-actions").hidden = true;
@@ -251,6 +272,14 @@ async function init() {
   const cfg = await (await fetch("/api/config")).json();
   $("#ui-depth").value = String(cfg.depth);
   $("#ui-sources").value = String(cfg.max_sources);
+  $("#ui-mode").value = cfg.mode || "quick";
+  // Deep mode reads more sources by default: switch the field while the user left it alone.
+  const defaults = {quick: String(cfg.max_sources), deep: String(cfg.deep_max_sources || 20)};
+  $("#ui-mode").addEventListener("change", () => {
+    const other = $("#ui-mode").value === "deep" ? "quick" : "deep";
+    if ($("#ui-sources").value === defaults[other])
+      $("#ui-sources").value = defaults[$("#ui-mode").value];
+  });
   const select = $("#ui-search");
   for (const name of cfg.providers) {
     const option = text(document.createElement("option"), name);
@@ -291,7 +320,9 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="opts">
 <label>Depth <select id="ui-depth" name="depth"><option value="1">1 quick</option>
 <option value="2">2 moderate</option><option value="3">3 thorough</option></select></label>
-<label>Sources <input id="ui-sources" name="max_sources" type="number" min="1" max="50"></label>
+<label>Mode <select id="ui-mode" name="mode"><option value="quick">Quick</option>
+<option value="deep">Deep</option></select></label>
+<label>Sources <input id="ui-sources" name="max_sources" type="number" min="1" max="60"></label>
 <label>Search <select id="ui-search" name="search"></select></label>
 <label>Model <input id="ui-model" name="model" type="text"></label>
 </div>
@@ -309,6 +340,7 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="counter"><b id="ui-c-tokens">0</b><span id="ui-c-tokens-label">tokens</span></div>
 </div>
 <ul id="ui-queries"></ul>
+<ul id="ui-tree" hidden></ul>
 <ul id="ui-log"></ul>
 </section>
 <section class="card" id="ui-report-card" hidden>
