@@ -16,12 +16,17 @@ Parts, each printed as a Markdown table (see bench/README.md for what every colu
    run (LLM pipeline), each in a fresh subprocess.
 4. ``extraction``: :mod:`bench.extraction` on a sample of the WCXB held-out split plus
    AEB by default (``--extraction full`` for all of it, ~2 min; ``none`` to skip).
-5. ``startup`` (:mod:`bench.startup`): process start to the first search (no model) or
+5. ``deep`` (only with ``--only deep``): :mod:`bench.deep`, deep research against quick:
+   HotpotQA all-gold recall without a model (tune and held-out splits, bridge and
+   comparison apart), the scripted model's wall time against the deep run's critical
+   path with duplicate fetches and tokens per cited source, and the peak RSS of a deep
+   run reading 40 sources.
+6. ``startup`` (:mod:`bench.startup`): process start to the first search (no model) or
    model call, with and without the store, in fresh ``sleuth`` processes against the
    world; and an empty question's refusal.
-6. ``docs`` (:mod:`bench.docs_scale`): documents mode at ``--docs-files`` files (50,000):
+7. ``docs`` (:mod:`bench.docs_scale`): documents mode at ``--docs-files`` files (50,000):
    what every run pays to bring the index of an unchanged folder up to date.
-7. ``relevance`` (only with ``--only relevance``): :mod:`bench.relevance`, in a world of
+8. ``relevance`` (only with ``--only relevance``): :mod:`bench.relevance`, in a world of
    its own: the share of cited sources that are on-topic, of relevant pages read that
    are cited, and HotpotQA all-gold recall, when each question has fewer relevant pages
    than sources wanted.
@@ -143,7 +148,7 @@ def help_time(repeat: int = 5) -> float:
 # ``ru_maxrss`` of a child survives execve on Linux: a child of this (large) process would
 # report at least our own size. VmHWM belongs to the new address space, so the child reads
 # its own high-water mark at exit.
-_HWM_WRAPPER = """
+HWM_WRAPPER = """
 import atexit, sys
 out = sys.argv.pop(1)
 def hwm():
@@ -162,7 +167,7 @@ def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
 
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, sink.name, question,
+        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
                                *w.cli_args(llm)], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
@@ -209,6 +214,34 @@ def docs_part(files: int) -> dict[str, Any]:
     return vars(docs)
 
 
+# -- deep research ----------------------------------------------------------------------------
+def run_deep_part(w: WorldProcess, args: argparse.Namespace) -> dict[str, Any]:
+    """The ``deep`` part (:mod:`bench.deep`): recall, timing, memory; prints its tables."""
+    from bench import deep
+
+    print("deep: HotpotQA recall without a model, quick then deep...", file=sys.stderr)
+    recall = deep.run_deep_recall(w, args.deep_jobs, args.deep_scale, args.deep_questions)
+    print(f"## Deep research: HotpotQA all-gold recall, no model (latency ×"
+          f"{args.deep_scale:g}, {args.deep_jobs} at once)\n\n{deep.recall_table(recall)}\n",
+          flush=True)
+    print("deep: timing with the scripted model...", file=sys.stderr)
+    rows = deep.run_deep_timing(w, timing_questions("heavy")[:args.deep_timing])
+    print(f"## Deep research: timing with the scripted model (full latency)\n\n"
+          f"{deep.timing_table(rows)}\n\nDeep critical path, its parts (s):\n\n"
+          f"{deep.parts_table(rows)}\n", flush=True)
+    print("deep: memory of a 40-source run...", file=sys.stderr)
+    question = timing_questions("heavy")[0][1]
+    rss, wall, read = deep.deep_rss(w, question)
+    quick_rss, quick_wall = peak_rss(w, question, True)
+    print(f"## Deep research: memory\n\n| measure | value | target |\n|---|---:|---:|\n"
+          f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
+          f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |\n"
+          f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
+          f"| {quick_rss:.0f} MB | |\n", flush=True)
+    return {"recall": [vars(r) for r in recall], "timing": [vars(r) for r in rows],
+            "rss_mb": rss, "rss_sources": read, "quick_rss_mb": quick_rss}
+
+
 # -- main -----------------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
@@ -216,9 +249,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
     parser.add_argument("--only", action="append",
                         choices=("timing", "recall", "footprint", "extraction", "relevance",
-                                 "startup", "docs"),
-                        help="run only these parts (repeatable; relevance runs only when "
-                             "named: ~1.5 min)")
+                                 "deep", "startup", "docs"),
+                        help="run only these parts (repeatable; relevance and deep run only "
+                             "when named: ~1.5 min and ~6 min)")
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
     parser.add_argument("--timing-set", choices=tuple(TIMING_SETS), default="heavy",
                         help="the timing questions (bench/topics.py): heavy (default), "
@@ -236,6 +269,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--extraction-sample", type=int, default=150)
     parser.add_argument("--relevance-scale", type=float, default=0.25)
     parser.add_argument("--relevance-jobs", type=int, default=5)
+    parser.add_argument("--deep-scale", type=float, default=0.25,
+                        help="latency scale of the deep part's recall runs")
+    parser.add_argument("--deep-jobs", type=int, default=4)
+    parser.add_argument("--deep-questions", type=int, default=100,
+                        help="HotpotQA questions of the deep recall (50 tune + 50 held out)")
+    parser.add_argument("--deep-timing", type=int, default=3,
+                        help="timing questions (heavy set) of the deep part's timing")
     parser.add_argument("--startup-repeat", type=int, default=7,
                         help="fresh processes timed per start-up set-up (median reported)")
     parser.add_argument("--docs-files", type=int, default=50_000,
@@ -292,6 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             table = footprint_table(w)
             out["footprint"] = table
             print(f"## Start time and memory\n\n{table}\n", flush=True)
+        if "deep" in parts:
+            out["deep"] = run_deep_part(w, args)
         if "startup" in parts:
             print("start-up to the first request...", file=sys.stderr)
             starts = measure_startup(w, args.startup_repeat)

@@ -58,7 +58,7 @@ from bench.pages import read_body, real_pages
 from sleuth.testing._corpus import Corpus
 from sleuth.testing._search import IndexEntry, SearchIndex, searxng_payload
 from sleuth.testing.llm import ScriptedLLM, _completion
-from sleuth.testing.researcher import MARKERS, ScriptedResearcher, section
+from sleuth.testing.researcher import MARKERS, PROMPTS, ScriptedResearcher, section
 
 __all__ = ["KINDS", "MODEL", "PageEntry", "World", "data_dir"]
 
@@ -247,8 +247,10 @@ class World:
         self.sites: dict[tuple[str, int], PageEntry] = {}
         self.main: tuple[str, int] = ("", 0)
         self.llm = ScriptedLLM(models=[MODEL])
-        self.researcher = ScriptedResearcher()
-        for name in ("plan", "refine", "select", "summarize", "merge", "report", "verify"):
+        # plant: every deep-report section carries a fabricated citation and URL, which the
+        # timing part checks are gone from the report.
+        self.researcher = ScriptedResearcher(plant=True)
+        for name in PROMPTS:
             self.llm.add(self._timed(name, getattr(self.researcher, name)),
                          contains=MARKERS[name], times=None)
         self.index: SearchIndex | None = None
@@ -271,6 +273,10 @@ class World:
                 about = found.group(1) if found else ""
             elif stage == "select":
                 about = section(user, "QUERIES")  # one query per line
+            elif stage == "learn":  # deep mode: the branch's question
+                about = section(user, "SUBQUESTION")
+            elif stage == "section":
+                about = section(user, "SECTION").split("\n", 1)[0]
             usage = {"prompt_tokens": prompt, "completion_tokens": completion,
                      "total_tokens": prompt + completion}
             entry = {"kind": "llm", "stage": stage, "key": about, "start": start,

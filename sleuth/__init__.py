@@ -20,6 +20,8 @@ _EXPORTS = {
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
     "research_sync": "sleuth.pipeline.quick",
+    "research_many": "sleuth.pipeline.batch",
+    "BatchResult": "sleuth.pipeline.batch",
     "extract": "sleuth.extraction",
     "Extracted": "sleuth.extraction",
     "fetch_page": "sleuth.fetch",
@@ -46,10 +48,13 @@ _EXPORTS = {
     "LLMAuthError": "sleuth.errors",
     "WorkspaceError": "sleuth.errors",
     "CitationCheck": "sleuth.models",
+    "TreeNode": "sleuth.models",
+    "Section": "sleuth.models",
 }
 
 __all__ = [
     "AgentResult",
+    "BatchResult",
     "BlockedURLError",
     "CitationCheck",
     "ConfigError",
@@ -67,10 +72,12 @@ __all__ = [
     "Report",
     "SearchHit",
     "SearchProvider",
+    "Section",
     "Settings",
     "SleuthError",
     "Source",
     "Stats",
+    "TreeNode",
     "WorkspaceError",
     "__version__",
     "extract",
@@ -78,6 +85,7 @@ __all__ = [
     "load_settings",
     "register",
     "research",
+    "research_many",
     "research_sync",
     "web_search",
 ]
@@ -104,9 +112,12 @@ if TYPE_CHECKING:
         Quality,
         Report,
         SearchHit,
+        Section,
         Source,
         Stats,
+        TreeNode,
     )
+    from sleuth.pipeline.batch import BatchResult, research_many
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register

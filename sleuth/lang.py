@@ -47,6 +47,10 @@ class Labels:
     no_gaps: str = "_Every source that was tried could be read._"
     unverified: str = "*(unverified)*"
     check_title: str = "Citation check"
+    # deep mode's long report
+    contents: str = "Contents"
+    introduction: str = "Introduction"
+    conclusion: str = "Conclusion"
 
 
 LABELS: dict[str, Labels] = {
@@ -54,11 +58,11 @@ LABELS: dict[str, Labels] = {
     "Simplified Chinese": Labels(
         research="研究", confidence="可信度", sources="参考来源", gaps="未能获取的内容",
         no_sources="_无。_", no_gaps="_所有尝试的来源都已读取。_", unverified="*（未核实）*",
-        check_title="引用核查"),
+        check_title="引用核查", contents="目录", introduction="引言", conclusion="结论"),
     "Traditional Chinese": Labels(
         research="研究", confidence="可信度", sources="參考來源", gaps="未能取得的內容",
         no_sources="_無。_", no_gaps="_所有嘗試的來源都已讀取。_", unverified="*（未核實）*",
-        check_title="引用核查"),
+        check_title="引用核查", contents="目錄", introduction="引言", conclusion="結論"),
 }
 
 

@@ -3,10 +3,12 @@
 Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pins
 ``mcp>=1.26,<2``, because 2.x renamed FastMCP). Tools:
 
-``web_research(topic, depth=2, max_sources=5)``
+``web_research(topic, depth=2, max_sources=5, mode="quick")``
     grip's signature: a cited Markdown report. ``depth`` must be 1–3; ``max_sources``
     at least 1 and is capped at 10 as grip caps it. Progress notifications follow
-    the run's progress events while it runs.
+    the run's progress events while it runs. ``mode="deep"``: a deep research (a tree
+    of sub-questions, a long sectioned report); ``max_sources`` then counts the whole
+    tree and is capped at 30.
 ``fetch_page(url)``
     One page's extracted text, through the same guarded fetcher as a research.
 ``web_search(query)``
@@ -45,6 +47,7 @@ from mcp.types import JSONRPCMessage
 from pydantic import ConfigDict, Field, create_model
 
 from sleuth._valid import valid_data, valid_text
+from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
 from sleuth.models import ValidText
 from sleuth.progress import EventStream
@@ -53,6 +56,8 @@ from sleuth.settings import Settings
 __all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio"]
 
 MAX_SOURCES_CAP = 10
+#: A deep research's cap: its sources are shared by a whole tree of questions.
+DEEP_SOURCES_CAP = 30
 LOOPBACK = "127.0.0.1"
 
 INSTRUCTIONS = (
@@ -84,13 +89,15 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
                                    "parameters": strict.model_json_schema(by_alias=True)})
 
 
-def _check_research_args(depth: int, max_sources: int) -> int:
+def _check_research_args(depth: int, max_sources: int, mode: str = "quick") -> int:
     """The number of sources to read; ToolError for values outside grip's ranges."""
     if isinstance(depth, bool) or not 1 <= depth <= 3:
         raise ToolError(f"depth must be 1, 2 or 3, not {depth!r}")
     if isinstance(max_sources, bool) or max_sources < 1:
         raise ToolError(f"max_sources must be at least 1, not {max_sources!r}")
-    return min(max_sources, MAX_SOURCES_CAP)
+    if mode not in ("quick", "deep"):
+        raise ToolError(f"mode must be 'quick' or 'deep', not {mode!r}")
+    return min(max_sources, DEEP_SOURCES_CAP if mode == "deep" else MAX_SOURCES_CAP)
 
 
 async def _report_events(stream: EventStream, ctx: Context[Any, Any, Any]) -> None:
@@ -165,6 +172,9 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
         tools.append(strict_tool(_web_search_tool(agent, settings)))
     server = FastMCP("sleuth", instructions=INSTRUCTIONS, host=LOOPBACK, port=port,
                      log_level="WARNING", tools=tools)
+    # FastMCP takes no version and the SDK then reports its own (mcp's): the client
+    # should see which sleuth it talks to. (mcp 1.x: the low-level server's attribute.)
+    server._mcp_server.version = __version__
     # FastMCP gives the root logger a stderr handler; bm25s sets its own logger to DEBUG,
     # which would then print a line per passage search.
     logging.getLogger("bm25s").setLevel(logging.WARNING)
@@ -178,7 +188,12 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         topic: Annotated[str, Field(description="The research topic or question.")],
         depth: Annotated[int, Field(description="1 quick, 2 moderate, 3 thorough.")] = 2,
         max_sources: Annotated[int, Field(
-            description="Sources to read and cite; at most 10 (larger values are capped).")] = 5,
+            description="Sources to read and cite; at most 10 (larger values are capped); "
+                        "in deep mode, for the whole tree, at most 30.")] = 5,
+        mode: Annotated[str, Field(
+            description="quick: one pass of searches, a short report; deep: sub-questions "
+                        "and follow-ups researched in parallel, a long sectioned report "
+                        "(minutes).")] = "quick",
         *,
         ctx: Context[Any, Any, Any],
     ) -> str:
@@ -190,10 +205,10 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         """
         from sleuth.pipeline.quick import research
 
-        sources = _check_research_args(depth, max_sources)
+        sources = _check_research_args(depth, max_sources, mode)
         report = await _with_progress(
             lambda on_event: research(topic, settings=settings, on_event=on_event, depth=depth,
-                                      max_sources=sources), ctx)
+                                      max_sources=sources, mode=mode), ctx)
         return valid_text(str(report.markdown))
 
     async def fetch_page(

@@ -78,6 +78,8 @@ class SearchFailure(_Record):
     provider: str
     query: str
     reason: str
+    #: The provider's host could not be reached (no DNS answer, no connection).
+    unreachable: bool = False
 
 
 class Candidate(_Record):
@@ -138,6 +140,8 @@ class Failure(_Record):
     url: str
     reason: str
     stage: Literal["search", "fetch", "read", "llm", "budget"] = "fetch"
+    #: The errors behind a reason that sums several up (JSON only; Gaps shows ``reason``).
+    detail: str = ""
 
 
 class Stats(_Record):
@@ -167,8 +171,39 @@ class CitationCheck(_Record):
     invented_urls_removed: int = 0
 
 
+class TreeNode(_Record):
+    """One question of a deep research's tree: a sub-question (level 1) or a follow-up.
+
+    ``id`` is its place in the tree ("2" the second sub-question, "2.1" its first
+    follow-up); ``sources`` the ids of the report's sources it read. ``status``: ``done``
+    (it read pages), ``empty`` (its searches found nothing new to read), ``failed`` (it
+    could not be researched; ``note`` says why) or ``skipped`` (a budget was spent
+    before its turn).
+    """
+
+    id: str
+    parent: str | None = None
+    level: int = Field(ge=1)
+    question: str
+    queries: list[str] = Field(default_factory=list)
+    sources: list[int] = Field(default_factory=list)
+    status: Literal["done", "empty", "failed", "skipped"] = "done"
+    note: str | None = None
+
+
+class Section(_Record):
+    """One section of a deep report: its title and the sources it was written from."""
+
+    title: str
+    sources: list[int] = Field(default_factory=list)
+
+
 class Report(_Record):
-    """A finished research: the Markdown plus everything it was built from."""
+    """A finished research: the Markdown plus everything it was built from.
+
+    A deep research (``mode="deep"``) also carries its question ``tree`` and the
+    report's ``sections``.
+    """
 
     topic: str
     depth: int
@@ -184,10 +219,17 @@ class Report(_Record):
     writer: str = "template"
     stopped_by: str | None = None
     citations: CitationCheck | None = None
+    mode: Literal["quick", "deep"] = "quick"
+    tree: list[TreeNode] | None = None
+    sections: list[Section] | None = None
 
     def to_json_dict(self) -> dict[str, object]:
-        """The ``--format json`` object (the documented, stable shape)."""
+        """The ``--format json`` object (the documented, stable shape; a deep research
+        adds ``mode``, ``tree`` and ``sections``)."""
         data = self.model_dump(mode="json")
+        if self.mode == "quick":
+            for key in ("mode", "tree", "sections"):
+                data.pop(key, None)
         for source in data["sources"]:
             source.pop("quality_score", None)
             if source.get("summary") is None:

@@ -5,7 +5,8 @@ under ``if TYPE_CHECKING:`` are left out: they never run). Top to bottom:
 
     edges      cli, mcp_server, web
     drivers    pipeline, agent
-    stages     plan < rank < select < read < write < check (each imports only earlier ones)
+    stages     plan < rank < select < read < write < explore < check < sections (each
+               imports only earlier ones)
     services   search, llm, fetch, store, report
     extraction
     core       settings, models, errors, progress, budget, urls, lang, and the small modules
@@ -38,7 +39,9 @@ LAYERS: list[tuple[str, set[str]]] = [  # lowest first
 #: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
 SIDEWAYS = {("search", "store"), ("agent", "pipeline"), ("cli", "mcp_server"), ("cli", "web"),
             ("__main__", "cli")}
-STAGE_ORDER = ["plan", "rank", "select", "read", "write", "check"]
+#: explore (deep mode's sub-questions, learnings, follow-ups) shows sources as the writer
+#: does; sections (deep mode's sectioned writer) checks each section as it is written.
+STAGE_ORDER = ["plan", "rank", "select", "read", "write", "explore", "check", "sections"]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [
     # The documents index is given its extractor; the store never extracts.

@@ -415,3 +415,36 @@ def test_local_provider_needs_a_documents_folder(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="not a folder"):
         settings = DocsSettings.model_validate({"search": ["local"], "docs": tmp_path / "nowhere"})
         build_providers(settings, client, env={})
+
+
+ESCAPED_MD = r"""# Release notes \#42
+
+| Option | Meaning |
+|---|---|
+| `--pipe` | reads a\|b as one value |
+| size | 10\*20 cm, not \_emphasis\_ |
+
+Issue \#7 is fixed \(finally\). A path like C:\\temp stays readable.
+
+```
+grep '\#' notes.md   # code keeps its backslashes
+```
+
+Inline code keeps them too: `a\|b`.
+"""
+
+
+def test_markdown_escapes_are_not_in_a_documents_text(store: Store, tmp_path: Path) -> None:
+    """A Markdown file's text reads as its reader sees it: no ``\\#`` or ``\\|``."""
+    docs = tmp_path / "docs"
+    _write(docs / "release.md", ESCAPED_MD)
+    index_folder(store, docs, READ)
+    doc = get_doc(store, docs.resolve() / "release.md")
+    assert doc is not None
+    text = doc.text
+    assert doc.title == "Release notes #42"
+    assert "reads a|b as one value" in text and "Issue #7 is fixed (finally)." in text
+    assert "10*20 cm, not _emphasis_" in text and r"C:\temp stays" in text
+    assert "\\#" not in text.split("```")[0] and "\\|" not in text.split("```")[0]
+    # What is code is left exactly as written.
+    assert r"grep '\#' notes.md" in text and r"`a\|b`" in text

@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,16 +32,6 @@ from sleuth.testing.researcher import MARKERS, ScriptedResearcher, section
 
 PAGE_TIMEOUT = 5.0
 MODEL = "scripted-model"
-
-
-@pytest.fixture
-def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
-    """A fresh scripted endpoint behind ``web.llm_url`` for this test only."""
-    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
-    try:
-        yield web.llm
-    finally:
-        web.llm = previous
 
 
 def options(web: OfflineWeb, **extra: Any) -> dict[str, Any]:
@@ -180,12 +169,17 @@ def test_every_model_call_is_a_progress_event_with_its_tokens(web: OfflineWeb,
     """Live counters (sleuth serve, MCP progress) see each call's tokens as it is answered."""
     ScriptedResearcher().install(llm)
     events: list[Event] = []
-    report = research(web, web.topics[0].question, events)
+    # A model whose price sleuth knows, so each call's cost is in its event too.
+    report = research(web, web.topics[0].question, events, model="gpt-4o-mini")
     calls = [e for e in events if e.kind == "llm"]
     assert len(calls) == report.stats.llm_calls == len(llm.requests)
     assert sum(e.data["prompt_tokens"] for e in calls) == report.stats.prompt_tokens
     assert sum(e.data["completion_tokens"] for e in calls) == report.stats.completion_tokens
     assert {e.data["stage"] for e in calls} >= {"plan", "select", "report"}
+    priced = [e.data["cost_usd"] for e in calls if "cost_usd" in e.data]
+    assert report.stats.cost_usd is not None
+    assert sum(priced) == pytest.approx(report.stats.cost_usd, abs=1e-6)  # (rounded there)
+    assert len(priced) == len(calls)
 
 
 def test_each_stage_reaches_its_own_model(web: OfflineWeb, llm: ScriptedLLM) -> None:

@@ -80,14 +80,17 @@ def assert_cited_report(markdown: str) -> None:
 async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
                                    env=server_env(web, tmp_path))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+    errlog = (tmp_path / "stderr.txt").open("w", encoding="utf-8")
+    async with stdio_client(params, errlog=errlog) as (read, write), \
+            ClientSession(read, write) as client:
         await client.initialize()
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         # No model is configured, so agent mode is not offered.
         assert set(tools) == {"web_research", "fetch_page"}
         schema = tools["web_research"].inputSchema
-        assert list(schema["properties"]) == ["topic", "depth", "max_sources"]
+        assert list(schema["properties"]) == ["topic", "depth", "max_sources", "mode"]
         assert schema["required"] == ["topic"]
+        assert schema["properties"]["mode"]["default"] == "quick"
         assert schema["properties"]["depth"]["default"] == 2
         assert schema["properties"]["max_sources"]["default"] == 5
 
@@ -104,6 +107,11 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         # The server survived the bad call.
         page = await client.call_tool("fetch_page", {"url": web.docs[0].url})
         assert not page.isError and web.docs[0].url in text_of(page)
+    errlog.close()
+    # The client's log (stderr) gets no library debug lines ("DEBUG Building index from
+    # tokens" once per page read).
+    stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+    assert "DEBUG" not in stderr and "Building index" not in stderr
 
 
 @pytest.mark.slow
@@ -236,6 +244,7 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
     ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
     ({"topic": "x", "depth": "deep"}, "valid integer"),
     ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
+    ({"topic": "x", "mode": "deeper"}, "mode must be 'quick' or 'deep'"),
     ({"topic": "   "}, "the question is empty"),
     ({"topic": "?!"}, "no words"),
     ({}, "topic"),
@@ -268,6 +277,24 @@ async def test_arguments_are_checked_strictly_against_the_advertised_schema(
     assert web.requests == []  # refused before any search or fetch
 
 
+async def test_the_server_names_sleuths_version_and_counts_in_good_english(
+        web: OfflineWeb) -> None:
+    """The client sees sleuth's version (it saw the MCP library's, 1.30.0) and the
+    progress says "plan: 1 query" (it said "1 queries")."""
+    import sleuth
+
+    async with in_memory(offline_settings(web)) as client:
+        hello = await client.initialize()
+        assert hello.serverInfo.name == "sleuth"
+        assert hello.serverInfo.version == sleuth.__version__
+        result, progress = await research_with_progress(client, web.topics[0].question,
+                                                        depth=1, max_sources=1)
+    assert not result.isError
+    plan = [message for message in progress if message.startswith("plan:")]
+    assert plan == ["plan: 1 query"]
+    assert "report: report with 1 source" in progress
+
+
 async def test_max_sources_is_capped_at_ten_as_grip_does(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
     from sleuth.pipeline.quick import research
@@ -284,6 +311,18 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
                                                          "depth": 3, "max_sources": 50})
     assert not result.isError
     assert asked["max_sources"] == 10 and asked["depth"] == 3
+
+
+async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) -> None:
+    async with in_memory(offline_settings(web)) as client:
+        result, progress = await research_with_progress(
+            client, web.topics[3].question, mode="deep", max_sources=40)
+    assert not result.isError
+    markdown = text_of(result)
+    assert markdown.startswith("# Research:") and "## Contents" in markdown
+    sources = {int(n) for n in re.findall(r"^\[(\d+)\] \[", markdown, re.MULTILINE)}
+    assert sources and max(sources) <= 30  # deep mode's cap over MCP
+    assert any(message.startswith("branch:") for message in progress)
 
 
 async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:
@@ -365,4 +404,7 @@ def test_a_missing_extra_is_named_in_one_line(
         monkeypatch.setitem(sys.modules, name, None)
     assert run(argv) == 2
     err = capsys.readouterr().err
-    assert f"pip install 'sleuth-research[{extra}]'" in err and err.count("\n") == 1
+    from sleuth._extras import install_hint
+
+    # The hint installs the extra where sleuth came from (here: this checkout).
+    assert install_hint(extra) in err and err.count("\n") == 1

@@ -22,6 +22,13 @@ EXPECTED = {
     "agent_round": {"protocol", "dashboard_limit", "round", "max_rounds", "elapsed",
                     "round_limit", "time_left", "max_tool_calls", "workspace", "goal",
                     "dashboard"},
+    # deep mode
+    "subquestions": {"question", "count", "language", "today"},
+    "learn": {"question", "subquestion", "sources", "count", "language"},
+    "outline": {"question", "learnings", "count", "language"},
+    "section": {"question", "title", "covers", "others", "sources", "words", "language",
+                "today"},
+    "frame": {"question", "outline", "learnings", "words", "language"},
 }
 
 
@@ -60,7 +67,8 @@ def test_untrusted_values_sit_inside_marked_blocks(name: str) -> None:
     text = render(name, **values_for(name))
     outside = re.sub(r"<<<([A-Z]+)\n.*?\n\1>>>", "", text, flags=re.DOTALL)
     for key in ("question", "page", "notes", "results", "sources", "title", "url", "query",
-                "queries", "sentence", "passage"):
+                "queries", "sentence", "passage", "subquestion", "learnings", "covers",
+                "others", "outline"):
         assert f"<{key}>" not in outside
 
 

@@ -1,4 +1,7 @@
-"""``sleuth research QUESTION`` (and ``sleuth QUESTION``): the quick research.
+"""``sleuth research QUESTION`` (and ``sleuth QUESTION``), and ``sleuth deep QUESTION``.
+
+``sleuth deep`` is ``sleuth research --mode deep``: a tree of sub-questions and a long,
+sectioned report (:mod:`sleuth.pipeline.deep`).
 
 Values are validated by the settings model, and every user error becomes one line on
 stderr with exit code 2, never a traceback.
@@ -14,15 +17,19 @@ from sleuth._question import clean_question
 from sleuth.cli._common import (
     EXIT_NO_SOURCES,
     EXIT_OK,
+    GroupedCommand,
+    Option,
     Progress,
     check_output,
     emit,
     render_report,
+    run_interruptible,
     settings_options,
 )
 from sleuth.cli._logs import verbose_option
+from sleuth.cli._progress import pages_wanted
 
-__all__ = ["research_command"]
+__all__ = ["deep_command", "research_command"]
 
 
 def _research_options() -> list[click.Option]:
@@ -43,11 +50,10 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         check_output(settings.output)
     from sleuth.pipeline.quick import research  # heavy imports only once the input is valid
 
-    progress = Progress(quiet)
+    progress = Progress(quiet, wanted=pages_wanted(settings))
     try:
-        import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-        report = asyncio.run(research(question, settings=settings, on_event=progress))
+        report = run_interruptible(research(question, settings=settings, on_event=progress),
+                                   progress, values.get("home"))
     finally:
         progress.close()
     emit(render_report(report, settings.format), settings.output, "report", quiet)
@@ -58,23 +64,55 @@ def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
     return _run_research(question, bool(quiet), values)
 
 
-research_command = click.Command(
+research_command = GroupedCommand(
     "research",
     callback=_research_callback,
     params=[
         click.Argument(["question"]),
         *_research_options(),
-        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                     help="No progress messages on stderr."),
+        Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+               group="Output", help="No progress messages on stderr."),
         verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
-    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
+    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
+            "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
+            "'sleuth resume ID' finishes the run).\n\n"
             "\b\nOther commands (each has --help):\n"
+            "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
             "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
             "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
             "  sleuth resume ID       finish a run that was interrupted\n"
             "  sleuth cache clear     forget cached searches, pages and model replies\n"
             "  sleuth mcp             serve research as MCP tools over stdio\n"
             "  sleuth serve           a local web page for research"),
+)
+
+
+def _deep_callback(question: str, quiet: bool | None, **values: Any) -> int:
+    return _run_research(question, bool(quiet), {**values, "mode": "deep"})
+
+
+def _deep_options() -> list[click.Option]:
+    """research's options but --mode: the command is the mode."""
+    return [o for o in _research_options() if o.name != "mode"]
+
+
+deep_command = click.Command(
+    "deep",
+    callback=_deep_callback,
+    params=[
+        click.Argument(["question"]),
+        *_deep_options(),
+        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+                     help="No progress messages on stderr."),
+        verbose_option(),
+    ],
+    help=("Deep research: split QUESTION into sub-questions (--breadth), research them "
+          "and their follow-ups (--levels) in parallel, and write a long report with a "
+          "table of contents, sections and one numbering of sources. Same as "
+          "'sleuth --mode deep QUESTION'; the default --max-sources is 20 (up to 60) and "
+          "--words 3000."),
+    epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
 )

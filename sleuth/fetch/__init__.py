@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sleuth.extraction import Extracted, extract, pdf_text
-    from sleuth.fetch.fetcher import Fetcher, fetch_page
+    from sleuth.fetch.fetcher import Fetcher, RunFetcher, fetch_page
     from sleuth.fetch.guard import check_url, is_public_address
 
 _EXPORTS = {
@@ -27,6 +27,7 @@ _EXPORTS = {
     "extract": "sleuth.extraction",
     "pdf_text": "sleuth.extraction",
     "Fetcher": "sleuth.fetch.fetcher",
+    "RunFetcher": "sleuth.fetch.fetcher",
     "fetch_page": "sleuth.fetch.fetcher",
     "check_url": "sleuth.fetch.guard",
     "is_public_address": "sleuth.fetch.guard",
@@ -35,6 +36,7 @@ _EXPORTS = {
 __all__ = [
     "Extracted",
     "Fetcher",
+    "RunFetcher",
     "check_url",
     "extract",
     "fetch_page",

@@ -42,10 +42,15 @@ STAGE_MODELS: dict[str, str] = {
     "plan": "plan_model",
     "refine": "plan_model",
     "select": "plan_model",
+    "subquestions": "plan_model",
+    "learn": "plan_model",
     "summarize": "summary_model",
     "merge": "summary_model",
     "verify": "summary_model",
     "report": "report_model",
+    "outline": "report_model",
+    "section": "report_model",
+    "frame": "report_model",
 }
 
 # The settings keys read, and the LLMConfig field each sets. Only these: Settings has

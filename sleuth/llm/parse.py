@@ -30,6 +30,7 @@ __all__ = [
     "expect_verdict",
     "is_empty_answer",
     "is_not_relevant",
+    "json_values",
     "parse_indices",
     "parse_list",
     "parse_verdict",
@@ -132,6 +133,12 @@ def _json_values(text: str) -> Iterator[Any]:
         except (ValueError, RecursionError):
             yield from _inline_json(block)
     yield from _inline_json(text)
+
+
+def json_values(text: str) -> Iterator[Any]:
+    """Every JSON array or object in a reply (fenced blocks first, then inline), for
+    replies shaped as objects (deep mode's learnings and outline). Never raises."""
+    return _json_values(_cap(text))
 
 
 def _inline_json(text: str) -> Iterator[Any]:

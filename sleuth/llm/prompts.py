@@ -25,7 +25,7 @@ from sleuth.errors import PromptError
 __all__ = ["PROMPT_NAMES", "Prompt", "load", "placeholders", "render", "render_messages"]
 
 PROMPT_NAMES = ("plan", "refine", "select", "summarize", "merge", "report", "verify",
-                "agent_round")
+                "agent_round", "subquestions", "learn", "outline", "section", "frame")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sleuth._format import plural
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
@@ -51,8 +52,9 @@ from sleuth.stages.write import (
     write_body,
 )
 
-__all__ = ["Draft", "check_stage", "fetch_stage", "llm_stats", "plan_stage", "rank_stage",
-           "read_sources", "read_stage", "report_stage", "search_stage", "write_stage"]
+__all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
+           "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
+           "search_stage", "write_stage"]
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
@@ -103,7 +105,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     if recorder is not None:
         recorder.plan(plan)
         ctx.passage_queries = [ctx.topic, *plan.queries]
-    ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
+    ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
     groups = provider_groups(providers)
 
     async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
@@ -120,6 +122,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
         answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
     failures = [failure for _, failed in answers for failure in failed]
+    ctx.search_failures += failures
     ctx.failures += [
         Failure(url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}",
                 stage="search") for f in failures]
@@ -130,6 +133,57 @@ async def search_stage(ctx: RunContext, plan: Plan,
 
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
+
+
+def explain_empty_search(ctx: RunContext) -> None:
+    """When no query found anything, say why in one plain line of the report's Gaps.
+
+    Every search failed for a network reason: one line says the engine could not be
+    reached and what works offline, in place of a resolver's error per query (those
+    stay in the failure's ``detail``, the JSON report, and ``--verbose``). No search
+    failed and only the documents folder was searched: the line says that nothing in
+    the folder matched (the report said "see Gaps" and Gaps had nothing to say).
+    """
+    if not ctx.searched or any(ctx.searched.values()):
+        return
+    failed, settings = ctx.search_failures, ctx.settings
+    if failed and all(f.unreachable for f in failed):
+        reason = _unreachable_line(settings, [f.provider for f in failed])
+        raw = "\n".join(f"{f.provider} search for “{f.query}” failed: {f.reason}"
+                         for f in failed)
+        first = next(n for n, f in enumerate(ctx.failures) if f.stage == "search")
+        ctx.failures[:] = [*ctx.failures[:first],
+                           Failure(url="", stage="search", reason=reason, detail=raw),
+                           *(f for f in ctx.failures[first:] if f.stage != "search")]
+        ctx.emit(Event("search_failed", reason, {"unreachable": True}))
+    elif not failed:
+        reason = _nothing_found_line(ctx)
+        ctx.failures.append(Failure(url="", stage="search", reason=reason))
+        ctx.emit(Event("info", reason, {"queries": len(ctx.searched)}))
+
+
+def _nothing_found_line(ctx: RunContext) -> str:
+    """What to say when every search answered, with nothing."""
+    settings = ctx.settings
+    if settings.docs is not None and set(settings.search) == {"local"}:
+        indexed = ctx.session.index.indexed if ctx.session.index is not None else None
+        if indexed == 0:
+            return f"the documents folder {settings.docs} holds no file sleuth can read"
+        return f"nothing in the documents folder {settings.docs} matched the question"
+    names = ", ".join(settings.search)
+    return (f"no search found anything ({names}, "
+            f"{plural(len(ctx.searched), 'query', 'queries')}): try other words")
+
+
+def _unreachable_line(settings: Settings, providers: list[str]) -> str:
+    """"could not reach the search engine …" with what the user can do about it."""
+    names = ", ".join(dict.fromkeys(providers))
+    if "searxng" in providers:
+        advice = f"is SearXNG running at {settings.searxng_url}?"
+    else:
+        advice = ("no network? Search your own SearXNG with --search searxng "
+                  "--searxng-url URL, or a folder of documents with --docs DIR")
+    return f"could not reach the search engine ({names}): {advice}"
 
 
 async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
@@ -174,17 +228,24 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
                                                      ctx.rules, picked=ctx.picks,
                                                      shown=ctx.shown)
     chosen = f" ({picked} chosen by the model)" if picked else ""
-    ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
+    found = plural(len(candidates), "candidate source", "candidate sources")
+    ctx.emit(Event("rank", found + chosen,
                    {"candidates": len(candidates), "picked": picked}))
     return candidates
 
 
 async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
-                      more: asyncio.Future[list[Candidate]] | None = None) -> Gathered:
+                      more: asyncio.Future[list[Candidate]] | None = None, *,
+                      want: int | None = None,
+                      memo: dict[str, Page | FetchFailure] | None = None) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
-    ``more``: a fuller ranking still on its way (see :func:`gather_pages`).
+    ``more``: a fuller ranking still on its way (see :func:`gather_pages`). ``want``:
+    pages to read (default ``--max-sources``; a deep research's branch reads its share).
+    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
+    and given every new result (a deep research's branches share one, so a page one branch
+    fetched and did not keep is never downloaded again for another).
     """
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
@@ -193,15 +254,21 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     accept: PageCheck | None = reader.judge if reader else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
-    fetcher = await ctx.services.fetcher()
+    fetcher = await ctx.fetcher()
     hits_before = fetcher.cache_hits
     # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
     known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
                                         run_id=ctx.run_id)
     session.check_store()  # a damaged store ends the run before any page is fetched
-    gathered = await gather_pages(candidates, fetcher, ctx.settings.max_sources, ctx.emit,
+    want = ctx.settings.max_sources if want is None else want
+    on_result = _recording(ctx)
+    if memo is not None:
+        known = {**{c.canonical_url: memo[c.canonical_url] for c in candidates
+                    if c.canonical_url in memo}, **known}
+        on_result = _remembering(memo, on_result)
+    gathered = await gather_pages(candidates, fetcher, want, ctx.emit,
                                   ctx.budget, known=known,
-                                  on_result=_recording(ctx),
+                                  on_result=on_result,
                                   accept=accept, more=more,
                                   waits=Waits(top_s=ctx.settings.top_wait))
     if recorder is not None and more is not None and more.done() and not more.cancelled():
@@ -234,6 +301,18 @@ def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], No
     return fetched
 
 
+def _remembering(memo: dict[str, Page | FetchFailure],
+                 then: Callable[[Candidate, Page | FetchFailure], None] | None
+                 ) -> Callable[[Candidate, Page | FetchFailure], None]:
+    """An ``on_result`` that keeps each result in ``memo`` before ``then`` records it."""
+    def fetched(candidate: Candidate, result: Page | FetchFailure) -> None:
+        memo.setdefault(candidate.canonical_url, result)
+        if then is not None:
+            then(candidate, result)
+
+    return fetched
+
+
 async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[Source]:
     """Stage 5: what each page says about the question.
 
@@ -249,7 +328,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
     if reader is not None:
         sources = reader.apply(sources, pages)
-    ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
+    ctx.emit(Event("read", plural(len(sources), "source", "sources") + " read",
+                   {"sources": len(sources)}))
     return sources
 
 
@@ -316,5 +396,6 @@ def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: G
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template", citations=draft.citations,
     )
-    ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))
+    ctx.emit(Event("report", "report with " + plural(len(sources), "source", "sources"),
+                   {"confidence": level}))
     return report

@@ -91,7 +91,7 @@ def render_markdown(question: str, sources: list[Source], failures: list[Failure
     """The full report: findings, confidence, sources and gaps."""
     lines = [f"# Research: {escape_inline(question)}", "", "## Key Findings", ""]
     lines += _findings(sources)
-    lines += _tail(sources, failures, level, reason, Labels())
+    lines += report_tail(sources, failures, level, reason, Labels())
     return "\n".join(lines)
 
 
@@ -102,8 +102,8 @@ def _sources(sources: list[Source], labels: Labels) -> list[str]:
             f"<{source.url}>  " for source in sources]
 
 
-def _tail(sources: list[Source], failures: list[Failure], level: Confidence, reason: str,
-          labels: Labels) -> list[str]:
+def report_tail(sources: list[Source], failures: list[Failure], level: Confidence,
+                reason: str, labels: Labels) -> list[str]:
     """Confidence, Sources and Gaps: the part of every report that sleuth writes itself."""
     return [f"## {labels.confidence}: {level} — {reason}", "", f"## {labels.sources}", "",
             *_sources(sources, labels), "", f"## {labels.gaps}", "",
@@ -124,16 +124,17 @@ def _source_notes(source: Source) -> str:
     return source.summary or "\n".join(source.passages)
 
 
-def sources_block(sources: list[Source], llm: RunLLM, budget: int) -> str:
-    """The sources as the report prompt shows them, each cut to its share of ``budget``."""
-    model = llm.model_for("report")
+def sources_block(sources: list[Source], llm: RunLLM, budget: int, stage: str = "report") -> str:
+    """The sources as the report prompt shows them, each cut to its share of ``budget``
+    (tokens counted for ``stage``'s model: deep mode's prompts show sources too)."""
+    model = llm.model_for(stage)
     heads = [f"[{s.id}] {' '.join(s.title.split())}\nURL: {s.url}" for s in sources]
-    share = max(32, (budget - sum(llm.tokens(h, "report") + 4 for h in heads))
+    share = max(32, (budget - sum(llm.tokens(h, stage) + 4 for h in heads))
                 // max(1, len(sources)))
     blocks = []
     for head, source in zip(heads, sources, strict=True):
         notes = _source_notes(source).strip()
-        if notes and llm.tokens(notes, "report") > share:
+        if notes and llm.tokens(notes, stage) > share:
             # Only the first chunk is kept: chunk no more than could fill it (8 characters
             # a token at most), or a huge unbroken summary costs minutes to cut.
             notes = chunk_text(notes[:share * 8], share, model=model)[0] + " …"
@@ -189,7 +190,7 @@ def render_llm_markdown(question: str, body: str, sources: list[Source],
                         labels: Labels, footer: str) -> str:
     """An LLM-written report: sleuth's title, the checked body, sleuth's tail and footer."""
     lines = [f"# {labels.research}: {escape_inline(question)}", "", body.strip(), ""]
-    lines += _tail(sources, failures, level, reason, labels)
+    lines += report_tail(sources, failures, level, reason, labels)
     lines += ["---", "", footer, ""]
     return "\n".join(lines)
 

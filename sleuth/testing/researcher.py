@@ -23,7 +23,8 @@ from typing import Any
 
 from sleuth.testing.llm import ScriptedLLM
 
-__all__ = ["MARKERS", "ScriptedResearcher", "section"]
+__all__ = ["MARKERS", "PLANTED_CITATION", "PLANTED_URL", "PROMPTS", "ScriptedResearcher",
+           "section"]
 
 #: A phrase of each prompt's user message, to script replies per prompt with ``contains``.
 MARKERS = {
@@ -34,7 +35,20 @@ MARKERS = {
     "merge": "Notes taken from the parts of one web page:",
     "report": "Write a structured Markdown report",
     "verify": "Does the passage support the statement?",
+    # deep mode
+    "subquestions": "sub-questions that together cover",
+    "learn": "Write the learnings:",
+    "outline": "Plan the body of the report",
+    "section": "Write the body of this section",
+    "frame": "an introduction of about",
 }
+#: Every prompt the researcher answers, in the order its replies are installed.
+PROMPTS = ("plan", "refine", "select", "summarize", "merge", "report", "verify",
+           "subquestions", "learn", "outline", "section", "frame")
+#: What ``plant=True`` puts into every section reply: a citation of a source that does not
+#: exist and a link to a page nobody read (the citation check must remove both).
+PLANTED_URL = "https://planted.invalid/fabricated-study"
+PLANTED_CITATION = "[99]"
 
 _STOP_WORDS = """a an and are as at be by do does for from has have how in is it its of on
 or that the their this to was were what when where which who why will with about into than
@@ -75,17 +89,19 @@ class ScriptedResearcher:
     ``usage=False`` leaves token counts out of the replies, so sleuth counts them
     itself (as for servers that report none) — closer to real tokens than the
     ScriptedLLM's word counts. ``language="zh"`` writes summaries and the report in
-    Chinese, quoting the page's figures and names.
+    Chinese, quoting the page's figures and names. ``plant=True`` adds a fabricated
+    citation and URL to every section of a deep report (:data:`PLANTED_URL`).
     """
 
     think: bool = False
     usage: bool = True
     language: str = "en"
     picks: int = 4
+    plant: bool = False
 
     def install(self, llm: ScriptedLLM) -> ScriptedLLM:
         """Add a reply for every prompt (used forever: ``times=None``)."""
-        for name in ("plan", "refine", "select", "summarize", "merge", "report", "verify"):
+        for name in PROMPTS:
             llm.add(getattr(self, name), contains=MARKERS[name], times=None, usage=self.usage)
         return llm
 
@@ -136,13 +152,7 @@ class ScriptedResearcher:
         return self._wrap(" ".join(_SENTENCE.split(" ".join(notes.split()))[:4]))
 
     def report(self, body: dict[str, Any]) -> str:
-        sources = section(_last_user(body), "SOURCES")
-        notes: dict[int, list[str]] = {}
-        for block in sources.split("\n\n"):
-            head = re.match(r"\[(\d+)\] .*\nURL: \S+\n(.*)", block, re.DOTALL)
-            if head:
-                text = head.group(2).replace("According to the page, ", "")
-                notes[int(head.group(1))] = _SENTENCE.split(" ".join(text.split()))
+        notes = _notes(section(_last_user(body), "SOURCES"))
         if self.language == "zh":
             lines = ["以下根据所读来源回答该问题。", "", "## 主要发现", ""]
             lines += [f"- {s[0]} [{n}]" for n, s in notes.items() if s]
@@ -159,3 +169,73 @@ class ScriptedResearcher:
 
     def verify(self, body: dict[str, Any]) -> str:
         return "SUPPORTED"
+
+    # -- deep mode -----------------------------------------------------------------------
+    def subquestions(self, body: dict[str, Any]) -> str:
+        prompt = _last_user(body)
+        question = section(prompt, "QUESTION").rstrip("?")
+        asked = re.search(r"Write (\d+) sub-questions", prompt)
+        words = _content_words(question)
+        subs = [question, f"What is {' '.join(words[:3])}?",
+                f"{' '.join(words[-3:])} history", f"{' '.join(words[:2])} latest developments",
+                f"{' '.join(words[1:4])} criticism", f"{' '.join(words[2:5])} data"]
+        unique = list(dict.fromkeys(q for q in subs if q.strip()))
+        return self._wrap("```json\n" + json.dumps(unique[:int(asked.group(1)) if asked else 4],
+                                                   ensure_ascii=False) + "\n```")
+
+    def learn(self, body: dict[str, Any]) -> str:
+        prompt = _last_user(body)
+        notes = _notes(section(prompt, "SOURCES"))
+        asked = re.search(r"Write at most (\d+) follow-up", prompt)
+        learnings = [f"{s[0].rstrip('.')} [{n}]." for n, s in notes.items() if s]
+        known = section(prompt, "QUESTION") + " " + section(prompt, "SUBQUESTION")
+        names = [w for s in notes.values() for w in re.findall(r"\b[A-Z][a-z]{3,}\b", " ".join(s))
+                 if w not in known and w.lower() not in _STOP]
+        follow = [f"What is known about {name}?" for name in dict.fromkeys(names)]
+        count = int(asked.group(1)) if asked else 2
+        return self._wrap(json.dumps({"learnings": learnings, "follow_ups": follow[:count]},
+                                     ensure_ascii=False))
+
+    def outline(self, body: dict[str, Any]) -> str:
+        prompt = _last_user(body)
+        lines = [line for line in section(prompt, "LEARNINGS").split("\n") if line.strip()]
+        asked = re.search(r"at most (\d+) sections", prompt)
+        count = max(1, min(3, int(asked.group(1)) if asked else 3, len(lines)))
+        plan: list[dict[str, Any]] = []
+        for i in range(count):
+            chunk = lines[i::count]
+            ids = list(dict.fromkeys(int(n) for line in chunk
+                                     for n in re.findall(r"\[(\d+)\]", line)))
+            words = _content_words(re.sub(r"\[\d+\]", "", chunk[0]))[:4] if chunk else []
+            title = f"{i + 1}. {' '.join(words) or 'Findings'}"
+            plan.append({"title": title, "covers": f"what the sources say on {title}",
+                         "sources": ids})
+        return self._wrap(json.dumps(plan, ensure_ascii=False))
+
+    def section(self, body: dict[str, Any]) -> str:
+        notes = _notes(section(_last_user(body), "SOURCES"))
+        lines = [f"- {s[0].rstrip('.')} [{n}]." for n, s in notes.items() if s]
+        lines += [""] + [f"{s[1].rstrip('.')} [{n}]." for n, s in notes.items() if len(s) > 1]
+        if self.plant:
+            lines += ["", f"A later study confirmed this {PLANTED_CITATION}; see "
+                          f"[the study]({PLANTED_URL}) and {PLANTED_URL} for details."]
+        return self._wrap("\n".join(lines))
+
+    def frame(self, body: dict[str, Any]) -> str:
+        prompt = _last_user(body)
+        lines = [line.lstrip("- ") for line in section(prompt, "LEARNINGS").split("\n")
+                 if line.strip()]
+        intro = lines[0] if lines else "The sources answer parts of the question."
+        end = lines[-1] if len(lines) > 1 else "The sources leave parts of the question open."
+        return self._wrap(f"[INTRODUCTION]\n{intro}\n\n[CONCLUSION]\n{end}")
+
+
+def _notes(sources: str) -> dict[int, list[str]]:
+    """Each numbered source of a SOURCES block: its notes, as sentences."""
+    notes: dict[int, list[str]] = {}
+    for block in sources.split("\n\n"):
+        head = re.match(r"\[(\d+)\] .*\nURL: \S+\n(.*)", block, re.DOTALL)
+        if head:
+            text = head.group(2).replace("According to the page, ", "")
+            notes[int(head.group(1))] = _SENTENCE.split(" ".join(text.split()))
+    return notes

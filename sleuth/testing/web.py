@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import socket
 import sys
 import threading
@@ -60,7 +61,8 @@ class OfflineWeb:
     within about half a second, ending slow and endless responses. Attributes
     are filled in on ``__enter__``. ``latency`` (seconds added to every corpus
     and hostile page response) and ``search_failures`` (the next N searches answer 500) can
-    be changed while the web runs.
+    be changed while the web runs. ``one_site=True`` serves every corpus page from one
+    address (``127.0.1.1``), each at its own path: a site with many pages.
     """
 
     base_url: str
@@ -71,7 +73,7 @@ class OfflineWeb:
     topics: list[Topic]
 
     def __init__(self, corpus_dir: Path | None = None, *, latency: float = 0.0,
-                 llm: ScriptedLLM | None = None) -> None:
+                 llm: ScriptedLLM | None = None, one_site: bool = False) -> None:
         root = corpus_dir if corpus_dir is not None else default_corpus_dir()
         if root is None:
             raise FileNotFoundError(
@@ -86,6 +88,9 @@ class OfflineWeb:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        #: Every corpus page on one address, each at its own path (hostile pages keep
+        #: theirs): one site with many pages, for the rules per site (pacing, page caps).
+        self.one_site = one_site
 
     # -- knobs -------------------------------------------------------------------------------
 
@@ -232,9 +237,13 @@ class OfflineWeb:
         sites[main] = None
         self.base_url = self.searxng_url = f"http://{main[0]}:{main[1]}"
         entries: list[IndexEntry] = []
+        shared = self._listen(_doc_address(0)) if self.one_site else None
+        if shared is not None:
+            sites[shared] = {entry.path: entry for entry in self.corpus.docs}
         for index, entry in enumerate(self.corpus.docs):
-            key = self._listen(_doc_address(index))
-            sites[key] = entry
+            key = shared or self._listen(_doc_address(index))
+            if shared is None:
+                sites[key] = entry
             url = f"http://{key[0]}:{key[1]}{entry.path}"
             self.docs.append(Doc(entry.id, url, entry.title, entry.text, entry.content_type,
                                  entry.source, entry.licence, entry.original_url))
@@ -271,10 +280,31 @@ class _LLMMount:
         await self.app(scope, receive, send)
 
 
+def demo_command(web: OfflineWeb, question: str) -> str:
+    """A ``sleuth`` command line that researches ``question`` on this offline web."""
+    # "Double quotes" read better than shlex's '...'"'"'...' for a question with an
+    # apostrophe, and mean the same wherever the shell would not expand anything in them.
+    quoted = (f'"{question}"' if not set(question) & set('"$`\\!') else shlex.quote(question))
+    return shlex.join(["sleuth", "--search", "searxng", "--searxng-url", web.searxng_url,
+                       "--allow-private-urls"]) + " " + quoted
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Serve the offline web until interrupted: ``python -m sleuth.testing [CORPUS_DIR]``."""
+    """Serve the offline web until interrupted: ``python -m sleuth.testing [CORPUS_DIR]``.
+
+    The first lines printed are a ready-to-paste ``sleuth`` command that researches one
+    of the corpus's questions on it: a first run with no network at all.
+    """
     args = sys.argv[1:] if argv is None else argv
-    with OfflineWeb(Path(args[0]) if args else None) as web:
+    try:
+        web = OfflineWeb(Path(args[0]) if args else None)
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
+        print(f"python -m sleuth.testing: {exc}", file=sys.stderr)
+        sys.exit(2)
+    with web:
+        print("The offline web is serving on 127.0.0.1 until Ctrl-C. In another terminal, "
+              "research one of its questions:\n")
+        print(f"  {demo_command(web, web.topics[0].question)}\n", flush=True)
         print(f"search: {web.searxng_url}/search?q=...&format=json")
         for doc in web.docs:
             print(f"doc     {doc.url}")
@@ -282,5 +312,6 @@ def main(argv: list[str] | None = None) -> None:
             print(f"hostile {name:14} {url}")
         for topic in web.topics:
             print(f"topic   {topic.id}: {topic.question}")
+        sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -2,7 +2,8 @@
 
 Routes::
 
-    GET  /                          the page (inline CSS and JS, nothing external)
+    GET  /                          the page (inline CSS and JS, nothing external);
+                                    /?run=ID opens with that stored run's report
     GET  /api/config                defaults for the form, providers, whether the store is on
     POST /api/runs                  start a research (JSON body); 409 while one is running
     GET  /api/runs/{id}/events      the run's progress, then its report, as Server-Sent Events
@@ -53,7 +54,7 @@ from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
 from sleuth.progress import Event
 from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
-from sleuth.settings import Settings, load_settings, with_options
+from sleuth.settings import DEEP_DEFAULTS, Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
 __all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
@@ -65,7 +66,7 @@ MAX_BODY_BYTES = 64 * 1024
 KEEP_RUNS = 20
 KEEPALIVE_S = 15.0
 #: The form's fields (settings names); everything else comes from the server's settings.
-FORM_FIELDS = ("depth", "max_sources", "search", "model")
+FORM_FIELDS = ("depth", "max_sources", "search", "model", "mode")
 
 
 @dataclass
@@ -207,11 +208,18 @@ async def start_run(request: Request) -> Response:
         return _error("the body must be a JSON object", 400)
     if state.running() is not None:
         return _error("a research is already running; wait for it or stop it", 409)
-    from sleuth.pipeline.context import clean_question
+    from sleuth.pipeline.context import check_run, clean_question
 
+    unknown = sorted(set(form) - {"question", *FORM_FIELDS})
+    if unknown:
+        return _error(f"unknown field {unknown[0]!r} (the fields are: question, "
+                      f"{', '.join(FORM_FIELDS)})", 400)
     try:
         question = clean_question(form.get("question", ""))
         settings = run_settings(state.settings, form)
+        # Everything the run would check before starting is checked now: a bad choice is
+        # this request's 400, not a run that fails later in the event stream.
+        await check_run(question, settings)
     except ConfigError as exc:
         return _error(str(exc), 400)
     run = LiveRun(id=secrets.token_hex(6), question=question, settings=settings)
@@ -292,6 +300,7 @@ async def config(request: Request) -> Response:
         providers = [search, *providers]
     return JSONResponse({
         "depth": settings.depth, "max_sources": settings.max_sources, "search": search,
+        "mode": settings.mode, "deep_max_sources": DEEP_DEFAULTS["max_sources"],
         "providers": providers, "model": settings.model or "", "no_llm": settings.no_llm,
         "store": not settings.no_store})
 

@@ -52,6 +52,8 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-queries{display:flex;flex-wrap:wrap;gap:.35rem;margin:0 0 .6rem;padding:0;list-style:none}
 #ui-queries li{background:#e8f0fa;color:#0b4b8a;border-radius:999px;padding:.1rem .6rem;
  font-size:.82rem}
+#ui-tree{list-style:none;margin:0 0 .6rem;padding:0;font:12.5px/1.45 ui-monospace,monospace}
+#ui-tree li{padding:.1rem 0;overflow-wrap:anywhere}
 #ui-log{list-style:none;margin:0;padding:0;max-height:15rem;overflow:auto;font:12.5px/1.45
  ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;border-top:1px solid #eef1f4}
 #ui-log li{padding:.12rem 0;border-bottom:1px solid #f1f3f5;overflow-wrap:anywhere}
@@ -77,12 +79,19 @@ const state = {source: null, runId: null, t0: 0, timer: null, counts: {}};
 const COUNTERS = ["queries", "searches", "hits", "fetched", "failed", "tokens"];
 
 function text(el, value) { el.textContent = value; return el; }
+function count(n, one, many) { return n.toLocaleString() + " " + (n === 1 ? one : many); }
+// A past run's address is the page's with ?run=ID: a link to bookmark or share. (A query,
+// not a #fragment: the report's citations use fragments to jump to their sources.)
+function runHref(id) { return "?run=" + encodeURIComponent(id); }
+function linkedRun() { return new URLSearchParams(location.search).get("run"); }
 function setStatus(message, isError) {
   const el = text($("#ui-status"), message);
   el.className = isError ? "err" : "";
 }
 function resetCounters() {
   for (const name of COUNTERS) { state.counts[name] = 0; text($("#ui-c-" + name), "0"); }
+  state.cost = 0;
+  text($("#ui-c-tokens-label"), "tokens");
 }
 function bump(name, by) {
   state.counts[name] += by;
@@ -120,11 +129,31 @@ function onProgress(ev) {
     bump("fetched", 1);
   } else if (e.kind === "fetch_failed" || e.kind === "search_failed") {
     bump("failed", 1);
+  } else if (e.kind === "branch" && typeof data.node === "string") {
+    treeNode(data);
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);
+  if (typeof data.cost_usd === "number") {  // a model call whose price sleuth knows
+    state.cost = (state.cost || 0) + data.cost_usd;
+    text($("#ui-c-tokens-label"), "tokens · $" + state.cost.toFixed(4));
+  }
   logLine(e.kind, e.message);
   setStatus(e.kind + ": " + e.message);
+}
+function treeNode(d) {
+  // deep mode: one line per question of the tree, updated as it is researched
+  const list = $("#ui-tree");
+  list.hidden = false;
+  let li = list.querySelector('[data-node="' + CSS.escape(d.node) + '"]');
+  if (!li) {
+    li = document.createElement("li");
+    li.dataset.node = d.node;
+    li.style.paddingLeft = (Math.max(0, (d.level || 1) - 1) * 1.2) + "rem";
+    list.append(li);
+  }
+  const pages = d.wanted ? " " + d.read + "/" + d.wanted + " pages" : "";
+  text(li, "L" + d.level + " · " + d.node + " " + d.status + pages + " — " + d.question);
 }
 function showReport(html) {
   const card = $("#ui-report-card");
@@ -141,8 +170,13 @@ function onReport(ev) {
   links.hidden = false;
   $("#ui-dl-html").href = "/api/runs/" + state.runId + "/report.html";
   $("#ui-dl-md").href = "/api/runs/" + state.runId + "/report.md";
+  // The stored run's address: this report can be bookmarked, shared and opened again.
+  const permalink = $("#ui-permalink");
+  permalink.hidden = !r.run_id;
+  if (r.run_id) permalink.href = runHref(r.run_id);
   setStatus("Report ready in " + (ms / 1000).toFixed(1) + " s — confidence " + r.confidence +
-            ", " + r.sources + " sources, " + r.failures + " gaps");
+            ", " + count(r.sources, "source", "sources") + ", " +
+            count(r.failures, "gap", "gaps"));
   logLine("report", "report shown after " + (ms / 1000).toFixed(2) + " s");
 }
 function finish() {
@@ -162,6 +196,7 @@ async function start(event) {
   const body = {
     question: $("#ui-question").value, depth: $("#ui-depth").value,
     max_sources: $("#ui-sources").value, search: $("#ui-search").value,
+    mode: $("#ui-mode").value,
     model: $("#ui-model").value,
   };
   state.t0 = performance.now();
@@ -180,6 +215,8 @@ async function start(event) {
   state.runId = answer.id;
   resetCounters();
   $("#ui-queries").replaceChildren();
+  $("#ui-tree").replaceChildren();
+  $("#ui-tree").hidden = true;
   $("#ui-log").replaceChildren();
   $("#ui-report-card").hidden = true;
   $("#ui-actions").hidden = true;
@@ -208,20 +245,26 @@ async function loadHistory() {
   for (const run of data.runs) {
     const li = document.createElement("li");
     const a = text(document.createElement("a"), run.question);
-    a.href = "#run-" + run.id;
-    a.addEventListener("click", (ev) => { ev.preventDefault(); openRun(run.id); });
+    a.href = runHref(run.id);  // a plain link: the page opens with that run's report
     const when = new Date(run.created_at * 1000).toLocaleString();
     li.append(a, text(document.createElement("small"),
-                      when + " · " + run.status + " · " + run.sources + " sources"));
+                      when + " · " + run.status + " · " + count(run.sources, "source",
+                                                                 "sources")));
     list.append(li);
   }
 }
 async function openRun(id) {
   const reply = await fetch("/api/history/" + encodeURIComponent(id));
   const data = await reply.json();
-  if (!reply.ok) return setStatus(data.error, true);
+  if (!reply.ok) {  // a stale bookmark: say so where the report would be
+    $("#ui-actions").hidden = true;
+    $("#ui-report").replaceChildren(text(document.createElement("p"), data.error));
+    $("#ui-report-card").hidden = false;
+    return setStatus(data.error, true);
+  }
   $("#ui-actions").hidden = true;
   showReport(data.html);
+  document.title = "sleuth: " + data.question;
   setStatus("Stored run " + id);
   $("#ui-report-card").scrollIntoView();
 }
@@ -229,6 +272,14 @@ async function init() {
   const cfg = await (await fetch("/api/config")).json();
   $("#ui-depth").value = String(cfg.depth);
   $("#ui-sources").value = String(cfg.max_sources);
+  $("#ui-mode").value = cfg.mode || "quick";
+  // Deep mode reads more sources by default: switch the field while the user left it alone.
+  const defaults = {quick: String(cfg.max_sources), deep: String(cfg.deep_max_sources || 20)};
+  $("#ui-mode").addEventListener("change", () => {
+    const other = $("#ui-mode").value === "deep" ? "quick" : "deep";
+    if ($("#ui-sources").value === defaults[other])
+      $("#ui-sources").value = defaults[$("#ui-mode").value];
+  });
   const select = $("#ui-search");
   for (const name of cfg.providers) {
     const option = text(document.createElement("option"), name);
@@ -240,6 +291,8 @@ async function init() {
   $("#ui-model").placeholder = cfg.no_llm ? "no model (--no-llm)" : "none: no LLM, or Ollama";
   $("#ui-form").addEventListener("submit", start);
   $("#ui-stop").addEventListener("click", stop);
+  const linked = linkedRun();
+  if (linked) await openRun(linked);
   document.body.dataset.ready = "1";
   loadHistory();
 }
@@ -267,7 +320,9 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="opts">
 <label>Depth <select id="ui-depth" name="depth"><option value="1">1 quick</option>
 <option value="2">2 moderate</option><option value="3">3 thorough</option></select></label>
-<label>Sources <input id="ui-sources" name="max_sources" type="number" min="1" max="50"></label>
+<label>Mode <select id="ui-mode" name="mode"><option value="quick">Quick</option>
+<option value="deep">Deep</option></select></label>
+<label>Sources <input id="ui-sources" name="max_sources" type="number" min="1" max="60"></label>
 <label>Search <select id="ui-search" name="search"></select></label>
 <label>Model <input id="ui-model" name="model" type="text"></label>
 </div>
@@ -282,14 +337,16 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="counter"><b id="ui-c-hits">0</b><span>hits</span></div>
 <div class="counter"><b id="ui-c-fetched">0</b><span>pages read</span></div>
 <div class="counter"><b id="ui-c-failed">0</b><span>failed</span></div>
-<div class="counter"><b id="ui-c-tokens">0</b><span>tokens</span></div>
+<div class="counter"><b id="ui-c-tokens">0</b><span id="ui-c-tokens-label">tokens</span></div>
 </div>
 <ul id="ui-queries"></ul>
+<ul id="ui-tree" hidden></ul>
 <ul id="ui-log"></ul>
 </section>
 <section class="card" id="ui-report-card" hidden>
 <div class="actions" id="ui-actions" hidden><a id="ui-dl-html" download="report.html">Download
- HTML</a><a id="ui-dl-md" download="report.md">Download Markdown</a></div>
+ HTML</a><a id="ui-dl-md" download="report.md">Download Markdown</a><a id="ui-permalink"
+ title="This report's address: bookmark or share it" hidden>Link to this report</a></div>
 <div id="ui-report"></div>
 </section>
 </main>

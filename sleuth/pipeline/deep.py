@@ -1,0 +1,419 @@
+"""Deep research: a tree of questions researched with the quick research's stages.
+
+``sleuth deep "QUESTION"`` (``--mode deep``, ``research(q, mode="deep")``). The question is
+split into sub-questions (:mod:`sleuth.stages.explore`: the model's, or the rule-based
+planner's); each is a branch researched as a quick research is (search → rank → fetch
+→ read, the steps of :mod:`sleuth.pipeline.steps`), every branch of a level at once, all
+sharing the run's one fetcher, caches, search client, model client and budget. A
+branch yields learnings and follow-up questions (without a model: the names its pages
+give that the question does not, searched as a second hop); the follow-ups are the next
+level, with narrower breadth. The tree stops at ``--levels``, when the follow-ups repeat
+what is known, or when a budget is spent; the report is then written from what was
+gathered (:mod:`sleuth.pipeline.deep_report`).
+
+No query is searched twice and no page fetched twice in the whole tree: each level's
+branches search disjoint queries; once they have ranked their results, each page goes
+to the one branch that ranks it best (ties to the earlier branch); a page a branch read
+is never offered again, and a page fetched and not kept (or a failure) is in the tree's
+memo, so a later branch that wants it gets it without a download. The assignment waits
+for the level's rankings, so it is the same in a resumed run, which re-walks the tree
+from the store (searches, pages and model replies come from it: nothing is fetched or
+asked again). The level's share of ``--max-sources`` (half of what is left, all of it
+at the last level) is dealt in turn to the branches that found something to read. A
+branch that fails is recorded in the Gaps; the others go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TypeVar
+
+from sleuth.errors import LLMAuthError, StoreCorruptError
+from sleuth.models import (
+    Candidate,
+    Failure,
+    FetchFailure,
+    Page,
+    Plan,
+    Report,
+    Source,
+    TreeNode,
+)
+from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
+from sleuth.pipeline.gather import Gathered
+from sleuth.pipeline.steps import fetch_stage, rank_stage, read_stage, search_stage
+from sleuth.progress import Event, ProgressCallback, no_progress
+from sleuth.settings import Settings, mode_defaults
+from sleuth.stages.explore import (
+    Learning,
+    bridge_entities,
+    learn,
+    llm_subquestions,
+    mentions,
+    repeats,
+    rule_subquestions,
+)
+from sleuth.urls import canonicalize
+
+__all__ = ["Branch", "Tree", "deep_research"]
+
+T = TypeVar("T")
+
+
+@dataclass
+class Branch:
+    """One question of the tree as it is researched (the report's :class:`TreeNode`)."""
+
+    id: str
+    parent: str | None
+    level: int
+    question: str
+    queries: list[str]
+    status: str = "waiting"
+    note: str | None = None
+    wanted: int = 0
+    read: int = 0
+    pages: list[tuple[Candidate, Page]] = field(default_factory=list)
+    sources: list[Source] = field(default_factory=list)
+    learnings: list[Learning] = field(default_factory=list)
+    follow_ups: list[str] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    plan: Plan | None = None
+
+    def node(self, ids: Iterable[int] = ()) -> TreeNode:
+        """The record of this branch, with the report's ids of its sources."""
+        status = self.status if self.status in ("done", "empty", "failed", "skipped") \
+            else "failed"
+        return TreeNode(id=self.id, parent=self.parent, level=self.level,
+                        question=self.question, queries=self.queries, sources=list(ids),
+                        status=status, note=self.note)  # type: ignore[arg-type]
+
+
+class Tree:
+    """The branches of one deep research, level by level; see the module docstring."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.settings = ctx.settings
+        self.branches: list[Branch] = []
+        #: Canonical URLs of every page some branch read, or that failed for good.
+        self.tried: set[str] = set()
+        #: Every page fetched in the tree (and every failure), by canonical URL: a page a
+        #: branch fetched and did not keep is another branch's without a second download.
+        self.memo: dict[str, Page | FetchFailure] = {}
+        self.searches = 0
+        self.cached_fetches = 0
+        self.fetches = 0
+        self.stopped_by: str | None = None
+        self.planner = "rules"
+        self.stop_note: str | None = None
+
+    # -- the tree ------------------------------------------------------------------------
+    @property
+    def read(self) -> int:
+        """Pages read so far by every branch."""
+        return sum(len(b.pages) for b in self.branches)
+
+    def asked(self) -> list[str]:
+        """Every question and query of the tree so far, the research's question first."""
+        return [self.ctx.topic, *(t for b in self.branches for t in (b.question, *b.queries))]
+
+    async def first_level(self) -> list[Branch]:
+        """The sub-questions: the model's, or the rule-based planner's."""
+        ctx, breadth = self.ctx, self.settings.breadth
+        if ctx.llm is not None:
+            subs, note = await llm_subquestions(ctx.topic, breadth, ctx.llm)
+            self.planner = "rules" if note else "llm"
+        else:
+            subs = rule_subquestions(ctx.topic, breadth)
+        return self._new(None, 1, subs)
+
+    def _new(self, parent: Branch | None, level: int, questions: list[str]) -> list[Branch]:
+        """Branches for ``questions`` whose query no earlier branch searched."""
+        searched = {" ".join(q.lower().split()) for b in self.branches for q in b.queries}
+        made: list[Branch] = []
+        for question in questions:
+            key = " ".join(question.lower().split())
+            if key in searched:
+                continue
+            searched.add(key)
+            index = len(made) + 1  # a question's follow-ups are made together
+            made.append(Branch(f"{parent.id}.{index}" if parent else str(index),
+                               parent.id if parent else None, level, question, [question]))
+        return made
+
+    async def explore(self) -> None:
+        """Research level after level until ``--levels``, no new follow-ups, or a budget."""
+        frontier = await self.first_level()
+        for level in range(1, self.settings.levels + 1):
+            if not frontier:
+                if level > 1:
+                    self.stop_note = (f"the follow-ups of level {level - 1} repeat what is "
+                                      "known: the tree stops there")
+                    self.ctx.emit(Event("info", self.stop_note, {"level": level - 1}))
+                return
+            left = self.settings.max_sources - self.read
+            reason = self.ctx.budget.exhausted() or (
+                f"source budget spent (--max-sources {self.settings.max_sources})"
+                if left <= 0 else None)
+            if reason is not None:
+                self._skip(frontier, reason)
+                return
+            last = level == self.settings.levels
+            await self.run_level(frontier, left if last else math.ceil(left / 2))
+            if not last:
+                frontier = self.next_level(level + 1)
+
+    def _skip(self, frontier: list[Branch], reason: str) -> None:
+        self.stopped_by = self.stopped_by or reason
+        for branch in frontier:
+            branch.status, branch.note = "skipped", reason
+            self.branches.append(branch)
+            self._tell(branch)
+        self.ctx.failures.append(Failure(
+            url="", stage="budget",
+            reason=f"{reason}: {len(frontier)} question{'s' if len(frontier) > 1 else ''} "
+                   f"of level {frontier[0].level} not explored"))
+
+    def next_level(self, level: int) -> list[Branch]:
+        """The follow-ups of the last level, narrower: ``breadth / 2**(level-1)`` per
+        question (at least 1), at most ``2 × breadth`` in all, in turn from each question."""
+        per_parent = max(1, math.ceil(self.settings.breadth / 2 ** (level - 1)))
+        if self.ctx.llm is None:  # names are cheap second hops (HOP_PAGES each)
+            per_parent += 1
+        known = self.asked()
+        offers: list[list[str]] = []
+        parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
+        for parent in parents:
+            if self.ctx.llm is None:
+                pages = [(p.title, p.text) for _, p in parent.pages]
+                parent.follow_ups = bridge_entities(self.ctx.topic, pages, per_parent, known)
+            offers.append([q for q in parent.follow_ups if not repeats(q, known)][:per_parent])
+        chosen: list[tuple[Branch, str]] = []
+        for turn in range(per_parent):
+            for parent, offered in zip(parents, offers, strict=True):
+                if turn < len(offered) and len(chosen) < 2 * self.settings.breadth and not \
+                        repeats(offered[turn], [q for _, q in chosen]):
+                    chosen.append((parent, offered[turn]))
+        made: list[Branch] = []
+        for parent in parents:
+            mine = [q for p, q in chosen if p is parent]
+            made += self._new(parent, level, mine)
+        return made
+
+    # -- one level -----------------------------------------------------------------------
+    async def run_level(self, branches: list[Branch], share: int) -> None:
+        """Research ``branches`` at once, reading about ``share`` pages between them."""
+        self.branches += branches
+        contexts = [self._context(b) for b in branches]
+        ranked = await _all(self._guarded(b, self._rank(b, c))
+                            for b, c in zip(branches, contexts, strict=True))
+        # A second hop without a model looks for one name's page: two pages are enough,
+        # and the rest of the level's share goes to the other names.
+        cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
+        open_ = [sum(1 for c in r or [] if c.canonical_url not in self.tried) for r in ranked]
+        for branch, wanted in zip(branches, spread(share, open_, cap), strict=True):
+            branch.wanted = wanted
+        lists = assign([r or [] for r in ranked], [b.wanted for b in branches],
+                       self.tried)
+        await _all(self._guarded(b, self._read(b, c, cands))
+                   for b, c, cands in zip(branches, contexts, lists, strict=True))
+        for branch, bctx in zip(branches, contexts, strict=True):
+            self.searches += bctx.searches
+            self.cached_fetches += bctx.cached_fetches
+            # The level's branches saw results apart; later levels know what all saw.
+            self.ctx.shown |= bctx.shown
+            self.ctx.picks.update(bctx.picks)
+            self.ctx.record_stage("node", branch.node())
+            self._tell(branch)
+
+    def _context(self, branch: Branch) -> RunContext:
+        """The run's context as this branch uses it: its own question, reader and counts;
+        the run's services, budget, record, failures and searches shared."""
+        def emit(event: Event) -> None:
+            self.ctx.emit(event)
+            if event.kind == "fetched" and branch.status == "reading":
+                branch.read += 1
+                self._tell(branch)
+
+        return replace(self.ctx, topic=branch.question, emit=emit, reader=None,
+                       passage_queries=[branch.question], searches=0, cached_fetches=0,
+                       picks=dict(self.ctx.picks), shown=set(self.ctx.shown), report=None)
+
+    async def _guarded(self, branch: Branch, work: Awaitable[T]) -> T | None:
+        """``work`` of one branch; a failure marks the branch failed, not the run."""
+        try:
+            return await work
+        except (LLMAuthError, StoreCorruptError):
+            raise
+        except Exception as exc:
+            branch.status = "failed"
+            branch.note = str(exc) if isinstance(exc, _BranchFailed) else \
+                f"{type(exc).__name__}: {exc}"
+            self.ctx.failures.append(Failure(
+                url="", stage="search",
+                reason=f"the question “{branch.question}” could not be researched "
+                       f"({branch.note}); the other branches went on"))
+            return None
+
+    async def _rank(self, branch: Branch, bctx: RunContext) -> list[Candidate]:
+        branch.status = "searching"
+        self._tell(branch)
+        branch.plan = Plan(question=branch.question, queries=branch.queries,
+                           planner="llm" if self.ctx.llm is not None else "rules")
+        hits = await search_stage(bctx, branch.plan)
+        if not hits and self._searches_failed(branch):
+            raise _BranchFailed("every search for it failed")
+        ranked = await rank_stage(bctx, branch.plan, hits)
+        if self.ctx.llm is None and branch.level > 1:
+            # A second hop searches a name: a result that does not even mention it is
+            # another page that shares a word with it (no model is there to judge).
+            ranked = [c for c in ranked if mentions(f"{c.title} {c.snippet}", branch.question)]
+        return ranked
+
+    def _searches_failed(self, branch: Branch) -> bool:
+        said = [f.reason for f in self.ctx.failures if f.stage == "search"]
+        return all(any(f"“{q}”" in reason for reason in said) for q in branch.queries)
+
+    async def _read(self, branch: Branch, bctx: RunContext, candidates: list[Candidate]
+                    ) -> None:
+        if branch.status == "failed" or branch.plan is None:
+            return
+        branch.candidates = candidates
+        branch.status = "reading"
+        self._tell(branch)
+        if branch.wanted <= 0 or not candidates:
+            branch.status = "empty"
+            branch.note = ("its searches found nothing that was not read already"
+                           if not candidates else "no pages left to read (--max-sources)")
+            return
+        gathered = await fetch_stage(bctx, candidates, want=branch.wanted, memo=self.memo)
+        self.fetches += gathered.attempted
+        sources = await read_stage(bctx, branch.plan, gathered)
+        kept = {s.url for s in sources}
+        branch.pages = [(c, p) for c, p in gathered.pages if (p.final_url or c.url) in kept]
+        self._mark_tried(branch.pages, gathered)
+        branch.sources = sources
+        branch.read = len(sources)
+        if gathered.stopped_by:
+            self.stopped_by = self.stopped_by or gathered.stopped_by
+        if not sources:
+            branch.status, branch.note = "empty", "none of the pages it found could be read"
+            return
+        if bctx.llm is not None:
+            branch.learnings, branch.follow_ups = await learn(
+                bctx.llm, self.ctx.topic, branch.question, sources,
+                max(1, math.ceil(self.settings.breadth / 2 ** branch.level)))
+        branch.status = "done"
+
+    def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
+        # A page fetched and not kept (or not waited for) stays open to other branches:
+        # the memo answers for it if it was fetched whole.
+        self.tried |= {c.canonical_url for c, _ in read}
+        self.tried |= {canonicalize(f.url) for f in gathered.failures
+                       if f.url and not f.reason.startswith("not waited for")}
+
+    def _tell(self, branch: Branch) -> None:
+        progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
+        self.ctx.emit(Event(
+            "branch", f"level {branch.level} · {branch.id} {branch.status}{progress}: "
+                      f"{branch.question}",
+            {"node": branch.id, "parent": branch.parent, "level": branch.level,
+             "question": branch.question, "status": branch.status, "read": branch.read,
+             "wanted": branch.wanted, "note": branch.note}))
+
+
+class _BranchFailed(Exception):
+    """A branch that could not be researched (its searches all failed)."""
+
+
+#: Pages a second hop reads without a model (see :meth:`Tree.run_level`).
+HOP_PAGES = 2
+
+
+def spread(share: int, found: list[int], cap: int) -> list[int]:
+    """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
+    that found something to read, none over ``cap`` or over what it found."""
+    wants = [0] * len(found)
+    while share > 0:
+        dealt = False
+        for i, n in enumerate(found):
+            if share > 0 and wants[i] < min(cap, n):
+                wants[i] += 1
+                share -= 1
+                dealt = True
+        if not dealt:
+            break
+    return wants
+
+
+def window(want: int) -> int:
+    """Pages a branch wanting ``want`` may have on their way at once (as gathering does)."""
+    return want + max(2, want // 2)
+
+
+def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str]
+           ) -> list[list[Candidate]]:
+    """Each branch's candidates, no page given to two branches, none of ``taken``.
+
+    The branches draft in turn, best-ranked first (ties: the earlier branch), each until it
+    holds as many as it may fetch at once (:func:`window`): a page goes to the branch
+    that ranks it best among those still drafting, and a branch that has enough leaves
+    its lower-ranked pages to the others. What is left over then follows each list, for
+    replacing pages that fail.
+    """
+    owner: dict[str, int] = {}
+    owned: list[list[Candidate]] = [[] for _ in lists]
+    for position in range(max((len(c) for c in lists), default=0)):
+        for branch, candidates in enumerate(lists):
+            if position >= len(candidates) or len(owned[branch]) >= window(wants[branch]):
+                continue
+            key = candidates[position].canonical_url
+            if key not in taken and key not in owner:
+                owner[key] = branch
+                owned[branch].append(candidates[position])
+    for branch, candidates in enumerate(lists):
+        for candidate in candidates:
+            key = candidate.canonical_url
+            if key not in taken and key not in owner:
+                owner[key] = branch
+                owned[branch].append(candidate)
+    return owned
+
+
+async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Run awaitables at once; on the first error cancel the rest, then raise it."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def deep_research(question: str, *, settings: Settings,
+                        on_event: ProgressCallback | None = None,
+                        resume_id: str | None = None,
+                        services: Services | None = None) -> Report:
+    """Research ``question`` as a tree of questions and return the long, cited report.
+
+    ``settings`` are the run's (``mode="deep"``; deep mode's defaults of
+    :func:`~sleuth.settings.mode_defaults` apply where the user set nothing). Called by
+    :func:`sleuth.research` when the mode is deep; ``services`` as there (a batch shares
+    one fetcher, store and model client between its questions).
+    """
+    from sleuth.pipeline.deep_report import write_report
+
+    topic = clean_question(question)
+    settings = mode_defaults(settings)
+    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
+                        services=services) as ctx:
+        tree = Tree(ctx)
+        await tree.explore()
+        ctx.session.check_store()  # found damaged while fetching: no report on top
+        return ctx.done(await write_report(tree))
+

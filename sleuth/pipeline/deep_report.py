@@ -1,0 +1,240 @@
+"""The report of a deep research (:mod:`sleuth.pipeline.deep`), written from its tree.
+
+The sources of every branch get one numbering, in the tree's order (level by level, each
+branch's pages in its rank order). With a model, the sectioned writer of
+:mod:`sleuth.stages.sections` plans an outline from the branches' learnings, writes
+every section and the introduction and conclusion at once, each checked against its
+own sources, and removes what one section repeats of another. Without one, the report
+quotes each source's passages under the sub-question that read it, its follow-ups
+beneath. Either way sleuth writes the title, the table of contents, the confidence, the
+sources and the gaps itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from sleuth.errors import LLMAuthError, LLMError
+from sleuth.lang import labels_for
+from sleuth.models import (
+    Candidate,
+    CitationCheck,
+    Failure,
+    Page,
+    Report,
+    Section,
+    Source,
+    Stats,
+)
+from sleuth.pipeline.steps import llm_stats
+from sleuth.progress import Event
+from sleuth.stages.check import evidence_of, footer
+from sleuth.stages.plan import dedupe
+from sleuth.stages.sections import (
+    Planned,
+    Written,
+    drop_repeats,
+    fallback_outline,
+    give_every_source,
+    llm_outline,
+    merge_checks,
+    render_deep,
+    render_tree_template,
+    section_count,
+    write_frame,
+    write_section,
+)
+from sleuth.stages.write import confidence
+from sleuth.urls import canonicalize
+
+if TYPE_CHECKING:
+    from sleuth.llm.run import RunLLM
+    from sleuth.pipeline.deep import Branch, Tree
+
+__all__ = ["number_sources", "write_report"]
+
+
+def number_sources(branches: Sequence[Branch]
+                   ) -> tuple[list[Source], list[tuple[Candidate, Page]], dict[str, list[int]]]:
+    """The tree's sources numbered 1… in tree order, their pages, and each branch's ids."""
+    sources: list[Source] = []
+    pages: list[tuple[Candidate, Page]] = []
+    ids: dict[str, list[int]] = {}
+    seen: dict[str, int] = {}
+    for branch in branches:
+        mine = ids.setdefault(branch.id, [])
+        by_url = {page.final_url or candidate.url: (candidate, page)
+                  for candidate, page in branch.pages}
+        for source in branch.sources:
+            key = canonicalize(source.url)
+            if key not in seen:
+                seen[key] = len(sources) + 1
+                sources.append(source.model_copy(update={"id": seen[key]}))
+                if source.url in by_url:
+                    pages.append(by_url[source.url])
+            mine.append(seen[key])
+    return sources, pages, ids
+
+
+def _descendants(branch: Branch, branches: Sequence[Branch]) -> list[Branch]:
+    out: list[Branch] = []
+    for child in (b for b in branches if b.parent == branch.id):
+        out += [child, *_descendants(child, branches)]
+    return out
+
+
+def _groups(branches: Sequence[Branch]) -> list[tuple[Branch, list[Branch]]]:
+    """Each sub-question with the follow-ups it led to, in tree order."""
+    return [(b, _descendants(b, branches)) for b in branches if b.level == 1]
+
+
+def _intro(tree: Tree, sources: list[Source]) -> str:
+    subs = sum(1 for b in tree.branches if b.level == 1 and b.status != "skipped")
+    follow = sum(1 for b in tree.branches if b.level > 1 and b.status != "skipped")
+    levels = max((b.level for b in tree.branches if b.status != "skipped"), default=1)
+    return (f"sleuth explored this question as {subs} sub-question{'s' if subs != 1 else ''}"
+            f" and {follow} follow-up question{'s' if follow != 1 else ''} over {levels} "
+            f"level{'s' if levels != 1 else ''}, and read {len(sources)} sources. Without a "
+            "model, each section quotes what its sources say about its question; the "
+            "follow-ups are the names and titles those pages gave, searched in turn.")
+
+
+def _unique(failures: list[Failure]) -> list[Failure]:
+    """The failures, each once (branches meet the same budget and the same sites)."""
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for failure in failures:
+        key = (failure.url, failure.reason, failure.stage)
+        if key not in seen:
+            seen.add(key)
+            out.append(failure)
+    return out
+
+
+async def write_report(tree: Tree) -> Report:
+    """The deep report of ``tree`` (explored), with its tree and sections."""
+    ctx = tree.ctx
+    sources, pages, ids = number_sources(tree.branches)
+    ctx.record_stage("sources", sources)
+    level, reason = confidence(sources)
+    failures = _unique(ctx.failures)
+    sections: list[Section] | None = None
+    check: CitationCheck | None = None
+    if ctx.llm is not None and sources:
+        written = await _written(tree, ctx.llm, sources, pages, ids)
+    else:
+        written = None
+    if written is not None:
+        parts, sections, check = written
+        llm = ctx.llm
+        assert llm is not None
+        failures = _unique(ctx.failures)
+        markdown = render_deep(ctx.topic, parts, sources, failures, level, reason,
+                               labels_for(llm.language), footer(check, llm.language))
+    else:
+        groups = [(b.question, [sources[n - 1] for n in ids[b.id]],
+                   [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest])
+                  for b, rest in _groups(tree.branches)]
+        sections = [Section(title=title, sources=[s.id for s in own]
+                            + [s.id for _, found in follow for s in found])
+                    for title, own, follow in groups]
+        markdown = render_tree_template(ctx.topic, groups, _intro(tree, sources), sources,
+                                        failures, level, reason)
+    llm = ctx.llm
+    report = Report(
+        topic=ctx.topic, depth=ctx.settings.depth,
+        queries=dedupe([q for b in tree.branches if b.status != "skipped" for q in b.queries]),
+        sources=sources, failures=failures, confidence=level, confidence_reason=reason,
+        markdown=markdown,
+        stats=Stats(searches=tree.searches, fetches=tree.fetches,
+                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(llm)),
+        run_id=ctx.run_id, planner=tree.planner,
+        stopped_by=tree.stopped_by or (llm.cut_by if llm is not None else None),
+        writer="llm" if check is not None else "template", citations=check, mode="deep",
+        tree=[b.node(ids.get(b.id, [])) for b in tree.branches], sections=sections)
+    ctx.emit(Event("report", f"report with {len(sources)} sources in {len(sections or [])} "
+                             "sections", {"confidence": level}))
+    return report
+
+
+async def _written(tree: Tree, llm: RunLLM, sources: list[Source],
+                   pages: list[tuple[Candidate, Page]], ids: dict[str, list[int]]
+                   ) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
+    """The model's sections, introduction and conclusion, checked; None if none was written."""
+    ctx, settings = tree.ctx, tree.settings
+    by_url = {canonicalize(s.url): s.id for s in sources}
+    learnings = [(item.text, [by_url[u] for u in item.urls if u in by_url])
+                 for b in tree.branches for item in b.learnings]
+    learnings = [(text, cited) for text, cited in learnings if cited]
+    related = {n: set(mine) for mine in ids.values() for n in mine}
+    all_ids = [s.id for s in sources]
+    outline = await _outline(tree, llm, learnings, all_ids, ids, related)
+    frame_words = max(80, settings.words // 10)
+    words = max(150, (settings.words - 2 * frame_words) // max(1, len(outline)))
+    evidence = evidence_of(sources, pages)
+    method = settings.verify
+    results = await asyncio.gather(
+        *(write_section(llm, ctx.topic, p, outline, [sources[n - 1] for n in p.sources],
+                        words, evidence, method) for p in outline),
+        write_frame(llm, ctx.topic, outline, learnings, frame_words, evidence, method),
+        return_exceptions=True)
+    for result in results:
+        if isinstance(result, LLMAuthError) or (
+                isinstance(result, BaseException) and not isinstance(result, LLMError)):
+            raise result
+    bodies: list[Written] = []
+    for planned, result in zip(outline, results[:-1], strict=True):
+        if isinstance(result, Written):
+            bodies.append(result)
+        elif isinstance(result, BaseException):
+            llm.fell_back("section", result, "that section quotes its sources instead")
+            bodies.append(Written(planned, _quotes([sources[n - 1] for n in planned.sources])))
+    kept, _dropped = drop_repeats([w.body for w in bodies])
+    parts = [(w.planned.title, body) for w, body in zip(bodies, kept, strict=True) if body]
+    checks = [w.check for w in bodies if w.check is not None]
+    frame = results[-1]
+    if isinstance(frame, tuple):
+        intro, conclusion = frame
+        parts = [(intro.planned.title, intro.body), *parts,
+                 (conclusion.planned.title, conclusion.body)]
+        checks += [c for c in (intro.check, conclusion.check) if c is not None]
+    elif isinstance(frame, BaseException):
+        llm.fell_back("frame", frame, "the report has no introduction or conclusion")
+    if not checks:
+        return None
+    sections = [Section(title=w.planned.title, sources=list(w.planned.sources))
+                for w, body in zip(bodies, kept, strict=True) if body]
+    return parts, sections, merge_checks(checks)
+
+
+async def _outline(tree: Tree, llm: RunLLM, learnings: list[tuple[str, list[int]]],
+                   all_ids: list[int], ids: dict[str, list[int]],
+                   related: dict[int, set[int]]) -> list[Planned]:
+    """The model's outline, every source given to a section; one per sub-question if it
+    fails."""
+    try:
+        planned = await llm_outline(llm, tree.ctx.topic, learnings, all_ids,
+                                    section_count(tree.settings.words))
+        return give_every_source(planned, all_ids, related)
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("outline", exc, "the report has one section per sub-question")
+    groups = [(b.question, [n for x in (b, *rest) for n in ids.get(x.id, [])])
+              for b, rest in _groups(tree.branches)]
+    return fallback_outline(groups)
+
+
+def _quotes(sources: list[Source]) -> str:
+    """A section the model could not write: its sources' summaries or passages, quoted."""
+    from sleuth.stages.write import escape_inline, quote
+
+    lines: list[str] = []
+    for source in sources:
+        lines += [f"**[{source.id}] {escape_inline(source.title)}**", ""]
+        for passage in [source.summary] if source.summary else source.passages[:1]:
+            lines += [quote(passage), ""]
+    return "\n".join(lines).strip()

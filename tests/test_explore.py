@@ -1,0 +1,67 @@
+"""Deep mode's pure parts: names and sub-questions without a model, bridge names, what
+repeats, and how a level's pages are shared between its branches."""
+
+from __future__ import annotations
+
+from sleuth.models import Candidate, Quality
+from sleuth.pipeline.deep import assign, spread
+from sleuth.stages.explore import bridge_entities, named_things, repeats, rule_subquestions
+
+
+def test_names_end_at_a_sentence_but_not_at_an_abbreviation() -> None:
+    text = ("The film stars James Woods and Jane Alexander. It was directed by M. Ward in "
+            "St. Moritz. The Recovery of Aristotle came later.")
+    assert named_things(text) == ["James Woods", "Jane Alexander", "M. Ward", "St. Moritz",
+                                  "The Recovery of Aristotle"]
+
+
+def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:
+    subs = rule_subquestions("Which plant is larger, the Pterocarya or the Cotula?", 4)
+    assert subs[0] == "Which plant is larger, the Pterocarya or the Cotula?"
+    assert set(subs[1:]) == {"Pterocarya", "Cotula"}
+    # A nationality describes; it is not a thing to research.
+    subs = rule_subquestions("The Curse of the Jade Scorpion is a 2001 film featuring an "
+                             "American actress who starred in what?", 4)
+    assert "American" not in subs and "The Curse of the Jade Scorpion" in subs
+    assert len(rule_subquestions("Compare A, B, C, D and E in Paris, London, Rome", 2)) == 2
+
+
+def test_repeats() -> None:
+    known = ["In which town was the composer of The Glass Orchard born?"]
+    assert repeats("the glass orchard composer", known)
+    assert repeats("???", known)
+    assert not repeats("Ilsa Varenne", known)
+
+
+def test_bridge_names_are_what_the_pages_give_and_the_question_does_not() -> None:
+    question = "In which town was the composer of The Glass Orchard born?"
+    pages = [("The Glass Orchard", "The Glass Orchard is an opera first staged in 1921. Its "
+              "music was written by Ilsa Varenne, and its libretto by Tomas Quell. It was "
+              "revived as The Glass Orchard: Second Edition."),
+             ("Tomas Quell", "Tomas Quell was a poet.")]
+    names = bridge_entities(question, pages, 3)
+    assert names[0] == "Ilsa Varenne"
+    assert "Tomas Quell" not in names  # a page already read
+    assert "The Glass Orchard" not in names  # named in the question
+    assert bridge_entities(question, pages, 3, known=["Ilsa Varenne"])[0] != "Ilsa Varenne"
+
+
+def _candidate(url: str) -> Candidate:
+    return Candidate(url=url, canonical_url=url, domain="x", title=url,
+                     quality=Quality.UNVERIFIED, quality_score=2, frequency=1, score=1.0)
+
+
+def test_each_page_goes_to_one_branch_and_none_that_was_read() -> None:
+    a, b, c, d = (_candidate(f"http://x/{n}") for n in "abcd")
+    lists = assign([[a, b, c], [b, a, d], [c]], [1, 1, 1], taken={"http://x/d"})
+    flat = [x.canonical_url for got in lists for x in got]
+    assert len(flat) == len(set(flat)) and "http://x/d" not in flat
+    assert lists[0][0] is a and lists[1][0] is b  # each its own best page first
+    assert set(flat) == {"http://x/a", "http://x/b", "http://x/c"}
+
+
+def test_a_levels_pages_are_dealt_to_branches_that_found_something() -> None:
+    assert spread(6, [5, 0, 5], cap=6) == [3, 0, 3]
+    assert spread(10, [8, 1, 8], cap=2) == [2, 1, 2]
+    assert spread(3, [8, 8, 8, 8], cap=2) == [1, 1, 1, 0]
+    assert sum(spread(7, [2, 9], cap=9)) == 7
