@@ -292,6 +292,34 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
         assert store.get_run(summary.id).status == "done"
 
 
+# -- the web page ------------------------------------------------------------------------
+
+def test_the_web_page_runs_a_deep_research_and_streams_the_tree(web: OfflineWeb,
+                                                                tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from sleuth.settings import load_settings
+    from sleuth.web.app import create_app
+
+    settings = load_settings({"search": "searxng", "searxng_url": web.searxng_url,
+                              "allow_private_urls": True, "timeout": 2, "top_wait": 0,
+                              "no_llm": True, "home": str(tmp_path), "breadth": 2}, env={})
+    with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as client:
+        page = client.get("/").text
+        assert '<option value="deep">Deep</option>' in page and 'id="ui-tree"' in page
+        assert client.get("/api/config").json()["mode"] == "quick"
+        started = client.post("/api/runs", json={"question": web.topics[3].question,
+                                                 "mode": "deep", "max_sources": "4"})
+        assert started.status_code == 201
+        body = client.get(started.json()["events"]).text
+    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    branches = [e["data"] for e in events if e.get("kind") == "branch"]
+    assert branches and {b["node"] for b in branches} >= {"1", "2"}
+    assert all({"level", "status", "read", "wanted", "question"} <= set(b) for b in branches)
+    report = next(e for e in events if "html" in e)
+    assert "Contents" in report["html"] and report["sources"] <= 4
+
+
 # -- options -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("args", "message"), [
