@@ -12,6 +12,13 @@ fresh clone, in which case this prints why and exits 0):
 * **AEB** (``aeb``, the Article Extraction Benchmark): 119 news/blog articles.
   Score: token 4-gram shingle precision and recall per page, each averaged over
   pages, F1 of the two averages, exactly as AEB's ``evaluate.py``.
+* **Readability** (``readability``, Mozilla Readability.js's test pages): 130 pages,
+  mostly articles, with the text of ``expected.html`` (Readability.js's reviewed
+  output) as the reference, scored with AEB's metric.
+
+AEB and Readability are each cut by a hash into *tune* (~70%) and *held-out*
+(~30%), printed as rows of their table: AEB by the page's site, Readability by its
+case name less a trailing number (``nytimes-1``..``nytimes-5`` are one site).
 
 Each page is extracted in a small process pool (trafilatura and lxml have crashed
 natively from many threads at once), timing each extractor on it.
@@ -95,11 +102,46 @@ def wcxb_pages(root: Path) -> list[Page]:
 
 
 def aeb_pages(root: Path) -> list[Page]:
-    """Every page of the Article Extraction Benchmark."""
+    """Every page of the Article Extraction Benchmark (``kind`` is its split)."""
     truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
     return [Page(id=key, path=root / "html" / f"{key}.html.gz",
-                 truth=value.get("articleBody") or "", url=value.get("url"))
+                 truth=value.get("articleBody") or "", url=value.get("url"),
+                 kind=site_split(value.get("url"), key))
             for key, value in sorted(truth.items())]
+
+
+# Block-level elements: their text is a line of its own in the reference text.
+_REF_BLOCKS = frozenset({
+    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
+    "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
+    "ol", "p", "pre", "section", "table", "td", "th", "tr", "ul"})
+
+
+def html_text(raw: bytes) -> str:
+    """The text of an HTML fragment, a block a line (so that no two blocks' words merge)."""
+    import lxml.html
+
+    tree = lxml.html.document_fromstring(raw)
+    for node in tree.iter():
+        if isinstance(node.tag, str) and node.tag in _REF_BLOCKS:
+            node.text = "\n" + (node.text or "")
+            node.tail = "\n" + (node.tail or "")
+    return "\n".join(" ".join(line.split()) for line in tree.text_content().splitlines()
+                     if line.strip())
+
+
+def readability_pages(root: Path) -> list[Page]:
+    """Readability.js's test pages with an ``expected.html`` (``kind`` is its split)."""
+    pages = []
+    for case in sorted(p for p in (root / "test" / "test-pages").iterdir() if p.is_dir()):
+        source, expected = case / "source.html", case / "expected.html"
+        if not (source.is_file() and expected.is_file()):
+            continue
+        site = re.sub(r"-\d+$", "", case.name)
+        pages.append(Page(id=case.name, path=source, truth=html_text(expected.read_bytes()),
+                          url=f"http://fakehost/{case.name}/",
+                          kind=site_split(None, site)))
+    return pages
 
 
 # ---------------------------------------------------------------- metrics
@@ -178,7 +220,8 @@ def _extract_page(job: tuple[str, str | None, tuple[str, ...]]
     """In a worker: each extractor's text, seconds taken and whether it raised."""
     path, url, names = job
     # Both benchmarks' own scripts read the pages as UTF-8 text; so do we.
-    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as handle:
         html = handle.read()
     out = {}
     for name in names:
@@ -315,7 +358,10 @@ def _dump(path: Path, results: dict[str, list[Result]]) -> None:
                                          "url": page.url}
             for name in names:
                 other = results[name][i]
+                tp, fp, fn = shingle_counts(other.text, page.truth)
                 record[name] = {"f1": bag_of_words_prf(other.text, page.truth),
+                                "shingle_pr": [round(tp / (tp + fp), 4) if tp + fp else 0.0,
+                                               round(tp / (tp + fn), 4) if tp + fn else 0.0],
                                 "ms": round(1000 * other.seconds, 1), "text": other.text}
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
@@ -326,7 +372,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
                         help="the shared data folder (default ../shared/data)")
-    parser.add_argument("--bench", choices=("wcxb", "aeb", "all"), default="all")
+    parser.add_argument("--bench", choices=("wcxb", "aeb", "readability", "articles", "all"),
+                        default="all", help="articles: AEB and Readability")
     parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both",
                         help="WCXB part to run (default: both, reported separately)")
     parser.add_argument("--type", dest="kinds", action="append", choices=TYPE_ORDER,
@@ -352,8 +399,12 @@ def _suites(args: argparse.Namespace) -> Iterable[tuple[str, str, list[Page], bo
         for split in splits:
             yield "WCXB dev", split, _sample([p for p in pages if p.split == split],
                                               args.sample), True
-    if args.bench in ("aeb", "all"):
-        yield "AEB", "all", _sample(aeb_pages(args.data / "aeb"), args.sample), False
+    # The articles' rows are their tune and held-out splits (and all).
+    if args.bench in ("aeb", "articles", "all"):
+        yield "AEB", "all", _sample(aeb_pages(args.data / "aeb"), args.sample), True
+    if args.bench in ("readability", "articles", "all"):
+        yield ("Readability", "all", _sample(readability_pages(args.data / "readability"),
+                                              args.sample), True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -363,8 +414,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := set(names) - set(EXTRACTORS):
         print(f"unknown extractor(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    needed = [args.data / d for d, b in (("wcxb-dev", "wcxb"), ("aeb", "aeb"))
-              if args.bench in (b, "all")]
+    needed = [args.data / d for d, b in (("wcxb-dev", "wcxb"), ("aeb", "aeb"),
+                                         ("readability", "readability"))
+              if args.bench in (b, "all") or (args.bench == "articles" and b != "wcxb")]
     if missing := [str(p) for p in needed if not p.is_dir()]:
         print(f"extraction bench skipped: no benchmark data at {', '.join(missing)} "
               "(it lives in ../shared/data beside the checkout)")
@@ -387,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         title = (f"{bench}, {what}: {len(pages)} pages, {time.perf_counter() - start:.0f} s")
         print(format_table(title, build_rows(results, by_type, score), names) + "\n", flush=True)
         if args.dump:
-            tag = "wcxb" if bench.startswith("WCXB") else "aeb"
+            tag = "wcxb" if bench.startswith("WCXB") else bench.lower()
             _dump(args.dump.with_name(f"{args.dump.name}-{tag}-{split}.jsonl"), results)
     return 0
 

@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python bench/hostile.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
+from bench.run import HWM_WRAPPER  # noqa: E402
 from sleuth.fetch import Fetcher  # noqa: E402
 from sleuth.llm.parse import parse_indices, parse_list, parse_verdict, strip_think  # noqa: E402
 from sleuth.models import FetchFailure, Page, Report  # noqa: E402
@@ -332,20 +333,7 @@ async def model_cases(web: OfflineWeb, rows: list[Row]) -> None:
 
 
 # -- hostile HTTP replies to a CLI run ----------------------------------------------------------
-
-# A child reads its own high-water mark at exit (``ru_maxrss`` from ``wait4`` would carry
-# this large process's size over ``execve``; see bench/run.py).
-_HWM_WRAPPER = """
-import atexit, sys
-out = sys.argv.pop(1)
-def hwm():
-    with open('/proc/self/status') as status, open(out, 'w') as sink:
-        sink.write(next(line for line in status if line.startswith('VmHWM')))
-atexit.register(hwm)
-sys.argv[0] = 'sleuth'
-from sleuth.cli import main
-main()
-"""
+# (children report their own VmHWM through bench.run's HWM_WRAPPER)
 
 
 @dataclass
@@ -383,7 +371,7 @@ def run_cli(args: list[str], limit_s: float, memory_gb: float
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink, \
             tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-c", _HWM_WRAPPER, sink.name, *args],
+        proc = subprocess.Popen([sys.executable, "-c", HWM_WRAPPER, sink.name, *args],
                                 cwd=ROOT, stdout=out, stderr=err, preexec_fn=cap_memory)
         polled: list[float] = []
         done = threading.Event()

@@ -21,7 +21,12 @@ Parts, each printed as a Markdown table (see bench/README.md for what every colu
    comparison apart), the scripted model's wall time against the deep run's critical
    path with duplicate fetches and tokens per cited source, and the peak RSS of a deep
    run reading 40 sources.
-6. ``relevance`` (only with ``--only relevance``): :mod:`bench.relevance`, in a world of
+6. ``startup`` (:mod:`bench.startup`): process start to the first search (no model) or
+   model call, with and without the store, in fresh ``sleuth`` processes against the
+   world; and an empty question's refusal.
+7. ``docs`` (:mod:`bench.docs_scale`): documents mode at ``--docs-files`` files (50,000):
+   what every run pays to bring the index of an unchanged folder up to date.
+8. ``relevance`` (only with ``--only relevance``): :mod:`bench.relevance`, in a world of
    its own: the share of cited sources that are on-topic, of relevant pages read that
    are cited, and HotpotQA all-gold recall, when each question has fewer relevant pages
    than sources wanted.
@@ -51,9 +56,13 @@ if str(REPO) not in sys.path:  # python bench/run.py
 
 from bench.client import WorldProcess, cited_urls, world  # noqa: E402
 from bench.data import DataMismatch, verify  # noqa: E402
+from bench.docs_scale import measure as measure_docs  # noqa: E402
+from bench.docs_scale import table as docs_table  # noqa: E402
 from bench.pagetime import table as pagetime_table  # noqa: E402
 from bench.relevance import run_relevance  # noqa: E402
 from bench.relevance import table as relevance_table  # noqa: E402
+from bench.startup import measure as measure_startup  # noqa: E402
+from bench.startup import table as startup_table  # noqa: E402
 from bench.timing import page_times, parts_table, run_timing, timing_table  # noqa: E402
 from bench.topics import TIMING_SETS, timing_questions  # noqa: E402
 from bench.world import data_dir  # noqa: E402
@@ -139,7 +148,7 @@ def help_time(repeat: int = 5) -> float:
 # ``ru_maxrss`` of a child survives execve on Linux: a child of this (large) process would
 # report at least our own size. VmHWM belongs to the new address space, so the child reads
 # its own high-water mark at exit.
-_HWM_WRAPPER = """
+HWM_WRAPPER = """
 import atexit, sys
 out = sys.argv.pop(1)
 def hwm():
@@ -158,7 +167,7 @@ def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
 
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, sink.name, question,
+        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
                                *w.cli_args(llm)], cwd=REPO, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, check=False)
         wall = time.perf_counter() - start
@@ -231,7 +240,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
     parser.add_argument("--only", action="append",
                         choices=("timing", "recall", "footprint", "extraction", "relevance",
-                                 "deep"),
+                                 "deep", "startup", "docs"),
                         help="run only these parts (repeatable; relevance and deep run only "
                              "when named: ~1.5 min and ~6 min)")
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
@@ -258,6 +267,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="HotpotQA questions of the deep recall (50 tune + 50 held out)")
     parser.add_argument("--deep-timing", type=int, default=3,
                         help="timing questions (heavy set) of the deep part's timing")
+    parser.add_argument("--startup-repeat", type=int, default=7,
+                        help="fresh processes timed per start-up set-up (median reported)")
+    parser.add_argument("--docs-files", type=int, default=50_000,
+                        help="files in the generated documents folder")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     return parser.parse_args(argv)
 
@@ -273,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataMismatch as mismatch:
         print(mismatch, file=sys.stderr)
         return 1
-    parts = set(args.only or ("timing", "recall", "footprint", "extraction"))
+    parts = set(args.only or ("timing", "recall", "footprint", "startup", "docs", "extraction"))
     if args.extraction == "none":
         parts.discard("extraction")
     pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
@@ -309,6 +322,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"## Start time and memory\n\n{table}\n", flush=True)
         if "deep" in parts:
             out["deep"] = run_deep_part(w, args)
+        if "startup" in parts:
+            print("start-up to the first request...", file=sys.stderr)
+            starts = measure_startup(w, args.startup_repeat)
+            out["startup"] = [{"label": r.label, "times": r.times} for r in starts]
+            print(f"## Start-up (fresh process to the world's first request, median of "
+                  f"{args.startup_repeat})\n\n{startup_table(starts)}\n", flush=True)
+    if "docs" in parts:
+        print(f"documents mode at {args.docs_files} files...", file=sys.stderr)
+        docs = measure_docs(args.docs_files)
+        out["docs"] = vars(docs)
+        print(f"## Documents mode, {args.docs_files:,} files\n\n{docs_table(docs)}\n",
+              flush=True)
     if "relevance" in parts:
         print("relevance (its own world)...", file=sys.stderr)
         scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs,

@@ -20,6 +20,8 @@ _EXPORTS = {
     "web_search": "sleuth.agent",
     "AgentResult": "sleuth.agent",
     "research_sync": "sleuth.pipeline.quick",
+    "research_many": "sleuth.pipeline.batch",
+    "BatchResult": "sleuth.pipeline.batch",
     "extract": "sleuth.extraction",
     "Extracted": "sleuth.extraction",
     "fetch_page": "sleuth.fetch",
@@ -52,6 +54,7 @@ _EXPORTS = {
 
 __all__ = [
     "AgentResult",
+    "BatchResult",
     "BlockedURLError",
     "CitationCheck",
     "ConfigError",
@@ -82,6 +85,7 @@ __all__ = [
     "load_settings",
     "register",
     "research",
+    "research_many",
     "research_sync",
     "web_search",
 ]
@@ -113,6 +117,7 @@ if TYPE_CHECKING:
         Stats,
         TreeNode,
     )
+    from sleuth.pipeline.batch import BatchResult, research_many
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register

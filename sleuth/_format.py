@@ -11,3 +11,8 @@ def duration(seconds: float) -> str:
     if whole < 3600:
         return f"{whole // 60}m{whole % 60:02d}s"
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+
+
+def plural(count: int, one: str, many: str) -> str:
+    """``1 query``, ``2 queries``, ``0 queries``: the count with the word that fits it."""
+    return f"{count:,} {one if count == 1 else many}"

@@ -99,9 +99,12 @@ class ProviderFailure(SleuthError):
     The reason must never contain an API key.
     """
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, unreachable: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
+        #: True when the provider's host could not be reached at all (no DNS answer, no
+        #: connection): when every search fails so, the machine is probably offline.
+        self.unreachable = unreachable
 
 
 class FetchError(SleuthError):

@@ -47,6 +47,7 @@ from mcp.types import JSONRPCMessage
 from pydantic import ConfigDict, Field, create_model
 
 from sleuth._valid import valid_data, valid_text
+from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
 from sleuth.models import ValidText
 from sleuth.progress import EventStream
@@ -171,6 +172,9 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
         tools.append(strict_tool(_web_search_tool(agent, settings)))
     server = FastMCP("sleuth", instructions=INSTRUCTIONS, host=LOOPBACK, port=port,
                      log_level="WARNING", tools=tools)
+    # FastMCP takes no version and the SDK then reports its own (mcp's): the client
+    # should see which sleuth it talks to. (mcp 1.x: the low-level server's attribute.)
+    server._mcp_server.version = __version__
     # FastMCP gives the root logger a stderr handler; bm25s sets its own logger to DEBUG,
     # which would then print a line per passage search.
     logging.getLogger("bm25s").setLevel(logging.WARNING)

@@ -78,6 +78,8 @@ class SearchFailure(_Record):
     provider: str
     query: str
     reason: str
+    #: The provider's host could not be reached (no DNS answer, no connection).
+    unreachable: bool = False
 
 
 class Candidate(_Record):
@@ -138,6 +140,8 @@ class Failure(_Record):
     url: str
     reason: str
     stage: Literal["search", "fetch", "read", "llm", "budget"] = "fetch"
+    #: The errors behind a reason that sums several up (JSON only; Gaps shows ``reason``).
+    detail: str = ""
 
 
 class Stats(_Record):

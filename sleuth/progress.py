@@ -33,6 +33,10 @@ EventKind = Literal[
     "llm",
     # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end
     "round", "round_failed", "tool", "tool_failed", "agent",
+    # a batch (sleuth batch, research_many): a question starts, ends with a report, fails,
+    # or is not started (a batch budget is spent); data["question_id"] says which. The
+    # events of each question's run carry its question_id too.
+    "question_start", "question_done", "question_failed", "question_skipped",
 ]
 
 

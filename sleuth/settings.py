@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -64,11 +64,27 @@ def normalize_domain(text: str) -> str:
     return entry
 
 
+#: Fields given as a duration (90, 30m, 12h, 7d): their defaults are shown the same way.
+DURATION_FIELDS = ("cache_ttl", "max_time")
+
+
+def format_duration(seconds: float) -> str:
+    """``seconds`` in the largest unit that divides it: 86400 → ``1d``, 90 → ``90s``."""
+    for unit in ("w", "d", "h", "m"):
+        size = _UNITS[unit]
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
 def _meta(
-    flag: str, env: str | tuple[str, ...] | None, *, short: str | None = None
+    flag: str, env: str | tuple[str, ...] | None, *, short: str | None = None,
+    group: str = "Research",
 ) -> dict[str, Any]:
+    """A field's CLI flag, environment variable(s), short flag and ``--help`` group
+    (one of :data:`sleuth._options.HELP_GROUPS`)."""
     envs = (env,) if isinstance(env, str) else (env or ())
-    return {"flag": flag, "env": list(envs), "short": short}
+    return {"flag": flag, "env": list(envs), "short": short, "group": group}
 
 
 class Settings(BaseModel):
@@ -116,46 +132,47 @@ class Settings(BaseModel):
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
         description="Search providers in fallback order, comma-separated.",
-        json_schema_extra=_meta("--search", "SLEUTH_SEARCH"),
+        json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search"),
     )
     searxng_url: str | None = Field(
         None,
         description="Base URL of a SearXNG instance.",
-        json_schema_extra=_meta("--searxng-url", "SLEUTH_SEARXNG_URL"),
+        json_schema_extra=_meta("--searxng-url", "SLEUTH_SEARXNG_URL", group="Search"),
     )
     results_per_query: int = Field(
         8,
         ge=1,
         le=50,
         description="Hits asked of a provider per query.",
-        json_schema_extra=_meta("--results-per-query", "SLEUTH_RESULTS_PER_QUERY"),
+        json_schema_extra=_meta("--results-per-query", "SLEUTH_RESULTS_PER_QUERY", group="Search"),
     )
     format: Literal["markdown", "json", "html"] = Field(
         "markdown",
         description="Output format: markdown, json, or html (one self-contained file).",
-        json_schema_extra=_meta("--format", "SLEUTH_FORMAT"),
+        json_schema_extra=_meta("--format", "SLEUTH_FORMAT", group="Output"),
     )
     output: Path | None = Field(
         None,
         description="Write the report here instead of stdout.",
-        json_schema_extra=_meta("--output", None, short="-o"),
+        json_schema_extra=_meta("--output", None, short="-o", group="Output"),
     )
     allow_private_urls: bool = Field(
         False,
         description="Let URLs from searches reach loopback, private and link-local addresses.",
-        json_schema_extra=_meta("--allow-private-urls", "SLEUTH_ALLOW_PRIVATE_URLS"),
+        json_schema_extra=_meta("--allow-private-urls", "SLEUTH_ALLOW_PRIVATE_URLS",
+                              group="Fetching"),
     )
     fetch_engine: Literal["httpx", "playwright"] = Field(
         "httpx",
         description="How pages are fetched; playwright needs the 'browser' extra.",
-        json_schema_extra=_meta("--fetch-engine", "SLEUTH_FETCH_ENGINE"),
+        json_schema_extra=_meta("--fetch-engine", "SLEUTH_FETCH_ENGINE", group="Fetching"),
     )
     timeout: float = Field(
         15.0,
         gt=0,
         le=600,
         description="Seconds allowed for downloading one page, redirects included.",
-        json_schema_extra=_meta("--timeout", "SLEUTH_TIMEOUT"),
+        json_schema_extra=_meta("--timeout", "SLEUTH_TIMEOUT", group="Fetching"),
     )
     top_wait: float = Field(
         3.0,
@@ -164,84 +181,86 @@ class Settings(BaseModel):
         description="Once enough pages are read, seconds from the start of fetching that the "
                     "best-ranked page still on its way is waited for (0: not waited for "
                     "beyond the others).",
-        json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT"),
+        json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT", group="Fetching"),
     )
     search_timeout: float = Field(
         15.0,
         gt=0,
         le=600,
         description="Seconds allowed for one search.",
-        json_schema_extra=_meta("--search-timeout", "SLEUTH_SEARCH_TIMEOUT"),
+        json_schema_extra=_meta("--search-timeout", "SLEUTH_SEARCH_TIMEOUT", group="Search"),
     )
     max_page_bytes: int = Field(
         5_000_000,
         ge=1024,
         description="Largest body read from one page.",
-        json_schema_extra=_meta("--max-page-bytes", "SLEUTH_MAX_PAGE_BYTES"),
+        json_schema_extra=_meta("--max-page-bytes", "SLEUTH_MAX_PAGE_BYTES", group="Fetching"),
     )
     max_redirects: int = Field(
         5,
         ge=0,
         le=20,
         description="Redirect hops followed per page.",
-        json_schema_extra=_meta("--max-redirects", "SLEUTH_MAX_REDIRECTS"),
+        json_schema_extra=_meta("--max-redirects", "SLEUTH_MAX_REDIRECTS", group="Fetching"),
     )
     concurrency: int = Field(
         8,
         ge=1,
         le=64,
         description="Pages fetched at once, in all.",
-        json_schema_extra=_meta("--concurrency", "SLEUTH_CONCURRENCY"),
+        json_schema_extra=_meta("--concurrency", "SLEUTH_CONCURRENCY", group="Fetching"),
     )
     per_host_concurrency: int = Field(
         2,
         ge=1,
         le=16,
         description="Pages fetched at once from one host.",
-        json_schema_extra=_meta("--per-host-concurrency", "SLEUTH_PER_HOST_CONCURRENCY"),
+        json_schema_extra=_meta("--per-host-concurrency", "SLEUTH_PER_HOST_CONCURRENCY",
+                              group="Fetching"),
     )
     user_agent: str = Field(
         "",
         description="User-Agent header; empty means sleuth's own.",
-        json_schema_extra=_meta("--user-agent", "SLEUTH_USER_AGENT"),
+        json_schema_extra=_meta("--user-agent", "SLEUTH_USER_AGENT", group="Fetching"),
     )
     host_delay: float = Field(
         0.2,
         ge=0,
         le=60,
         description="Seconds between the starts of two requests to one host (0: no wait).",
-        json_schema_extra=_meta("--host-delay", "SLEUTH_HOST_DELAY"),
+        json_schema_extra=_meta("--host-delay", "SLEUTH_HOST_DELAY", group="Fetching"),
     )
     max_pages_per_host: int = Field(
         20,
         ge=1,
         le=10_000,
         description="Pages requested from one host per run; more are skipped.",
-        json_schema_extra=_meta("--max-pages-per-host", "SLEUTH_MAX_PAGES_PER_HOST"),
+        json_schema_extra=_meta("--max-pages-per-host", "SLEUTH_MAX_PAGES_PER_HOST",
+                              group="Fetching"),
     )
     respect_robots: bool = Field(
         False,
         description="Skip pages a site's robots.txt disallows for sleuth's User-Agent (off: "
                     "sleuth reads pages a person asked about, as a browser does, not a crawl).",
-        json_schema_extra=_meta("--respect-robots", "SLEUTH_RESPECT_ROBOTS"),
+        json_schema_extra=_meta("--respect-robots", "SLEUTH_RESPECT_ROBOTS", group="Fetching"),
     )
     allow_domains: list[str] = Field(
         default_factory=list,
         description="Fetch pages only from these domains and their subdomains, "
                     "comma-separated; their private addresses are allowed too.",
-        json_schema_extra=_meta("--allow-domains", "SLEUTH_ALLOW_DOMAINS"),
+        json_schema_extra=_meta("--allow-domains", "SLEUTH_ALLOW_DOMAINS", group="Fetching"),
     )
     deny_domains: list[str] = Field(
         default_factory=list,
         description="Never fetch pages from these domains or their subdomains, "
                     "comma-separated.",
-        json_schema_extra=_meta("--deny-domains", "SLEUTH_DENY_DOMAINS"),
+        json_schema_extra=_meta("--deny-domains", "SLEUTH_DENY_DOMAINS", group="Fetching"),
     )
     max_chars: int = Field(
         30_000,
         ge=1000,
         description="Characters of text kept per page.",
-        json_schema_extra=_meta("--max-chars", "SLEUTH_MAX_CHARS"),
+        json_schema_extra=_meta("--max-chars", "SLEUTH_MAX_CHARS", group="Fetching"),
     )
     extract_timeout: float = Field(
         10.0,
@@ -249,7 +268,7 @@ class Settings(BaseModel):
         le=600,
         description="Seconds allowed for extracting one page's text; a page that takes "
                     "longer is a gap ('too complex to extract').",
-        json_schema_extra=_meta("--extract-timeout", "SLEUTH_EXTRACT_TIMEOUT"),
+        json_schema_extra=_meta("--extract-timeout", "SLEUTH_EXTRACT_TIMEOUT", group="Fetching"),
     )
     extract_memory_mb: int = Field(
         300,
@@ -257,7 +276,8 @@ class Settings(BaseModel):
         le=100_000,
         description="Memory (MB) one page's extraction may take beyond an idle worker's "
                     "(enforced on Linux); a page that needs more is a gap.",
-        json_schema_extra=_meta("--extract-memory-mb", "SLEUTH_EXTRACT_MEMORY_MB"),
+        json_schema_extra=_meta("--extract-memory-mb", "SLEUTH_EXTRACT_MEMORY_MB",
+                              group="Fetching"),
     )
     extract_workers: int = Field(
         2,
@@ -265,7 +285,7 @@ class Settings(BaseModel):
         le=64,
         description="Worker processes that extract page text (0: in this process, "
                     "without the time and memory limits).",
-        json_schema_extra=_meta("--extract-workers", "SLEUTH_EXTRACT_WORKERS"),
+        json_schema_extra=_meta("--extract-workers", "SLEUTH_EXTRACT_WORKERS", group="Fetching"),
     )
     quality_rules: Path | None = Field(
         None,
@@ -284,47 +304,48 @@ class Settings(BaseModel):
     model: str | None = Field(
         None,
         description="Model for every LLM stage (none: the server's first model, or no LLM).",
-        json_schema_extra=_meta("--model", "SLEUTH_MODEL"),
+        json_schema_extra=_meta("--model", "SLEUTH_MODEL", group="Model"),
     )
     plan_model: str | None = Field(
         None,
         description="Model for planning queries and choosing results.",
-        json_schema_extra=_meta("--plan-model", "SLEUTH_PLAN_MODEL"),
+        json_schema_extra=_meta("--plan-model", "SLEUTH_PLAN_MODEL", group="Model"),
     )
     summary_model: str | None = Field(
         None,
         description="Model for reading pages and checking claims.",
-        json_schema_extra=_meta("--summary-model", "SLEUTH_SUMMARY_MODEL"),
+        json_schema_extra=_meta("--summary-model", "SLEUTH_SUMMARY_MODEL", group="Model"),
     )
     report_model: str | None = Field(
         None,
         description="Model that writes the report.",
-        json_schema_extra=_meta("--report-model", "SLEUTH_REPORT_MODEL"),
+        json_schema_extra=_meta("--report-model", "SLEUTH_REPORT_MODEL", group="Model"),
     )
     base_url: str | None = Field(
         None,
         description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1.",
-        json_schema_extra=_meta("--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL")),
+        json_schema_extra=_meta("--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"),
+                              group="Model"),
     )
     context_window: int | None = Field(
         None,
         ge=512,
         description="Model context in tokens; overrides sleuth's table.",
-        json_schema_extra=_meta("--context-window", "SLEUTH_CONTEXT_WINDOW"),
+        json_schema_extra=_meta("--context-window", "SLEUTH_CONTEXT_WINDOW", group="Model"),
     )
     read_tokens: int = Field(
         2500,
         ge=0,
         description="Tokens of a page the model reads: a longer page is read as its passages "
                     "most relevant to the question; 0 reads every page whole.",
-        json_schema_extra=_meta("--read-tokens", "SLEUTH_READ_TOKENS"),
+        json_schema_extra=_meta("--read-tokens", "SLEUTH_READ_TOKENS", group="Model"),
     )
     llm_concurrency: int = Field(
         8,
         ge=1,
         le=64,
         description="Model calls in flight at once.",
-        json_schema_extra=_meta("--llm-concurrency", "SLEUTH_LLM_CONCURRENCY"),
+        json_schema_extra=_meta("--llm-concurrency", "SLEUTH_LLM_CONCURRENCY", group="Model"),
     )
     llm_timeout: float = Field(
         180.0,
@@ -332,24 +353,25 @@ class Settings(BaseModel):
         le=3600,
         description="Seconds allowed for one model call, its whole reply and any retries "
         "included.",
-        json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT"),
+        json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT", group="Model"),
     )
     no_llm: bool = Field(
         False,
         description="Never use a model, even when one is configured or Ollama is running.",
-        json_schema_extra=_meta("--no-llm", "SLEUTH_NO_LLM"),
+        json_schema_extra=_meta("--no-llm", "SLEUTH_NO_LLM", group="Model"),
     )
     verify: Literal["lexical", "llm"] = Field(
         "lexical",
-        description="How cited sentences are checked against their sources.",
-        json_schema_extra=_meta("--verify", "SLEUTH_VERIFY"),
+        description="How cited sentences are checked against their sources: lexical (their "
+                    "figures and key terms must be there) or llm (the summary model judges).",
+        json_schema_extra=_meta("--verify", "SLEUTH_VERIFY", group="Model"),
     )
     words: int = Field(
         1000,
         ge=100,
         le=10000,
         description="Approximate length of an LLM-written report (deep mode: default 3000).",
-        json_schema_extra=_meta("--words", "SLEUTH_WORDS"),
+        json_schema_extra=_meta("--words", "SLEUTH_WORDS", group="Model"),
     )
     lang: str | None = Field(
         None,
@@ -360,23 +382,23 @@ class Settings(BaseModel):
     home: Path | None = Field(
         None,
         description="Folder of the run store and caches; default: the user cache folder.",
-        json_schema_extra=_meta("--home", "SLEUTH_HOME"),
+        json_schema_extra=_meta("--home", "SLEUTH_HOME", group="Store"),
     )
     no_store: bool = Field(
         False,
         description="Keep nothing on disk: no cache, no run record.",
-        json_schema_extra=_meta("--no-store", "SLEUTH_NO_STORE"),
+        json_schema_extra=_meta("--no-store", "SLEUTH_NO_STORE", group="Store"),
     )
     refresh: bool = Field(
         False,
         description="Ignore cached searches and pages (still store the new ones).",
-        json_schema_extra=_meta("--refresh", "SLEUTH_REFRESH"),
+        json_schema_extra=_meta("--refresh", "SLEUTH_REFRESH", group="Store"),
     )
     cache_ttl: float = Field(
         86400.0,
         ge=0,
         description="How long cached searches and pages stay fresh (90, 30m, 12h, 7d).",
-        json_schema_extra=_meta("--cache-ttl", "SLEUTH_CACHE_TTL"),
+        json_schema_extra=_meta("--cache-ttl", "SLEUTH_CACHE_TTL", group="Store"),
     )
     docs: Path | None = Field(
         None,
@@ -388,25 +410,25 @@ class Settings(BaseModel):
         None,
         gt=0,
         description="Seconds the whole run may take, model calls included (90, 5m).",
-        json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME"),
+        json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME", group="Budgets"),
     )
     max_fetches: int | None = Field(
         None,
         ge=1,
         description="Pages fetched at most.",
-        json_schema_extra=_meta("--max-fetches", "SLEUTH_MAX_FETCHES"),
+        json_schema_extra=_meta("--max-fetches", "SLEUTH_MAX_FETCHES", group="Budgets"),
     )
     max_tokens: int | None = Field(
         None,
         ge=1,
         description="Model tokens (prompt + completion) at most.",
-        json_schema_extra=_meta("--max-tokens", "SLEUTH_MAX_TOKENS"),
+        json_schema_extra=_meta("--max-tokens", "SLEUTH_MAX_TOKENS", group="Budgets"),
     )
     max_cost: float | None = Field(
         None,
         gt=0,
         description="Estimated model cost in USD at most.",
-        json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST"),
+        json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST", group="Budgets"),
     )
     # --- agent mode (sleuth agent); --max-time, --max-tokens, --max-cost apply too ---
     round_minutes: float = Field(
@@ -414,27 +436,27 @@ class Settings(BaseModel):
         gt=0,
         le=1440,
         description="Agent mode: minutes one round may take.",
-        json_schema_extra=_meta("--round-minutes", "SLEUTH_ROUND_MINUTES"),
+        json_schema_extra=_meta("--round-minutes", "SLEUTH_ROUND_MINUTES", group="Agent mode"),
     )
     max_rounds: int = Field(
         20,
         ge=1,
         le=1000,
         description="Agent mode: rounds at most.",
-        json_schema_extra=_meta("--max-rounds", "SLEUTH_MAX_ROUNDS"),
+        json_schema_extra=_meta("--max-rounds", "SLEUTH_MAX_ROUNDS", group="Agent mode"),
     )
     max_tool_calls: int = Field(
         30,
         ge=1,
         le=1000,
         description="Agent mode: tool calls per round at most.",
-        json_schema_extra=_meta("--max-tool-calls", "SLEUTH_MAX_TOOL_CALLS"),
+        json_schema_extra=_meta("--max-tool-calls", "SLEUTH_MAX_TOOL_CALLS", group="Agent mode"),
     )
     agent_protocol: Literal["auto", "tools", "json"] = Field(
         "auto",
         description="Agent mode: function calling, JSON actions in text, or auto (tools, "
                     "else JSON).",
-        json_schema_extra=_meta("--agent-protocol", "SLEUTH_AGENT_PROTOCOL"),
+        json_schema_extra=_meta("--agent-protocol", "SLEUTH_AGENT_PROTOCOL", group="Agent mode"),
     )
 
     @field_validator("search", mode="before")
@@ -457,7 +479,7 @@ class Settings(BaseModel):
             return [normalize_domain(str(v)) for v in value if str(v).strip()]
         return value
 
-    @field_validator("cache_ttl", "max_time", mode="before")
+    @field_validator(*DURATION_FIELDS, mode="before")
     @classmethod
     def _duration(cls, value: object) -> object:
         if isinstance(value, str):
@@ -576,23 +598,66 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 
 def _default_text(name: str) -> str | None:
-    """A field's default as the docs and --help show it (lists comma-joined); None if unset."""
+    """A field's default as the docs and --help show it (lists comma-joined, durations
+    as ``1d``); None if unset."""
     default = Settings.model_fields[name].get_default(call_default_factory=True)
     if isinstance(default, list):
         default = ",".join(default)
+    if name in DURATION_FIELDS and isinstance(default, int | float):
+        return format_duration(default)
     return None if default in (None, "") else str(default)
 
 
+def _metavar(name: str) -> str | None:
+    """What ``--help`` shows as an option's value: its choices, or the kind of value."""
+    choices = _choices(name)
+    if choices:
+        return "[" + "|".join(choices) + "]"
+    annotation = Settings.model_fields[name].annotation
+    if get_origin(annotation) is list:
+        return "LIST"
+    kinds = {arg for arg in (get_args(annotation) or (annotation,)) if arg is not type(None)}
+    if bool in kinds:
+        return None
+    if name in DURATION_FIELDS:
+        return "DURATION"
+    if name.endswith("_url"):
+        return "URL"
+    if Path in kinds:
+        return "FILE" if name in ("output", "quality_rules") else "DIR"
+    if int in kinds or float in kinds:
+        return "N"
+    return "TEXT"
+
+
+def _choices(name: str) -> list[str] | None:
+    """The values a ``Literal`` field accepts (shown by ``--help``), else None."""
+    annotation = Settings.model_fields[name].annotation
+    if get_origin(annotation) is Literal:
+        return [str(value) for value in get_args(annotation)]
+    return None
+
+
 def settings_markdown() -> str:
-    """The settings table as Markdown, for the README and ``sleuth --help-settings``."""
-    rows = ["| option | environment | default | meaning |", "|---|---|---|---|"]
-    for name, info in Settings.model_fields.items():
-        meta = field_meta(name)
-        default = _default_text(name)
-        shown = f"`{default}`" if default is not None else ""
-        envs = ", ".join(f"`{e}`" for e in meta["env"])
-        rows.append(f"| `{meta['flag']}` | {envs} | {shown} | {info.description} |")
-    return "\n".join(rows)
+    """The settings table as Markdown, for the README: one table per ``--help`` group."""
+    from sleuth._options import HELP_GROUPS
+
+    parts = []
+    for group in HELP_GROUPS:
+        names = [name for name in Settings.model_fields if field_meta(name)["group"] == group]
+        if not names:
+            continue
+        rows = [f"**{group}**", "", "| option | environment | default | meaning |",
+                "|---|---|---|---|"]
+        for name in names:
+            meta = field_meta(name)
+            default = _default_text(name)
+            shown = f"`{default}`" if default is not None else ""
+            meaning = Settings.model_fields[name].description
+            envs = ", ".join(f"`{e}`" for e in meta["env"])
+            rows.append(f"| `{meta['flag']}` | {envs} | {shown} | {meaning} |")
+        parts.append("\n".join(rows))
+    return "\n\n".join(parts)
 
 
 #: The settings table compiled for the CLI, so that ``sleuth --help`` needs no pydantic.
@@ -607,7 +672,9 @@ def cli_options_table() -> list[dict[str, Any]]:
         is_flag = info.annotation is bool
         rows.append({"name": name, "flag": meta["flag"], "short": meta["short"],
                      "env": meta["env"], "help": info.description, "is_flag": is_flag,
-                     "default": None if is_flag else _default_text(name)})
+                     "default": None if is_flag else _default_text(name),
+                     "metavar": _metavar(name), "choices": _choices(name),
+                     "group": meta["group"]})
     return rows
 
 

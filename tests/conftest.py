@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from sleuth.testing import OfflineWeb
+from sleuth.testing.llm import ScriptedLLM
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
+
+#: The model name the scripted endpoint serves (tests pass it as ``model=``).
+MODEL = "scripted-model"
 
 
 @pytest.fixture(autouse=True)
@@ -69,3 +73,28 @@ def web() -> Iterator[OfflineWeb]:
     """
     with OfflineWeb(CORPUS_DIR) as world:
         yield world
+
+
+@pytest.fixture
+def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
+    """A fresh scripted endpoint behind ``web.llm_url`` for this test only, so one
+    test's replies and recorded requests never leak into another's."""
+    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
+    try:
+        yield web.llm
+    finally:
+        web.llm = previous
+
+
+@pytest.fixture
+def error_line(capsys: pytest.CaptureFixture[str]) -> Callable[[], str]:
+    """Reads the single ``sleuth: error:`` line the last command printed, checking that
+    nothing went to stdout and that no traceback was shown."""
+    def read() -> str:
+        out, err = capsys.readouterr()
+        assert out == ""
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith("sleuth: error: ") and "Traceback" not in err
+        return lines[0]
+    return read

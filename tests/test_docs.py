@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,94 @@ def test_deleted_and_new_files_are_followed(store: Store, folder: Path) -> None:
     assert _names(search_docs(store, "magma", 5)) == ["volcano.md"]
 
 
+def _age(folder: Path, seconds: int = 3600, recent_only: bool = False) -> None:
+    """Date every file and folder (``recent_only``: modified in the last 10 minutes) back.
+
+    A scan keeps its fingerprint only when nothing was modified just before it (a
+    change in the same clock tick would not show), and a run with a file modified just
+    before it compares every file: dating a change back makes the next run rely on the
+    fingerprint to see it, as it does for a change made minutes before a run.
+    """
+    recent = time.time_ns() - 600 * 1_000_000_000
+    for path in [folder, *folder.rglob("*")]:
+        st = path.lstat()
+        if not recent_only or st.st_mtime_ns > recent:
+            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000),
+                     follow_symlinks=False)
+
+
+def _fingerprints(store: Store) -> int:
+    return int(store.read(lambda c: c.execute("SELECT count(*) FROM docs_folders")
+                          .fetchone()[0]))
+
+
+def _change(folder: Path, change: str) -> tuple[str, str | None]:
+    """Make ``change``; the query that finds the new text, and the file it must find."""
+    if change == "edit in place":
+        _write(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership ledger"))
+        return "ownership ledger", "notes.md"
+    if change == "edit in place, same size":
+        before = folder.stat().st_mtime_ns
+        _write(folder / "kelp.txt", KELP_TXT.replace("Giant", "Bulky"))
+        assert (folder / "kelp.txt").stat().st_size == len(KELP_TXT)
+        assert folder.stat().st_mtime_ns == before  # its folder's time says nothing
+        return "bulky", "kelp.txt"
+    if change == "edit through a symlink":
+        _write(folder / "sub" / "tides.rst", TIDES_RST.replace("moon", "selene"))
+        return "selene", "tides.rst"
+    if change == "add":
+        _write(folder / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
+        return "magma", "volcano.md"
+    if change == "add in a new folder":
+        _write(folder / "sub" / "deep" / "volcano.md", "# Volcanoes\nMagma chambers.")
+        return "magma", "volcano.md"
+    if change == "remove":
+        (folder / "kelp.txt").unlink()
+        return "kelp", None
+    assert change == "rename"
+    (folder / "kelp.txt").rename(folder / "seaweed.txt")
+    return "kelp", "seaweed.txt"
+
+
+@pytest.mark.parametrize("change", [
+    "edit in place", "edit in place, same size", "edit through a symlink", "add",
+    "add in a new folder", "remove", "rename"])
+def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
+        store: Store, tmp_path: Path, change: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = tmp_path / "clean"
+    _write(folder / "notes.md", NOTES_MD)
+    _write(folder / "kelp.txt", KELP_TXT)
+    _write(folder / "sub" / "tides.rst", TIDES_RST)
+    (folder / "tides-link.rst").symlink_to(folder / "sub" / "tides.rst")
+    _age(folder)
+    first = index_folder(store, folder, READ)
+    assert (first.added, first.failed) == (4, [])
+    assert _fingerprints(store) == 1  # a clean scan: the next run may skip the per-file check
+    extracted: list[str] = []
+    real_extract = documents.extract_document
+
+    def spy(path: Path, data: bytes, *args: Any) -> Any:
+        extracted.append(path.name)
+        return real_extract(path, data, *args)
+
+    monkeypatch.setattr(documents, "extract_document", spy)
+    again = index_folder(store, folder, READ)
+    assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 4, 0)
+    assert extracted == []
+
+    query, name = _change(folder, change)
+    _age(folder, 1800, recent_only=True)  # unlike the first scan's times, whatever the tick
+    index_folder(store, folder, READ)
+    names = _names(search_docs(store, query, 5))
+    if name is None:
+        assert names == []
+    else:
+        assert name in names
+        assert extracted, "the changed file was not read again"
+    if change in ("remove", "rename"):
+        assert "kelp.txt" not in _names(search_docs(store, "photosynthesis", 5))
+
+
 def test_missing_or_unusable_folder_is_a_config_error(store: Store, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         index_folder(store, tmp_path / "nowhere", READ)
@@ -326,3 +415,36 @@ def test_local_provider_needs_a_documents_folder(tmp_path: Path) -> None:
     with pytest.raises(ProviderError, match="not a folder"):
         settings = DocsSettings.model_validate({"search": ["local"], "docs": tmp_path / "nowhere"})
         build_providers(settings, client, env={})
+
+
+ESCAPED_MD = r"""# Release notes \#42
+
+| Option | Meaning |
+|---|---|
+| `--pipe` | reads a\|b as one value |
+| size | 10\*20 cm, not \_emphasis\_ |
+
+Issue \#7 is fixed \(finally\). A path like C:\\temp stays readable.
+
+```
+grep '\#' notes.md   # code keeps its backslashes
+```
+
+Inline code keeps them too: `a\|b`.
+"""
+
+
+def test_markdown_escapes_are_not_in_a_documents_text(store: Store, tmp_path: Path) -> None:
+    """A Markdown file's text reads as its reader sees it: no ``\\#`` or ``\\|``."""
+    docs = tmp_path / "docs"
+    _write(docs / "release.md", ESCAPED_MD)
+    index_folder(store, docs, READ)
+    doc = get_doc(store, docs.resolve() / "release.md")
+    assert doc is not None
+    text = doc.text
+    assert doc.title == "Release notes #42"
+    assert "reads a|b as one value" in text and "Issue #7 is fixed (finally)." in text
+    assert "10*20 cm, not _emphasis_" in text and r"C:\temp stays" in text
+    assert "\\#" not in text.split("```")[0] and "\\|" not in text.split("```")[0]
+    # What is code is left exactly as written.
+    assert r"grep '\#' notes.md" in text and r"`a\|b`" in text

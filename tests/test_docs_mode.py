@@ -193,3 +193,27 @@ def test_documents_mode_errors_are_one_line(tmp_path: Path,
     assert len(err) == 2, "a run was started (or a traceback printed) before the error"
     assert err[0].startswith("sleuth: error: ") and str(tmp_path / "missing") in err[0]
     assert err[1].startswith("sleuth: error: search provider 'local' needs a documents folder")
+
+
+def test_a_folder_with_nothing_on_the_question_says_so(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        no_network: list[Any]) -> None:
+    """The report said "see Gaps" and Gaps said every source could be read: now it says
+    that nothing in the folder matched (or that the folder holds nothing to read)."""
+    out = tmp_path / "report.json"
+    for docs, said in ((folder, f"nothing in the documents folder {folder} matched the "
+                                "question"),
+                       (tmp_path / "empty", f"the documents folder {tmp_path / 'empty'} "
+                                            "holds no file sleuth can read")):
+        docs.mkdir(exist_ok=True)
+        assert run(["--docs", str(docs), "--home", str(tmp_path / "home"), "--no-llm",
+                    "--quiet", "--format", "json", "-o", str(out),
+                    "How does the Rust borrow checker work?"]) == 1
+        report = json.loads(out.read_text(encoding="utf-8"))
+        assert report["sources"] == []
+        assert [f["reason"] for f in report["failures"]] == [said]
+        gaps = _gaps(report)
+        assert "Every source that was tried could be read" not in gaps
+        assert said.replace(str(tmp_path), "") in gaps.replace(
+            str(tmp_path).replace("_", "\\_"), "")
+    assert no_network == []

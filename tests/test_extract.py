@@ -651,3 +651,43 @@ def test_retrained_trees_route_a_block_on_the_threshold_as_they_were_trained(
     blocks = np.array([[0.0, split], [0.0, split + 1e-9], [0.0, 0.5]])
     below, above, far_below = predict(trees, blocks)
     assert below < 0.2 and far_below < 0.2 and above > 0.8
+
+
+CORPUS_PAGES = Path(__file__).parent / "data" / "corpus" / "pages"
+
+
+def test_wiki_section_edit_links_are_not_text() -> None:
+    """MediaWiki's "[edit]" links beside each heading are controls, not the article."""
+    html = gzip.decompress((CORPUS_PAGES / "wikipedia-mozilla.html.gz").read_bytes())
+    text = extract(html, "https://en.wikipedia.org/wiki/Mozilla").text
+    assert "[edit]" not in text
+    lines = text.splitlines()
+    assert "Software" in lines and "Firefox" in lines  # the headings themselves stay
+    assert "Firefox is a web browser, and is Mozilla's flagship software product." in text
+
+
+def test_an_edit_link_written_into_a_heading_is_dropped_too() -> None:
+    page = ("<html><body><article><h1>Mozilla</h1>"
+            + "".join(f"<h2>Section {n} [edit]</h2><p>Paragraph {n} says something about "
+                      "the browser and its long history as free software.</p>"
+                      for n in range(1, 6))
+            + "<p>A sentence that ends in brackets [edit] stays as it was written.</p>"
+            + "</article></body></html>")
+    text = extract(page).text
+    assert "Section 3" in text.splitlines() and "Section 3 [edit]" not in text
+    assert "ends in brackets [edit] stays" in text
+
+
+def test_an_xhtml_page_with_an_xml_declaration_is_read() -> None:
+    """lxml refuses a text with an encoding declaration: such a page came out empty."""
+    body = "".join(f"<p>Paragraph {n} of the report on the harbour's new sea wall.</p>"
+                   for n in range(1, 6))
+    page = ('<?xml version="1.0" encoding="Shift_JIS"?>\n<!DOCTYPE html PUBLIC '
+            '"-//W3C//DTD XHTML 1.0 Transitional//EN" '
+            '"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">\n'
+            '<html xmlns="http://www.w3.org/1999/xhtml"><head><title>Sea wall</title></head>'
+            f"<body><article>{body}</article></body></html>")
+    for given in (page, page.encode("shift_jis")):
+        result = extract(given)
+        assert "Paragraph 5 of the report" in result.text
+        assert result.title == "Sea wall"

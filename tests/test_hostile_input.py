@@ -34,16 +34,6 @@ def web_args(web: OfflineWeb, *extra: str) -> list[str]:
             "--timeout", str(PAGE_TIMEOUT), "--no-llm", "--quiet", *extra]
 
 
-def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    """The single ``sleuth: error:`` line the last command printed (and nothing on stdout)."""
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("sleuth: error: ") and "Traceback" not in err
-    return lines[0]
-
-
 # -- questions -----------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("question", "message"), [
@@ -55,10 +45,10 @@ def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 ])
 def test_unusable_questions_are_refused_before_any_request(
         question: str, message: str, web: OfflineWeb,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        error_line: Callable[[], str]) -> None:
     web.reset_log()
     assert run(web_args(web, question)) == 2
-    assert message in one_error_line(capsys)
+    assert message in error_line()
     with pytest.raises(sleuth.ConfigError, match=message):
         sleuth.research_sync(question, search="searxng", searxng_url=web.searxng_url,
                              no_llm=True)
@@ -109,27 +99,27 @@ def test_odd_but_real_questions_get_a_report(question: str, web: OfflineWeb,
     (["--output", ""], "invalid value for --output"),
 ])
 def test_out_of_range_options_are_one_line_and_exit_2(
-        argv: list[str], message: str, capsys: pytest.CaptureFixture[str],
+        argv: list[str], message: str, error_line: Callable[[], str],
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # an empty path must not quietly mean "here"
     assert run([*argv, "--no-llm", "--search", "searxng", "--searxng-url",
                 "http://127.0.0.1:9", "a question"]) == 2
-    assert message in one_error_line(capsys)
+    assert message in error_line()
     assert list(tmp_path.iterdir()) == []
 
 
 # -- --docs --------------------------------------------------------------------------------
 
 def test_docs_that_is_a_file_or_unreadable_is_one_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path, error_line: Callable[[], str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     a_file = tmp_path / "notes.txt"
     a_file.write_text("not a folder", encoding="utf-8")
     assert run(["--docs", str(a_file), "--no-llm", "a question"]) == 2
-    assert "is not a folder" in one_error_line(capsys)
+    assert "is not a folder" in error_line()
 
     assert run(["--docs", str(a_file / "sub"), "--no-llm", "a question"]) == 2
-    assert "is not a folder" in one_error_line(capsys)
+    assert "is not a folder" in error_line()
 
     # Root reads any folder whatever its mode, so the refusal is simulated where it happens.
     locked = tmp_path / "locked"
@@ -143,7 +133,7 @@ def test_docs_that_is_a_file_or_unreadable_is_one_line(
 
     monkeypatch.setattr(os, "scandir", scandir)
     assert run(["--docs", str(locked), "--no-llm", "a question"]) == 2
-    line = one_error_line(capsys)
+    line = error_line()
     assert "cannot read documents folder" in line and str(locked) in line
 
 
@@ -167,7 +157,7 @@ def _disk_full_after(monkeypatch: pytest.MonkeyPatch, armed: Callable[[], bool])
 @pytest.mark.parametrize("existing", [False, True], ids=["new-home", "existing-store"])
 def test_a_home_that_is_full_at_start_is_one_line_and_exit_2(
         existing: bool, web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        error_line: Callable[[], str]) -> None:
     home = tmp_path / "home"
     if existing:  # the store opens, but not even the run record fits any more
         Database(home).close()
@@ -175,7 +165,7 @@ def test_a_home_that_is_full_at_start_is_one_line_and_exit_2(
     refused = _disk_full_after(monkeypatch, lambda: True)
     web.reset_log()
     assert run(web_args(web, "--home", str(home), "what is WAL?")) == 2
-    line = one_error_line(capsys)
+    line = error_line()
     assert "disk is full" in line and str(home) in line
     assert refused and web.requests == []
 
@@ -208,16 +198,16 @@ def test_a_home_that_fills_up_mid_run_still_gives_the_report(
 # -- --output --------------------------------------------------------------------------------
 
 def test_output_onto_a_folder_is_refused_before_the_research(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        web: OfflineWeb, tmp_path: Path, error_line: Callable[[], str]) -> None:
     web.reset_log()
     assert run(web_args(web, "-o", str(tmp_path), web.topics[0].question)) == 2
-    assert "is a folder" in one_error_line(capsys)
+    assert "is a folder" in error_line()
     assert web.requests == [], "the research ran although its report could not be written"
 
 
 def test_a_write_that_fails_midway_leaves_the_old_file_intact(
         web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        error_line: Callable[[], str]) -> None:
     out = tmp_path / "report.md"
     out.write_text("the previous report\n", encoding="utf-8")
     real_fdopen = os.fdopen
@@ -249,7 +239,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_intact(
         pytest.skip("needs /proc to tell the report's file from others")
     monkeypatch.setattr(os, "fdopen", fdopen)
     code = run(web_args(web, "-o", str(out), web.topics[0].question))
-    line = one_error_line(capsys)
+    line = error_line()
     assert code == 2
     assert f"cannot write {out}" in line and "No space left on device" in line
     assert out.read_text(encoding="utf-8") == "the previous report\n"

@@ -168,3 +168,36 @@ def test_cli_writes_one_html_file_from_the_offline_web(web: OfflineWeb, tmp_path
     assert targets and set(targets) <= parsed.ids()
     assert any(a.get("class", "").startswith("badge conf-") for _, a in parsed.tags)
     assert "gaps" in parsed.ids()
+
+
+def test_tiers_read_calmly_and_say_what_they_mean() -> None:
+    """Every source of a typical run showed a grey "UNVERIFIED" badge, read as a warning
+    about the page: it says "unlisted", its tooltip and a legend say what that means, and
+    the JSON keeps the tier's name."""
+    sources = [source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
+               source(2, "Some blog", "https://blog.example/x", Quality.UNVERIFIED)]
+    report = make_report(sources)
+    parsed = Parsed(render_html(report))
+    badges = {a["class"]: a for _, a in parsed.tags if "tier-" in a.get("class", "")}
+    unlisted = badges["badge tier-unverified"]
+    assert unlisted["title"].startswith("UNVERIFIED: a site that is not on sleuth's list of "
+                                        "known sites")
+    assert badges["badge tier-primary"]["title"].startswith("PRIMARY: ")
+    text = " ".join(parsed.text)
+    assert "UNVERIFIED" not in text and "unlisted" in text
+    assert "says nothing against the page itself" in text  # the legend under the sources
+    assert [s["quality"] for s in report.to_json_dict()["sources"]] == ["PRIMARY", "UNVERIFIED"]
+
+
+def test_the_counts_read_well_and_no_gaps_is_not_a_link() -> None:
+    report = make_report([source(1, "SQLite WAL", "https://sqlite.org/wal.html")])
+    report = report.model_copy(update={"stats": Stats(searches=1, fetches=12_345,
+                                                      elapsed_s=1234.5)})
+    parsed = Parsed(render_html(report))
+    text = " ".join(parsed.text)
+    assert "0 gaps" in text and "#gaps" not in parsed.hrefs()  # nothing to go to
+    assert "1 source read" in text and "1 search" in text and "12,345 pages fetched" in text
+    failed = make_report([], [Failure(url="https://big.example/", reason="too large")])
+    parsed = Parsed(render_html(failed))
+    assert "#gaps" in parsed.hrefs() and "1 gap" in " ".join(parsed.text)
+

@@ -21,7 +21,6 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -98,15 +97,6 @@ class ObedientResearcher(ScriptedResearcher):
             shown = line.replace("<<<", "<< <").replace(">>>", "> >>")
             text = text.replace(json.dumps(shown)[1:-1], "")
         return super().summarize(json.loads(text))
-
-
-@pytest.fixture
-def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
-    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
-    try:
-        yield web.llm
-    finally:
-        web.llm = previous
 
 
 def research(web: OfflineWeb, question: str, **extra: Any) -> Report:

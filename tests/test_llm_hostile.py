@@ -48,16 +48,6 @@ def server() -> Iterator[ScriptedLLM]:
         yield llm
 
 
-@pytest.fixture
-def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
-    """A fresh scripted endpoint behind ``web.llm_url`` for this test only."""
-    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
-    try:
-        yield web.llm
-    finally:
-        web.llm = previous
-
-
 async def no_sleep(seconds: float) -> None:
     """Backoff between retries, skipped: the tests count attempts, not seconds."""
 

@@ -13,7 +13,6 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,16 +32,6 @@ from sleuth.testing.researcher import MARKERS, ScriptedResearcher, section
 
 PAGE_TIMEOUT = 5.0
 MODEL = "scripted-model"
-
-
-@pytest.fixture
-def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
-    """A fresh scripted endpoint behind ``web.llm_url`` for this test only."""
-    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
-    try:
-        yield web.llm
-    finally:
-        web.llm = previous
 
 
 def options(web: OfflineWeb, **extra: Any) -> dict[str, Any]:

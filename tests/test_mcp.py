@@ -80,7 +80,9 @@ def assert_cited_report(markdown: str) -> None:
 async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: Path) -> None:
     params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
                                    env=server_env(web, tmp_path))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
+    errlog = (tmp_path / "stderr.txt").open("w", encoding="utf-8")
+    async with stdio_client(params, errlog=errlog) as (read, write), \
+            ClientSession(read, write) as client:
         await client.initialize()
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         # No model is configured, so agent mode is not offered.
@@ -105,6 +107,11 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         # The server survived the bad call.
         page = await client.call_tool("fetch_page", {"url": web.docs[0].url})
         assert not page.isError and web.docs[0].url in text_of(page)
+    errlog.close()
+    # The client's log (stderr) gets no library debug lines ("DEBUG Building index from
+    # tokens" once per page read).
+    stderr = (tmp_path / "stderr.txt").read_text(encoding="utf-8")
+    assert "DEBUG" not in stderr and "Building index" not in stderr
 
 
 @pytest.mark.slow
@@ -270,6 +277,24 @@ async def test_arguments_are_checked_strictly_against_the_advertised_schema(
     assert web.requests == []  # refused before any search or fetch
 
 
+async def test_the_server_names_sleuths_version_and_counts_in_good_english(
+        web: OfflineWeb) -> None:
+    """The client sees sleuth's version (it saw the MCP library's, 1.30.0) and the
+    progress says "plan: 1 query" (it said "1 queries")."""
+    import sleuth
+
+    async with in_memory(offline_settings(web)) as client:
+        hello = await client.initialize()
+        assert hello.serverInfo.name == "sleuth"
+        assert hello.serverInfo.version == sleuth.__version__
+        result, progress = await research_with_progress(client, web.topics[0].question,
+                                                        depth=1, max_sources=1)
+    assert not result.isError
+    plan = [message for message in progress if message.startswith("plan:")]
+    assert plan == ["plan: 1 query"]
+    assert "report: report with 1 source" in progress
+
+
 async def test_max_sources_is_capped_at_ten_as_grip_does(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
     from sleuth.pipeline.quick import research
@@ -379,4 +404,7 @@ def test_a_missing_extra_is_named_in_one_line(
         monkeypatch.setitem(sys.modules, name, None)
     assert run(argv) == 2
     err = capsys.readouterr().err
-    assert f"pip install 'sleuth-research[{extra}]'" in err and err.count("\n") == 1
+    from sleuth._extras import install_hint
+
+    # The hint installs the extra where sleuth came from (here: this checkout).
+    assert install_hint(extra) in err and err.count("\n") == 1

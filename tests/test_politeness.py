@@ -11,6 +11,7 @@ import asyncio
 import socket
 from collections import Counter
 from collections.abc import Callable
+from itertools import pairwise
 from urllib.parse import urlsplit
 
 import httpx
@@ -86,6 +87,37 @@ async def test_requests_to_one_host_start_host_delay_apart() -> None:
     assert all(isinstance(r, Page) for r in results)
     assert sorted(starts["news.example"]) == [100.0, 100.5, 101.0, 101.5]
     assert starts["other.example"] == [100.0]  # another host does not wait its turn
+
+
+class LateClock(FakeClock):
+    """A busy machine: the first wake-up from a wait comes ``late`` seconds after its time."""
+
+    def __init__(self, late: float) -> None:
+        super().__init__()
+        self.late = late
+
+    async def sleep(self, seconds: float) -> None:
+        late, self.late = self.late, 0.0
+        await super().sleep(seconds + late)
+
+
+async def test_a_late_wake_up_never_brings_the_next_request_closer() -> None:
+    """A request whose wait overran (a busy event loop) still leaves ``host_delay`` before
+    the next one to its host: the site sees the spacing, whatever the scheduler did."""
+    clock = LateClock(late=0.4)
+    starts: list[float] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        starts.append(clock())
+        return page()
+
+    async with Fetcher(settings(host_delay=0.5, per_host_concurrency=4),
+                       transport=httpx.MockTransport(handler),
+                       clock=clock, sleep=clock.sleep) as fetcher:
+        await asyncio.gather(*(fetcher.fetch(f"https://news.example/{i}") for i in range(3)))
+    starts.sort()
+    # The second request's wait overran by 0.4 s; the third still waits its 0.5 s after it.
+    assert [b - a for a, b in pairwise(starts)] == pytest.approx([0.9, 0.5])
 
 
 async def test_redirect_hops_to_the_same_host_are_paced_too() -> None:

@@ -20,6 +20,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 PUBLIC_NAMES = {
     # running a research
     "research", "research_sync", "web_search", "Settings", "load_settings",
+    # many questions at once (sleuth batch): an async iterator of results
+    "research_many", "BatchResult",
     # what comes back
     "Report", "Source", "Failure", "Stats", "Quality", "SearchHit", "Plan", "Page",
     "AgentResult", "CitationCheck",

@@ -38,16 +38,6 @@ def web_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
             "--timeout", "5", "--no-llm", "--quiet", "--home", str(home), *extra]
 
 
-def one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
-    """The single ``sleuth: error:`` line the last command printed (and nothing on stdout)."""
-    out, err = capsys.readouterr()
-    assert out == ""
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith("sleuth: error: ") and "Traceback" not in err
-    return lines[0]
-
-
 @pytest.fixture(scope="module")
 def pristine(web: OfflineWeb, tmp_path_factory: pytest.TempPathFactory
              ) -> tuple[bytes, str, dict[str, int]]:
@@ -102,7 +92,7 @@ def _report_text(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> 
 def test_a_damaged_store_is_one_clear_line_and_exit_2(
         command: str, damage: Callable[[bytearray, random.Random, dict[str, int]], None],
         web: OfflineWeb, tmp_path: Path, pristine: tuple[bytes, str, dict[str, int]],
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], error_line: Callable[[], str]) -> None:
     original, run_id, roots = pristine
     home = tmp_path / "home"
     home.mkdir()
@@ -115,7 +105,7 @@ def test_a_damaged_store_is_one_clear_line_and_exit_2(
             "show": ["show", run_id, "--home", str(home)]}[command]
     capsys.readouterr()
     assert run(argv) == 2
-    line = one_error_line(capsys)
+    line = error_line()
     assert CORRUPT in line and str(home / DB_NAME) in line, line
     assert "move it away or choose another --home" in line
 

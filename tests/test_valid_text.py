@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +35,6 @@ LONE = "\ud800"
 def assert_valid(text: str) -> None:
     """``text`` can be written anywhere: it encodes as UTF-8 (no lone surrogate)."""
     text.encode("utf-8")
-
-
-@pytest.fixture
-def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
-    previous, web.llm = web.llm, ScriptedLLM(models=[MODEL])
-    try:
-        yield web.llm
-    finally:
-        web.llm = previous
 
 
 def cli_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:

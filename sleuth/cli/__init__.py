@@ -1,7 +1,7 @@
 """The command line: ``sleuth [OPTIONS] QUESTION`` and its subcommands.
 
-This module is the ``sleuth`` group: it registers each command (research, deep, agent, runs,
-show, resume, cache, mcp, serve; each in its own module of this package, sharing
+This module is the ``sleuth`` group: it registers each command (research, deep, agent,
+batch, runs, show, resume, cache, mcp, serve; each in its own module of this package, sharing
 :mod:`sleuth.cli._common`), runs the CLI, and turns every error into an exit code and
 one line on stderr, never a traceback.
 """
@@ -24,6 +24,7 @@ from sleuth.cli._common import (
 )
 from sleuth.cli._logs import cli_logging
 from sleuth.cli.agent import agent_command
+from sleuth.cli.batch import batch_command
 from sleuth.cli.reach import reach_commands
 from sleuth.cli.research import deep_command, research_command
 from sleuth.cli.runs import run_commands
@@ -53,11 +54,21 @@ for _command in run_commands():  # sleuth runs, show, resume, cache clear
     cli.add_command(_command)
 cli.add_command(agent_command(settings_options))  # sleuth agent
 cli.add_command(deep_command)  # sleuth deep
+cli.add_command(batch_command(settings_options))  # sleuth batch
 
 
 def _fail(message: str, code: int) -> int:
     first_line = message.strip().splitlines()[0] if message.strip() else "error"
     click.echo(f"sleuth: error: {first_line}", err=True)
+    return code
+
+
+def _interrupted(exc: BaseException | None) -> int:
+    """Ctrl-C: one line, and the command that continues the run when one was under way."""
+    code = _fail("interrupted", EXIT_INTERRUPTED)
+    resume = getattr(exc, "resume", None)  # cli._common.Interrupted
+    if resume:
+        click.echo(f"resume with: {resume}", err=True)
     return code
 
 
@@ -74,15 +85,15 @@ def _run(argv: list[str] | None) -> int:
         return exc.exit_code
     except click.UsageError as exc:
         return _fail(exc.format_message(), EXIT_USAGE)
-    except click.Abort:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except click.Abort as exc:  # click's word for a KeyboardInterrupt it caught
+        return _interrupted(exc.__cause__)
     except ConfigError as exc:
         return _fail(str(exc), EXIT_USAGE)
     except SleuthError as exc:
         # A refused API key is a setting to fix, like any other bad input.
         return _fail(str(exc), EXIT_USAGE if isinstance(exc, LLMAuthError) else EXIT_NO_SOURCES)
-    except KeyboardInterrupt:
-        return _fail("interrupted", EXIT_INTERRUPTED)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except Exception as exc:
         if os.environ.get("SLEUTH_DEBUG"):
             raise
@@ -93,4 +104,9 @@ def _run(argv: list[str] | None) -> int:
 
 def main() -> None:
     """Console-script entry point."""
+    # httpx imports its own command line (rich.progress, rich.syntax, pygments: ~20 ms)
+    # whenever click and rich are installed, as they are with sleuth. This process never
+    # runs httpx's command line; None in sys.modules makes httpx skip it, as it does when
+    # those libraries are missing.
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
     sys.exit(run())

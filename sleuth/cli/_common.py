@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
+import shlex
+import stat
 import sys
-import tempfile
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from sleuth._options import cli_options
+from sleuth._options import HELP_GROUPS, cli_options
 from sleuth._valid import valid_text
 from sleuth.errors import ConfigError
 from sleuth.progress import Event
@@ -26,27 +29,76 @@ if TYPE_CHECKING:
     from sleuth.models import Report
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NO_SOURCES", "EXIT_OK", "EXIT_USAGE",
-           "Progress", "check_output", "emit", "render_report", "settings_options",
-           "write_atomic"]
+           "GroupedCommand", "Interrupted", "Option", "Progress", "check_output", "emit",
+           "render_report", "run_interruptible", "settings_options", "write_atomic"]
+
+T = TypeVar("T")
 
 EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2, 70, 130
 
 
+class Option(click.Option):
+    """A click option that names the ``--help`` group it is listed in (``HELP_GROUPS``)."""
+
+    def __init__(self, *args: Any, group: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_group = group
+
+
+class GroupedCommand(click.Command):
+    """A click command whose ``--help`` lists its options under their groups' titles.
+
+    The help is laid out by cloup (titled, aligned option groups). cloup is imported
+    only when help is shown: it costs about 15 ms of start-up (mostly
+    ``importlib.metadata``) that ``sleuth QUESTION`` and a mistyped option need not pay.
+    """
+
+    def get_help(self, ctx: click.Context) -> str:
+        import cloup
+
+        order = {title: n for n, title in enumerate(HELP_GROUPS)}
+        params = sorted(self.params, key=lambda p: order.get(
+            getattr(p, "help_group", None) or "", len(order)))
+        groups: dict[str, cloup.OptionGroup] = {}
+        for param in params:
+            title = getattr(param, "help_group", None)
+            if title:
+                # cloup reads an option's group from this attribute (cloup.Option sets it).
+                param.group = groups.setdefault(title, cloup.OptionGroup(title))  # type: ignore[attr-defined]
+        twin = cloup.Command(self.name, params=params, help=self.help, epilog=self.epilog,
+                             short_help=self.short_help, options_metavar=self.options_metavar,
+                             add_help_option=self.add_help_option,
+                             context_settings=self.context_settings)
+        twin_ctx = cloup.Context(twin, info_name=ctx.info_name, parent=ctx.parent,
+                                 terminal_width=ctx.terminal_width,
+                                 max_content_width=ctx.max_content_width)
+        return twin.get_help(twin_ctx)
+
+
 def settings_options() -> list[click.Option]:
     """One click option per settings field; values stay strings until pydantic checks them."""
-    options = []
+    options: list[click.Option] = []
     for row in cli_options():
         decls = [row["flag"], *([row["short"]] if row["short"] else []), row["name"]]
         envs = ", ".join(row["env"])
         help_text = f"{row['help']}" + (f" [env: {envs}]" if envs else "")
+        group = row.get("group")
         if row["is_flag"]:
-            options.append(click.Option(decls, is_flag=True, flag_value=True, default=None,
-                                        help=help_text))
+            options.append(Option(decls, is_flag=True, flag_value=True, default=None,
+                                  help=help_text, group=group))
             continue
         shown = f" [default: {row['default']}]" if row["default"] is not None else ""
-        options.append(click.Option(decls, type=str, default=None, help=help_text + shown,
-                                    metavar=row["name"].upper().replace("_", "-")))
+        options.append(Option(decls, type=str, default=None, help=help_text + shown,
+                              metavar=row["metavar"], group=group))
     return options
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a run; ``resume`` is the command that continues it (None: none can)."""
+
+    def __init__(self, resume: str | None) -> None:
+        super().__init__()
+        self.resume = resume
 
 
 class Progress:
@@ -58,6 +110,9 @@ class Progress:
         self.quiet = quiet
         self.console = Console(stderr=True, highlight=False)
         self.status = None
+        #: The run's id in the store, or agent mode's workspace, once the run has said it.
+        self.run_id: str | None = None
+        self.workspace: str | None = None
         if not quiet and self.console.is_terminal:
             self.status = self.console.status("planning…")
             self.status.start()
@@ -65,6 +120,9 @@ class Progress:
     def __call__(self, event: Event) -> None:
         from rich.markup import escape
 
+        if event.kind == "info":
+            self.run_id = event.data.get("run_id", self.run_id)
+            self.workspace = event.data.get("workspace", self.workspace)
         if self.quiet:
             return
         if self.status is not None:
@@ -81,6 +139,29 @@ class Progress:
             self.status.stop()
 
 
+    def resume_command(self, home: str | None = None) -> str | None:
+        """The command that continues this run after Ctrl-C (None when nothing can)."""
+        if self.workspace is not None:
+            return f"sleuth agent --resume {shlex.quote(self.workspace)}"
+        if self.run_id is None:
+            return None
+        return f"sleuth resume {self.run_id}" + (f" --home {shlex.quote(home)}" if home else "")
+
+
+def run_interruptible(work: Coroutine[Any, Any, T], progress: Progress,
+                      home: str | None = None) -> T:
+    """``asyncio.run(work)``; on Ctrl-C, :class:`Interrupted` with the command to resume it.
+
+    ``home`` is the ``--home`` the user gave, if any: the resume command needs it too.
+    """
+    import asyncio  # here, not at the top: `sleuth --help` stays fast
+
+    try:
+        return asyncio.run(work)
+    except KeyboardInterrupt:
+        raise Interrupted(progress.resume_command(home)) from None
+
+
 def check_output(path: Path) -> None:
     if path.expanduser().is_dir():
         raise ConfigError(f"cannot write {path}: it is a folder; give a file name")
@@ -91,12 +172,35 @@ def check_output(path: Path) -> None:
         raise ConfigError(f"cannot write {path}: folder {parent} is not writable")
 
 
+def _open_temporary(path: Path) -> tuple[int, str]:
+    """A new file beside ``path`` for writing, with the mode a new ``path`` would get.
+
+    A report is a document to share: a new one gets the user's umask (0644 under the
+    usual 022), as the shell's ``>`` gives it, not tempfile's private 0600; a file that
+    is replaced keeps its mode.
+    """
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        mode = None
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    for _ in range(100):
+        tmp = str(path.resolve().parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask
+        except FileExistsError:
+            continue
+        if mode is not None:
+            os.chmod(tmp, mode)
+        return fd, tmp
+    raise FileExistsError(f"no free temporary name beside {path}")
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
     path = path.expanduser()
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.resolve().parent, prefix=f".{path.name}.",
-                                   suffix=".tmp")
+        fd, tmp = _open_temporary(path)
     except OSError as exc:
         raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:

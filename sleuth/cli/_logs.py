@@ -91,6 +91,8 @@ def _be_verbose(ctx: click.Context, param: click.Parameter, value: bool | None) 
 
 def verbose_option() -> click.Option:
     """``--verbose``/``-v``: sleuth's debug log, with tracebacks, on stderr."""
-    return click.Option(["--verbose", "-v"], is_flag=True, default=False, expose_value=False,
-                        is_eager=True, callback=_be_verbose,
-                        help="Show sleuth's debug log on stderr, with tracebacks.")
+    from sleuth.cli._common import Option
+
+    return Option(["--verbose", "-v"], is_flag=True, default=False, expose_value=False,
+                  is_eager=True, callback=_be_verbose, group="Output",
+                  help="Show sleuth's debug log on stderr, with tracebacks.")

@@ -16,7 +16,15 @@ from typing import Any
 
 import click
 
-from sleuth.cli._common import Progress, check_output, emit
+from sleuth._extras import extra_needed
+from sleuth.cli._common import (
+    GroupedCommand,
+    Option,
+    Progress,
+    check_output,
+    emit,
+    run_interruptible,
+)
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
@@ -43,15 +51,14 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
         raise ConfigError("sleuth agent writes markdown or json (--format html is for reports)")
     if checked.output is not None:
         check_output(checked.output)
-    from sleuth.agent import web_search  # heavy imports only once the input is valid
+    with extra_needed("llm", "sleuth agent"):  # the agent talks to its model through openai
+        from sleuth.agent import web_search  # heavy imports only once the input is valid
 
     progress = Progress(quiet)
     try:
-        import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-        result = asyncio.run(web_search(goal or None, resume=resume,
-                                        session=session or "default", report=report,
-                                        on_event=progress, **explicit))
+        result = run_interruptible(web_search(goal or None, resume=resume,
+                                              session=session or "default", report=report,
+                                              on_event=progress, **explicit), progress)
     finally:
         progress.close()
     if checked.format == "json":
@@ -69,21 +76,21 @@ def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.C
                  report: bool | None, quiet: bool | None, **values: Any) -> int:
         return _run_agent(goal, resume, session, bool(report), bool(quiet), values)
 
-    return click.Command(
+    return GroupedCommand(
         "agent", callback=callback,
         params=[
             click.Argument(["goal"], required=False),
-            click.Option(["--resume"], metavar="WORKSPACE", default=None,
-                         help="Continue the interrupted search in this workspace folder "
-                              "(its goal and settings are kept; options given here win)."),
-            click.Option(["--session"], default=None, metavar="NAME",
-                         help="Folder under <home>/workspaces for the new search. "
-                              "[default: default]"),
-            click.Option(["--report"], is_flag=True, default=None,
-                         help="Also write a cited report from the pages the agent read."),
+            Option(["--resume"], metavar="WORKSPACE", default=None, group="Agent mode",
+                   help="Continue the interrupted search in this workspace folder "
+                        "(its goal and settings are kept; options given here win)."),
+            Option(["--session"], default=None, metavar="NAME", group="Agent mode",
+                   help="Folder under <home>/workspaces for the new search. "
+                        "[default: default]"),
+            Option(["--report"], is_flag=True, default=None, group="Agent mode",
+                   help="Also write a cited report from the pages the agent read."),
             *(o for o in settings_options() if o.name not in _NOT_FOR_AGENT),
-            click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                         help="No progress messages on stderr."),
+            Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+                   group="Output", help="No progress messages on stderr."),
             verbose_option(),
         ],
         help="Agent mode: a model researches GOAL in rounds with search, browse, file and "

@@ -13,6 +13,8 @@ from typing import Any
 
 import click
 
+from sleuth._extras import extra_needed
+from sleuth.cli._common import GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
@@ -22,21 +24,14 @@ __all__ = ["reach_commands"]
 _NOT_FOR_SERVERS = {"format", "output"}
 
 
-def _missing(extra: str, exc: ImportError) -> ConfigError:
-    return ConfigError(f"this command needs the '{extra}' extra ({exc.name or exc} is missing): "
-                       f"pip install 'sleuth-research[{extra}]'")
-
-
 def _mcp(http: bool | None, port: int | None, **values: Any) -> int:
     if port is not None and not http:
         raise ConfigError("--port goes with --http (stdio needs no port)")
     from sleuth.settings import load_settings
 
     settings = load_settings(values)
-    try:
+    with extra_needed("mcp", "sleuth mcp"):
         from sleuth import mcp_server
-    except ImportError as exc:
-        raise _missing("mcp", exc) from None
     if http:
         mcp_server.serve_http(settings, 8000 if port is None else port)
     else:
@@ -48,13 +43,11 @@ def _serve(host: str | None, port: int, **values: Any) -> int:
     from sleuth.settings import load_settings
 
     settings = load_settings(values)
-    try:
+    with extra_needed("web", "sleuth serve"):
         import starlette  # noqa: F401
         import uvicorn  # noqa: F401
 
         from sleuth import web
-    except ImportError as exc:
-        raise _missing("web", exc) from None
     web.serve(settings, host=host or web.DEFAULT_HOST, port=port)
     return 0
 
@@ -65,27 +58,27 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
     def options() -> list[click.Option]:
         return [o for o in settings_options() if o.name not in _NOT_FOR_SERVERS]
 
-    mcp = click.Command(
+    mcp = GroupedCommand(
         "mcp", callback=_mcp,
         params=[
-            click.Option(["--http"], is_flag=True, default=None,
-                         help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
-            click.Option(["--port"], type=click.IntRange(0, 65535), default=None,
-                         help="Port for --http (0: any free port). [default: 8000]"),
+            Option(["--http"], is_flag=True, default=None, group="Server",
+                   help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
+            Option(["--port"], type=click.IntRange(0, 65535), default=None, group="Server",
+                   help="Port for --http (0: any free port). [default: 8000]"),
             verbose_option(),
             *options(),
         ],
         help="Serve sleuth's tools (web_research, fetch_page, web_search) over the Model "
              "Context Protocol: stdio by default, or streamable HTTP at "
              "http://127.0.0.1:PORT/mcp.")
-    serve = click.Command(
+    serve = GroupedCommand(
         "serve", callback=_serve,
         params=[
-            click.Option(["--port"], type=click.IntRange(0, 65535), default=8000,
-                         show_default=True, help="Port to listen on (0: any free port)."),
-            click.Option(["--host"], default=None,
-                         help="Address to listen on. [default: 127.0.0.1; anything else is "
-                              "reachable from other machines]"),
+            Option(["--port"], type=click.IntRange(0, 65535), default=8000, group="Server",
+                   show_default=True, help="Port to listen on (0: any free port)."),
+            Option(["--host"], default=None, group="Server",
+                   help="Address to listen on. [default: 127.0.0.1; anything else is "
+                        "reachable from other machines]"),
             verbose_option(),
             *options(),
         ],

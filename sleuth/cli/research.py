@@ -13,13 +13,17 @@ from typing import Any
 
 import click
 
+from sleuth._question import clean_question
 from sleuth.cli._common import (
     EXIT_NO_SOURCES,
     EXIT_OK,
+    GroupedCommand,
+    Option,
     Progress,
     check_output,
     emit,
     render_report,
+    run_interruptible,
     settings_options,
 )
 from sleuth.cli._logs import verbose_option
@@ -37,6 +41,7 @@ def _research_options() -> list[click.Option]:
 
 
 def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
+    clean_question(question)  # a bad question is refused before the heavy imports below
     from sleuth.settings import load_settings  # pydantic: not needed for --help
 
     settings = load_settings(values)
@@ -46,9 +51,8 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
 
     progress = Progress(quiet)
     try:
-        import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-        report = asyncio.run(research(question, settings=settings, on_event=progress))
+        report = run_interruptible(research(question, settings=settings, on_event=progress),
+                                   progress, values.get("home"))
     finally:
         progress.close()
     emit(render_report(report, settings.format), settings.output, "report", quiet)
@@ -59,21 +63,24 @@ def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
     return _run_research(question, bool(quiet), values)
 
 
-research_command = click.Command(
+research_command = GroupedCommand(
     "research",
     callback=_research_callback,
     params=[
         click.Argument(["question"]),
         *_research_options(),
-        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                     help="No progress messages on stderr."),
+        Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
+               group="Output", help="No progress messages on stderr."),
         verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
-    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input.\n\n"
+    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
+            "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
+            "'sleuth resume ID' finishes the run).\n\n"
             "\b\nOther commands (each has --help):\n"
             "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
             "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+            "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
             "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
             "  sleuth resume ID       finish a run that was interrupted\n"
             "  sleuth cache clear     forget cached searches, pages and model replies\n"

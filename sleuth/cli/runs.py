@@ -8,6 +8,7 @@ on stderr and exit code 2, like every other bad input.
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,13 +23,14 @@ from sleuth.cli._common import (
     check_output,
     emit,
     render_report,
+    run_interruptible,
 )
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
     from sleuth.models import Report
-    from sleuth.store import RunSummary, Store
+    from sleuth.store import RunInfo, RunSummary, Store
 
 __all__ = ["format_runs", "run_commands"]
 
@@ -49,6 +51,52 @@ def _open(home: str | None) -> Store:
     store = Store(_home(home))
     store.mark_orphans_interrupted()
     return store
+
+
+def _can_write(folder: Path) -> bool:
+    """Whether ``folder`` (or, while it does not exist, the folder it would be made in)
+    can be written."""
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def _open_to_read(home: str | None) -> Store | None:
+    """The store under ``home`` for the commands that only read it (``runs``, ``show``).
+
+    A home that cannot be written is opened read-only, and one that holds no database
+    yet, or cannot even be made, simply has no runs (None): reading needs neither.
+    """
+    from sleuth.store import DB_NAME, Store
+
+    path = _home(home)
+    if _can_write(path) or (path.exists() and not path.is_dir()):
+        return _open(home)  # (a home that is a file: the store's own one-line error)
+    if not (path / DB_NAME).is_file():
+        return None
+    return Store(path, read_only=True)
+
+
+def _list_runs(store: Store, limit: int) -> list[RunSummary]:
+    runs = store.list_runs(limit)
+    if not store.read_only:
+        return runs
+    # Runs whose process died cannot be marked in a read-only store: shown as they are.
+    dead = set(store.orphaned())
+    return [run._replace(status="interrupted") if run.id in dead else run for run in runs]
+
+
+def _find_run(home: str | None, run_id: str) -> RunInfo:
+    store = _open_to_read(home)
+    if store is None:
+        from sleuth.errors import RunNotFoundError
+
+        raise RunNotFoundError(f"no run with id {run_id!r}: there is no run yet")
+    with store:
+        info = store.get_run(run_id)
+    if info.status == "running" and store.read_only and info.id in store.orphaned():
+        info = info.model_copy(update={"status": "interrupted"})
+    return info
 
 
 def _emit(report: Report, fmt: str, output: str | None, quiet: bool) -> None:
@@ -84,8 +132,11 @@ def format_runs(runs: list[RunSummary]) -> str:
 # ---------------------------------------------------------------- callbacks
 
 def _runs(home: str | None, limit: int, fmt: str) -> int:
-    with _open(home) as store:
-        runs = store.list_runs(limit)
+    store = _open_to_read(home)
+    runs: list[RunSummary] = []
+    if store is not None:
+        with store:
+            runs = _list_runs(store, limit)
     if fmt == "json":
         click.echo(json.dumps([run._asdict() for run in runs], ensure_ascii=False, indent=2))
     else:
@@ -100,8 +151,7 @@ def _stored_report(data: Any) -> Report:
 
 
 def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
-    with _open(home) as store:
-        info = store.get_run(run_id)
+    info = _find_run(home, run_id)
     if info.report is None:
         raise SleuthError(f"run {info.id} has no report: it is {info.status}"
                           + ("; 'sleuth resume " + info.id + "' finishes it"
@@ -130,10 +180,9 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
 
         progress = Progress(quiet)
         try:
-            import asyncio  # here, not at the top: `sleuth --help` stays fast
-
-            report = asyncio.run(research(info.question, settings=settings, on_event=progress,
-                                          resume_id=info.id))
+            report = run_interruptible(research(info.question, settings=settings,
+                                                on_event=progress, resume_id=info.id),
+                                       progress, home)
         finally:
             progress.close()
     _emit(report, fmt, output, quiet)
@@ -186,16 +235,19 @@ def run_commands() -> list[click.Command]:
         "show", callback=_show,
         params=[click.Argument(["run_id"]), _home_option(),
                 _format_option(report_formats, "markdown"), _output_option()],
-        help="Print the report of run RUN_ID again (an id prefix is enough).")
+        help="Print the report of run RUN_ID again: a few characters of the id are enough, "
+             "and 'last' is the latest run.")
     resume = click.Command(
         "resume", callback=_resume,
         params=[click.Argument(["run_id"]), _home_option(),
                 _format_option(report_formats, "markdown"), _output_option(),
                 click.Option(["--quiet", "-q"], is_flag=True, default=False,
                              help="No progress messages on stderr."), verbose_option()],
-        help="Continue an interrupted run: its searches, pages and model replies are reused, "
-             "not repeated, and the same run id gets the final report.",
-        epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.")
+        help="Continue an interrupted run (RUN_ID: a few characters of its id, or 'last'): "
+             "its searches, pages and model replies are reused, not repeated, and the same "
+             "run id gets the final report.",
+        epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
+               "130 interrupted.")
     clear = click.Command(
         "clear", callback=_cache_clear,
         params=[_home_option(),

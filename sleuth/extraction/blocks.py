@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import functools
 import importlib
+import itertools
 import json
 import re
-from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +111,8 @@ class Block:
     signature: str = ""
     cells: int = 0
     hidden: bool = False
+    #: The numbers (in document order) of the elements of ``path``.
+    nodes: tuple[int, ...] = ()
 
     # Cached: the features and the text selection both read them. Only read once the
     # block is complete (segment() has returned); its parts never change after that.
@@ -127,15 +129,23 @@ class Block:
 _DIGIT = re.compile(r"\d")
 
 
-@functools.lru_cache(maxsize=4096)
-def _hints(attrs: str) -> tuple[int, ...]:
-    """Which class/id hint groups ``attrs`` matches (pages repeat the same few a lot)."""
-    return tuple(i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(attrs))
+# Which hint groups a class, id or itemprop token matches. No hint pattern matches
+# whitespace, so a whole attribute string matches what its tokens match together.
+_TOKEN_HINTS: dict[str, frozenset[int]] = {}
 
 
-def _attrs(elem: Any) -> str:
-    get = elem.get
-    return f"{get('class') or ''} {get('id') or ''} {get('itemprop') or ''}".lower()
+def _hints(attrs: str) -> frozenset[int]:
+    """Which class/id hint groups ``attrs`` (lowercased) matches, token by token."""
+    found: frozenset[int] = frozenset()
+    for token in attrs.split():
+        hints = _TOKEN_HINTS.get(token)
+        if hints is None:
+            if len(_TOKEN_HINTS) > 50_000:  # a page of unique ids must not grow it forever
+                _TOKEN_HINTS.clear()
+            hints = _TOKEN_HINTS[token] = frozenset(
+                i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(token))
+        found |= hints
+    return found
 
 
 def _is_hidden(elem: Any) -> bool:
@@ -145,73 +155,121 @@ def _is_hidden(elem: Any) -> bool:
 
 
 class _Walker:
-    """Cuts a cleaned lxml tree into blocks, tracking what lies above each."""
+    """Cuts a cleaned lxml tree into blocks, tracking what lies above each.
+
+    Per open element it keeps the element, its number in document order and its state
+    (landmark and hint counts, whether it starts a block, sits in a link or is hidden,
+    its structural signature), each in a list of its own, so that a block's path is
+    one slice of a list. A block element's block is made when its first text arrives:
+    most block elements are wrappers that hold none.
+    """
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []
         self.current: Block | None = None
-        # Per open element: (elem, ctx counts, is_block, in_link, hidden, signature)
-        self.stack: list[tuple[Any, tuple[int, ...], bool, bool, bool, str]] = []
+        # A block begun by a block element, before any text: (its tag, stack depth).
+        self.pending: tuple[str, int] | None = None
+        self.elems: list[Any] = []
+        self.numbers: list[int] = []
+        self.count = 0
+        # Per open element: (ctx counts, is_block, in_link, hidden, signature)
+        self.states: list[tuple[tuple[int, ...], bool, bool, bool, str]] = []
+        # What start() reads off an element, by its tag, role, class, id and itemprop.
+        self.described: dict[tuple[str | None, ...], tuple[tuple[int, ...], str]] = {}
 
-    def _new_block(self, tag: str) -> None:
-        self._flush()
-        _, ctx, _, _, hidden, sig = self.stack[-1]
-        self.current = Block(tag=tag, ctx=ctx, path=tuple(e[0] for e in self.stack),
-                             signature=sig, hidden=hidden)
+    def _make(self, tag: str, depth: int) -> Block:
+        ctx, _, _, hidden, sig = self.states[depth - 1]
+        block = self.current = Block(tag=tag, ctx=ctx, path=tuple(self.elems[:depth]),
+                                     signature=sig, hidden=hidden,
+                                     nodes=tuple(self.numbers[:depth]))
+        return block
 
     def _flush(self) -> None:
-        block = self.current
-        if block is not None and block.chars and _WORD.search("".join(block.parts)):
-            self.blocks.append(block)
-        self.current = None
+        block, self.current, self.pending = self.current, None, None
+        if block is not None and block.chars:
+            text = _SPACE.sub(" ", "".join(block.parts)).strip()
+            if _WORD.search(text):
+                block.__dict__["text"] = text  # the cached property, computed once here
+                self.blocks.append(block)
 
     def _add(self, text: str | None, in_link: bool) -> None:
         if not text:
             return
-        if self.current is None:
-            tag = next((e[0].tag for e in reversed(self.stack) if e[2]), "div")
-            self._new_block(tag if isinstance(tag, str) else "div")
         block = self.current
-        assert block is not None
+        if block is None:
+            if self.pending is not None:
+                block = self._make(*self.pending)
+                self.pending = None
+            else:  # text after a block ended: a block of the nearest open block element
+                states, depth = self.states, len(self.states)
+                at = next((i for i in range(depth - 1, -1, -1) if states[i][1]), None)
+                tag = self.elems[at].tag if at is not None else "div"
+                block = self._make(tag if isinstance(tag, str) else "div", depth)
         block.parts.append(text)
         block.chars += len(text)
         if in_link:
             block.link_chars += len(text)
 
+    def _describe(self, tag: str, role: str | None, cls: str | None, ident: str | None,
+                  itemprop: str | None) -> tuple[tuple[int, ...], str]:
+        """The ctx counts an element raises, and its first class (for its signature)."""
+        bumps = [_LANDMARKS[tag]] if tag in _LANDMARKS else []
+        if role in _ROLES:
+            bumps.append(_ROLES[role])
+        attrs = f"{cls or ''} {ident or ''} {itemprop or ''}".lower()
+        bumps += sorted(N_LANDMARKS + i for i in _hints(attrs))
+        first = (cls or "").split(None, 1)
+        return tuple(bumps), first[0] if first else ""
+
     def start(self, elem: Any) -> None:
         tag = elem.tag if isinstance(elem.tag, str) else ""
-        parent = self.stack[-1] if self.stack else None
-        ctx = list(parent[1]) if parent else [0] * (N_LANDMARKS + len(_HINTS))
-        if tag in _LANDMARKS:
-            ctx[_LANDMARKS[tag]] += 1
-        role = elem.get("role")
-        if role in _ROLES:
-            ctx[_ROLES[role]] += 1
-        attrs = _attrs(elem)
-        if attrs.strip():
-            for i in _hints(attrs):
-                ctx[N_LANDMARKS + i] += 1
-        in_link = (parent[3] if parent else False) or tag == "a"
-        hidden = (parent[4] if parent else False) or _is_hidden(elem)
-        cls = (elem.get("class") or "").split()
-        sig = f"{parent[5] if parent else ''}/{tag}.{cls[0] if cls else ''}"
+        if self.states:
+            ctx, _, in_link, hidden, sig = self.states[-1]
+        else:
+            ctx, in_link, hidden, sig = _NO_CTX, False, False, ""
+        get = elem.get
+        key = (tag, get("role"), get("class"), get("id"), get("itemprop"))
+        described = self.described.get(key)
+        if described is None:
+            described = self.described[key] = self._describe(*key)
+        bumps, first_class = described
+        if bumps:
+            counts = list(ctx)
+            for i in bumps:
+                counts[i] += 1
+            ctx = tuple(counts)
+        sig = f"{sig}/{tag}.{first_class}"
         is_block = tag in BLOCK_TAGS
-        self.stack.append((elem, tuple(ctx), is_block, in_link, hidden, sig[-300:]))
+        in_link = in_link or tag == "a"
+        self.elems.append(elem)
+        self.numbers.append(self.count)
+        self.count += 1
+        self.states.append((ctx, is_block, in_link, hidden or _is_hidden(elem),
+                            sig if len(sig) <= 300 else sig[-300:]))
         if is_block:
-            self._new_block(tag)
+            if self.current is not None:
+                self._flush()
+            self.pending = (tag, len(self.states))
         elif tag in CELLS and self.current is not None and self.current.chars:
             self.current.parts.append(" | ")
             self.current.cells += 1
-        self._add(elem.text, in_link)
+        text = elem.text
+        if text:
+            self._add(text, in_link)
 
     def end(self, elem: Any) -> None:
-        _, _, is_block, _, _, _ = self.stack.pop()
+        self.elems.pop()
+        self.numbers.pop()
+        is_block = self.states.pop()[1]
         if is_block:
             self._flush()
         elif elem.tag in CELLS and self.current is not None:
             self.current.parts.append(" ")
-        if self.stack:
-            self._add(elem.tail, self.stack[-1][3])
+        if self.states:
+            self._add(elem.tail, self.states[-1][2])
+
+
+_NO_CTX = (0,) * (N_LANDMARKS + len(_HINTS))
 
 
 def _etree() -> Any:
@@ -225,15 +283,16 @@ def segment(tree: Any) -> list[Block]:
     body = tree.find(".//body")
     root = body if body is not None else tree
     walker = _Walker()
+    start, end, add, states = walker.start, walker.end, walker._add, walker.states
     for event, elem in etree.iterwalk(root, events=("start", "end")):
         if not isinstance(elem.tag, str):  # comments and processing instructions
-            if event == "end" and walker.stack and elem.tail:
-                walker._add(elem.tail, walker.stack[-1][3])
+            if event == "end" and states and elem.tail:
+                add(elem.tail, states[-1][2])
             continue
         if event == "start":
-            walker.start(elem)
+            start(elem)
         else:
-            walker.end(elem)
+            end(elem)
     walker._flush()
     return walker.blocks
 
@@ -346,68 +405,117 @@ _TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, 
 N_TAG_GROUPS = 13
 
 
+_LEGAL = re.compile(r"©|copyright|all rights reserved|cookie|privacy", re.I)
+
+
+def _word_count(text: str, tokens: list[str]) -> int:
+    """The words of ``text``; ``tokens`` are its lowercased words (see :attr:`Block.tokens`)."""
+    if len(text) <= _OVERLAP_CHARS and text.isascii():
+        return len(tokens)  # lowercasing ASCII changes no word boundary
+    return len(_WORD.findall(text))
+
+
+def _indices(keys: list[Any]) -> tuple[np.ndarray, int]:
+    """Each key's number (first seen, first numbered) and how many distinct keys."""
+    numbers: dict[Any, int] = {}
+    got = np.fromiter((numbers.setdefault(key, len(numbers)) for key in keys), dtype=np.intp,
+                      count=len(keys))
+    return got, len(numbers)
+
+
+def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray
+                  ) -> np.ndarray:
+    """Columns 0-11: words, links, position, hidden, cells, punctuation, digits, legal
+    words, and how often the block's text and its structure repeat on the page."""
+    n = len(blocks)
+    total = max(1.0, words.sum())
+    cols = np.empty((n, 12))
+    cols[:, 0] = np.log1p(words)
+    cols[:, 1] = [b.link_chars / max(1, b.chars) for b in blocks]
+    cols[:, 2] = (np.cumsum(words) - words) / total
+    cols[:, 3] = [b.hidden for b in blocks]
+    cols[:, 4] = [b.cells for b in blocks]
+    cols[:, 5] = [any(c in ".!?" for c in t[-2:]) for t in texts]
+    cols[:, 6] = [t.count(".") + t.count("?") + t.count("!") for t in texts]
+    cols[:, 7] = [len(_DIGIT.findall(t)) / max(1, len(t)) for t in texts]
+    cols[:, 8] = [_LEGAL.search(t) is not None for t in texts]
+    same_text, distinct = _indices(texts)
+    cols[:, 9] = np.log1p(np.bincount(same_text, minlength=distinct)[same_text])
+    same_sig, distinct = _indices([b.signature for b in blocks])
+    cols[:, 10] = np.log1p(np.bincount(same_sig, minlength=distinct)[same_sig])
+    cols[:, 11] = np.bincount(same_sig, weights=words, minlength=distinct)[same_sig] / total
+    return cols
+
+
+def _container_columns(blocks: list[Block], words: np.ndarray, link: np.ndarray
+                       ) -> np.ndarray:
+    """For the containers 2, 3, 5 and 8 levels above each block: their share of the
+    page's words, and how much of their text is links."""
+    total = max(1.0, words.sum())
+    depths = np.fromiter((len(b.nodes) for b in blocks), dtype=np.intp, count=len(blocks))
+    flat = np.fromiter(itertools.chain.from_iterable(b.nodes for b in blocks), dtype=np.intp,
+                       count=int(depths.sum()))
+    size = int(flat.max()) + 1 if len(flat) else 0
+    # Summed in block order, as a loop over the blocks would.
+    under = np.bincount(flat, weights=np.repeat(words, depths), minlength=size)
+    linked = np.bincount(flat, weights=np.repeat(words * link, depths), minlength=size)
+    cols = np.empty((len(blocks), 8))
+    for j, k in enumerate((2, 3, 5, 8)):
+        at = np.fromiter((b.nodes[-k] if len(b.nodes) >= k else b.nodes[0] for b in blocks),
+                         dtype=np.intp, count=len(blocks))
+        cols[:, 2 * j] = under[at] / total
+        cols[:, 2 * j + 1] = linked[at] / np.maximum(1.0, under[at])
+    return cols
+
+
 def features(blocks: list[Block], html: str, url: str | None, head: Head,
              traf_main: str, traf_comments: str) -> np.ndarray:
-    """One row of features per block (see module docstring); the columns are fixed."""
+    """One row of features per block (see module docstring); the columns are fixed.
+
+    Computed a column at a time (numpy over all blocks), which is several times
+    quicker than a row at a time and gives the very same numbers.
+    """
     n = len(blocks)
+    rows = np.zeros((n, N_FEATURES))
+    if not n:
+        return rows
     texts = [b.text for b in blocks]
-    words = np.array([len(_WORD.findall(t)) for t in texts], dtype=float)
-    link = np.array([b.link_chars / max(1, b.chars) for b in blocks])
+    tokens = [b.tokens for b in blocks]
+    words = np.array([_word_count(t, tok) for t, tok in zip(texts, tokens, strict=True)],
+                     dtype=float)
     total = max(1.0, words.sum())
-    # Words under each element, and linked words, for container features.
-    under: defaultdict[int, float] = defaultdict(float)
-    linked: defaultdict[int, float] = defaultdict(float)
-    for b, w, ld in zip(blocks, words, link, strict=True):
-        for elem in b.path:
-            under[id(elem)] += w
-            linked[id(elem)] += w * ld
-    sig_count = Counter(b.signature for b in blocks)
-    sig_words: defaultdict[str, float] = defaultdict(float)
-    for b, w in zip(blocks, words, strict=True):
-        sig_words[b.signature] += w
-    text_count = Counter(texts)
+    rows[:, :12] = _text_columns(blocks, texts, words)
     main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
-    page = page_signals(html, url, head)
-    traf_share = _count_words(traf_main, main_n) / total
-    rows = np.zeros((n, N_FEATURES))
+    rows[:, 12] = [_share_in(tok, main_n, main_g) for tok in tokens]
+    rows[:, 13] = [_share_in(tok, comm_n, comm_g) for tok in tokens]
+    at = 14
+    rows[np.arange(n), at + np.array([_TAG_GROUPS.get(b.tag, 5) for b in blocks])] = 1.0
+    at += N_TAG_GROUPS
+    rows[:, at:at + N_LANDMARKS + len(_HINTS)] = np.minimum(
+        np.array([b.ctx for b in blocks], dtype=float), 3.0)
+    at += N_LANDMARKS + len(_HINTS)
+    rows[:, at:at + 8] = _container_columns(blocks, words, rows[:, 1])
+    at += 8
+    rows[:, at] = [len(b.path) for b in blocks]
+    rows[:, at + 1] = np.log1p(total)
+    rows[:, at + 2] = _count_words(traf_main, main_n) / total
+    rows[:, at + 3] = np.log1p(n)
+    # Where the page's own title sits: what comes before the first <h1> is mostly chrome.
     cum = np.cumsum(words) - words
     first_h1 = next((i for i, b in enumerate(blocks) if b.tag == "h1"), None)
     title_at = float(cum[first_h1]) if first_h1 is not None else 0.0
     title_n = _norm(head.title)
-    for i, b in enumerate(blocks):
-        t = texts[i]
-        tokens = b.tokens
-        f: list[float] = [
-            np.log1p(words[i]), link[i], cum[i] / total, float(b.hidden), b.cells,
-            sum(c in ".!?" for c in t[-2:]) > 0, t.count(".") + t.count("?") + t.count("!"),
-            len(_DIGIT.findall(t)) / max(1, len(t)),
-            float(bool(re.search(r"©|copyright|all rights reserved|cookie|privacy", t, re.I))),
-            np.log1p(text_count[t]), np.log1p(sig_count[b.signature]),
-            sig_words[b.signature] / total,
-            _share_in(tokens, main_n, main_g), _share_in(tokens, comm_n, comm_g),
-        ]
-        tag_onehot = [0.0] * N_TAG_GROUPS
-        tag_onehot[_TAG_GROUPS.get(b.tag, 5)] = 1.0
-        f += tag_onehot
-        f += [float(min(c, 3)) for c in b.ctx]
-        path = b.path
-        for k in (2, 3, 5, 8):  # containers k levels above the block
-            elem = path[-k] if len(path) >= k else path[0]
-            uw = under[id(elem)]
-            f += [uw / total, linked[id(elem)] / max(1.0, uw)]
-        f += [len(path), np.log1p(total), traf_share, np.log1p(n)]
-        # Where the page's own title sits: what comes before the first <h1> is mostly chrome.
-        f += [(cum[i] - title_at) / total, float(bool(tokens) and " ".join(tokens) in title_n)]
-        f += page
-        rows[i, :len(f)] = f
+    rows[:, at + 4] = (cum - title_at) / total
+    rows[:, at + 5] = [bool(tok) and " ".join(tok) in title_n for tok in tokens]
+    at += 6
+    rows[:, at:N_OWN] = page_signals(html, url, head)
     # Neighbours: the same few signals for the previous and next blocks.
     base = rows[:, _NEIGHBOUR_COLS]
-    prev = np.vstack([np.zeros((1, base.shape[1])), base[:-1]]) if n else base
-    nxt = np.vstack([base[1:], np.zeros((1, base.shape[1]))]) if n else base
-    rows[:, N_OWN:N_OWN + base.shape[1]] = prev
-    rows[:, N_OWN + base.shape[1]:] = nxt
+    rows[1:, N_OWN:N_OWN + base.shape[1]] = base[:-1]
+    rows[:-1, N_OWN + base.shape[1]:] = base[1:]
     return rows
+
 
 N_OWN = 14 + N_TAG_GROUPS + N_LANDMARKS + len(_HINTS) + 8 + 4 + 2 + N_PAGE_SIGNALS
 # log words, link density, in trafilatura main, in comments

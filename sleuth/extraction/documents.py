@@ -25,7 +25,8 @@ __all__ = ["DOC_SUFFIXES", "MAX_DOC_CHARS", "Document", "DocumentExtractor",
            "extract_document"]
 
 HTML_SUFFIXES = frozenset({".html", ".htm"})
-TEXT_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".rst"})
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
+TEXT_SUFFIXES = MARKDOWN_SUFFIXES | frozenset({".txt", ".rst"})
 PDF_SUFFIXES = frozenset({".pdf"})
 DOC_SUFFIXES = HTML_SUFFIXES | TEXT_SUFFIXES | PDF_SUFFIXES
 #: Text kept per document (characters).
@@ -55,6 +56,49 @@ def first_line_title(text: str, fallback: str) -> str:
         if stripped and not _UNDERLINE.match(stripped):
             return stripped.lstrip("#").strip()[:300] or fallback
     return fallback
+
+
+# CommonMark: a backslash before ASCII punctuation is that character, outside code.
+_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+_MD_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_MD_CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def _unescape_line(line: str) -> str:
+    """One line with its backslash escapes resolved, except inside code spans."""
+    out, at = [], 0
+    for span in _MD_CODE_SPAN.finditer(line):
+        out += [_MD_ESCAPE.sub(r"\1", line[at:span.start()]), span.group(0)]
+        at = span.end()
+    out.append(_MD_ESCAPE.sub(r"\1", line[at:]))
+    return "".join(out)
+
+
+def markdown_unescaped(text: str) -> str:
+    """Markdown text as its reader sees it: ``\\#`` is ``#``, ``\\|`` is ``|``.
+
+    Passages quoted from a document must not carry the escapes its writer (or the
+    converter that made it) typed for the Markdown parser. Code (fenced blocks,
+    indented blocks after a blank line, inline spans) is left exactly as written.
+    """
+    if "\\" not in text:
+        return text
+    lines, fence, blank, in_code = [], "", True, False
+    for line in text.split("\n"):
+        opened = _MD_FENCE.match(line)
+        if fence:
+            if opened and opened.group(1)[0] == fence[0] and len(opened.group(1)) >= len(fence):
+                fence = ""
+        elif opened:
+            fence = opened.group(1)
+        else:
+            indented = line.startswith(("    ", "\t"))
+            in_code = indented and (blank or in_code) and bool(line.strip())
+            if not in_code:
+                line = _unescape_line(line)
+        blank = not line.strip()
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _decode_text(data: bytes) -> str:
@@ -88,6 +132,8 @@ def extract_document(path: Path, data: bytes, limits: ExtractLimits | None = Non
     else:
         text = _decode_text(data)
         kind, title = "text", first_line_title(text, path.stem)
+        if suffix in MARKDOWN_SUFFIXES:
+            text, title = markdown_unescaped(text), markdown_unescaped(title)
     text = text.strip()[:MAX_DOC_CHARS]
     if not text:
         raise ValueError("no text found" + (" (a scanned PDF?)" if kind == "pdf" else ""))

@@ -9,6 +9,7 @@ process-wide lock; the fetcher runs extraction in worker processes
 
 from __future__ import annotations
 
+import copy
 import importlib
 import itertools
 import logging
@@ -38,6 +39,10 @@ _BLOCK_TAGS = frozenset({"p", "div", "section", "article", "main", "li", "ul", "
                          "dd", "dt", "figcaption", "td", "th"})
 
 
+# lxml refuses a text that declares its encoding (an XHTML page's ``<?xml ...
+# encoding="Shift_JIS"?>``): the text is decoded already, so the declaration goes.
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*>")
+
 # One parser per thread: lxml's parser objects must not be shared between threads.
 _parsers = threading.local()
 
@@ -54,7 +59,8 @@ def _parse_html(html: str) -> Any:
     if parser is None:
         parser = _parsers.html = lxml_html.HTMLParser(remove_comments=True)
     try:
-        return lxml_html.document_fromstring(html, parser=parser)
+        return lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1),
+                                             parser=parser)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # lxml raises several unrelated types on garbage; any means "no tree"
@@ -93,6 +99,21 @@ def without_hidden(html: str) -> str:
     """``html`` without elements a reader never sees (inline ``display:none``,
     ``visibility:hidden``, the ``hidden`` attribute), unless they hold most of its text.
 
+    The string form of :func:`_drop_hidden`, which :func:`extract` applies to its tree.
+    """
+    if not _HIDDEN_HINT.search(html):
+        return html
+    tree = _parse_html(html)
+    if tree is None or not _drop_hidden(tree, html):
+        return html
+    lxml_html: Any = importlib.import_module("lxml.html")
+    cleaned: str = lxml_html.tostring(tree, encoding="unicode")
+    return cleaned
+
+
+def _drop_hidden(tree: Any, html: str) -> bool:
+    """Drop from ``tree`` (parsed from ``html``) what a reader never sees; whether it changed.
+
     Text hidden from people is where pages put instructions meant for models and
     keyword stuffing meant for search engines; a reader of the page never saw it.
     Kept: closed tabs and accordions (one click away), and the parts of the page that
@@ -101,10 +122,7 @@ def without_hidden(html: str) -> str:
     product grids had come out empty), with AEB unchanged.
     """
     if not _HIDDEN_HINT.search(html):
-        return html
-    tree = _parse_html(html)
-    if tree is None:
-        return html
+        return False
     changed = _place_streamed(tree, html)
     total = _readable_chars(tree) or 1
     for node in tree.xpath("//body//*[@style or @hidden]"):
@@ -119,11 +137,21 @@ def without_hidden(html: str) -> str:
         elif _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
-    if not changed:
-        return html
-    lxml_html: Any = importlib.import_module("lxml.html")
-    cleaned: str = lxml_html.tostring(tree, encoding="unicode")
-    return cleaned
+    return changed
+
+
+# MediaWiki's "[edit]" beside every section heading (Wikipedia, Fandom, wiki.js sites'
+# exports): a control, not the article ("Software[edit]" in the text and its passages).
+_EDIT_SECTION = ("//*[contains(concat(' ', normalize-space(@class), ' '), ' mw-editsection ')]")
+
+
+def _drop_edit_links(tree: Any, html: str) -> None:
+    """Drop MediaWiki's section edit links from ``tree`` (in place; their tails stay)."""
+    if "mw-editsection" not in html:
+        return
+    for node in tree.xpath(_EDIT_SECTION):
+        if node.getparent() is not None:
+            node.drop_tree()
 
 
 # React's streaming server rendering sends each part of the page that was not ready in
@@ -261,8 +289,9 @@ def _share_justext_stoplist() -> None:
     justext.core.define_stoplist = define_stoplist
 
 
-def _trafilatura(html: str, url: str | None) -> tuple[str, str]:
-    """trafilatura's main text and its comments (forum posts land there)."""
+def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
+    """trafilatura's main text and its comments (forum posts land there), from the
+    page's HTML or its lxml tree (which trafilatura changes)."""
     import trafilatura
 
     _share_justext_stoplist()
@@ -312,24 +341,40 @@ def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
         return _html_title(tree), None
 
 
-def _block_inputs(html: str, url: str | None
+def _reader_tree(html: str) -> Any:
+    """The page as a reader sees it: parsed once, without hidden text or edit links.
+
+    None when it does not parse at all.
+    """
+    tree = _parse_html(html)
+    if tree is not None:
+        _drop_hidden(tree, html)
+        _drop_edit_links(tree, html)
+    return tree
+
+
+def _block_inputs(html: str, url: str | None, tree: Any = None
                   ) -> tuple[Any, Any, str, str | None, str | None] | None:
     """Blocks and their features, plus trafilatura's text, title and date.
 
-    None when the page does not parse at all.
+    ``tree`` is the page parsed (:func:`_reader_tree`); by default ``html`` is parsed
+    as it is. None when the page does not parse at all.
     """
     from sleuth.extraction import blocks as bx
 
+    if tree is None:
+        tree = _parse_html(html)
+        if tree is None:
+            return None
     try:
-        main, comments = _trafilatura(html, url)
+        # trafilatura reads a copy of the tree (it prunes what it reads): a copy costs
+        # a fraction of a second parse of the page.
+        main, comments = _trafilatura(copy.deepcopy(tree), url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         log.debug("trafilatura failed on %s", url, exc_info=True)
         main, comments = "", ""
-    tree = _parse_html(html)
-    if tree is None:
-        return None
     title, date = _page_meta(tree, url)
     # The head goes with clean_tree; what the features need from it is read first.
     head = bx.read_head(tree)
@@ -385,10 +430,11 @@ def extract(html: str | bytes, url: str | None = None, *,
 
     with _TRAFILATURA_LOCK:
         try:
-            html = without_hidden(html)
-            got = _block_inputs(html, url)
-            if got is None:
+            tree = _reader_tree(html)
+            if tree is None:
                 return Extracted(truncated=cut)
+            got = _block_inputs(html, url, tree)
+            assert got is not None  # a tree was given
             blocks, matrix, main, title, date = got
             text = normalize_text(model.select_text(blocks, matrix))
             if not text:
@@ -399,19 +445,20 @@ def extract(html: str | bytes, url: str | None = None, *,
             log.debug("block extraction failed on %s", url, exc_info=True)
             text, title, date = _trafilatura_only(html, url)
         if not text:
-            text = _plain_text(_parse_html(html))
+            text = _plain_text(_reader_tree(html))
     return Extracted(text=text, title=normalize_text(title) if title else None, date=date,
                      truncated=cut)
 
 
 def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str | None]:
+    tree = _reader_tree(html)
+    if tree is None:
+        return "", None, None
     try:
-        main, _ = _trafilatura(html, url)
+        main, _ = _trafilatura(copy.deepcopy(tree), url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         main = ""
-    title, date = _page_meta(_parse_html(html), url)
+    title, date = _page_meta(tree, url)
     return normalize_text(main), title, date
-
-

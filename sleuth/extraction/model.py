@@ -286,6 +286,11 @@ def model_keeps(prob: np.ndarray, matrix: np.ndarray, cutoff: float) -> np.ndarr
     return best_keep(prob, _block_words(matrix))
 
 
+# A wiki's section edit link that stayed in its heading's text ("Software [edit]"; the
+# element itself is dropped before, see html._drop_edit_links).
+_EDIT_LINK = re.compile(r"\s*\[\s*edit(?:\s*\|\s*edit source)?\s*\]$", re.I)
+
+
 def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
     """The text of the blocks the model keeps, one block a line, in page order."""
     models = _load_models()
@@ -318,8 +323,10 @@ def select_text(blocks: list[Block], matrix: np.ndarray) -> str:
                 continue
             for gram in grams:
                 seen.setdefault(gram, parent)
-        if block.tag in HEADINGS and lines:
-            lines.append("")
+        if block.tag in HEADINGS:
+            text = _EDIT_LINK.sub("", text) or text
+            if lines:
+                lines.append("")
         lines.append(text)
     return "\n".join(lines)
 

@@ -6,18 +6,53 @@ politely (:mod:`~sleuth.fetch.politeness`), with an optional page cache
 from :mod:`sleuth.extraction`. ``check_url`` and ``is_public_address`` are the guard's
 checks, usable on their own. ``extract``, ``Extracted`` and ``pdf_text`` are
 :mod:`sleuth.extraction`'s, named here too.
+
+The names load on first use, so that importing one small module of this package
+(``sleuth.fetch.cache``, which the store's adapters need) does not import the fetcher,
+the guard and their HTTP stack on a run's way to its first search.
 """
 
-from sleuth.extraction import Extracted, extract, pdf_text
-from sleuth.fetch.fetcher import Fetcher, fetch_page
-from sleuth.fetch.guard import check_url, is_public_address
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sleuth.extraction import Extracted, extract, pdf_text
+    from sleuth.fetch.fetcher import Fetcher, RunFetcher, fetch_page
+    from sleuth.fetch.guard import check_url, is_public_address
+
+_EXPORTS = {
+    "Extracted": "sleuth.extraction",
+    "extract": "sleuth.extraction",
+    "pdf_text": "sleuth.extraction",
+    "Fetcher": "sleuth.fetch.fetcher",
+    "RunFetcher": "sleuth.fetch.fetcher",
+    "fetch_page": "sleuth.fetch.fetcher",
+    "check_url": "sleuth.fetch.guard",
+    "is_public_address": "sleuth.fetch.guard",
+}
 
 __all__ = [
     "Extracted",
     "Fetcher",
+    "RunFetcher",
     "check_url",
     "extract",
     "fetch_page",
     "is_public_address",
     "pdf_text",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sleuth.fetch' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from sleuth import _extras as extras
 from sleuth.errors import BlockedURLError, ConfigError
 
 __all__ = ["Browser", "BrowserFetch", "Fetched", "RenderError", "Rendered",
@@ -38,9 +39,11 @@ __all__ = ["Browser", "BrowserFetch", "Fetched", "RenderError", "Rendered",
 
 log = logging.getLogger(__name__)
 
-INSTALL_HINT = ("the playwright fetch engine needs Playwright: "
-                "pip install 'sleuth-research[browser]', "
-                "plus a Chromium (apt install chromium, or: playwright install chromium)")
+def install_hint() -> str:
+    """What the playwright engine needs, and the commands that install it."""
+    return (f"the playwright fetch engine needs Playwright: {extras.install_hint('browser')}, "
+            "plus a Chromium (apt install chromium, or: playwright install chromium)")
+
 _CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                   "--disable-background-networking", "--no-first-run",
                   # No QUIC, and WebRTC only through the proxy (so never): UDP goes round a
@@ -75,7 +78,7 @@ def playwright_installed() -> bool:
 def require_playwright() -> None:
     """Raise :class:`ConfigError` with an install hint unless Playwright is installed."""
     if not playwright_installed():
-        raise ConfigError(INSTALL_HINT)
+        raise ConfigError(install_hint())
 
 
 def looks_like_script_shell(html: str) -> bool:
@@ -230,7 +233,7 @@ class Browser:
             except Exception as exc:  # playwright's launch errors are plain Error types
                 await self._stop()
                 raise ConfigError(f"could not start Chromium ({_one_line(exc)}); "
-                                  f"{INSTALL_HINT}") from exc
+                                  f"{install_hint()}") from exc
 
     async def render(self, document: Fetched, limit_s: float) -> Rendered:
         """Show ``document`` (already fetched) with its scripts run; return the HTML.
@@ -273,7 +276,7 @@ class Browser:
         size = await page.evaluate(
             "document.documentElement ? document.documentElement.outerHTML.length : 0")
         if size > self._max_bytes:
-            raise RenderError(f"the rendered page is too large (> {self._max_bytes} bytes)")
+            raise RenderError(f"the rendered page is too large (> {self._max_bytes:,} bytes)")
         html = await page.content()
         content_type = _response_headers(answer).get("content-type", "text/html")
         return Rendered(final_url=answer.url if final in session.main else final,

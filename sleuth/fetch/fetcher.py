@@ -26,6 +26,7 @@ import asyncio
 import logging
 import re
 import time
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -59,6 +60,7 @@ from sleuth.fetch.cache import (
 )
 from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
 from sleuth.fetch.politeness import (
+    CAPPED,
     ROBOTS_MAX_BYTES,
     ROBOTS_TIMEOUT,
     Politeness,
@@ -70,7 +72,7 @@ from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
 
 __all__ = ["DEFAULT_USER_AGENT", "CachedResult", "Fetcher", "LocalDocuments", "PageCache",
-           "Validators", "fetch_page"]
+           "RunFetcher", "Validators", "fetch_page"]
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +138,37 @@ def _network_reason(exc: httpx.HTTPError) -> str:
     return reason[:200]
 
 
+class RunFetcher:
+    """One run's view of a :class:`Fetcher` that may serve several runs (a batch).
+
+    Fetches go through the shared fetcher: its per-host pacing clock, its slots, its
+    robots.txt cache, its page cache, and one request for a page two runs want at once.
+    What is the run's own: ``--max-pages-per-host`` (``pages``, counted per run, so one
+    question's pages never use up another's) and ``cache_hits``, the pages the cache
+    served this run (the report's ``cached_fetches``).
+    """
+
+    def __init__(self, fetcher: Fetcher) -> None:
+        self.fetcher = fetcher
+        #: Pages the cache served this run (fresh, or a 304 answer).
+        self.cache_hits = 0
+        #: Pages this run took from each host (its --max-pages-per-host count).
+        self.pages: Counter[str] = Counter()
+
+    async def fetch(self, url: str) -> Page | FetchFailure:
+        """:meth:`Fetcher.fetch`, counted against this run."""
+        return await self.fetcher.fetch(url, run=self)
+
+    async def usable(self, url: str, cached: CachedResult) -> bool:
+        """:meth:`Fetcher.usable`."""
+        return await self.fetcher.usable(url, cached)
+
+    @property
+    def robots_notes(self) -> dict[str, str]:
+        """:attr:`Fetcher.robots_notes` (the fetcher's, for every run it serves)."""
+        return self.fetcher.robots_notes
+
+
 class Fetcher:
     """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
 
@@ -146,6 +179,11 @@ class Fetcher:
     pages it served, fresh or revalidated); ``documents`` reads ``file://`` URLs,
     which without it are refused. ``clock`` and ``sleep`` pace the requests to one
     host (``host_delay``); tests pass fake ones to see the spacing without waiting.
+
+    Several runs may share one fetcher, each through its own :class:`RunFetcher`
+    (:meth:`for_run`). ``keep`` bounds how many finished pages stay in memory for
+    another caller of the same URL (None: all, as one run wants; a batch keeps the
+    latest few, and its page cache answers for the rest).
     """
 
     def __init__(self, settings: Settings, *,
@@ -153,16 +191,19 @@ class Fetcher:
                  cache: PageCache | None = None,
                  documents: LocalDocuments | None = None,
                  clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                 keep: int | None = None) -> None:
         self._settings = settings
         self._transport = transport
         self._cache = cache
         self._documents = documents
-        #: Pages served by ``cache`` without a download (fresh, or a 304 answer).
-        self.cache_hits = 0
+        #: The run a plain :meth:`fetch` counts against (a fetcher used by one run).
+        self._own = RunFetcher(self)
         self._client: httpx.AsyncClient | None = None
         self._browser: Browser | None = None
         self._entries: dict[str, _Entry] = {}
+        self._keep = keep
+        self._finished: OrderedDict[str, None] = OrderedDict()
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._domains = DomainRules.from_settings(settings)
@@ -208,33 +249,68 @@ class Fetcher:
         if self._browser is not None:
             await self._browser.close()
 
-    async def fetch(self, url: str) -> Page | FetchFailure:
+    @property
+    def cache_hits(self) -> int:
+        """Pages served by ``cache`` without a download (fresh, or a 304 answer) to
+        plain :meth:`fetch` calls (a :class:`RunFetcher` counts its own)."""
+        return self._own.cache_hits
+
+    def for_run(self) -> RunFetcher:
+        """A new run's view of this fetcher (its own page caps and cache-hit count)."""
+        return RunFetcher(self)
+
+    async def fetch(self, url: str, *, run: RunFetcher | None = None) -> Page | FetchFailure:
         """Fetch and extract ``url``; every page problem comes back as a ``FetchFailure``.
 
-        Calls for one canonical URL share one request, concurrent or not.
+        Calls for one canonical URL share one request, concurrent or not (with ``keep``,
+        a finished one only while it is among the latest ``keep``). ``run``: whose
+        page caps and cache hits the request counts against (default: the fetcher's own).
         """
         if self._client is None:
             raise RuntimeError("use the Fetcher as 'async with Fetcher(settings) as fetcher'")
         key = canonicalize(url)
         entry = self._entries.get(key)
         if entry is None:
-            entry = _Entry(asyncio.ensure_future(self._fetch_fresh(url)))
+            entry = _Entry(asyncio.ensure_future(self._fetch_fresh(url, run or self._own)))
             self._entries[key] = entry
+            if self._keep is not None:
+                entry.task.add_done_callback(lambda task: self._forget_old(key, task))
         entry.waiters += 1
         try:
             # shield: one caller giving up must not cancel the fetch for the others.
             result = await asyncio.shield(entry.task)
         except asyncio.CancelledError:
             entry.waiters -= 1
-            if entry.waiters == 0 and not entry.task.done():
+            if entry.waiters == 0 and not entry.task.done() and self._keep is None:
                 # Nobody wants it any more: free its slots, and let a later call retry.
+                # (A fetcher shared by many runs lets it finish: the next run that wants
+                # the page then finds it, instead of asking the site a second time.)
                 entry.task.cancel()
                 self._entries.pop(key, None)
             raise
         entry.waiters -= 1
         return result if result.url == url else result.model_copy(update={"url": url})
 
-    async def _fetch_fresh(self, url: str) -> Page | FetchFailure:
+    def _forget_old(self, key: str, task: asyncio.Task[Page | FetchFailure]) -> None:
+        """Keep at most ``keep`` finished pages in memory: a batch's would grow without end."""
+        assert self._keep is not None
+        if task.cancelled() or task.exception() is not None:
+            return
+        result = task.result()
+        if isinstance(result, FetchFailure) and result.reason.startswith(CAPPED):
+            # One run's cap, not the page's answer: another run asks again.
+            if (entry := self._entries.get(key)) is not None and entry.task is task:
+                del self._entries[key]
+            return
+        self._finished[key] = None
+        self._finished.move_to_end(key)
+        while len(self._finished) > self._keep:
+            old, _ = self._finished.popitem(last=False)
+            entry = self._entries.get(old)
+            if entry is not None and entry.task.done():
+                del self._entries[old]
+
+    async def _fetch_fresh(self, url: str, run: RunFetcher) -> Page | FetchFailure:
         """A local document, the cache's answer, or a (conditional) download."""
         if url.strip()[:5].lower() == "file:":
             if self._documents is None:
@@ -252,9 +328,9 @@ class Fetcher:
         if cached is not None and not await self.usable(url, cached):
             cached = None  # read under rules that this run's refuse: as if never cached
         if cached is not None and cached.fresh:
-            self.cache_hits += 1
+            run.cache_hits += 1
             return cached.result
-        capped = self._polite.take_page(host_of(url))
+        capped = self._polite.take_page(host_of(url), run.pages)
         if capped is not None:
             # Like a blocked URL, not cached: it depends on this run, not on the page.
             return FetchFailure(url=url, reason=capped)
@@ -263,7 +339,7 @@ class Fetcher:
             result, validators, public = await self._fetch_network(url, stale)
         except NotModified as answer:
             assert stale is not None and self._cache is not None
-            self.cache_hits += 1
+            run.cache_hits += 1
             await quietly(self._cache.revalidated(url, answer.validators))
             return stale.result
         # A blocked URL cost no request, and whether it is blocked depends on the settings.

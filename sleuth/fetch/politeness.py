@@ -1,8 +1,9 @@
 """How the fetcher treats each site: paced requests, a page cap, and robots.txt.
 
-* Pacing: the starts of two requests to one host are ``--host-delay`` apart (the turn is
-  taken before the wait, so concurrent callers queue up in order).
-* A cap: one host gives at most ``--max-pages-per-host`` pages per fetcher.
+* Pacing: the starts of two requests to one host are ``--host-delay`` apart (callers
+  queue in arrival order; a turn counts from when the request before really began).
+* A cap: one host gives at most ``--max-pages-per-host`` pages per run (the caller keeps
+  the count: a fetcher shared by the runs of a batch counts each run's own).
 * robots.txt, with ``--respect-robots``: one file per site, read once. The
   :class:`~sleuth.fetch.Fetcher` downloads ``/robots.txt`` itself, through its guarded
   client (same SSRF guard, domain lists and host pacing as pages), with a small size cap
@@ -34,7 +35,10 @@ from protego import Protego
 from sleuth.errors import BlockedURLError
 from sleuth.settings import Settings
 
-__all__ = ["ROBOTS_MAX_BYTES", "ROBOTS_TIMEOUT", "Politeness", "Robots", "robots_url"]
+__all__ = ["CAPPED", "ROBOTS_MAX_BYTES", "ROBOTS_TIMEOUT", "Politeness", "Robots", "robots_url"]
+
+#: How the reason of a page left out by ``--max-pages-per-host`` begins.
+CAPPED = "per-host page limit reached"
 
 #: Bytes of robots.txt read at most (Google's limit is 500 KiB too).
 ROBOTS_MAX_BYTES = 500 * 1024
@@ -93,7 +97,7 @@ class Politeness:
         self._clock = clock
         self._sleep = sleep
         self._next_start: dict[str, float] = {}
-        self._host_pages: Counter[str] = Counter()
+        self._host_locks: dict[str, asyncio.Lock] = {}
         self._robots: dict[str, asyncio.Task[Robots]] = {}
         #: Sites whose robots.txt could not be read (origin: why); they were treated
         #: as allowing everything. Only filled with ``respect_robots``.
@@ -104,19 +108,24 @@ class Politeness:
         delay = self._settings.host_delay
         if delay <= 0:
             return
-        now = self._clock()
-        start = max(now, self._next_start.get(host, now))
-        self._next_start[host] = start + delay
-        if start > now:
-            await self._sleep(start - now)
+        # One caller at a time per host (in arrival order: asyncio.Lock is fair), and the
+        # next turn counted from when this one really began: a wait that overran (a busy
+        # event loop, a batch of many questions) never brings the next request closer.
+        async with self._host_locks.setdefault(host, asyncio.Lock()):
+            now = self._clock()
+            start = max(now, self._next_start.get(host, now))
+            if start > now:
+                await self._sleep(start - now)
+            self._next_start[host] = max(self._clock(), start) + delay
 
-    def take_page(self, host: str) -> str | None:
-        """Count one page from ``host``; why not, once its pages are used up (else None)."""
+    def take_page(self, host: str, pages: Counter[str]) -> str | None:
+        """Count one page from ``host`` in ``pages`` (a run's count); why not, once its
+        pages are used up (else None)."""
         cap = self._settings.max_pages_per_host
-        if self._host_pages[host] >= cap:
-            return (f"per-host page limit reached ({cap} pages from {host}; "
+        if pages[host] >= cap:
+            return (f"{CAPPED} ({cap} pages from {host}; "
                     "--max-pages-per-host)")
-        self._host_pages[host] += 1
+        pages[host] += 1
         return None
 
     async def obey_robots(self, url: str) -> None:

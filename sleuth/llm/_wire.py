@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from sleuth._tls import ssl_context
+from sleuth._tls import client_tls
 
 __all__ = ["MAX_REPLY_BYTES", "UNPARSABLE", "Completion", "Misshapen", "ReplyRefused", "cause",
            "headers_of", "model_http_client", "parse_retry_after", "read_completion"]
@@ -107,9 +107,9 @@ def model_http_client(timeout: float, *, limit: int = MAX_REPLY_BYTES) -> httpx.
     environment); ``timeout`` applies to each connect and read, and does not bound a
     whole call (see the module docstring).
     """
-    return httpx.AsyncClient(verify=ssl_context(), timeout=timeout, follow_redirects=True,
-                             limits=httpx.Limits(max_connections=1000,
-                                                 max_keepalive_connections=100),
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=True,
+                             **client_tls(limits=httpx.Limits(
+                                 max_connections=1000, max_keepalive_connections=100)),
                              headers={"Accept-Encoding": "identity"},
                              event_hooks={"response": [_capper(limit)]})
 

@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
-from sleuth._tls import ssl_context
+from sleuth._extras import install_hint, missing_extra
+from sleuth._tls import client_tls
 from sleuth.errors import (
     ConfigError,
     ContextOverflowError,
@@ -87,12 +88,15 @@ class RunLLM:
         #: The time budget's reason once it cancelled a call in flight (else None).
         self.cut_by: str | None = None
         self._said: set[str] = set()
+        # The run's own count: the client may serve other runs too (a batch shares one).
+        # The client's class makes it, so that no import of openai happens here.
+        self._usage: LLMUsage = type(client.usage)()
 
     # -- facts -----------------------------------------------------------------------
     @property
     def usage(self) -> LLMUsage:
-        """The run's model usage so far."""
-        return self.client.usage
+        """This run's model usage so far (the replies it got, cached ones included)."""
+        return self._usage
 
     @property
     def usable(self) -> bool:
@@ -155,6 +159,7 @@ class RunLLM:
             if exc.status == 404:  # an unknown model fails the same way at every call
                 self.down = str(exc)
             raise
+        self._usage.record(reply)
         if self.budget is not None and not reply.cached:
             cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
             self.budget.charge_tokens(reply.prompt_tokens + reply.completion_tokens, cost)
@@ -243,7 +248,7 @@ async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
     if config is not None:
         return ModelChoice(config, "settings")
     url = ollama_url(env)
-    async with httpx.AsyncClient(trust_env=False, verify=ssl_context(False)) as http:
+    async with httpx.AsyncClient(trust_env=False, **client_tls(trust_env=False)) as http:
         found = await detect_ollama(http, url)
     if found is None:
         return ModelChoice(None, "none", url)
@@ -303,10 +308,9 @@ async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_pro
         from sleuth.llm.client import LLMClient
     except ImportError:
         if explicit:
-            raise ConfigError("a model is configured but the openai package is missing: "
-                              "pip install 'sleuth-research[llm]'") from None
-        emit(Event("info", "the openai package is missing (pip install 'sleuth-research[llm]'):"
-                           " the no-LLM pipeline runs"))
+            raise missing_extra("llm", "openai", "a configured model") from None
+        emit(Event("info", f"the openai package is missing ({install_hint('llm')}): "
+                           "the no-LLM pipeline runs"))
         yield None
         return
     async with LLMClient(config, progress=emit, cache=cache) as client:

@@ -18,18 +18,21 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import time
-import unicodedata
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sleuth._extras import missing_extra
+from sleuth._question import MAX_QUESTION_CHARS, clean_question
 from sleuth.budget import Budget
-from sleuth.errors import ConfigError, ProviderError, StoreCorruptError
+from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
+from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
-from sleuth.models import Failure, Report, SearchHit
+from sleuth.models import Failure, Report, SearchFailure, SearchHit
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.recorder import RunRecord, StoreSession
 from sleuth.progress import Event, ProgressCallback
@@ -43,29 +46,11 @@ from sleuth.store.docs import check_folder
 if TYPE_CHECKING:
     import httpx
 
-    from sleuth.fetch import Fetcher
-    from sleuth.llm.client import LLMClient
+    from sleuth.fetch import Fetcher, RunFetcher
+    from sleuth.llm.client import LLMClient, LLMUsage
 
-__all__ = ["MAX_QUESTION_CHARS", "RunContext", "Services", "check_settings", "clean_question",
-           "documents_search", "open_run", "open_services"]
-
-MAX_QUESTION_CHARS = 2000
-
-
-def clean_question(question: str) -> str:
-    """The question with control characters removed; ConfigError if nothing usable is left."""
-    if not isinstance(question, str):
-        raise ConfigError("the question must be text")
-    text = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in question)
-    text = " ".join(text.split())
-    if not text:
-        raise ConfigError("the question is empty")
-    if len(text) > MAX_QUESTION_CHARS:
-        raise ConfigError(
-            f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
-    if not any(ch.isalnum() for ch in text):
-        raise ConfigError("the question has no words in it")
-    return text
+__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "RunContext", "Services", "check_run",
+           "check_settings", "clean_question", "documents_search", "open_run", "open_services"]
 
 
 def documents_search(settings: Settings) -> Settings:
@@ -89,12 +74,15 @@ def documents_search(settings: Settings) -> Settings:
 def check_settings(settings: Settings) -> None:
     """The cheap checks of a run's settings, made before a run record is created.
 
-    Unknown providers, ``local`` without ``--docs`` and a missing or unreadable
-    documents folder raise :class:`~sleuth.errors.ConfigError` here, so a mistyped
-    command leaves no failed run behind. (API keys are checked when searching.)
+    Unknown providers, ``local`` without ``--docs``, a missing or unreadable
+    documents folder and a configured model without the openai package raise
+    :class:`~sleuth.errors.ConfigError` here, so a mistyped command leaves no failed
+    run behind. (API keys are checked when searching.)
     """
     for name in settings.search:
         get_provider(name)
+    if resolve_config(settings) is not None and importlib.util.find_spec("openai") is None:
+        raise missing_extra("llm", "openai", "a configured model")
     if "local" in settings.search and settings.docs is None:
         raise ProviderError("search provider 'local' needs a documents folder: "
                             "--docs DIR or SLEUTH_DOCS")
@@ -102,15 +90,55 @@ def check_settings(settings: Settings) -> None:
         check_folder(settings.docs)
 
 
+async def check_run(question: str, settings: Settings) -> None:
+    """Every check a run of ``question`` makes before it is recorded or sends anything.
+
+    :class:`~sleuth.errors.ConfigError` for bad input: an unknown provider or one
+    without its API key, a missing documents folder, bad quality rules, a bad
+    ``--lang``. For an edge that refuses a bad request before accepting it (the web
+    page's ``POST /api/runs``), rather than letting the run fail after it started.
+    """
+    settings = documents_search(settings)
+    check_settings(settings)
+    load_rules(settings.quality_rules)
+    language_name(settings.lang, question)
+    async with make_search_client(settings) as probe:
+        build_providers(settings, probe)
+
+
+#: The settings the services read (the fetcher, the store session, the model's client):
+#: runs that share services share these; a batch takes them from the batch's own options,
+#: never from one question's.
+SERVICE_FIELDS = frozenset({
+    # the fetcher (and the extraction workers it starts)
+    "allow_private_urls", "fetch_engine", "timeout", "max_page_bytes", "max_redirects",
+    "concurrency", "per_host_concurrency", "user_agent", "host_delay", "max_pages_per_host",
+    "respect_robots", "allow_domains", "deny_domains", "max_chars", "extract_timeout",
+    "extract_memory_mb", "extract_workers",
+    # the store session and its caches, the documents index
+    "home", "no_store", "refresh", "cache_ttl", "docs",
+    # the model's client
+    "model", "plan_model", "summary_model", "report_model", "base_url", "context_window",
+    "llm_concurrency", "llm_timeout", "no_llm",
+})
+
+#: Finished pages a fetcher shared by many runs keeps in memory for the next run that
+#: asks (the page cache, when there is one, answers for older ones).
+SHARED_PAGES_KEPT = 64
+
+
 class Services:
     """What runs may share; made by :func:`open_services`, each part opened on first use."""
 
     def __init__(self, settings: Settings, emit: ProgressCallback, store: StoreSession,
-                 stack: AsyncExitStack) -> None:
+                 stack: AsyncExitStack, *, shared: bool = False) -> None:
         self.settings = settings
         self.emit = emit
         #: The store, its caches and the documents index (all None under --no-store).
         self.store = store
+        #: Whether many runs share these (a batch): the fetcher then keeps only the
+        #: latest finished pages in memory, so memory does not grow with the runs done.
+        self.shared = shared
         self._stack = stack
         self._search_client: httpx.AsyncClient | None = None
         self._fetcher: Fetcher | None = None
@@ -132,7 +160,8 @@ class Services:
             from sleuth.fetch import Fetcher
 
             fetcher = Fetcher(self.settings, cache=self.store.page_cache,
-                              documents=self.store.documents)
+                              documents=self.store.documents,
+                              keep=SHARED_PAGES_KEPT if self.shared else None)
             self._fetcher = await self._stack.enter_async_context(fetcher)
         return self._fetcher
 
@@ -156,12 +185,19 @@ class Services:
                 cache=self.store.reply_cache))
         return self._llm
 
+    @property
+    def llm_usage(self) -> LLMUsage | None:
+        """The model usage of every run these services served so far (None: no model)."""
+        return self._llm.usage if self._llm is not None else None
+
 
 @asynccontextmanager
 async def open_services(settings: Settings, emit: ProgressCallback, *,
-                        resumed: bool = False) -> AsyncIterator[Services]:
+                        resumed: bool = False, shared: bool = False
+                        ) -> AsyncIterator[Services]:
     """Open the store (unless ``--no-store``) and the services around it; close all at exit.
 
+    ``shared``: the services serve many runs (see :attr:`Services.shared`).
     Raises :class:`~sleuth.errors.ConfigError` for settings no run could use (unknown
     providers, a missing documents folder, a home that cannot be written).
     """
@@ -169,7 +205,7 @@ async def open_services(settings: Settings, emit: ProgressCallback, *,
     session = await asyncio.to_thread(StoreSession.open, settings, resumed=resumed)
     try:
         async with AsyncExitStack() as stack:
-            yield Services(settings, emit, session, stack)
+            yield Services(settings, emit, session, stack, shared=shared)
     finally:
         session.close()
 
@@ -197,6 +233,8 @@ class RunContext:
     failures: list[Failure] = field(default_factory=list)
     searches: int = 0
     searched: dict[str, list[SearchHit]] = field(default_factory=dict)
+    #: Every search that failed, as the providers said it (the report's Gaps sum them up).
+    search_failures: list[SearchFailure] = field(default_factory=list)
     reader: PageReader | None = None
     cached_fetches: int = 0
     #: The cache wrappers of this run's search providers (their hits count as cached).
@@ -212,6 +250,8 @@ class RunContext:
     picks: dict[str, list[str]] = field(default_factory=dict)
     #: The search results shown to the model so far (canonical URLs): each is shown once.
     shown: set[str] = field(default_factory=set)
+    #: The run's view of the services' fetcher (made on first use by :meth:`fetcher`).
+    run_fetcher: RunFetcher | None = None
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]
@@ -225,6 +265,13 @@ class RunContext:
     def session(self) -> StoreSession:
         """The store's part (caches, documents index), shared through the services."""
         return self.services.store
+
+    async def fetcher(self) -> RunFetcher:
+        """The run's view of the services' fetcher: its page caps and cache hits are the
+        run's own, while pacing, slots and caches are shared with any other run."""
+        if self.run_fetcher is None:
+            self.run_fetcher = (await self.services.fetcher()).for_run()
+        return self.run_fetcher
 
     def page_reader(self) -> PageReader | None:
         """The run's page reader (made on first use); None without a model."""

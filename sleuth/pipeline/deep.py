@@ -42,7 +42,7 @@ from sleuth.models import (
     Source,
     TreeNode,
 )
-from sleuth.pipeline.context import RunContext, clean_question, open_run
+from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import fetch_stage, rank_stage, read_stage, search_stage
 from sleuth.progress import Event, ProgressCallback, no_progress
@@ -403,18 +403,21 @@ async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
 
 async def deep_research(question: str, *, settings: Settings,
                         on_event: ProgressCallback | None = None,
-                        resume_id: str | None = None) -> Report:
+                        resume_id: str | None = None,
+                        services: Services | None = None) -> Report:
     """Research ``question`` as a tree of questions and return the long, cited report.
 
     ``settings`` are the run's (``mode="deep"``; deep mode's defaults of
     :func:`~sleuth.settings.mode_defaults` apply where the user set nothing). Called by
-    :func:`sleuth.research` when the mode is deep.
+    :func:`sleuth.research` when the mode is deep; ``services`` as there (a batch shares
+    one fetcher, store and model client between its questions).
     """
     from sleuth.pipeline.deep_report import write_report
 
     topic = clean_question(question)
     settings = mode_defaults(settings)
-    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
+    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
+                        services=services) as ctx:
         tree = Tree(ctx)
         await tree.explore()
         ctx.session.check_store()  # found damaged while fetching: no report on top

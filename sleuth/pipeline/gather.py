@@ -19,7 +19,7 @@ from sleuth.progress import Event, ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     from sleuth.budget import Budget
-    from sleuth.fetch import Fetcher
+    from sleuth.fetch import Fetcher, RunFetcher
 
 #: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
@@ -63,7 +63,7 @@ class Gathered:
     stopped_by: str | None = None
 
 
-async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
+async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetcher, want: int,
                        on_event: ProgressCallback = no_progress,
                        budget: Budget | None = None, *,
                        known: Mapping[str, Page | FetchFailure] | None = None,
@@ -99,7 +99,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher, want: int,
 class _Gatherer:
     """The state of one :func:`gather_pages` call."""
 
-    def __init__(self, candidates: list[Candidate], fetcher: Fetcher, want: int,
+    def __init__(self, candidates: list[Candidate], fetcher: Fetcher | RunFetcher, want: int,
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
                  accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,

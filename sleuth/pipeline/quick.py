@@ -13,10 +13,11 @@ import asyncio
 from typing import Any
 
 from sleuth.models import Candidate, Plan, Report, SearchHit
-from sleuth.pipeline.context import RunContext, clean_question, open_run
+from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import (
     check_stage,
+    explain_empty_search,
     fetch_stage,
     plan_stage,
     rank_stage,
@@ -116,7 +117,7 @@ async def _stop(*futures: asyncio.Future[Any] | None) -> None:
 
 async def research(question: str, *, settings: Settings | None = None,
                    on_event: ProgressCallback | None = None, resume_id: str | None = None,
-                   **options: Any) -> Report:
+                   services: Services | None = None, **options: Any) -> Report:
     """Research ``question`` and return a cited :class:`~sleuth.models.Report`.
 
     ``options`` are settings fields (``depth=3``, ``max_sources=8``, ``search="searxng"``,
@@ -125,6 +126,8 @@ async def research(question: str, *, settings: Settings | None = None,
     could be read still returns a report, with an empty ``sources`` list and its gaps.
     ``resume_id`` continues that interrupted run (see ``sleuth resume``): what it
     already searched, fetched and asked a model is taken from the store.
+    ``services``: what this run shares with others (see
+    :func:`~sleuth.pipeline.batch.research_many`); by default it opens its own.
     ``mode="deep"`` (with ``breadth``, ``levels``) researches a tree of sub-questions and
     writes a long report (:mod:`sleuth.pipeline.deep`).
     """
@@ -134,13 +137,15 @@ async def research(question: str, *, settings: Settings | None = None,
         from sleuth.pipeline.deep import deep_research
 
         return await deep_research(topic, settings=settings, on_event=on_event,
-                                   resume_id=resume_id)
-    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id) as ctx:
+                                   resume_id=resume_id, services=services)
+    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
+                        services=services) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)
             gathered = await search_and_fetch(ctx, plan)
         else:
             plan, gathered = await plan_and_fetch(ctx)
+        explain_empty_search(ctx)
         sources = await read_stage(ctx, plan, gathered)
         ctx.session.check_store()  # found damaged while fetching: no report on top
         ctx.record_stage("sources", sources)

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from sleuth.extraction.documents import DocumentExtractor
-from sleuth.extraction.workers import extract_limits
 from sleuth.fetch.cache import CachedResult
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, SearchHit, Source
 from sleuth.pipeline.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
@@ -244,6 +242,10 @@ class StoreSession:
         if self.docs_store is None:
             self._scratch = Path(tempfile.mkdtemp(prefix="sleuth-docs-"))
             self.docs_store = Store(self._scratch)
+        # Here, not at the top: a run without --docs never loads them on its way to a search.
+        from sleuth.extraction.documents import DocumentExtractor
+        from sleuth.extraction.workers import extract_limits
+
         read = DocumentExtractor(extract_limits(self.settings))
         self.index = report = index_folder(self.docs_store, Path(folder), read)
         self.documents = DocumentReader(self.docs_store, report.folder,

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sleuth._format import plural
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
@@ -51,8 +52,9 @@ from sleuth.stages.write import (
     write_body,
 )
 
-__all__ = ["Draft", "check_stage", "fetch_stage", "llm_stats", "plan_stage", "rank_stage",
-           "read_sources", "read_stage", "report_stage", "search_stage", "write_stage"]
+__all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
+           "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
+           "search_stage", "write_stage"]
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
@@ -103,7 +105,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     if recorder is not None:
         recorder.plan(plan)
         ctx.passage_queries = [ctx.topic, *plan.queries]
-    ctx.emit(Event("plan", f"{len(queries)} queries", {"queries": queries}))
+    ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
     groups = provider_groups(providers)
 
     async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
@@ -120,6 +122,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
         answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
     failures = [failure for _, failed in answers for failure in failed]
+    ctx.search_failures += failures
     ctx.failures += [
         Failure(url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}",
                 stage="search") for f in failures]
@@ -130,6 +133,47 @@ async def search_stage(ctx: RunContext, plan: Plan,
 
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
+
+
+def explain_empty_search(ctx: RunContext) -> None:
+    """When no query found anything, say why in one plain line of the report's Gaps.
+
+    Every search failed for a network reason: one line says the engine could not be
+    reached and what works offline, in place of a resolver's error per query (those
+    stay in the failure's ``detail``, the JSON report, and ``--verbose``). No search
+    failed and only the documents folder was searched: the line says that nothing in
+    the folder matched (the report said "see Gaps" and Gaps had nothing to say).
+    """
+    if not ctx.searched or any(ctx.searched.values()):
+        return
+    failed, settings = ctx.search_failures, ctx.settings
+    if failed and all(f.unreachable for f in failed):
+        reason = _unreachable_line(settings, [f.provider for f in failed])
+        raw = "\n".join(f"{f.provider} search for “{f.query}” failed: {f.reason}"
+                         for f in failed)
+        first = next(n for n, f in enumerate(ctx.failures) if f.stage == "search")
+        ctx.failures[:] = [*ctx.failures[:first],
+                           Failure(url="", stage="search", reason=reason, detail=raw),
+                           *(f for f in ctx.failures[first:] if f.stage != "search")]
+        ctx.emit(Event("search_failed", reason, {"unreachable": True}))
+    elif not failed and settings.docs is not None and set(settings.search) == {"local"}:
+        indexed = ctx.session.index.indexed if ctx.session.index is not None else None
+        reason = (f"the documents folder {settings.docs} holds no file sleuth can read"
+                  if indexed == 0 else
+                  f"nothing in the documents folder {settings.docs} matched the question")
+        ctx.failures.append(Failure(url="", stage="search", reason=reason))
+        ctx.emit(Event("info", reason, {"folder": str(settings.docs)}))
+
+
+def _unreachable_line(settings: Settings, providers: list[str]) -> str:
+    """"could not reach the search engine …" with what the user can do about it."""
+    names = ", ".join(dict.fromkeys(providers))
+    if "searxng" in providers:
+        advice = f"is SearXNG running at {settings.searxng_url}?"
+    else:
+        advice = ("no network? Search your own SearXNG with --search searxng "
+                  "--searxng-url URL, or a folder of documents with --docs DIR")
+    return f"could not reach the search engine ({names}): {advice}"
 
 
 async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
@@ -174,7 +218,8 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
                                                      ctx.rules, picked=ctx.picks,
                                                      shown=ctx.shown)
     chosen = f" ({picked} chosen by the model)" if picked else ""
-    ctx.emit(Event("rank", f"{len(candidates)} candidate sources{chosen}",
+    found = plural(len(candidates), "candidate source", "candidate sources")
+    ctx.emit(Event("rank", found + chosen,
                    {"candidates": len(candidates), "picked": picked}))
     return candidates
 
@@ -199,7 +244,7 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     accept: PageCheck | None = reader.judge if reader else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
-    fetcher = await ctx.services.fetcher()
+    fetcher = await ctx.fetcher()
     hits_before = fetcher.cache_hits
     # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
     known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
@@ -273,7 +318,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
     if reader is not None:
         sources = reader.apply(sources, pages)
-    ctx.emit(Event("read", f"{len(sources)} sources read", {"sources": len(sources)}))
+    ctx.emit(Event("read", plural(len(sources), "source", "sources") + " read",
+                   {"sources": len(sources)}))
     return sources
 
 
@@ -340,5 +386,6 @@ def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: G
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template", citations=draft.citations,
     )
-    ctx.emit(Event("report", f"report with {len(sources)} sources", {"confidence": level}))
+    ctx.emit(Event("report", "report with " + plural(len(sources), "source", "sources"),
+                   {"confidence": level}))
     return report

@@ -23,11 +23,13 @@ from markdown_it.rules_inline import StateInline
 from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
+from sleuth._format import plural
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
 
-__all__ = ["REPORT_CSP", "REPORT_CSS", "render_fragment", "render_html", "report_from_data"]
+__all__ = ["REPORT_CSP", "REPORT_CSS", "TIERS", "render_fragment", "render_html",
+           "report_from_data"]
 
 # "[3]", "[1, 4]", "[2-3]": numbers only, so ordinary bracketed words stay text.
 _CITE = re.compile(r"\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\]")
@@ -68,7 +70,10 @@ REPORT_CSS = """
 .sleuth-report .badge{display:inline-block;font-size:.72rem;font-weight:700;letter-spacing:.03em;
  padding:.05rem .45rem;border-radius:999px;vertical-align:middle;color:#fff;background:#6b7680}
 .sleuth-report .tier-primary{background:#1f7a3d}.sleuth-report .tier-secondary{background:#2563a8}
-.sleuth-report .tier-unverified{background:#7a6f66}
+.sleuth-report .tier-unverified{background:transparent;color:var(--muted);font-weight:600;
+ box-shadow:inset 0 0 0 1px var(--line)}
+.sleuth-report .badge[title]{cursor:help}
+.sleuth-report .legend{color:var(--muted);font-size:.85rem;margin:.2rem .5rem}
 .sleuth-report .conf-high{background:#1f7a3d}.sleuth-report .conf-medium{background:#a86a06}
 .sleuth-report .conf-low{background:#b3261e}
 .sleuth-report h2.confidence{border-left:5px solid #6b7680;padding-left:.5rem;border-bottom:0}
@@ -147,8 +152,32 @@ def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
     return md
 
 
+#: How each tier reads on the page, and what it means (a tooltip and the legend). The
+#: names PRIMARY/SECONDARY/UNVERIFIED stay as they are in Markdown and JSON; on the page
+#: "UNVERIFIED" read as a warning about the page, when it only says that the site is not
+#: on sleuth's list of known sites.
+TIERS = {
+    "PRIMARY": ("primary", "an official site, standard or documentation on sleuth's list "
+                           "of known sites"),
+    "SECONDARY": ("secondary", "a well-known reference or community site on sleuth's list"),
+    "UNVERIFIED": ("unlisted", "a site that is not on sleuth's list of known sites; this "
+                               "says nothing against the page itself"),
+}
+
+
 def _badge(tier: str) -> str:
-    return f'<span class="badge tier-{tier.lower()}">{tier}</span>'
+    label, meaning = TIERS.get(tier, (tier.lower(), ""))
+    title = escape(f"{tier}: {meaning}" if meaning else tier, quote=True)
+    return f'<span class="badge tier-{tier.lower()}" title="{title}">{label}</span>'
+
+
+def _legend(sources: list[Source]) -> str:
+    """One line under the Sources list saying what each tier shown there means."""
+    shown = [tier for tier in TIERS if any(s.quality.value == tier for s in sources)]
+    if not shown:
+        return ""
+    parts = [f"{_badge(tier)} {escape(TIERS[tier][1])}" for tier in shown]
+    return f'<p class="legend">{"; ".join(parts)}.</p>\n'
 
 
 def _slug(text: str) -> str:
@@ -209,23 +238,27 @@ def _sources_html(sources: list[Source]) -> str:
                      f'{_badge(source.quality.value)} {name}<span class="host">{host}</span></li>')
     body = "\n".join(items) if items else "<li><em>None.</em></li>"
     return f'<section id="sources-list"><h2 id="sources">Sources</h2>\n<ol class="sources">\n' \
-           f"{body}\n</ol></section>\n"
+           f"{body}\n</ol>\n{_legend(sources)}</section>\n"
 
 
 def _meta_html(report: Report) -> str:
     stats = report.stats
     level = report.confidence
+    gaps = plural(len(report.failures), "gap", "gaps")
     parts = [f'<span class="badge conf-{level.lower()}" title="{escape(report.confidence_reason)}"'
              f">confidence {level}</span>",
-             f"<span>{len(report.sources)} sources read</span>",
-             f"<span>{stats.searches} searches</span>",
-             f"<span>{stats.fetches} pages fetched</span>",
-             f'<span><a href="#gaps">{len(report.failures)} gaps</a></span>',
-             f"<span>{stats.elapsed_s:.1f} s</span>"]
+             f"<span>{plural(len(report.sources), 'source', 'sources')} read</span>",
+             f"<span>{plural(stats.searches, 'search', 'searches')}</span>",
+             f"<span>{plural(stats.fetches, 'page', 'pages')} fetched</span>",
+             # A link only when there is something to go to.
+             f'<span><a href="#gaps">{gaps}</a></span>' if report.failures
+             else f"<span>{gaps}</span>",
+             f"<span>{stats.elapsed_s:,.1f} s</span>"]
     if stats.llm_calls:
         tokens = stats.prompt_tokens + stats.completion_tokens
         cost = f", ${stats.cost_usd:.4f}" if stats.cost_usd is not None else ""
-        parts.append(f"<span>{stats.llm_calls} model calls, {tokens:,} tokens{cost}</span>")
+        calls = plural(stats.llm_calls, "model call", "model calls")
+        parts.append(f"<span>{calls}, {tokens:,} tokens{cost}</span>")
     if report.run_id:
         parts.append(f"<span>run {escape(report.run_id)}</span>")
     return f'<div class="meta">{"".join(parts)}</div>\n'

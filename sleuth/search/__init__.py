@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
-from sleuth._tls import ssl_context
+from sleuth._tls import client_tls
 from sleuth._version import __version__
 from sleuth.errors import ProviderError
 from sleuth.models import SearchFailure, SearchHit
@@ -33,6 +33,7 @@ from sleuth.settings import Settings
 
 __all__ = [
     "ENTRY_POINT_GROUP",
+    "UNREACHABLE",
     "ProviderFailure",
     "SearchProvider",
     "build_providers",
@@ -44,6 +45,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+#: What a search that could not reach its engine's host is said to have met.
+UNREACHABLE = "could not reach the search engine (no network?)"
 
 
 def build_providers(settings: Settings, client: httpx.AsyncClient,
@@ -75,7 +79,14 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     user_agent = settings.user_agent or f"sleuth/{__version__}"
     return httpx.AsyncClient(timeout=httpx.Timeout(settings.search_timeout),
                              headers={"User-Agent": user_agent}, max_redirects=5,
-                             verify=ssl_context())
+                             **client_tls())
+
+
+def _unreachable(exc: Exception) -> bool:
+    """Whether ``exc`` says the provider's host could not be reached at all."""
+    if isinstance(exc, ProviderFailure):
+        return exc.unreachable
+    return isinstance(exc, httpx.ConnectError)
 
 
 def _failure_reason(exc: Exception, timeout: float) -> str:
@@ -109,10 +120,16 @@ async def _search_one(query: str, providers: Sequence[SearchProvider], *, limit:
                 found = await provider.search(query, limit=limit)
         except Exception as exc:
             reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
-            failures.append(SearchFailure(provider=provider.name, query=query, reason=reason))
+            unreachable = _unreachable(exc)
+            failures.append(SearchFailure(provider=provider.name, query=query, reason=reason,
+                                          unreachable=unreachable))
             log.info("search provider %s failed for %r: %s", provider.name, query, reason)
-            on_event(Event("search_failed", f"{provider.name} failed for {query!r}: {reason}",
-                           {"query": query, "provider": provider.name, "reason": reason}))
+            # A network error's text is a resolver's or a socket's (URLs of engines the
+            # user never chose): the line says what it means; --verbose and data keep it.
+            said = UNREACHABLE if unreachable else reason
+            data = {"query": query, "provider": provider.name, "reason": reason}
+            on_event(Event("search_failed", f"{provider.name} failed for {query!r}: {said}",
+                           {**data, "unreachable": True} if unreachable else data))
             continue
         hits = _own_hits(found, query, limit)
         if hits:

@@ -16,6 +16,8 @@ from sleuth.search.jsonapi import seconds
 
 # ddgs raises DDGSException with this text when every engine answered with nothing.
 _NO_RESULTS = "no results found"
+# primp's errors for a host that could not be reached, as ddgs puts them in its message.
+_UNREACHABLE = ("DNSError", "DNSTimeoutError", "ConnectError")
 
 
 @register
@@ -40,7 +42,9 @@ class DuckDuckGoProvider(SearchProvider):
         except DDGSException as exc:
             if _NO_RESULTS in str(exc).lower():
                 return []
-            raise ProviderFailure(f"search failed: {exc}") from None
+            # ddgs words a network error as "DNSError: DNSError('…')" (primp's class name).
+            raise ProviderFailure(f"search failed: {exc}",
+                                  unreachable=str(exc).startswith(_UNREACHABLE)) from None
         return self.hits(query, rows or [], limit, url="href", snippet="body")
 
     def _text(self, query: str, limit: int) -> list[dict[str, Any]]:

@@ -94,7 +94,8 @@ class JsonApiProvider(SearchProvider):
                 f"timed out after {seconds(self.settings.search_timeout)}") from None
         except httpx.HTTPError as exc:
             detail = mask_key_params(self.redact(str(exc))) or type(exc).__name__
-            raise ProviderFailure(f"request failed: {detail}") from None
+            raise ProviderFailure(f"request failed: {detail}",
+                                  unreachable=isinstance(exc, httpx.ConnectError)) from None
         if not response.is_success:
             raise ProviderFailure(self.status_reason(response.status_code))
         try:

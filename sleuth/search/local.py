@@ -16,8 +16,6 @@ from pathlib import Path
 import httpx
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.extraction.documents import DocumentExtractor
-from sleuth.extraction.workers import extract_limits
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.settings import Settings
@@ -63,6 +61,10 @@ class LocalSearch(SearchProvider):
         """Index the folder once per provider; later calls return the same report."""
         async with self._index_lock:
             if self.index_report is None:
+                # Here, not at the top: the web providers' runs never need them.
+                from sleuth.extraction.documents import DocumentExtractor
+                from sleuth.extraction.workers import extract_limits
+
                 try:
                     store = await asyncio.to_thread(self.store)
                     limits = (extract_limits(self.settings)

@@ -19,6 +19,7 @@ so once, at its end, instead of once per page.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -142,6 +143,16 @@ class _Holder:
         self.close()
 
 
+def _why_not_writable(path: Path) -> str:
+    """"read-only file system" or "permission denied", as the system would say it."""
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return os.strerror(errno.EROFS)
+    except (OSError, AttributeError):  # no statvfs (Windows)
+        pass
+    return os.strerror(errno.EACCES)
+
+
 # ---------------------------------------------------------------- the database
 
 class Database:
@@ -151,11 +162,17 @@ class Database:
     fake one). ``migrations`` defaults to :data:`~sleuth.store.migrations.MIGRATIONS`.
     Raises :class:`ConfigError` with a one-line message when the home cannot be
     created or written, or holds something that is not a sleuth database.
+
+    ``read_only=True`` opens an existing database for reading only (``sleuth runs`` and
+    ``sleuth show`` on a home that cannot be written): nothing is created, migrated or
+    written, and a database in WAL mode whose shared-memory file cannot be made there
+    is read as immutable.
     """
 
     def __init__(self, home: Path, *, clock: Callable[[], float] = time.time,
                  migrations: Sequence[Migration] = MIGRATIONS,
-                 busy_timeout_s: float = 5.0, retries: int = 6) -> None:
+                 busy_timeout_s: float = 5.0, retries: int = 6,
+                 read_only: bool = False) -> None:
         self.home = Path(home).expanduser()
         self.path = self.home / DB_NAME
         self.clock = clock
@@ -166,11 +183,16 @@ class Database:
         self._holders_lock = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
+        self.read_only = read_only
+        self._immutable = False
         #: The first file or disk failure met since opening (None while all is well).
         self.failure: StoreError | None = None
-        self._check_home()
         #: Versions applied by this open (empty when the schema was already current).
         self.applied_now: list[int] = []
+        if read_only:
+            self._open_for_reading(migrations)
+            return
+        self._check_home()
         try:
             self.journal_mode = self._retrying(self._enable_wal)
             self.applied_now = self._migrate(migrations)
@@ -186,22 +208,54 @@ class Database:
 
     # ------------------------------------------------------------ opening
 
+    def _not_writable(self, what: Path, why: str) -> ConfigError:
+        """The one message for a home (or its database) that cannot be written."""
+        return ConfigError(f"cannot write to sleuth home {what}: {why.lower()}; choose "
+                           "another with --home or SLEUTH_HOME")
+
     def _check_home(self) -> None:
-        """Create the home folder; fail early, in one line, when it cannot be written."""
+        """Create the home folder; fail early, in one line, when it cannot be written.
+
+        A home sleuth creates is private (0700): it holds the user's questions, the pages
+        read and the model's replies. A folder the user made keeps its mode.
+        """
         try:
-            self.home.mkdir(parents=True, exist_ok=True)
+            self.home.mkdir(parents=True, exist_ok=True, mode=0o700)
         except FileExistsError:
             raise ConfigError(f"sleuth home {self.home} exists and is not a folder") from None
         except OSError as exc:
-            raise ConfigError(
-                f"cannot create sleuth home {self.home}: {exc.strerror or exc}") from None
+            raise self._not_writable(self.home, exc.strerror or str(exc)) from None
         if not self.home.is_dir():
             raise ConfigError(f"sleuth home {self.home} exists and is not a folder")
         if not os.access(self.home, os.W_OK | os.X_OK):
-            raise ConfigError(f"cannot write to sleuth home {self.home}: permission denied "
-                              "(choose another with --home or SLEUTH_HOME)")
+            raise self._not_writable(self.home, _why_not_writable(self.home))
         if self.path.exists() and not os.access(self.path, os.R_OK | os.W_OK):
-            raise ConfigError(f"cannot write to {self.path}: permission denied")
+            raise self._not_writable(self.path, _why_not_writable(self.path))
+
+    def _open_for_reading(self, migrations: Sequence[Migration]) -> None:
+        """Open an existing database read-only; its schema must be this sleuth's."""
+        if not self.path.is_file():
+            raise ConfigError(f"there is no sleuth database in {self.home}")
+        self.journal_mode = "unknown"
+        try:
+            versions = self.schema_versions()
+        except StoreError:
+            self.close()
+            raise
+        except sqlite3.DatabaseError as exc:  # no schema table: not a sleuth database
+            self.close()
+            raise self._corrupt(str(exc)) from None
+        known = len(migrations)
+        if versions and max(versions) > known:
+            self.close()
+            raise ConfigError(f"{self.path} was written by a newer sleuth (schema "
+                              f"{max(versions)}, this one knows {known}); upgrade or use "
+                              "another --home")
+        if len(versions) < known:
+            self.close()
+            raise ConfigError(f"{self.path} was written by an older sleuth and cannot be "
+                              "upgraded where it is (read-only); open it once where it can be "
+                              "written")
 
     def _config_error(self, exc: sqlite3.DatabaseError) -> ConfigError | None:
         """A one-line ConfigError for problems of the file or disk; None for bugs."""
@@ -250,10 +304,27 @@ class Database:
             raise self._failed(self._corrupt(f"a stored row does not decode: "
                                              f"{type(exc).__name__}: {exc}")) from None
 
+    def _connect(self) -> sqlite3.Connection:
+        if not self.read_only:
+            return sqlite3.connect(self.path, timeout=self.busy_timeout_s,
+                                   isolation_level=None, check_same_thread=False)
+        # A WAL database can be read with mode=ro only where its -shm file exists or can
+        # be made; in a folder nothing can be written to, it is read as immutable.
+        uri = self.path.resolve().as_uri() + ("?immutable=1" if self._immutable else "?mode=ro")
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout_s,
+                                   isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA schema_version").fetchone()
+        except sqlite3.OperationalError:
+            if self._immutable:
+                raise
+            self._immutable = True
+            return self._connect()
+        return conn
+
     def _new_connection(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s,
-                                   isolation_level=None, check_same_thread=False)
+            conn = self._connect()
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open sleuth database {self.path}: {exc}") from None
         try:
@@ -381,6 +452,8 @@ class Database:
         do slow things (network, parsing) before calling this. A full, read-only or
         damaged file raises :class:`StoreError`.
         """
+        if self.read_only:
+            raise StoreError(f"sleuth database {self.path} is open for reading only")
         return self._translated(lambda: self._transaction("BEGIN IMMEDIATE", fn))
 
     def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -9,6 +9,11 @@ re-extracted only if its bytes changed; rows of deleted files are removed. A fil
 cannot be read or extracted (a corrupt PDF, no permission) is listed in
 :attr:`IndexReport.failed`, never fatal.
 
+Every run brings the index up to date, so an unchanged folder must cost little: one
+walk with one ``stat`` per file, whose fingerprint (each folder's time, its files'
+count, times and sizes) is compared with the one the last clean scan left in
+``docs_folders``; only when they differ is every file compared with its row.
+
 :func:`search_docs` ranks with FTS5's ``bm25()`` (title weighted above body) and
 returns an FTS5 ``snippet()``; user text is reduced to quoted terms, so FTS5 query
 syntax in a question can never cause an error.
@@ -21,6 +26,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,24 +148,59 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator[Path]:
-    """Candidate files under ``root``: not hidden, not symlinked out of it."""
-    def on_error(exc: OSError) -> None:
-        report.failed.append((str(exc.filename or root), _reason(exc)))
+class _Folder(NamedTuple):
+    """One folder: its path, its modification time (taken before it was listed), and
+    its candidate files: plain ones as ``os.scandir`` entries (in no order), and
+    symlinks that stay inside the root as paths."""
 
-    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames
-                             if not d.startswith(".") and not (here / d).is_symlink())
-        for name in sorted(filenames):
-            path = here / name
-            if name.startswith("."):
+    path: str
+    mtime_ns: int
+    plain: list[os.DirEntry[str]]
+    linked: list[str]
+
+
+def _walk(root: Path, report: IndexReport, suffixes: frozenset[str]) -> Iterator[_Folder]:
+    """Candidate files under ``root``, folder by folder: not hidden, not symlinked out.
+
+    Depth first, subfolders by name, as ``os.walk`` would; but from ``os.scandir``
+    entries (whose ``stat`` is one system call) and without ``Path`` objects, because an
+    unchanged folder of 50,000 files is walked on every run.
+    """
+    # The reader's file name endings (".md": the same as Path.suffix for such endings).
+    endings = tuple(suffixes)
+    stack = [str(root)]
+    while stack:
+        top = stack.pop()
+        try:
+            mtime = os.stat(top, follow_symlinks=False).st_mtime_ns
+            with os.scandir(top) as listing:
+                entries = list(listing)
+        except OSError as exc:
+            report.failed.append((str(exc.filename or top), _reason(exc)))
+            continue
+        found = _Folder(top, mtime, [], [])
+        folders = []
+        for entry in entries:
+            name = entry.name
+            try:
+                is_dir = entry.is_dir()  # follows a symlink, as os.walk does
+            except OSError:
+                is_dir = False
+            if is_dir:
+                if not name.startswith(".") and not entry.is_symlink():
+                    folders.append(entry.path)
+            elif name.startswith("."):
                 continue
-            wanted = path.suffix.lower() in suffixes
-            if wanted and (not path.is_symlink() or _inside(path, root)):
-                yield path
+            elif not name.lower().endswith(endings):
+                report.ignored += 1
+            elif not entry.is_symlink():
+                found.plain.append(entry)
+            elif _inside(Path(entry.path), root):
+                found.linked.append(entry.path)
             else:
                 report.ignored += 1
+        yield found
+        stack.extend(sorted(folders, reverse=True))
 
 
 def _reason(exc: BaseException) -> str:
@@ -194,13 +235,29 @@ def _under(root: Path, column: str = "path") -> tuple[str, tuple[str, str]]:
     return f"substr({column}, 1, length(?)) = ?", (prefix, prefix)
 
 
-def _known(store: Database, root: Path) -> dict[str, _Known]:
+def _known(store: Database, root: Path) -> dict[str, tuple[int, int, int]]:
+    """Every indexed file under ``root``: its path and (mtime_ns, size, id)."""
     where, args = _under(root)
     rows = store.read(lambda c: c.execute(
-        f"SELECT path, id, mtime_ns, size, sha256 FROM docs WHERE {where}", args).fetchall())
+        f"SELECT path, mtime_ns, size, id FROM docs WHERE {where}", args).fetchall())
     with store.decoding():
-        return {_text(row[0]): _Known(row[1], int(row[2]), int(row[3]), _text(row[4]))
-                for row in rows}
+        known = {row[0]: row[1:] for row in rows}
+        # Checked in bulk, not per row: this runs over the whole folder on every run.
+        if not all(type(key) is str for key in known) or not all(
+                type(a) is int and type(b) is int and type(c) is int
+                for a, b, c in known.values()):
+            raise TypeError("a damaged row in the documents index")
+    return known
+
+
+def _old(store: Database, path: str) -> _Known | None:
+    """The index's row of one file (for a file whose size or time changed)."""
+    row = store.read(lambda c: c.execute(
+        "SELECT id, mtime_ns, size, sha256 FROM docs WHERE path = ?", (path,)).fetchone())
+    if row is None:
+        return None
+    with store.decoding():
+        return _Known(int(row[0]), int(row[1]), int(row[2]), _text(row[3]))
 
 
 def _text(value: Any) -> str:
@@ -248,6 +305,73 @@ def _delete(store: Database, doc_ids: list[int]) -> None:
         store.write(delete)
 
 
+# ---------------------------------------------------------------- the folder's state
+
+#: A folder or file modified this close to the scan (ns) leaves no fingerprint: on a
+#: coarse clock a change in the same tick as the scan would not change its time.
+_RACY_NS = 2_000_000_000
+
+
+def _fingerprint(folders: list[_Folder], started_ns: int) -> str | None:
+    """A digest of every folder's time and its files' count, times and sizes; None if a
+    file could not be stat'ed or something was modified just before ``started_ns``.
+
+    Adding, removing or renaming a file changes its folder's time; rewriting one in
+    place changes its own time (to the time of writing), hence the sum of its folder's.
+    The plain entries' stats are cached in them for :func:`index_folder`.
+    """
+    digest = hashlib.blake2b(digest_size=16)
+    newest = 0
+    try:
+        for folder in folders:
+            mtimes = sizes = 0
+            for entry in folder.plain:
+                stat = entry.stat(follow_symlinks=False)
+                mtimes += stat.st_mtime_ns
+                sizes += stat.st_size
+                newest = max(newest, stat.st_mtime_ns)
+            for path in folder.linked:  # the target's time: it may be edited through the link
+                stat = os.stat(path)
+                mtimes += stat.st_mtime_ns
+                sizes += stat.st_size
+                newest = max(newest, stat.st_mtime_ns)
+            newest = max(newest, folder.mtime_ns)
+            files = len(folder.plain) + len(folder.linked)
+            line = f"{folder.path}\0{folder.mtime_ns}\0{files}\0{mtimes}\0{sizes}\n"
+            digest.update(line.encode("utf-8", "surrogateescape"))
+    except OSError:
+        return None
+    return digest.hexdigest() if newest < started_ns - _RACY_NS else None
+
+
+def _unchanged(store: Database, root: Path, fingerprint: str | None, files: int) -> bool:
+    """Whether the index holds exactly the ``files`` files of the clean scan that left
+    this ``fingerprint`` (so nothing needs to be looked at again)."""
+    if fingerprint is None:
+        return False
+    where, args = _under(root)
+
+    def read(c: sqlite3.Connection) -> tuple[Any, Any]:
+        row = c.execute("SELECT fingerprint, files FROM docs_folders WHERE root = ?",
+                        (str(root),)).fetchone()
+        count = c.execute(f"SELECT count(*) FROM docs WHERE {where}", args).fetchone()[0]
+        return row, count
+
+    row, count = store.read(read)
+    return row is not None and tuple(row) == (fingerprint, files) and count == files
+
+
+def _record(store: Database, root: Path, fingerprint: str | None, files: int) -> None:
+    """Keep a clean scan's fingerprint (None: forget the root's, so it is scanned again)."""
+    def save(c: sqlite3.Connection) -> None:
+        c.execute("DELETE FROM docs_folders WHERE root = ?", (str(root),))
+        if fingerprint is not None:
+            c.execute("INSERT INTO docs_folders (root, fingerprint, files) VALUES (?, ?, ?)",
+                      (str(root), fingerprint, files))
+
+    store.write(save)
+
+
 # ---------------------------------------------------------------- indexing
 
 def _index_file(store: Database, path: Path, old: _Known | None, report: IndexReport,
@@ -291,22 +415,48 @@ def index_folder(store: Database, folder: Path, read: DocumentReader,
     processes, within its limits). Raises :class:`ConfigError` when the folder is missing
     or unreadable; problems with single files are listed in the report's ``failed``. A
     file that fails is removed from the index so stale text is never cited.
-    ``progress`` is called with each file before it is looked at.
+    ``progress`` is called with each new or changed file before it is read.
     """
     root = check_folder(folder)
     report = IndexReport(folder=root)
+    started_ns = time.time_ns()  # the file system's clock, not the store's
+    folders = list(_walk(root, report, read.suffixes))
+    files = sum(len(f.plain) + len(f.linked) for f in folders)
+    fingerprint = None if report.failed else _fingerprint(folders, started_ns)
+    if _unchanged(store, root, fingerprint, files):
+        report.unchanged = files
+        return report
     known = _known(store, root)
     seen: set[str] = set()
-    for path in _walk(root, report, read.suffixes):
-        if progress is not None:
-            progress(path)
-        key = str(path)
-        if _index_file(store, path, known.get(key), report, read):
-            seen.add(key)
+    for found in folders:
+        changed = list(found.linked)  # a symlink's target is stat'ed on the slow path
+        for entry in found.plain:
+            key = entry.path
+            stamp = known.get(key)
+            try:
+                stat = entry.stat(follow_symlinks=False)  # cached by _fingerprint
+            except OSError:  # the slow path stats it again and reports why
+                stat = None
+            if (stamp is not None and stat is not None and stat.st_mtime_ns == stamp[0]
+                    and stat.st_size == stamp[1]):
+                report.unchanged += 1  # the common case, kept cheap: no Path, no query
+                seen.add(key)
+            else:
+                changed.append(key)
+        for key in sorted(changed):  # a folder's new and changed files, by name
+            if progress is not None:
+                progress(Path(key))
+            stamp = known.get(key)
+            if _index_file(store, Path(key), _old(store, key) if stamp else None, report, read):
+                seen.add(key)
     failed = {path for path, _ in report.failed}
-    gone = {key: doc.id for key, doc in known.items() if key not in seen}
+    gone = {key: stamp[2] for key, stamp in known.items() if key not in seen}
     report.removed = len(gone.keys() - failed)  # failed ones are reported as failed
     _delete(store, list(gone.values()))
+    # The fingerprint was taken before the files were read: a file changed since then
+    # makes the next run's differ, so that run looks again.
+    clean = not report.failed and report.indexed == files
+    _record(store, root, fingerprint if clean else None, files)
     log.info("indexed %s: %d added, %d updated, %d unchanged, %d removed, %d failed", root,
              report.added, report.updated, report.unchanged, report.removed, len(report.failed))
     return report

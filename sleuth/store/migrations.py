@@ -104,4 +104,14 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "where cached pages came from", (
         "ALTER TABLE pages ADD COLUMN public INTEGER",
     )),
+    # Documents mode: the fingerprint of each indexed folder's last clean scan (its
+    # folders' times, its files' count, times and sizes; see sleuth.store.docs), so a
+    # run on an unchanged folder does not compare every file with the index.
+    Migration(4, "documents folders' fingerprints", (
+        """CREATE TABLE docs_folders (
+            root TEXT PRIMARY KEY,
+            fingerprint TEXT NOT NULL,
+            files INTEGER NOT NULL
+        )""",
+    )),
 )

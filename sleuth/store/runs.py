@@ -25,17 +25,20 @@ from pydantic import BaseModel, ConfigDict
 from sleuth.errors import ConfigError, RunNotFoundError
 from sleuth.store.db import Database, to_json
 
-__all__ = ["RunInfo", "RunNotFoundError", "RunStatus", "RunStore", "RunSummary", "StageRecord",
-           "new_run_id"]
+__all__ = ["LAST", "RunInfo", "RunNotFoundError", "RunStatus", "RunStore", "RunSummary",
+           "StageRecord", "new_run_id"]
 
 RunStatus = Literal["running", "done", "failed", "interrupted"]
 FINAL_STATUSES: frozenset[str] = frozenset({"done", "failed", "interrupted"})
 #: A running run whose heartbeat is older than this is taken as dead (seconds).
 STALE_AFTER_S = 3600.0
 
-_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
-_TIME_CHARS = 9  # 45 bits of milliseconds: good until the year 3084
-_RANDOM_CHARS = 3
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case (no i, l, o, u)
+_ID_CHARS = 12  # 60 random bits
+#: What ``get_run`` takes for the latest run (no id starts with it: there is no "l").
+LAST = "last"
+_COLUMNS = ("id, question, options, status, created_at, updated_at, finished_at, pid, host, "
+            "report, stats")
 
 
 class StageRecord(NamedTuple):
@@ -76,19 +79,15 @@ class RunInfo(BaseModel):
     stats: dict[str, Any] | None = None
 
 
-def _encode(number: int, width: int) -> str:
-    chars = []
-    for _ in range(width):
-        number, digit = divmod(number, 32)
-        chars.append(_ALPHABET[digit])
-    return "".join(reversed(chars))
+def new_run_id(now: float | None = None) -> str:
+    """A random 12-character id (``now`` is ignored: kept for callers that pass it).
 
-
-def new_run_id(now: float) -> str:
-    """A 12-character id that sorts by creation time: 9 time characters, 3 random."""
-    millis = int(now * 1000) % (32 ** _TIME_CHARS)
-    return _encode(millis, _TIME_CHARS) + "".join(
-        secrets.choice(_ALPHABET) for _ in range(_RANDOM_CHARS))
+    Ids used to start with the time, so runs made close together shared their first
+    eight characters and a short prefix was ambiguous; random ones differ at once, so
+    four or five characters name a run, as a short git hash does. Runs are listed by
+    their creation time, not their id.
+    """
+    return "".join(secrets.choice(_ALPHABET) for _ in range(_ID_CHARS))
 
 
 def pid_alive(pid: int) -> bool:
@@ -214,14 +213,21 @@ class RunStore(Database):
             return [_summary(row) for row in rows]
 
     def get_run(self, run_id: str) -> RunInfo:
-        """The run whose id is ``run_id`` or starts with it; ConfigError if none or several."""
+        """The run whose id is ``run_id`` or starts with it (``last``: the latest run);
+        ConfigError if none or several."""
         prefix = run_id.strip().lower()
         if not prefix:
             raise RunNotFoundError("give a run id (see 'sleuth runs')")
+        if prefix == LAST:
+            rows = self.read(lambda c: c.execute(
+                f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1"
+            ).fetchall())
+            if not rows:
+                raise RunNotFoundError("there is no run yet, so no last one")
+            return self._info(rows[0])
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         rows = self.read(lambda c: c.execute(
-            "SELECT id, question, options, status, created_at, updated_at, finished_at, pid, "
-            "host, report, stats FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+            f"SELECT {_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
             (pattern,)).fetchall())
         exact = [row for row in rows if row[0] == prefix]
         if exact:
@@ -232,7 +238,9 @@ class RunStore(Database):
             shown = ", ".join(row[0] for row in rows[:5])
             raise ConfigError(f"run id {run_id!r} is ambiguous: it starts {shown}"
                               f"{', ...' if len(rows) > 5 else ''}; type more of it")
-        row = rows[0]
+        return self._info(rows[0])
+
+    def _info(self, row: tuple[Any, ...]) -> RunInfo:
         with self.decoding():
             return RunInfo(id=row[0], question=row[1], options=json.loads(row[2]),
                            status=row[3], created_at=row[4], updated_at=row[5],

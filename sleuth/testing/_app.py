@@ -72,7 +72,8 @@ class WebState:
             return False
 
 
-Site = DocEntry | HostileEntry | None  # None: the main host
+#: None: the main host; a dict: one site serving several corpus pages, by path.
+Site = DocEntry | HostileEntry | dict[str, DocEntry] | None
 
 
 class OfflineApp:
@@ -108,6 +109,10 @@ class OfflineApp:
         site = self.sites[key]
         if site is None:
             return await self._main(scope, receive, path)
+        if isinstance(site, dict):
+            site = site.get(path)
+            if site is None:
+                return _not_found()
         if isinstance(site, DocEntry):
             if path != site.path:
                 return _not_found()

@@ -60,7 +60,8 @@ class OfflineWeb:
     within about half a second, ending slow and endless responses. Attributes
     are filled in on ``__enter__``. ``latency`` (seconds added to every corpus
     and hostile page response) and ``search_failures`` (the next N searches answer 500) can
-    be changed while the web runs.
+    be changed while the web runs. ``one_site=True`` serves every corpus page from one
+    address (``127.0.1.1``), each at its own path: a site with many pages.
     """
 
     base_url: str
@@ -71,7 +72,7 @@ class OfflineWeb:
     topics: list[Topic]
 
     def __init__(self, corpus_dir: Path | None = None, *, latency: float = 0.0,
-                 llm: ScriptedLLM | None = None) -> None:
+                 llm: ScriptedLLM | None = None, one_site: bool = False) -> None:
         root = corpus_dir if corpus_dir is not None else default_corpus_dir()
         if root is None:
             raise FileNotFoundError(
@@ -86,6 +87,9 @@ class OfflineWeb:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
+        #: Every corpus page on one address, each at its own path (hostile pages keep
+        #: theirs): one site with many pages, for the rules per site (pacing, page caps).
+        self.one_site = one_site
 
     # -- knobs -------------------------------------------------------------------------------
 
@@ -232,9 +236,13 @@ class OfflineWeb:
         sites[main] = None
         self.base_url = self.searxng_url = f"http://{main[0]}:{main[1]}"
         entries: list[IndexEntry] = []
+        shared = self._listen(_doc_address(0)) if self.one_site else None
+        if shared is not None:
+            sites[shared] = {entry.path: entry for entry in self.corpus.docs}
         for index, entry in enumerate(self.corpus.docs):
-            key = self._listen(_doc_address(index))
-            sites[key] = entry
+            key = shared or self._listen(_doc_address(index))
+            if shared is None:
+                sites[key] = entry
             url = f"http://{key[0]}:{key[1]}{entry.path}"
             self.docs.append(Doc(entry.id, url, entry.title, entry.text, entry.content_type,
                                  entry.source, entry.licence, entry.original_url))

@@ -207,11 +207,18 @@ async def start_run(request: Request) -> Response:
         return _error("the body must be a JSON object", 400)
     if state.running() is not None:
         return _error("a research is already running; wait for it or stop it", 409)
-    from sleuth.pipeline.context import clean_question
+    from sleuth.pipeline.context import check_run, clean_question
 
+    unknown = sorted(set(form) - {"question", *FORM_FIELDS})
+    if unknown:
+        return _error(f"unknown field {unknown[0]!r} (the fields are: question, "
+                      f"{', '.join(FORM_FIELDS)})", 400)
     try:
         question = clean_question(form.get("question", ""))
         settings = run_settings(state.settings, form)
+        # Everything the run would check before starting is checked now: a bad choice is
+        # this request's 400, not a run that fails later in the event stream.
+        await check_run(question, settings)
     except ConfigError as exc:
         return _error(str(exc), 400)
     run = LiveRun(id=secrets.token_hex(6), question=question, settings=settings)
