@@ -214,10 +214,10 @@ BRIDGE_DOCS = {
                         "its libretto by the poet Tomas Quell.\n",
     # The bridge page: the answer, with no word of the question in it.
     "ilsa-varenne.md": "# Ilsa Varenne\n\nIlsa Varenne (1880-1944) grew up in Brackwater, "
-                       "a mill town on the river Tamsel, and studied in Vienna. Her songs "
+                       "a mill village on the river Tamsel, and studied in Vienna. Her songs "
                        "were sung in Brackwater's chapel for decades.\n",
     # Pages that share the question's words and do not help.
-    "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Glass cloches "
+    "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Straw covers "
                        "keep frost off young trees; the town orchard was born of a gift.\n",
     "glassblowing.md": "# Glassblowing\n\nGlass is blown in a furnace. A composer of glass "
                        "art works in a studio; a town glassworks was born in 1900.\n",
@@ -232,7 +232,9 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
     folder.mkdir()
     for name, text in BRIDGE_DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
-    common = {"docs": str(folder), "no_llm": True}
+    # The best-ranked page is waited for, as by default (the suite sets --top-wait 0): a
+    # branch that reads one page reads its best, not the first to arrive.
+    common = {"docs": str(folder), "no_llm": True, "top_wait": 3.0}
     quick = sleuth.research_sync(BRIDGE_QUESTION, max_sources=3, **common)
     assert not [s for s in quick.sources if s.title == "Ilsa Varenne"], \
         "the fixture is wrong: one hop already finds the bridge page"

@@ -10,9 +10,9 @@ from sleuth.stages.explore import bridge_entities, named_things, repeats, rule_s
 
 def test_names_end_at_a_sentence_but_not_at_an_abbreviation() -> None:
     text = ("The film stars James Woods and Jane Alexander. It was directed by M. Ward in "
-            "St. Moritz. The Recovery of Aristotle came later.")
+            "St. Moritz. The Recovery of Aristotle came later.\nLater Works\nIt ended.")
     assert named_things(text) == ["James Woods", "Jane Alexander", "M. Ward", "St. Moritz",
-                                  "The Recovery of Aristotle"]
+                                  "The Recovery of Aristotle", "Later Works"]
 
 
 def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:

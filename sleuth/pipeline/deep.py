@@ -14,8 +14,9 @@ gathered (:mod:`sleuth.pipeline.deep_report`).
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
 to the one branch that ranks it best (ties to the earlier branch); a page a branch read
-is never offered again, and a page fetched and not kept (or a failure) is in the tree's
-memo, so a later branch that wants it gets it without a download. The assignment waits
+is never offered again, nor one whose download was cut short; a page fetched whole and
+not kept (or a failure) is in the tree's memo, so a later branch that wants it gets it
+without a download. The assignment waits
 for the level's rankings, so it is the same in a resumed run, which re-walks the tree
 from the store (searches, pages and model replies come from it: nothing is fetched or
 asked again). The level's share of ``--max-sources`` (half of what is left, all of it
@@ -314,11 +315,12 @@ class Tree:
         branch.status = "done"
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
-        # A page fetched and not kept (or not waited for) stays open to other branches:
-        # the memo answers for it if it was fetched whole.
+        # A page fetched whole and not kept stays open to other branches: the memo
+        # answers for it. A download cut short ("not waited for") is not asked again.
         self.tried |= {c.canonical_url for c, _ in read}
-        self.tried |= {canonicalize(f.url) for f in gathered.failures
-                       if f.url and not f.reason.startswith("not waited for")}
+        self.tried |= {key for f in gathered.failures if f.url
+                       if (key := canonicalize(f.url)) not in self.memo
+                       or not f.reason.startswith("not waited for")}
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
