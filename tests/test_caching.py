@@ -195,7 +195,7 @@ def test_failure_ttl_rules() -> None:
     assert ttl("HTTP 404", 404) == ttl("binary content", 200) == ttl("no main text") == DAY
     assert ttl("HTTP 429", 429) == ttl("HTTP 503", 503) == TRANSIENT_FAILURE_TTL_S
     assert ttl("timed out after 15s") == ttl("could not connect (refused)") \
-        == ttl("too large (> 5,000,000 bytes)", 200) == TRANSIENT_FAILURE_TTL_S
+        == ttl("too large (over 5,000,000 bytes)", 200) == TRANSIENT_FAILURE_TTL_S
     assert failure_ttl(FetchFailure(url=URL, reason="HTTP 404"), 60) == 60
 
 

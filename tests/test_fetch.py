@@ -93,8 +93,8 @@ HOSTILE_FAILURES = {
     "forbidden": "HTTP 403",
     "server_error": "HTTP 500",
     "redirect_loop": "redirect loop",
-    "endless": "too large (> 1,000,000 bytes)",
-    "gzip_bomb": "too large (> 1,000,000 bytes)",
+    "endless": "too large (over 1,000,000 bytes)",
+    "gzip_bomb": "too large (over 1,000,000 bytes)",
     "binary_html": "binary content",
     "nav_only": "no main text",
     "empty": "empty response",
@@ -275,7 +275,7 @@ async def test_declared_content_length_over_the_cap_is_not_read() -> None:
                                             "Content-Length": "9000000"}, content=b"<p>x</p>")
 
     result = await fetch_mock(handler, "https://example.org/big", max_page_bytes=5_000_000)
-    assert isinstance(result, FetchFailure) and result.reason == "too large (> 5,000,000 bytes)"
+    assert isinstance(result, FetchFailure) and result.reason == "too large (over 5,000,000 bytes)"
 
 
 @pytest.mark.parametrize(("content_type", "body", "reason"), [
@@ -358,7 +358,8 @@ async def test_compressed_bodies_are_decoded(encoding: str, body: bytes) -> None
 @pytest.mark.parametrize(("encoding", "body", "reason"), [
     ("gzip", b"\x1f\x8b\x08\x00garbage-garbage-garbage", "corrupt compressed body"),
     ("br", b"\x00\x01", "unsupported content encoding br"),
-    ("gzip", gzip.compress(b"<p>" + b"a" * 3_000_000 + b"</p>"), "too large (> 1,000,000 bytes)"),
+    ("gzip", gzip.compress(b"<p>" + b"a" * 3_000_000 + b"</p>"),
+     "too large (over 1,000,000 bytes)"),
 ])
 async def test_bad_compressed_bodies_are_failures(encoding: str, body: bytes,
                                                   reason: str) -> None:

@@ -169,12 +169,17 @@ def test_every_model_call_is_a_progress_event_with_its_tokens(web: OfflineWeb,
     """Live counters (sleuth serve, MCP progress) see each call's tokens as it is answered."""
     ScriptedResearcher().install(llm)
     events: list[Event] = []
-    report = research(web, web.topics[0].question, events)
+    # A model whose price sleuth knows, so each call's cost is in its event too.
+    report = research(web, web.topics[0].question, events, model="gpt-4o-mini")
     calls = [e for e in events if e.kind == "llm"]
     assert len(calls) == report.stats.llm_calls == len(llm.requests)
     assert sum(e.data["prompt_tokens"] for e in calls) == report.stats.prompt_tokens
     assert sum(e.data["completion_tokens"] for e in calls) == report.stats.completion_tokens
     assert {e.data["stage"] for e in calls} >= {"plan", "select", "report"}
+    priced = [e.data["cost_usd"] for e in calls if "cost_usd" in e.data]
+    assert report.stats.cost_usd is not None
+    assert sum(priced) == pytest.approx(report.stats.cost_usd, abs=1e-6)  # (rounded there)
+    assert len(priced) == len(calls)
 
 
 def test_each_stage_reaches_its_own_model(web: OfflineWeb, llm: ScriptedLLM) -> None:

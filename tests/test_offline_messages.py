@@ -15,6 +15,7 @@ import pytest
 
 from sleuth.cli import run
 from sleuth.pipeline.quick import research
+from sleuth.testing import OfflineWeb
 
 QUESTION = "How does the Rust borrow checker work?"
 
@@ -94,3 +95,24 @@ async def test_a_search_that_fails_for_another_reason_is_reported_as_before(
     report = await research(QUESTION, search="duckduckgo", no_llm=True, no_store=True)
     assert len(report.failures) >= 2
     assert all("403 Forbidden" in f.reason and f.detail == "" for f in report.failures)
+
+
+def test_searches_that_find_nothing_say_so(web: OfflineWeb, tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    assert run(["--search", "searxng", "--searxng-url", web.searxng_url, "--no-llm",
+                "--no-store", "--quiet", "--depth", "1", "--format", "json", "-o", str(out),
+                "zqxv wyvrn plugh"]) == 1
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert [f["reason"] for f in report["failures"]] == [
+        "no search found anything (searxng, 2 queries): try other words"]
+    assert "Every source that was tried could be read" not in report["markdown"]
+
+
+async def test_a_page_over_the_size_cap_reads_plainly_in_gaps(web: OfflineWeb) -> None:
+    """It read 'too large (\\> 5000000 bytes)' in the Markdown: no escape, and separators."""
+    report = await research(web.topics[0].question, search="searxng",
+                            searxng_url=web.searxng_url, allow_private_urls=True, timeout=5,
+                            no_llm=True, no_store=True)
+    gaps = report.markdown.split("## Gaps", 1)[1]
+    assert "— too large (over 5,000,000 bytes)" in gaps
+    assert "\\>" not in gaps

@@ -346,3 +346,43 @@ def test_non_loopback_connections_are_blocked() -> None:
     with (pytest.warns(UserWarning, match="93.184.216.34"),
           pytest.raises(pytest_socket.SocketConnectBlockedError)):
         socket.create_connection(("93.184.216.34", 80), timeout=1)
+
+
+@pytest.mark.slow
+def test_the_offline_demo_prints_a_command_that_works(tmp_path: Path) -> None:
+    """``python -m sleuth.testing`` serves the test web and prints a ``sleuth`` line to paste:
+    run as printed, it writes a cited report with no network at all."""
+    import shlex
+    import subprocess
+    import sys
+
+    from sleuth.cli import run
+
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth.testing"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        command = next(line.strip() for line in proc.stdout if line.strip().startswith("sleuth "))
+        argv = shlex.split(command)
+        assert argv[:2] == ["sleuth", "--search"] and "--allow-private-urls" in argv
+        out = tmp_path / "report.json"
+        assert run([*argv[1:], "--home", str(tmp_path / "home"), "--no-llm", "--quiet",
+                    "--format", "json", "-o", str(out)]) == 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["sources"] and report["topic"] == argv[-1]
+
+
+def test_the_offline_demo_without_the_web_extra_says_so_in_one_line() -> None:
+    import subprocess
+    import sys
+
+    code = ("import runpy, sys; sys.modules['uvicorn'] = None; "
+            "runpy.run_module('sleuth.testing', run_name='__main__')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert "needs the 'web' extra" in done.stderr and "[web]" in done.stderr

@@ -310,7 +310,7 @@ async def test_robots_txt_on_a_redirect_hop_is_obeyed() -> None:
 @pytest.mark.parametrize(("answer", "note"), [
     (lambda r: httpx.Response(503, text="busy"), "robots.txt answered HTTP 503"),
     (lambda r: httpx.Response(200, text="#" * (ROBOTS_MAX_BYTES + 1)),
-     f"robots.txt too large (> {ROBOTS_MAX_BYTES} bytes)"),
+     f"robots.txt too large (over {ROBOTS_MAX_BYTES:,} bytes)"),
     (lambda r: httpx.Response(404), None),
     (lambda r: httpx.Response(403), None),
 ])

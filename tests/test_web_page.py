@@ -383,6 +383,23 @@ def test_the_page_shows_a_research_live_in_chromium(
 
             # The run was stored, and the past-runs list shows it.
             page.wait_for_selector(f"#ui-runs li:has-text({json.dumps(question[:40])})")
+            # The report and the past run have an address (?run=ID) that, bookmarked or
+            # shared, opens the report again.
+            permalink = page.get_attribute("#ui-permalink", "href") or ""
+            assert permalink.startswith("?run=") and len(permalink) >= 13, permalink
+            assert page.locator("#ui-runs li a").first.get_attribute("href") == permalink
+            again = browser.new_page()
+            again.goto(served + permalink)
+            again.wait_for_selector("body[data-ready='1']")
+            assert again.locator("#ui-report ol.sources li").count() == cited
+            assert question in again.title()
+            again.locator("#ui-report a.cite").first.click()  # citations still jump
+            again.wait_for_function("() => location.hash === '#source-1'")
+            assert again.url == f"{served}{permalink}#source-1"
+            again.goto(f"{served}?run=nosuchrun")
+            again.wait_for_selector("body[data-ready='1']")
+            assert "no run" in again.inner_text("#ui-report").lower()
+            again.close()
             path = screenshot_dir(tmp_path) / "sleuth-serve.png"
             page.screenshot(path=str(path), full_page=True)
             assert path.stat().st_size > 10_000
@@ -415,3 +432,45 @@ def test_the_warm_up_loads_what_the_first_research_would_wait_for() -> None:
                           timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["trafilatura", "lxml", "bm25s"]
+
+
+@pytest.mark.slow
+def test_the_page_counts_tokens_and_cost_with_a_model(web: OfflineWeb, tmp_path: Path) -> None:
+    """The live counters the CLI's bar shows are on the page too, the cost included."""
+    from sleuth.testing.llm import ScriptedLLM
+    from sleuth.testing.researcher import ScriptedResearcher
+
+    browser_path = chromium_path()
+    if browser_path is None:
+        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    previous, web.llm = web.llm, ScriptedLLM(models=["gpt-4o-mini"])
+    ScriptedResearcher().install(web.llm)
+    env = serve_env(web, tmp_path)
+    del env["SLEUTH_NO_LLM"]
+    env.update(SLEUTH_BASE_URL=web.llm_url, SLEUTH_MODEL="gpt-4o-mini")
+    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        url = served_url(proc)
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=browser_path,
+                                                 args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page()
+                page.goto(url)
+                page.wait_for_selector("body[data-ready='1']")
+                page.fill("#ui-question", web.topics[0].question)
+                page.click("#ui-go")
+                page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+                tokens = int(page.inner_text("#ui-c-tokens").replace(",", ""))
+                label = page.inner_text("#ui-c-tokens-label")
+            finally:
+                browser.close()
+    finally:
+        web.llm = previous
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert tokens > 0
+    assert re.fullmatch(r"tokens · \$0\.\d{4}", label, re.IGNORECASE), label

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shlex
 import stat
 import sys
 from collections.abc import Coroutine
@@ -22,8 +21,8 @@ import click
 
 from sleuth._options import HELP_GROUPS, cli_options
 from sleuth._valid import valid_text
+from sleuth.cli._progress import Progress
 from sleuth.errors import ConfigError
-from sleuth.progress import Event
 
 if TYPE_CHECKING:
     from sleuth.models import Report
@@ -99,53 +98,6 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, resume: str | None) -> None:
         super().__init__()
         self.resume = resume
-
-
-class Progress:
-    """Stage messages on stderr: a live status line on a terminal, plain lines otherwise."""
-
-    def __init__(self, quiet: bool) -> None:
-        from rich.console import Console
-
-        self.quiet = quiet
-        self.console = Console(stderr=True, highlight=False)
-        self.status = None
-        #: The run's id in the store, or agent mode's workspace, once the run has said it.
-        self.run_id: str | None = None
-        self.workspace: str | None = None
-        if not quiet and self.console.is_terminal:
-            self.status = self.console.status("planning…")
-            self.status.start()
-
-    def __call__(self, event: Event) -> None:
-        from rich.markup import escape
-
-        if event.kind == "info":
-            self.run_id = event.data.get("run_id", self.run_id)
-            self.workspace = event.data.get("workspace", self.workspace)
-        if self.quiet:
-            return
-        if self.status is not None:
-            self.status.update(f"{event.kind}: {event.message}")
-        if event.kind in ("fetch_start", "llm"):  # the status line is enough for these
-            return
-        style = "yellow" if event.kind.endswith("_failed") else "dim"
-        # Messages carry page titles: untrusted text, so escape rich markup.
-        self.console.print(f"[{style}]{event.kind:>12}[/] {escape(event.message)}", markup=True,
-                           soft_wrap=True)
-
-    def close(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-
-
-    def resume_command(self, home: str | None = None) -> str | None:
-        """The command that continues this run after Ctrl-C (None when nothing can)."""
-        if self.workspace is not None:
-            return f"sleuth agent --resume {shlex.quote(self.workspace)}"
-        if self.run_id is None:
-            return None
-        return f"sleuth resume {self.run_id}" + (f" --home {shlex.quote(home)}" if home else "")
 
 
 def run_interruptible(work: Coroutine[Any, Any, T], progress: Progress,

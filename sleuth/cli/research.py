@@ -27,6 +27,7 @@ from sleuth.cli._common import (
     settings_options,
 )
 from sleuth.cli._logs import verbose_option
+from sleuth.cli._progress import pages_wanted
 
 __all__ = ["deep_command", "research_command"]
 
@@ -49,7 +50,7 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
         check_output(settings.output)
     from sleuth.pipeline.quick import research  # heavy imports only once the input is valid
 
-    progress = Progress(quiet)
+    progress = Progress(quiet, wanted=pages_wanted(settings))
     try:
         report = run_interruptible(research(question, settings=settings, on_event=progress),
                                    progress, values.get("home"))

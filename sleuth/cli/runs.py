@@ -26,6 +26,7 @@ from sleuth.cli._common import (
     run_interruptible,
 )
 from sleuth.cli._logs import verbose_option
+from sleuth.cli._progress import pages_wanted
 from sleuth.errors import ConfigError, SleuthError
 
 if TYPE_CHECKING:
@@ -178,7 +179,7 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
         settings = load_settings({**info.options, "home": str(home_path)}, env={})
         from sleuth.pipeline.quick import research
 
-        progress = Progress(quiet)
+        progress = Progress(quiet, wanted=pages_wanted(settings))
         try:
             report = run_interruptible(research(info.question, settings=settings,
                                                 on_event=progress, resume_id=info.id),

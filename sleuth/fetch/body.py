@@ -92,7 +92,7 @@ async def read_body(response: httpx.Response, cap: int) -> tuple[bytes, bool]:
 
     Raises :class:`~sleuth.extraction.content.Unreadable` ("too large") past ``cap`` bytes.
     """
-    too_large = Unreadable(f"too large (> {cap:,} bytes)", response.status_code)
+    too_large = Unreadable(f"too large (over {cap:,} bytes)", response.status_code)
     length = response.headers.get("content-length", "")
     if length.isdigit() and int(length) > cap:
         raise too_large

@@ -276,7 +276,7 @@ class Browser:
         size = await page.evaluate(
             "document.documentElement ? document.documentElement.outerHTML.length : 0")
         if size > self._max_bytes:
-            raise RenderError(f"the rendered page is too large (> {self._max_bytes:,} bytes)")
+            raise RenderError(f"the rendered page is too large (over {self._max_bytes:,} bytes)")
         html = await page.content()
         content_type = _response_headers(answer).get("content-type", "text/html")
         return Rendered(final_url=answer.url if final in session.main else final,

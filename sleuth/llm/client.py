@@ -372,11 +372,14 @@ class LLMClient:
         reply = self._reply(completion, name, messages, stage)
         self.usage.record(reply)
         # One event per call the model really answered: live token counters (sleuth serve).
+        # Its cost too, when the model's price is known (the CLI's progress shows the sum).
+        cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
         self._progress(Event("llm", f"{stage}: {reply.prompt_tokens:,} + "
                                     f"{reply.completion_tokens:,} tokens ({name})",
                              {"stage": stage, "model": name,
                               "prompt_tokens": reply.prompt_tokens,
-                              "completion_tokens": reply.completion_tokens}))
+                              "completion_tokens": reply.completion_tokens,
+                              **({"cost_usd": cost} if cost is not None else {})}))
         if key is not None and self.cache is not None and reply.text:
             self.cache.put(key, reply)
         return reply

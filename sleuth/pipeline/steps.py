@@ -156,13 +156,23 @@ def explain_empty_search(ctx: RunContext) -> None:
                            Failure(url="", stage="search", reason=reason, detail=raw),
                            *(f for f in ctx.failures[first:] if f.stage != "search")]
         ctx.emit(Event("search_failed", reason, {"unreachable": True}))
-    elif not failed and settings.docs is not None and set(settings.search) == {"local"}:
-        indexed = ctx.session.index.indexed if ctx.session.index is not None else None
-        reason = (f"the documents folder {settings.docs} holds no file sleuth can read"
-                  if indexed == 0 else
-                  f"nothing in the documents folder {settings.docs} matched the question")
+    elif not failed:
+        reason = _nothing_found_line(ctx)
         ctx.failures.append(Failure(url="", stage="search", reason=reason))
-        ctx.emit(Event("info", reason, {"folder": str(settings.docs)}))
+        ctx.emit(Event("info", reason, {"queries": len(ctx.searched)}))
+
+
+def _nothing_found_line(ctx: RunContext) -> str:
+    """What to say when every search answered, with nothing."""
+    settings = ctx.settings
+    if settings.docs is not None and set(settings.search) == {"local"}:
+        indexed = ctx.session.index.indexed if ctx.session.index is not None else None
+        if indexed == 0:
+            return f"the documents folder {settings.docs} holds no file sleuth can read"
+        return f"nothing in the documents folder {settings.docs} matched the question"
+    names = ", ".join(settings.search)
+    return (f"no search found anything ({names}, "
+            f"{plural(len(ctx.searched), 'query', 'queries')}): try other words")
 
 
 def _unreachable_line(settings: Settings, providers: list[str]) -> str:

@@ -208,7 +208,7 @@ class RunStore(Database):
         """The latest runs, newest first."""
         rows = self.read(lambda c: c.execute(
             "SELECT id, status, question, created_at, updated_at, report, stats FROM runs "
-            "ORDER BY created_at DESC, id DESC LIMIT ?", (limit,)).fetchall())
+            "ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)).fetchall())
         with self.decoding():
             return [_summary(row) for row in rows]
 
@@ -220,7 +220,7 @@ class RunStore(Database):
             raise RunNotFoundError("give a run id (see 'sleuth runs')")
         if prefix == LAST:
             rows = self.read(lambda c: c.execute(
-                f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, id DESC LIMIT 1"
+                f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
             ).fetchall())
             if not rows:
                 raise RunNotFoundError("there is no run yet, so no last one")
@@ -252,7 +252,7 @@ class RunStore(Database):
         """The report of the latest finished run of ``question`` (not ``exclude``), or None."""
         row = self.read(lambda c: c.execute(
             "SELECT report FROM runs WHERE question = ? AND status = 'done' AND id != ? "
-            "AND report IS NOT NULL ORDER BY created_at DESC, id DESC LIMIT 1",
+            "AND report IS NOT NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
             (question, exclude or "")).fetchone())
         with self.decoding():
             return json.loads(row[0]) if row else None

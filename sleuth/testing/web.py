@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import socket
 import sys
 import threading
@@ -279,10 +280,31 @@ class _LLMMount:
         await self.app(scope, receive, send)
 
 
+def demo_command(web: OfflineWeb, question: str) -> str:
+    """A ``sleuth`` command line that researches ``question`` on this offline web."""
+    # "Double quotes" read better than shlex's '...'"'"'...' for a question with an
+    # apostrophe, and mean the same wherever the shell would not expand anything in them.
+    quoted = (f'"{question}"' if not set(question) & set('"$`\\!') else shlex.quote(question))
+    return shlex.join(["sleuth", "--search", "searxng", "--searxng-url", web.searxng_url,
+                       "--allow-private-urls"]) + " " + quoted
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Serve the offline web until interrupted: ``python -m sleuth.testing [CORPUS_DIR]``."""
+    """Serve the offline web until interrupted: ``python -m sleuth.testing [CORPUS_DIR]``.
+
+    The first lines printed are a ready-to-paste ``sleuth`` command that researches one
+    of the corpus's questions on it: a first run with no network at all.
+    """
     args = sys.argv[1:] if argv is None else argv
-    with OfflineWeb(Path(args[0]) if args else None) as web:
+    try:
+        web = OfflineWeb(Path(args[0]) if args else None)
+    except (FileNotFoundError, NotADirectoryError, ValueError) as exc:
+        print(f"python -m sleuth.testing: {exc}", file=sys.stderr)
+        sys.exit(2)
+    with web:
+        print("The offline web is serving on 127.0.0.1 until Ctrl-C. In another terminal, "
+              "research one of its questions:\n")
+        print(f"  {demo_command(web, web.topics[0].question)}\n", flush=True)
         print(f"search: {web.searxng_url}/search?q=...&format=json")
         for doc in web.docs:
             print(f"doc     {doc.url}")
@@ -290,5 +312,6 @@ def main(argv: list[str] | None = None) -> None:
             print(f"hostile {name:14} {url}")
         for topic in web.topics:
             print(f"topic   {topic.id}: {topic.question}")
+        sys.stdout.flush()
         with contextlib.suppress(KeyboardInterrupt):
             threading.Event().wait()

@@ -2,7 +2,8 @@
 
 Routes::
 
-    GET  /                          the page (inline CSS and JS, nothing external)
+    GET  /                          the page (inline CSS and JS, nothing external);
+                                    /?run=ID opens with that stored run's report
     GET  /api/config                defaults for the form, providers, whether the store is on
     POST /api/runs                  start a research (JSON body); 409 while one is running
     GET  /api/runs/{id}/events      the run's progress, then its report, as Server-Sent Events

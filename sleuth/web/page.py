@@ -79,12 +79,19 @@ const state = {source: null, runId: null, t0: 0, timer: null, counts: {}};
 const COUNTERS = ["queries", "searches", "hits", "fetched", "failed", "tokens"];
 
 function text(el, value) { el.textContent = value; return el; }
+function count(n, one, many) { return n.toLocaleString() + " " + (n === 1 ? one : many); }
+// A past run's address is the page's with ?run=ID: a link to bookmark or share. (A query,
+// not a #fragment: the report's citations use fragments to jump to their sources.)
+function runHref(id) { return "?run=" + encodeURIComponent(id); }
+function linkedRun() { return new URLSearchParams(location.search).get("run"); }
 function setStatus(message, isError) {
   const el = text($("#ui-status"), message);
   el.className = isError ? "err" : "";
 }
 function resetCounters() {
   for (const name of COUNTERS) { state.counts[name] = 0; text($("#ui-c-" + name), "0"); }
+  state.cost = 0;
+  text($("#ui-c-tokens-label"), "tokens");
 }
 function bump(name, by) {
   state.counts[name] += by;
@@ -127,6 +134,10 @@ function onProgress(ev) {
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);
+  if (typeof data.cost_usd === "number") {  // a model call whose price sleuth knows
+    state.cost = (state.cost || 0) + data.cost_usd;
+    text($("#ui-c-tokens-label"), "tokens · $" + state.cost.toFixed(4));
+  }
   logLine(e.kind, e.message);
   setStatus(e.kind + ": " + e.message);
 }
@@ -159,8 +170,13 @@ function onReport(ev) {
   links.hidden = false;
   $("#ui-dl-html").href = "/api/runs/" + state.runId + "/report.html";
   $("#ui-dl-md").href = "/api/runs/" + state.runId + "/report.md";
+  // The stored run's address: this report can be bookmarked, shared and opened again.
+  const permalink = $("#ui-permalink");
+  permalink.hidden = !r.run_id;
+  if (r.run_id) permalink.href = runHref(r.run_id);
   setStatus("Report ready in " + (ms / 1000).toFixed(1) + " s — confidence " + r.confidence +
-            ", " + r.sources + " sources, " + r.failures + " gaps");
+            ", " + count(r.sources, "source", "sources") + ", " +
+            count(r.failures, "gap", "gaps"));
   logLine("report", "report shown after " + (ms / 1000).toFixed(2) + " s");
 }
 function finish() {
@@ -229,20 +245,26 @@ async function loadHistory() {
   for (const run of data.runs) {
     const li = document.createElement("li");
     const a = text(document.createElement("a"), run.question);
-    a.href = "#run-" + run.id;
-    a.addEventListener("click", (ev) => { ev.preventDefault(); openRun(run.id); });
+    a.href = runHref(run.id);  // a plain link: the page opens with that run's report
     const when = new Date(run.created_at * 1000).toLocaleString();
     li.append(a, text(document.createElement("small"),
-                      when + " · " + run.status + " · " + run.sources + " sources"));
+                      when + " · " + run.status + " · " + count(run.sources, "source",
+                                                                 "sources")));
     list.append(li);
   }
 }
 async function openRun(id) {
   const reply = await fetch("/api/history/" + encodeURIComponent(id));
   const data = await reply.json();
-  if (!reply.ok) return setStatus(data.error, true);
+  if (!reply.ok) {  // a stale bookmark: say so where the report would be
+    $("#ui-actions").hidden = true;
+    $("#ui-report").replaceChildren(text(document.createElement("p"), data.error));
+    $("#ui-report-card").hidden = false;
+    return setStatus(data.error, true);
+  }
   $("#ui-actions").hidden = true;
   showReport(data.html);
+  document.title = "sleuth: " + data.question;
   setStatus("Stored run " + id);
   $("#ui-report-card").scrollIntoView();
 }
@@ -269,6 +291,8 @@ async function init() {
   $("#ui-model").placeholder = cfg.no_llm ? "no model (--no-llm)" : "none: no LLM, or Ollama";
   $("#ui-form").addEventListener("submit", start);
   $("#ui-stop").addEventListener("click", stop);
+  const linked = linkedRun();
+  if (linked) await openRun(linked);
   document.body.dataset.ready = "1";
   loadHistory();
 }
@@ -313,7 +337,7 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="counter"><b id="ui-c-hits">0</b><span>hits</span></div>
 <div class="counter"><b id="ui-c-fetched">0</b><span>pages read</span></div>
 <div class="counter"><b id="ui-c-failed">0</b><span>failed</span></div>
-<div class="counter"><b id="ui-c-tokens">0</b><span>tokens</span></div>
+<div class="counter"><b id="ui-c-tokens">0</b><span id="ui-c-tokens-label">tokens</span></div>
 </div>
 <ul id="ui-queries"></ul>
 <ul id="ui-tree" hidden></ul>
@@ -321,7 +345,8 @@ PAGE_HTML = """<!DOCTYPE html>
 </section>
 <section class="card" id="ui-report-card" hidden>
 <div class="actions" id="ui-actions" hidden><a id="ui-dl-html" download="report.html">Download
- HTML</a><a id="ui-dl-md" download="report.md">Download Markdown</a></div>
+ HTML</a><a id="ui-dl-md" download="report.md">Download Markdown</a><a id="ui-permalink"
+ title="This report's address: bookmark or share it" hidden>Link to this report</a></div>
 <div id="ui-report"></div>
 </section>
 </main>
