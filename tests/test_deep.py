@@ -214,10 +214,10 @@ BRIDGE_DOCS = {
                         "its libretto by the poet Tomas Quell.\n",
     # The bridge page: the answer, with no word of the question in it.
     "ilsa-varenne.md": "# Ilsa Varenne\n\nIlsa Varenne (1880-1944) grew up in Brackwater, "
-                       "a mill town on the river Tamsel, and studied in Vienna. Her songs "
+                       "a mill village on the river Tamsel, and studied in Vienna. Her songs "
                        "were sung in Brackwater's chapel for decades.\n",
     # Pages that share the question's words and do not help.
-    "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Glass cloches "
+    "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Straw covers "
                        "keep frost off young trees; the town orchard was born of a gift.\n",
     "glassblowing.md": "# Glassblowing\n\nGlass is blown in a furnace. A composer of glass "
                        "art works in a studio; a town glassworks was born in 1900.\n",
@@ -232,7 +232,9 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
     folder.mkdir()
     for name, text in BRIDGE_DOCS.items():
         (folder / name).write_text(text, encoding="utf-8")
-    common = {"docs": str(folder), "no_llm": True}
+    # The best-ranked page is waited for, as by default (the suite sets --top-wait 0): a
+    # branch that reads one page reads its best, not the first to arrive.
+    common = {"docs": str(folder), "no_llm": True, "top_wait": 3.0}
     quick = sleuth.research_sync(BRIDGE_QUESTION, max_sources=3, **common)
     assert not [s for s in quick.sources if s.title == "Ilsa Varenne"], \
         "the fixture is wrong: one hop already finds the bridge page"
@@ -290,6 +292,34 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
     assert not asked_before & set(asked_after), "a model call was made twice"
     with Store(home) as store:
         assert store.get_run(summary.id).status == "done"
+
+
+# -- the web page ------------------------------------------------------------------------
+
+def test_the_web_page_runs_a_deep_research_and_streams_the_tree(web: OfflineWeb,
+                                                                tmp_path: Path) -> None:
+    from starlette.testclient import TestClient
+
+    from sleuth.settings import load_settings
+    from sleuth.web.app import create_app
+
+    settings = load_settings({"search": "searxng", "searxng_url": web.searxng_url,
+                              "allow_private_urls": True, "timeout": 2, "top_wait": 0,
+                              "no_llm": True, "home": str(tmp_path), "breadth": 2}, env={})
+    with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as client:
+        page = client.get("/").text
+        assert '<option value="deep">Deep</option>' in page and 'id="ui-tree"' in page
+        assert client.get("/api/config").json()["mode"] == "quick"
+        started = client.post("/api/runs", json={"question": web.topics[3].question,
+                                                 "mode": "deep", "max_sources": "4"})
+        assert started.status_code == 201
+        body = client.get(started.json()["events"]).text
+    events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
+    branches = [e["data"] for e in events if e.get("kind") == "branch"]
+    assert branches and {b["node"] for b in branches} >= {"1", "2"}
+    assert all({"level", "status", "read", "wanted", "question"} <= set(b) for b in branches)
+    report = next(e for e in events if "html" in e)
+    assert "Contents" in report["html"] and report["sources"] <= 4
 
 
 # -- options -----------------------------------------------------------------------------

@@ -10,9 +10,9 @@ from sleuth.stages.explore import bridge_entities, named_things, repeats, rule_s
 
 def test_names_end_at_a_sentence_but_not_at_an_abbreviation() -> None:
     text = ("The film stars James Woods and Jane Alexander. It was directed by M. Ward in "
-            "St. Moritz. The Recovery of Aristotle came later.")
+            "St. Moritz. The Recovery of Aristotle came later.\nLater Works\nIt ended.")
     assert named_things(text) == ["James Woods", "Jane Alexander", "M. Ward", "St. Moritz",
-                                  "The Recovery of Aristotle"]
+                                  "The Recovery of Aristotle", "Later Works"]
 
 
 def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:
@@ -65,3 +65,11 @@ def test_a_levels_pages_are_dealt_to_branches_that_found_something() -> None:
     assert spread(10, [8, 1, 8], cap=2) == [2, 1, 2]
     assert spread(3, [8, 8, 8, 8], cap=2) == [1, 1, 1, 0]
     assert sum(spread(7, [2, 9], cap=9)) == 7
+
+
+def test_a_page_two_branches_rank_alike_goes_to_the_narrower_question() -> None:
+    own, other = _candidate("http://x/nolan"), _candidate("http://x/other")
+    whole, name = [own, other], [own]  # the whole question's list, the name's
+    assert assign([whole, name], [1, 1], set())[1] == []
+    lists = assign([whole, name], [1, 1], set(), first=[1, 0])
+    assert lists[1] == [own] and lists[0] == [other]

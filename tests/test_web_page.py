@@ -417,7 +417,7 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
 
     base = load_settings({"docs": str(tmp_path), "no_llm": True}, env={})
     same = run_settings(base, {"depth": "2", "max_sources": "5", "search": "duckduckgo",
-                               "model": ""})
+                               "model": "", "mode": "quick"})
     assert same.model_fields_set == base.model_fields_set
     chosen = run_settings(base, {"depth": "3", "search": "searxng, duckduckgo", "model": "m"})
     assert (chosen.depth, chosen.search, chosen.model) == (3, ["searxng", "duckduckgo"], "m")

@@ -14,8 +14,9 @@ gathered (:mod:`sleuth.pipeline.deep_report`).
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
 to the one branch that ranks it best (ties to the earlier branch); a page a branch read
-is never offered again, and a page fetched and not kept (or a failure) is in the tree's
-memo, so a later branch that wants it gets it without a download. The assignment waits
+is never offered again, nor one whose download was cut short; a page fetched whole and
+not kept (or a failure) is in the tree's memo, so a later branch that wants it gets it
+without a download. The assignment waits
 for the level's rankings, so it is the same in a resumed run, which re-walks the tree
 from the store (searches, pages and model replies come from it: nothing is fetched or
 asked again). The level's share of ``--max-sources`` (half of what is left, all of it
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -55,6 +56,7 @@ from sleuth.stages.explore import (
     mentions,
     repeats,
     rule_subquestions,
+    terms,
 )
 from sleuth.urls import canonicalize
 
@@ -217,8 +219,11 @@ class Tree:
         open_ = [sum(1 for c in r or [] if c.canonical_url not in self.tried) for r in ranked]
         for branch, wanted in zip(branches, spread(share, open_, cap), strict=True):
             branch.wanted = wanted
+        # A page two branches rank alike goes to the narrower question: a name's own page
+        # to the branch that searched the name, not to the whole question's.
+        narrow = sorted(range(len(branches)), key=lambda i: len(terms(branches[i].question)))
         lists = assign([r or [] for r in ranked], [b.wanted for b in branches],
-                       self.tried)
+                       self.tried, first=narrow)
         await _all(self._guarded(b, self._read(b, c, cands))
                    for b, c, cands in zip(branches, contexts, lists, strict=True))
         for branch, bctx in zip(branches, contexts, strict=True):
@@ -310,11 +315,12 @@ class Tree:
         branch.status = "done"
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
-        # A page fetched and not kept (or not waited for) stays open to other branches:
-        # the memo answers for it if it was fetched whole.
+        # A page fetched whole and not kept stays open to other branches: the memo
+        # answers for it. A download cut short ("not waited for") is not asked again.
         self.tried |= {c.canonical_url for c, _ in read}
-        self.tried |= {canonicalize(f.url) for f in gathered.failures
-                       if f.url and not f.reason.startswith("not waited for")}
+        self.tried |= {key for f in gathered.failures if f.url
+                       if (key := canonicalize(f.url)) not in self.memo
+                       or not f.reason.startswith("not waited for")}
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
@@ -355,20 +361,22 @@ def window(want: int) -> int:
     return want + max(2, want // 2)
 
 
-def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str]
-           ) -> list[list[Candidate]]:
+def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str],
+           first: Sequence[int] | None = None) -> list[list[Candidate]]:
     """Each branch's candidates, no page given to two branches, none of ``taken``.
 
-    The branches draft in turn, best-ranked first (ties: the earlier branch), each until it
-    holds as many as it may fetch at once (:func:`window`): a page goes to the branch
-    that ranks it best among those still drafting, and a branch that has enough leaves
-    its lower-ranked pages to the others. What is left over then follows each list, for
-    replacing pages that fail.
+    The branches draft in turn, best-ranked first, each until it holds as many as it may
+    fetch at once (:func:`window`): a page goes to the branch that ranks it best among
+    those still drafting, and a branch that has enough leaves its lower-ranked pages to
+    the others. Ties go to the branch that comes first in ``first`` (default: list
+    order). What is left over then follows each list, for replacing pages that fail.
     """
     owner: dict[str, int] = {}
     owned: list[list[Candidate]] = [[] for _ in lists]
+    turn = list(first) if first is not None else list(range(len(lists)))
     for position in range(max((len(c) for c in lists), default=0)):
-        for branch, candidates in enumerate(lists):
+        for branch in turn:
+            candidates = lists[branch]
             if position >= len(candidates) or len(owned[branch]) >= window(wants[branch]):
                 continue
             key = candidates[position].canonical_url

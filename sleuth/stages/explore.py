@@ -178,7 +178,7 @@ def named_things(text: str) -> list[str]:
     for i, token in enumerate(tokens):
         word = token.group(0)
         gap = text[tokens[i - 1].end():token.start()] if i else ""
-        if run and gap.strip():  # punctuation between words ends a name
+        if run and (gap.strip() or "\n" in gap):  # punctuation or a line break ends a name
             close()
         if word[0].isupper() or (run and word.lower() in _JOINERS):
             run.append(token)
