@@ -297,9 +297,13 @@ def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
     _share_justext_stoplist()
     # Without trafilatura's metadata pass: its author, category and licence searches
     # copy the whole tree (~7 ms of ~100 a page); title and date come from _page_meta.
+    # Without its second opinions (readability, then justext, ``fast``): they cost about
+    # a third of its time, and its text is one signal of the block model's, which reads
+    # the whole page itself. Measured (2026-11-25): WCXB held-out F1 0.8814 -> 0.8807,
+    # AEB 0.962 either way, Readability 0.810 -> 0.814.
     doc = trafilatura.bare_extraction(
         html, url=url, include_tables=True, include_comments=True, include_images=False,
-        with_metadata=False)
+        with_metadata=False, fast=True)
     if doc is None:
         return "", ""
     if isinstance(doc, dict):  # older trafilatura returned dicts
