@@ -165,7 +165,8 @@ def _is_hidden(elem: Any) -> bool:
 
 # What _Walker.start reads off an element, by its tag, role, class, id and itemprop:
 # kept from page to page (sites share their frameworks' class names).
-_DESCRIBED: dict[tuple[str | None, ...], tuple[tuple[int, ...], str]] = {}
+_DESCRIBED: dict[tuple[str, str | None, str | None, str | None, str | None],
+                 tuple[tuple[int, ...], str]] = {}
 
 
 class _Walker:
@@ -274,9 +275,9 @@ class _Walker:
         names = elem.keys()  # most elements have no attributes: one call says so
         if names:
             get = elem.get
-            key: tuple[str | None, ...] = (tag, get("role"), get("class"), get("id"),
-                                           get("itemprop"))
-            hidden = hidden or (_MAY_HIDE.isdisjoint(names) is False and _is_hidden(elem))
+            key: tuple[str, str | None, str | None, str | None, str | None] = (
+                tag, get("role"), get("class"), get("id"), get("itemprop"))
+            hidden = hidden or (not _MAY_HIDE.isdisjoint(names) and _is_hidden(elem))
         else:
             key = (tag, None, None, None, None)
         described = self.described.get(key)
