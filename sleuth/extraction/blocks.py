@@ -478,11 +478,19 @@ def _word_count(text: str, tokens: list[str]) -> int:
     return len(_WORD.findall(text))
 
 
+def _digits(text: str) -> int:
+    """How many decimal digits ``text`` has (as ``\\d`` counts them)."""
+    if text.isascii():
+        return sum(map(text.count, "0123456789"))
+    return len(_DIGIT.findall(text))
+
+
 def _indices(keys: list[Any]) -> tuple[np.ndarray, int]:
     """Each key's number (first seen, first numbered) and how many distinct keys."""
-    numbers: dict[Any, int] = {}
-    got = np.fromiter((numbers.setdefault(key, len(numbers)) for key in keys), dtype=np.intp,
-                      count=len(keys))
+    numbers: dict[Any, int] = dict.fromkeys(keys, 0)  # in the order first seen
+    for number, key in enumerate(numbers):
+        numbers[key] = number
+    got = np.fromiter(map(numbers.__getitem__, keys), dtype=np.intp, count=len(keys))
     return got, len(numbers)
 
 
@@ -500,7 +508,7 @@ def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray
     cols[:, 4] = [b.cells for b in blocks]
     cols[:, 5] = [not _END_MARKS.isdisjoint(t[-2:]) for t in texts]
     cols[:, 6] = [t.count(".") + t.count("?") + t.count("!") for t in texts]
-    cols[:, 7] = [len(_DIGIT.findall(t)) / max(1, len(t)) for t in texts]
+    cols[:, 7] = [_digits(t) / max(1, len(t)) for t in texts]
     cols[:, 8] = [_LEGAL.search(t) is not None for t in texts]
     same_text, distinct = _indices(texts)
     cols[:, 9] = np.log1p(np.bincount(same_text, minlength=distinct)[same_text])
