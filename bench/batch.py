@@ -243,6 +243,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--memory", default="50,100,200",
                         help="batch sizes whose peak RSS is measured")
     parser.add_argument("--ray", action="store_true", help="also the Ray comparison")
+    parser.add_argument("--again", action="store_true",
+                        help="a second in-process batch: how many questions get the same "
+                             "sources twice without Ray (what timing alone changes)")
+    parser.add_argument("--llm-concurrency", type=int, default=None,
+                        help="--llm-concurrency for the batch with a model (default: "
+                             "sleuth's, 8)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=("llm", "memory", "kill", "sequential"))
     args = parser.parse_args(argv)
@@ -277,15 +283,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "llm" not in args.skip:
             lq = qs[:args.llm_questions]
             print("batch, scripted model...", file=sys.stderr, flush=True)
-            llm_run = run_batch(w, lq, args.jobs, True)
+            more = ([] if args.llm_concurrency is None
+                    else ["--llm-concurrency", str(args.llm_concurrency)])
+            llm_run = run_batch(w, lq, args.jobs, True, more)
             walls = sequential(w, lq, args.llm_sample, True)
             extrapolated = statistics.fmean(walls) * len(lq)
-            rows.append(f"| batch wall, {len(lq)} questions, scripted model | "
+            limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
+            rows.append(f"| batch wall, {len(lq)} questions, scripted model{limit} | "
                         f"{llm_run.wall:.0f} s | |")
             rows.append(f"| sequential, scripted model: {len(walls)} runs, mean "
                         f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |")
             rows.append(f"| speed-up, scripted model | {extrapolated / llm_run.wall:.1f}× | "
                         "≥ 10× |")
+        if args.again:
+            print("batch, no model, again...", file=sys.stderr, flush=True)
+            again = run_batch(w, qs, args.jobs, False)
+            mine, theirs = sources(main_run.lines), sources(again.lines)
+            same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
+            rows.append(f"| in-process batch run twice: questions with the same sources | "
+                        f"{same} / {len(mine)} | |")
         if args.ray:
             print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
             ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
