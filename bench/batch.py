@@ -230,7 +230,7 @@ def kill_and_rerun(w: WorldProcess, questions: Sequence[str], jobs: int,
             "done": statuses["done"]}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=8)
@@ -251,75 +251,101 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "sleuth's, 8)")
     parser.add_argument("--skip", action="append", default=[],
                         choices=("llm", "memory", "kill", "sequential"))
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace
+               ) -> list[str]:
+    """The no-model batch: wall, manners, memory, and the sequential baseline."""
+    fetches, dups, gap = manners(run.log)
+    done = sum(1 for line in run.lines if line["status"] == "done")
+    rows = [f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
+            f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
+            f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
+            f"| smallest start gap, one host | "
+            f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
+            f"| peak memory (main RSS / PSS with extraction workers) | "
+            f"{run.hwm_mb:.0f} / {run.tree_mb:.0f} MB | ≤ 400 MB |"]
+    if "sequential" not in args.skip:
+        walls = sequential(w, qs, args.sample, False)
+        mean = statistics.fmean(walls)
+        rows.append(f"| sequential, no model: {len(walls)} runs, mean {mean:.1f} s "
+                    f"(range {min(walls):.1f}-{max(walls):.1f}) × {len(qs)} | "
+                    f"{mean * len(qs):.0f} s | |")
+        rows.append(f"| speed-up, no model | {mean * len(qs) / run.wall:.1f}× | ≥ 15× |")
+    return rows
+
+
+def _llm_rows(w: WorldProcess, qs: list[str], args: argparse.Namespace) -> list[str]:
+    """The batch with the scripted model against its sequential baseline."""
+    lq = qs[:args.llm_questions]
+    print("batch, scripted model...", file=sys.stderr, flush=True)
+    more = [] if args.llm_concurrency is None else ["--llm-concurrency",
+                                                    str(args.llm_concurrency)]
+    run = run_batch(w, lq, args.jobs, True, more)
+    walls = sequential(w, lq, args.llm_sample, True)
+    extrapolated = statistics.fmean(walls) * len(lq)
+    limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
+    return [f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |",
+            f"| sequential, scripted model: {len(walls)} runs, mean "
+            f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |",
+            f"| speed-up, scripted model | {extrapolated / run.wall:.1f}× | ≥ 10× |"]
+
+
+def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
+                       args: argparse.Namespace) -> list[str]:
+    """The batch again in-process (--again) and on a local Ray (--ray): same sources?"""
+    rows = []
+    mine = sources(first.lines)
+    if args.again:
+        print("batch, no model, again...", file=sys.stderr, flush=True)
+        theirs = sources(run_batch(w, qs, args.jobs, False).lines)
+        same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
+        rows.append(f"| in-process batch run twice: questions with the same sources | "
+                    f"{same} / {len(mine)} | |")
+    if args.ray:
+        print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
+        ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
+        theirs = sources(ray_run.lines)
+        same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
+        rows.append(f"| Ray, 2 workers × {args.jobs // 2} jobs: wall | {ray_run.wall:.0f} s | |")
+        rows.append(f"| Ray: questions with the in-process batch's sources | "
+                    f"{same} / {len(mine)} | all |")
+    return rows
+
+
+def _memory_rows(w: WorldProcess, qs: list[str], first: Batch, args: argparse.Namespace
+                 ) -> list[str]:
+    rows = []
+    for n in (int(x) for x in args.memory.split(",") if x):
+        if n == len(qs):
+            b = first
+        else:
+            print(f"batch of {n} (memory)...", file=sys.stderr, flush=True)
+            b = run_batch(w, qs[:n], args.jobs, False)
+        rows.append(f"| peak memory at {n} questions (main RSS / PSS with workers) | "
+                    f"{b.hwm_mb:.0f} / {b.tree_mb:.0f} MB | ≤ 400 MB, flat |")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()}; nothing to do")
         return 0
     qs = batch_questions(args.questions)
-    load = os.getloadavg()
     print(f"## Batch ({len(qs)} questions, --jobs {args.jobs}, seed {args.seed}, load "
-          f"{load[0]:.1f} at start)\n")
+          f"{os.getloadavg()[0]:.1f} at start)\n")
+    rows = ["| measure | value | target |", "|---|---:|---:|"]
     with world(args.seed) as w:
         print("batch, no model...", file=sys.stderr, flush=True)
-        main_run = run_batch(w, qs, args.jobs, False)
-        fetches, dups, gap = manners(main_run.log)
-        done = sum(1 for line in main_run.lines if line["status"] == "done")
-        rows = ["| measure | value | target |", "|---|---:|---:|",
-                f"| batch wall, {len(qs)} questions, no model | {main_run.wall:.0f} s "
-                f"({done} done; {main_run.cpu_s:.0f} CPU-s) | |",
-                f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
-                f"| smallest start gap, one host | "
-                f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
-                f"| peak memory (main RSS / PSS with extraction workers) | "
-                f"{main_run.hwm_mb:.0f} / {main_run.tree_mb:.0f} MB | ≤ 400 MB |"]
-        if "sequential" not in args.skip:
-            walls = sequential(w, qs, args.sample, False)
-            extrapolated = statistics.fmean(walls) * len(qs)
-            mean = statistics.fmean(walls)
-            rows.append(f"| sequential, no model: {len(walls)} runs, mean {mean:.1f} s "
-                        f"(range {min(walls):.1f}-{max(walls):.1f}) × {len(qs)} | "
-                        f"{extrapolated:.0f} s | |")
-            rows.append(f"| speed-up, no model | {extrapolated / main_run.wall:.1f}× | ≥ 15× |")
+        first = run_batch(w, qs, args.jobs, False)
+        rows += _main_rows(w, qs, first, args)
         if "llm" not in args.skip:
-            lq = qs[:args.llm_questions]
-            print("batch, scripted model...", file=sys.stderr, flush=True)
-            more = ([] if args.llm_concurrency is None
-                    else ["--llm-concurrency", str(args.llm_concurrency)])
-            llm_run = run_batch(w, lq, args.jobs, True, more)
-            walls = sequential(w, lq, args.llm_sample, True)
-            extrapolated = statistics.fmean(walls) * len(lq)
-            limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
-            rows.append(f"| batch wall, {len(lq)} questions, scripted model{limit} | "
-                        f"{llm_run.wall:.0f} s | |")
-            rows.append(f"| sequential, scripted model: {len(walls)} runs, mean "
-                        f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |")
-            rows.append(f"| speed-up, scripted model | {extrapolated / llm_run.wall:.1f}× | "
-                        "≥ 10× |")
-        if args.again:
-            print("batch, no model, again...", file=sys.stderr, flush=True)
-            again = run_batch(w, qs, args.jobs, False)
-            mine, theirs = sources(main_run.lines), sources(again.lines)
-            same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
-            rows.append(f"| in-process batch run twice: questions with the same sources | "
-                        f"{same} / {len(mine)} | |")
-        if args.ray:
-            print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
-            ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
-            mine, theirs = sources(main_run.lines), sources(ray_run.lines)
-            same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
-            rows.append(f"| Ray, 2 workers × {args.jobs // 2} jobs: wall | "
-                        f"{ray_run.wall:.0f} s | |")
-            rows.append(f"| Ray: questions with the in-process batch's sources | "
-                        f"{same} / {len(mine)} | all |")
+            rows += _llm_rows(w, qs, args)
+        rows += _same_sources_rows(w, qs, first, args)
         if "memory" not in args.skip:
-            for n in (int(x) for x in args.memory.split(",") if x):
-                if n == len(qs):
-                    b = main_run
-                else:
-                    print(f"batch of {n} (memory)...", file=sys.stderr, flush=True)
-                    b = run_batch(w, qs[:n], args.jobs, False)
-                rows.append(f"| peak memory at {n} questions (main RSS / PSS with workers) | "
-                            f"{b.hwm_mb:.0f} / {b.tree_mb:.0f} MB | ≤ 400 MB, flat |")
+            rows += _memory_rows(w, qs, first, args)
         if "kill" not in args.skip:
             print("kill -9 and rerun...", file=sys.stderr, flush=True)
             k = kill_and_rerun(w, qs[:60], args.jobs, args.seed)
