@@ -422,3 +422,27 @@ def test_quiet_prints_the_summary_only(web: OfflineWeb, tmp_path: Path,
     assert batch(web, qfile, tmp_path / "out", "--no-llm", "--quiet") == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("batch: 2 done, 0 failed, 0 skipped"), err
+
+
+def test_ray_without_the_extra_is_one_line_and_exit_2(
+        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("What is WAL?\n", "utf-8")
+    assert batch(web, qfile, tmp_path / "out", "--no-llm", "--ray") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["sleuth: error: --ray needs Ray: pip install 'sleuth-research[ray]'"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_id_naming_another_folder_stays_in_reports(web: OfflineWeb, tmp_path: Path) -> None:
+    q = questions(web, 1)[0]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps({"id": "../../escaped", "question": q}) + "\n", "utf-8")
+    out = tmp_path / "out"
+    assert batch(web, qfile, out, "--no-llm") == 0
+    line = by_id(out)["../../escaped"]
+    written = (out / line["report_file"]).resolve()
+    assert written.parent == (out / "reports").resolve() and written.suffix == ".md"
+    assert not list(tmp_path.glob("escaped*")) and not list(out.glob("escaped*"))
