@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, set[str]]] = [  # lowest first
 #: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
 SIDEWAYS = {("search", "store"), ("agent", "pipeline"), ("cli", "mcp_server"), ("cli", "web"),
             ("__main__", "cli")}
-STAGE_ORDER = ["plan", "rank", "select", "read", "write", "check"]
+STAGE_ORDER = ["plan", "rank", "select", "read", "relevance", "write", "check"]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [
     # The documents index is given its extractor; the store never extracts.
