@@ -29,12 +29,13 @@ searched instead, and the note says so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_list, is_empty_answer
-from sleuth.models import Plan, SearchHit
+from sleuth.models import Failure, Plan, SearchHit
 from sleuth.terms import is_subphrase, keywords, parse, phrase_words
 from sleuth.urls import canonicalize
 
@@ -159,10 +160,17 @@ MAX_QUERY_CHARS = 200
 SearchFn = Callable[[list[str]], Awaitable[list[SearchHit]]]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WORD = re.compile(r"[^\W_]{2,}|\d")
+_URL_ONLY = re.compile(r"^(?:https?://|www\.)\S*$", re.IGNORECASE)
+
+
 def _clean_queries(items: list[str], count: int) -> list[str]:
-    """Usable queries: one line, not too long, de-duplicated, at most ``count``."""
+    """Usable queries: one line, not too long, with a word, no control character (a NUL
+    byte), not a bare URL; de-duplicated, at most ``count``. A model's reply is data."""
     kept = [" ".join(item.split()) for item in items]
-    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS]
+    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS and not _CONTROL.search(q)
+            and _WORD.search(q) and not _URL_ONLY.match(q)]
     return dedupe(kept)[:count]
 
 
@@ -188,10 +196,27 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
         llm.fell_back("plan", exc, "the rule-based queries were used")
         plan = make_plan(question, depth)
         return plan.model_copy(update={"note": f"LLM planning failed: {exc}"})
+    if not first:  # every query in the reply was junk (no words, a NUL byte, a URL)
+        _note(llm, "LLM plan: the model's queries were unusable (no words, control "
+              "characters or bare URLs); the rule-based queries were used")
+        return make_plan(question, depth).model_copy(
+            update={"note": "the model's queries were unusable"})
     llm.info(f"LLM plan: {len(first)} queries", queries=first)
     hits = await search(first)
+    if not hits:
+        # The model's queries found nothing at all: the rule-based ones are searched.
+        rules = [q for q in make_plan(question, depth).queries if q not in first]
+        hits = await search(rules) if rules else []
+        _note(llm, "LLM plan: the model's queries found nothing; the rule-based queries "
+              "were searched instead")
+        first = first + rules
     follow_ups, note = await _follow_ups(question, depth, llm, first, hits)
     return Plan(question=question, queries=dedupe(first + follow_ups), planner="llm", note=note)
+
+
+def _note(llm: RunLLM, reason: str) -> None:
+    """Tell the report's Gaps how the plan came about."""
+    llm.failures.append(Failure(url="", stage="llm", reason=reason))
 
 
 def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget: int) -> str:
