@@ -66,19 +66,22 @@ def _capital(token: str) -> bool:
 
 
 def stem(word: str) -> str:
-    """A light English suffix stripper (tariffs → tariff, moons → moon, talks → talk)."""
+    """A light English suffix stripper (tariffs → tariff, moons → moon, talks → talk;
+    release, released, releases, releasing → releas)."""
     word = word.lower().replace("’", "'")
     if word.endswith("'s"):
         word = word[:-2]
     if len(word) > 4 and word.endswith("ies"):
         return word[:-3] + "y"
     if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
+        word = word[:-3]
+    elif len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
+        word = word[:-2]
+    elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    # "release" and "released" meet at "releas" (a silent e, then the suffix).
+    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") \
+        else word
 
 
 def terms_of(text: str) -> list[str]:

@@ -175,7 +175,8 @@ def best_passages(text: str, queries: list[str], k: int) -> list[str]:
     A passage that gives the reader or an AI instructions (:func:`addresses_a_reader`)
     is never chosen: it is an injection, not a finding.
     """
-    passages = [p for p in split_passages(text) if not addresses_a_reader(p)]
+    kept = "\n".join(line for line in text.split("\n") if not addresses_a_reader(line))
+    passages = [p for p in split_passages(kept) if not addresses_a_reader(p)]
     if len(passages) <= k:
         return passages
     chosen = [i for score, i in _by_relevance(passages, queries)[:k] if score > 0]
