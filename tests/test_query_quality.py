@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.stages.plan import rule_queries
-from sleuth.terms import content_terms as name_terms
+from sleuth.stages.relevance import name_terms
 from sleuth.terms import content_terms, is_subphrase, parse, phrase_words
 from sleuth.testing._corpus import Corpus
 
