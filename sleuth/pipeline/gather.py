@@ -36,8 +36,8 @@ class Gate(Protocol):
                ) -> tuple[Pages, list[Failure]]:
         """The sources among ``pages`` (in rank order), and the pages left out, as failures."""
 
-    def likely(self, candidate: Candidate) -> bool:
-        """Whether a page not read yet looks worth waiting for (its search result)."""
+    def forget(self, urls: set[str]) -> None:
+        """Drop what was judged of ``urls`` (canonical): as if they had never been read."""
 
 
 class _Keep:
@@ -50,8 +50,8 @@ class _Keep:
                ) -> tuple[Pages, list[Failure]]:
         return list(pages[:want]), []
 
-    def likely(self, candidate: Candidate) -> bool:
-        return True
+    def forget(self, urls: set[str]) -> None:
+        return None
 
 
 def _local(candidate: Candidate) -> bool:
@@ -152,6 +152,7 @@ class _Gatherer:
         self.gate: Gate = gate or _Keep()
         #: Pages the gate set aside as they arrived (they do not count as read).
         self.aside = 0
+        self.set_aside: set[str] = set()
         self.out = Gathered()
         self.queue = list(candidates)
         self.order = list(candidates)
@@ -292,25 +293,45 @@ class _Gatherer:
         not the order their reads finish in (issue 23: two identical documents-mode runs
         kept different pages for 38 of 100 questions).
 
-        Once enough pages are read, every local candidate ranked above the worst page
-        kept is read (or awaited) too, and with only local candidates the fuller ranking
-        is awaited first; then the best-ranked are kept as always. Bounded by the budget.
+        With only local candidates, the fuller ranking is awaited, then candidates are
+        settled in rank order until ``want`` pages are read or ``want`` set aside by the
+        gate (what each one gives is the same every run); pages read further down the
+        ranking meanwhile are let go, as if never read. Bounded by the time budget.
         """
-        if self.more is not None and not self.more_taken and self.candidates \
-                and all(_local(c) for c in self.candidates):
+        if not self.candidates or not all(_local(c) for c in self.candidates):
+            return
+        if self.more is not None and not self.more_taken:
             await self._settle_one([self.more])
-        while not self.out.stopped_by and len(self.done) >= self.want:
-            position = {c.canonical_url: i for i, c in enumerate(self.order)}
-            worst = sorted(position.get(url, len(position)) for url in self.done)[self.want - 1]
-            for candidate in [c for c in self.order[:worst]
-                              if _local(c) and c.canonical_url not in self.tried]:
-                if candidate in self.queue:
-                    self.queue.remove(candidate)
-                self._start(candidate)
-            better = [task for rank, task in self._out_there(position, local=True)
-                      if rank < worst]
-            if not better or not await self._settle_one(better):
+        while not self.out.stopped_by:
+            read = aside = 0
+            for rank, candidate in enumerate(self.order):
+                url = candidate.canonical_url
+                if url not in self.tried:
+                    if candidate in self.queue:
+                        self.queue.remove(candidate)
+                    self._start(candidate)
+                pending = [task for task, c in self._out_pairs() if c.canonical_url == url]
+                if pending:
+                    if not await self._settle_one(pending):
+                        return
+                    break  # settled: count again from the top
+                read += url in self.done
+                aside += url in self.set_aside
+                if read >= self.want or aside >= self.want:
+                    self._let_go(self.order[rank + 1:])
+                    return
+            else:
                 return
+
+    def _out_pairs(self) -> list[tuple[asyncio.Future[Any], Candidate]]:
+        return [*self.running.items(), *((task, c) for task, (c, _) in self.judging.items())]
+
+    def _let_go(self, below: list[Candidate]) -> None:
+        """Forget what ``below`` (ranked under the last page needed) gave: read or not."""
+        urls = {c.canonical_url for c in below}
+        for url in urls & set(self.done):
+            del self.done[url]
+        self.gate.forget(urls)  # (those still out are cut with the other stragglers)
 
     async def _settle_one(self, tasks: list[asyncio.Future[Any]]) -> bool:
         """Wait for the first of ``tasks`` (within the time budget) and settle what ended."""
@@ -321,14 +342,10 @@ class _Gatherer:
             self._settle(task)
         return bool(finished)
 
-    def _out_there(self, position: Mapping[str, int], local: bool = False
-                   ) -> list[tuple[int, asyncio.Future[Any]]]:
-        """(rank, task) of every page still downloading or being summarised (``local``:
-        of local documents only)."""
-        out: list[tuple[asyncio.Future[Any], Candidate]] = [
-            *self.running.items(), *((task, c) for task, (c, _) in self.judging.items())]
-        return [(position.get(c.canonical_url, len(position)), task) for task, c in out
-                if _local(c) or not local]
+    def _out_there(self, position: Mapping[str, int]) -> list[tuple[int, asyncio.Future[Any]]]:
+        """(rank, task) of every page still downloading or being summarised."""
+        return [(position.get(c.canonical_url, len(position)), task)
+                for task, c in self._out_pairs()]
 
     def _take(self, candidate: Candidate, result: Page | FetchFailure) -> None:
         if self.on_result is not None:
@@ -338,6 +355,7 @@ class _Gatherer:
                 # Off-topic as read: the next candidate is fetched in its place; the gate
                 # keeps it (a page on-topic ones name may still be chosen) and reports it.
                 self.aside += 1
+                self.set_aside.add(candidate.canonical_url)
                 self.on_event(Event("fetched", f"read {result.title or candidate.url} "
                                     "(off-topic, set aside)",
                                     {"url": candidate.url, "chars": len(result.text),

@@ -5,11 +5,17 @@ trust faster than one that says "I found three". Both pipelines (with and withou
 model) pass every page through the same gate, on its extracted text, before it counts
 as read (and, with a model, before it is summarised):
 
-1. **Score.** The page's weighted coverage of the key terms of the question, or of a
-   query that found it and names the question's subject (a part's query: "NASA
-   astronomers found Saturn's moon Titan" for the Titan page, which says nothing of
-   Europa). Names (capitalised words, quoted titles; not demonyms such as "American")
-   weigh twice, and a page that names none of a query's names scores 0 for it.
+1. **Score.** The page's weighted coverage (title and text) of the key terms of the
+   question, of the planner's query for each of its parts ("NASA astronomers found
+   Saturn's moon Titan" for the Titan page, which says nothing of Europa), or of a
+   search query that found it and names the question's subject. Names (capitalised
+   words, quoted titles; not demonyms such as "American") weigh twice; a page that
+   names none of a query's names scores 0 for it, and so does one with none of its
+   other words ("Beer in Hong Kong" for how China responds to the protests there),
+   unless the page is about something the question names (its title is made of the
+   question's words: "Audrey Williams"). When the question is plainly about its parts
+   (three or more, or topics such as "markets and trade talks"), a page naming none
+   of them scores 0.
 2. **Floor.** A page under :data:`FLOOR` is set aside as it arrives: it shares a
    word or two with the question and nothing more ("'Meth. We're On It'" for a
    question on tariffs). At most as many pages as sources wanted are set aside
@@ -24,8 +30,10 @@ as read (and, with a model, before it is summarised):
    second source; then the best-ranked on-topic pages fill the rest. A page read
    and on-topic is never left out while a worse-ranked one is kept.
 
-Every page left out as off-topic is named in the report's Gaps. The thresholds were
-chosen on the tune splits of ``bench/relevance.py`` (bench/README.md).
+Every page left out as off-topic is named in the report's Gaps. The thresholds and
+rules were chosen on the tune splits of ``bench/relevance.py`` and on the gold pages of
+the first 100 HotpotQA questions (how many fall under the floor); figures in
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -181,10 +189,6 @@ class Relevance:
                 best = max(best, query.coverage(terms, about))
         return best, terms
 
-    def likely(self, candidate: Candidate) -> bool:
-        """Whether the search result itself (title and snippet) looks on-topic."""
-        return self.score(candidate, candidate.title, candidate.snippet)[0] >= FLOOR
-
     def check(self, candidate: Candidate, page: Page) -> str | None:
         """The floor, as the page arrives: None to read it on, else why it is set aside."""
         score, terms = self.score(candidate, page.title or candidate.title, page.text)
@@ -193,6 +197,12 @@ class Relevance:
             return None
         self.aside.append(candidate.canonical_url)
         return f"{OFF_TOPIC} (it covers {score:.0%} of the question's key terms)"
+
+    def forget(self, urls: set[str]) -> None:
+        """Drop what was judged of ``urls`` (canonical URLs): as if never read."""
+        self.aside = [url for url in self.aside if url not in urls]
+        for url in urls:
+            self.read.pop(url, None)
 
     def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
                ) -> tuple[list[tuple[Candidate, Page]], list[Failure]]:
