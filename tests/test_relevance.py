@@ -269,3 +269,22 @@ def test_a_passage_instructing_the_reader_or_an_ai_is_never_a_finding() -> None:
                      "Investors should ignore the noise, one analyst said.",
                      "The system prompted a recall of 3,000 cars."]:
         assert not addresses_a_reader(ordinary), ordinary
+
+
+# -- enough results to fill the sources wanted --------------------------------------------------
+
+def test_max_sources_ten_cites_ten_when_ten_good_pages_exist(tmp_path: Any) -> None:
+    """Every query asked for 8 results, so --max-sources 10 cited 8 at most."""
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for n in range(14):
+        (folder / f"note-{n:02d}.txt").write_text(
+            f"Tidal locking note {n}\n\nTidal locking keeps one face of a moon toward its "
+            f"planet. Observation {n}: the Moon and Titan are both tidally locked, and "
+            f"tidal forces slowed their spin over {n + 2} million years.\n", encoding="utf-8")
+    report = sleuth.research_sync("How does tidal locking affect moons?", docs=folder,
+                                  search=["local"], depth=1, max_sources=10)
+    assert len(report.sources) == 10, [s.url for s in report.sources]
+    again = sleuth.research_sync("How does tidal locking affect moons?", docs=folder,
+                                 search=["local"], depth=1, max_sources=10)
+    assert [s.url for s in again.sources] == [s.url for s in report.sources]
