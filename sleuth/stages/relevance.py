@@ -78,18 +78,35 @@ def name_terms(text: str) -> frozenset[str]:
     return frozenset(found - _DEMONYMS)
 
 
+def name_phrases(text: str) -> list[frozenset[str]]:
+    """The terms of each name in ``text``: a run of capitalised words ("Grace
+    Krilanovich"), a quoted title; demonyms left out. A page names it when it holds
+    every term of it ("Grace" alone is not "Grace Krilanovich")."""
+    runs: list[list[str]] = [[]]
+    for n, token in enumerate(_TOKEN.findall(text)):
+        if token[:1].isupper() and (n > 0 or token.lower() not in STOP):
+            runs[-1].append(token)
+        elif runs[-1]:
+            runs.append([])
+    phrases = [content_terms(" ".join(run)) for run in runs]
+    phrases += [content_terms(q[0] or q[1]) for q in _QUOTED.findall(text)]
+    return [frozenset(p - _DEMONYMS) for p in phrases if p - _DEMONYMS]
+
+
 @dataclass(frozen=True)
 class _Query:
     """A query's key terms, their weights, and its names."""
 
     weights: dict[str, float]
     names: frozenset[str]
+    phrases: tuple[frozenset[str], ...] = ()
 
     @classmethod
     def of(cls, text: str) -> _Query:
         names = name_terms(text)
         terms = dict.fromkeys(terms_of(text))
-        return cls({t: 2.0 if t in names else 1.0 for t in terms}, names)
+        return cls({t: 2.0 if t in names else 1.0 for t in terms}, names,
+                   tuple(name_phrases(text)))
 
     def coverage(self, terms: frozenset[str], about: frozenset[str] | None = frozenset()
                  ) -> float:
@@ -101,6 +118,8 @@ class _Query:
         for a part's query, whose other words are the question's, not the part's)."""
         total = sum(self.weights.values())
         if not total or (self.names and not self.names & terms):
+            return 0.0
+        if self.phrases and not any(phrase <= terms for phrase in self.phrases):
             return 0.0
         plain = set(self.weights) - self.names
         if about is not None and plain and not plain & terms \
