@@ -251,6 +251,54 @@ async def test_the_gate_sets_a_page_aside_and_the_next_is_read_in_its_place() ->
     assert gathered.failures[0].reason.startswith(OFF_TOPIC)
 
 
+async def test_a_page_still_coming_is_waited_for_only_if_it_may_displace_a_source() -> None:
+    """Issue 26: once the sources are in, the best-ranked page still on its way is waited
+    for (here: as long as it takes) only when its search result looks on-topic."""
+    question = "How is China responding to the protests in Hong Kong?"
+    urls = [f"https://{n}.example/" for n in "abcdef"]
+    pages = {u: doc(u, f"Hong Kong protests {n}", "China responds to the protests in Hong "
+                    f"Kong with warnings and troops, report {n}. " * 4)
+             for n, u in enumerate(urls)}
+
+    class Late:
+        """The top-ranked page comes only once everything else is read."""
+
+        def __init__(self) -> None:
+            self.rest_read = asyncio.Event()
+
+        async def fetch(self, url: str) -> Page | FetchFailure:
+            if url == urls[0]:
+                await self.rest_read.wait()
+            return pages[url]
+
+    forever = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0)
+    for (title, snippet), waited in [(("Kowloon nights", "Beer and breweries"), False),
+                                     (("Hong Kong", "China responds to the protests"), True)]:
+        ranked = [Candidate(url=u, canonical_url=canonicalize(u), domain=u.split("/")[2],
+                            title=title if n == 0 else pages[u].title,
+                            snippet=snippet if n == 0 else "Hong Kong protests",
+                            quality=Quality.UNVERIFIED, quality_score=2, frequency=1,
+                            score=1.0)
+                  for n, u in enumerate(urls)]
+        fetcher = Late()
+        read: list[str] = []
+
+        def on_event(event: Any, fetcher: Late = fetcher, read: list[str] = read) -> None:
+            if event.kind == "info" and "better-ranked" in event.message:
+                fetcher.rest_read.set()  # the wait began: the page may now come
+            if event.kind == "fetched":
+                read.append(event.data["url"])
+
+        gathered = await asyncio.wait_for(gather_pages(
+            ranked, fetcher, 3, on_event, waits=forever,  # type: ignore[arg-type]
+            gate=Relevance(question)), timeout=10)
+        kept = [c.url for c, _ in gathered.pages]
+        assert (urls[0] in kept) is waited, (title, kept)
+        if not waited:
+            assert (urls[0], "not waited for: enough sources were read first") in [
+                (f.url, f.reason) for f in gathered.failures]
+
+
 # -- passages ------------------------------------------------------------------------------
 
 def test_a_passage_instructing_the_reader_or_an_ai_is_never_a_finding() -> None:

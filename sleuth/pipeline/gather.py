@@ -39,6 +39,9 @@ class Gate(Protocol):
     def forget(self, urls: set[str]) -> None:
         """Drop what was judged of ``urls`` (canonical): as if they had never been read."""
 
+    def likely(self, candidate: Candidate) -> bool:
+        """Whether a page not read yet may become a source (judged on its search result)."""
+
 
 class _Keep:
     """Without a gate: every page read is on-topic; the best-ranked are kept."""
@@ -52,6 +55,9 @@ class _Keep:
 
     def forget(self, urls: set[str]) -> None:
         return None
+
+    def likely(self, candidate: Candidate) -> bool:
+        return True
 
 
 def _local(candidate: Candidate) -> bool:
@@ -250,9 +256,11 @@ class _Gatherer:
         the worst one kept and still downloading or being summarised, gets 40% as long
         again as gathering has taken (``Waits.grace_share``, at least ``grace_min_s``); the
         best-ranked page of all gets until ``top_s`` after gathering began, if that is later.
-        Whatever is still out then is cut as before. Waiting for any better-ranked page
-        instead cost more than it found (bench: wall 1.42x the critical path without a
-        model).
+        Only a page that may displace one kept is waited for: with a relevance gate, one
+        whose search result looks on-topic (issue 26; an off-topic one would be set
+        aside on arrival). Whatever is still out then is cut as before. Waiting for any
+        better-ranked page instead cost more than it found (bench: wall 1.42x the
+        critical path without a model).
         """
         if len(self.done) < self.want or self.out.stopped_by:
             return
@@ -269,8 +277,10 @@ class _Gatherer:
             top = min(worst, max(1, self.want // 2))
             now = loop.time()
             # (rank, task) of each better-ranked page still out; past the grace, only the first.
+            # Only a page that may displace one kept: its search result looks on-topic.
             better = [(rank, task) for rank, task in self._out_there(position)
-                      if rank < top and (rank == 0 or now < grace_end)]
+                      if rank < top and (rank == 0 or now < grace_end)
+                      and self.gate.likely(self._candidate_of(task))]
             timeout = (top_end if any(rank == 0 for rank, _ in better) else grace_end) - now
             left = self.budget.seconds_left() if self.budget is not None else None
             if left is not None:
@@ -341,6 +351,10 @@ class _Gatherer:
         for task in finished:
             self._settle(task)
         return bool(finished)
+
+    def _candidate_of(self, task: asyncio.Future[Any]) -> Candidate:
+        running = self.running.get(task)
+        return running if running is not None else self.judging[task][0]
 
     def _out_there(self, position: Mapping[str, int]) -> list[tuple[int, asyncio.Future[Any]]]:
         """(rank, task) of every page still downloading or being summarised."""

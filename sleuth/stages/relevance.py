@@ -208,6 +208,13 @@ class Relevance:
                 best = max(best, query.coverage(terms, about))
         return best, terms
 
+    def likely(self, candidate: Candidate) -> bool:
+        """Whether a page not read yet may become a source: its search result (title and
+        snippet) is over the floor, or says too little to judge (no snippet)."""
+        if not candidate.snippet.strip():
+            return True
+        return self.score(candidate, candidate.title, candidate.snippet)[0] >= FLOOR
+
     def check(self, candidate: Candidate, page: Page) -> str | None:
         """The floor, as the page arrives: None to read it on, else why it is set aside."""
         score, terms = self.score(candidate, page.title or candidate.title, page.text)
