@@ -249,6 +249,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
+    parser.add_argument("--kinds", default=None,
+                        help="the world's page sets (bench.world --kinds; default: all of "
+                        "them, the heavy world; hotpotqa,corpus is the light one)")
     parser.add_argument("--only", action="append",
                         choices=("timing", "recall", "footprint", "extraction", "relevance",
                                  "deep", "startup", "docs", "batch"),
@@ -307,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
     began = time.monotonic()
     out: dict[str, Any] = {}
-    with world(args.seed) as w:
+    with world(args.seed, args=["--kinds", args.kinds] if args.kinds else ()) as w:
         if "timing" in parts:
             print("timing runs (depth 2, 5 sources, real latencies)...", file=sys.stderr)
             rows = run_timing(w, pipelines, timing_questions(args.timing_set))

@@ -169,6 +169,8 @@ class CitationCheck(_Record):
     flagged: int = 0
     unknown_citations_removed: int = 0
     invented_urls_removed: int = 0
+    #: Sentences removed because every source they cited does not exist.
+    invented_claims_removed: int = 0
 
 
 class TreeNode(_Record):

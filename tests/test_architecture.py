@@ -41,7 +41,8 @@ SIDEWAYS = {("search", "store"), ("agent", "pipeline"), ("cli", "mcp_server"), (
             ("__main__", "cli")}
 #: explore (deep mode's sub-questions, learnings, follow-ups) shows sources as the writer
 #: does; sections (deep mode's sectioned writer) checks each section as it is written.
-STAGE_ORDER = ["plan", "rank", "select", "read", "write", "explore", "check", "sections"]
+STAGE_ORDER = ["plan", "rank", "select", "read", "relevance", "write", "explore", "check",
+               "sections"]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [
     # The documents index is given its extractor; the store never extracts.

@@ -17,7 +17,7 @@ import pytest
 import sleuth
 from sleuth.cli import run
 from sleuth.models import SearchHit
-from sleuth.stages.plan import rule_queries
+from sleuth.stages.plan import keyword_query, rule_queries
 from sleuth.testing import OfflineWeb
 
 # What each misbehaving page must be reported as, in the report's Gaps.
@@ -91,13 +91,16 @@ def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(
             topic.question, search="searxng", searxng_url=web.searxng_url,
             allow_private_urls=True, timeout=PAGE_TIMEOUT, max_sources=20, depth=1)
         counts = page_requests(web)
-        assert counts and max(counts.values()) == 1, counts.most_common(3)
+        # (A later topic's pages may all be in the store already: none fetched at all.)
+        assert max(counts.values(), default=1) == 1, counts.most_common(3)
         gaps = report.markdown.split("## Gaps", 1)[1]
         for failure in report.failures:
             if failure.url:
                 assert failure.url in gaps
                 seen[failure.url] = failure.reason
-        assert all(s.url not in seen for s in report.sources)
+        # (A page off-topic for one question may be a source for another.)
+        failed = {f.url for f in report.failures}
+        assert all(s.url not in failed for s in report.sources)
     for case, reason in HOSTILE_REASONS.items():
         url = web.hostile[case]
         assert url in seen, f"{case} never reached the Gaps"
@@ -220,21 +223,24 @@ async def test_pages_download_while_slower_queries_are_still_searched(
 
 async def test_a_variant_holding_the_whole_question_can_start_the_fetching(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
-    """When "<question> explained" answers before the question itself, its hits are
-    fetched at once: they rank the same pages, so there is nothing to wait for."""
+    """When the keyword query ("China responding protests Hong Kong") answers before the
+    question itself, its hits are fetched at once: they rank the same pages, so there is
+    nothing to wait for."""
     from sleuth.search import base as search_base
     from sleuth.search.searxng import SearxngProvider
 
     fetching = asyncio.Event()
-    topic = web.topics[2]  # "How are tariffs … affecting markets and trade talks?"
+    [topic] = [t for t in web.topics if t.id == "hong-kong"]
+    keywords = keyword_query(topic.question)
+    assert keywords == "China responding protests Hong Kong"
 
     class Gated(SearxngProvider):
         name = "gated"
 
         async def search(self, query: str, *, limit: int) -> list[SearchHit]:
-            if not query.endswith(" explained"):
-                # The question and the sides of its split answer only once a download
-                # has begun: waiting for the question itself would stall here.
+            if query != keywords:
+                # The question answers only once a download has begun: waiting for
+                # the question itself would stall here.
                 await asyncio.wait_for(fetching.wait(), timeout=PAGE_TIMEOUT * 3)
             return await super().search(query, limit=limit)
 
@@ -246,20 +252,20 @@ async def test_a_variant_holding_the_whole_question_can_start_the_fetching(
     report = await sleuth.research(
         topic.question, search="gated", searxng_url=web.searxng_url, allow_private_urls=True,
         timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
-    assert len(report.queries) == 4 and report.queries[-1].endswith(" explained")
+    assert report.queries == [topic.question, keywords]
     assert not [f for f in report.failures if f.stage == "search"], report.failures
     assert len(report.sources) == 3
 
 
 async def test_the_sides_of_a_split_question_never_start_the_fetching(
         web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fragments such as "trade talks" rank off-topic pages first: even when they answer
-    first, fetching waits for a query that holds the whole question."""
+    """The parts' queries ("… markets", "… trade talks") rank one part's pages first:
+    even when they answer first, fetching waits for a query that holds the whole question."""
     from sleuth.search import base as search_base
     from sleuth.search.searxng import SearxngProvider
 
     topic = web.topics[2]
-    fragments = [q for q in rule_queries(topic.question, 2)[1:] if not q.endswith(" explained")]
+    fragments = rule_queries(topic.question, 2)[1:]  # one per part: markets, trade talks
     fragments_in = asyncio.Event()
     answered: list[str] = []
     order: list[str] = []
@@ -293,14 +299,17 @@ async def test_the_sides_of_a_split_question_never_start_the_fetching(
 def test_top_wait_holds_the_run_for_the_best_ranked_page(web: OfflineWeb) -> None:
     """--top-wait: the slow-drip page ranks first for this topic and is still coming when
     enough pages are read; given up to 600 s it is waited for until its own deadline, not
-    cut as "not waited for" (the suite runs with SLEUTH_TOP_WAIT=0, see conftest.py)."""
+    cut as "not waited for" (the suite runs with SLEUTH_TOP_WAIT=0, see conftest.py).
+    Three sources: this topic has four on-topic pages that download, and with five
+    wanted gathering would wait for every page anyway (the off-topic ones are set aside);
+    a longer page deadline, so that three are read first on a loaded machine too."""
     events: list[Any] = []
     report = sleuth.research_sync(
         web.topics[0].question, search="searxng", searxng_url=web.searxng_url,
-        allow_private_urls=True, timeout=PAGE_TIMEOUT, no_store=True, top_wait=600,
-        on_event=events.append)
+        allow_private_urls=True, timeout=3 * PAGE_TIMEOUT, no_store=True, top_wait=600,
+        max_sources=3, on_event=events.append)
     waits = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
     assert len(waits) == 1 and waits[0]["pages"] == 1 and waits[0]["seconds"] > 500
     reasons = {f.url: f.reason for f in report.failures}
-    assert reasons[web.hostile["slow_drip"]] == f"timed out after {PAGE_TIMEOUT:g}s"
+    assert reasons[web.hostile["slow_drip"]] == f"timed out after {3 * PAGE_TIMEOUT:g}s"
     assert report.sources

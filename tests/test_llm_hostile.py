@@ -174,6 +174,32 @@ def test_a_broken_plan_reply_falls_back_to_the_rules_and_says_why(
     assert report.sources and report.writer == "llm"
 
 
+def test_junk_planned_queries_are_dropped_and_the_rules_plan_instead(
+        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    """A NUL byte, no words, a bare URL: none of it is sent to a search engine."""
+    junk = ["\u0000", "   ", "!!! ???", "https://evil.example/x", "tariffs\u0000markets", "--"]
+    llm.add(json.dumps(junk), contains=MARKERS["plan"])
+    ScriptedResearcher().install(llm)
+    question = web.topics[2].question
+    report = research(web, question)
+    assert report.planner == "rules" and report.queries[0] == question
+    assert not any("\x00" in q or "evil" in q for q in report.queries)
+    assert "the model's queries were unusable" in gaps(report)
+    assert report.sources
+
+
+def test_model_queries_that_find_nothing_give_way_to_the_rules_plan(
+        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    llm.add(json.dumps(["qxzvw jjkqp", "zzqv wwxq"]), contains=MARKERS["plan"])
+    ScriptedResearcher().install(llm)
+    question = web.topics[3].question  # Hong Kong
+    report = research(web, question)
+    assert report.planner == "llm" and question in report.queries
+    assert "the model's queries found nothing" in gaps(report)
+    assert report.sources and all("hong" in s.title.lower() or "china" in s.title.lower()
+                                  or "beijing" in s.title.lower() for s in report.sources)
+
+
 def test_a_broken_report_reply_gives_the_template_report(web: OfflineWeb,
                                                          llm: ScriptedLLM) -> None:
     llm.misbehave("bad-utf8", contains=MARKERS["report"])

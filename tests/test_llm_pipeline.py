@@ -318,9 +318,12 @@ def _notes(prompt: str) -> dict[int, tuple[str, str]]:
 
 def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb,
                                                        llm: ScriptedLLM) -> None:
+    second: list[str] = []
+
     def report(body: dict[str, Any]) -> str:
         notes = _notes(body["messages"][-1]["content"])
         assert len(notes) == 5, notes
+        second.append(notes[2][1])
         return "\n".join([
             "# Report", "", "The sources answer the question in part [1].", "", "## Findings", "",
             f"- {notes[1][1]} [1]",
@@ -328,21 +331,30 @@ def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb,
             f"- {notes[3][1]} See [the full story](https://evil.example.com/story) [3].",
             f"- {notes[4][1]} More at https://fabricated.example.org/x?id=1.",
             f"- {notes[5][1]} ([source]({notes[5][0]}))",
+            "", "## Conclusion", "",
+            "A landmark 2031 study [9] was published at https://invented.example.net/study "
+            "for anyone to verify.",
             "", "## References", "", "[1] https://evil.example.com/ref"])
 
     llm.add(report, contains=MARKERS["report"])
     ScriptedResearcher().install(llm)
-    result = research(web, web.topics[0].question, max_sources=5)
+    # Hong Kong: six on-topic pages download, so five sources whatever order they come in.
+    result = research(web, web.topics[3].question, max_sources=5)
     assert len(result.sources) == 5 and result.citations is not None
     body = report_body(result)
     assert "[9]" not in result.markdown and "example.com" not in result.markdown
     assert "example.org" not in result.markdown and "## References" not in body
-    assert result.citations.unknown_citations_removed == 1
-    assert result.citations.invented_urls_removed == 2
-    # The link to a real source became its number; the sentence citing only [9] is marked.
+    assert "example.net" not in result.markdown
+    assert result.citations.unknown_citations_removed == 2
+    assert result.citations.invented_urls_removed == 3
+    # The link to a real source became its number; the sentences citing only [9] (an
+    # invented claim) are gone, and so is the heading they leave empty.
     assert re.search(r"\(\[5\]\)|\[5\]", body.strip().split("\n")[-1])
-    assert result.citations.flagged == 1 and "*(unverified)*" in body
-    assert "1 citation of an unknown source, 2 URLs not among the sources" in result.markdown
+    assert "2031" not in body and "## Conclusion" not in body
+    assert second and second[0] not in body
+    assert result.citations.invented_claims_removed == 2 and "*(unverified)*" not in body
+    assert ("2 citations of an unknown source, 3 URLs not among the sources, 2 sentences "
+            "citing only sources that do not exist") in result.markdown
 
 
 @pytest.mark.parametrize("verify", ["lexical", "llm"])

@@ -78,7 +78,7 @@ async def test_urls_become_citations_or_go() -> None:
     assert result.invented_urls_removed == 3 and result.removed == 0
 
 
-async def test_unsupported_sentences_go_and_unjudgeable_ones_are_marked() -> None:
+async def test_unsupported_and_invented_sentences_go_and_unjudgeable_ones_are_marked() -> None:
     body = ("## Findings [1]\n\n"
             "- PKCE was published in 2015 [2]. It cures all known attacks on 42 banks [1].\n"
             "- Only an unknown source says this [8].\n\n"
@@ -86,11 +86,23 @@ async def test_unsupported_sentences_go_and_unjudgeable_ones_are_marked() -> Non
             "```\nexample [1] in code\n```")
     text, result = await check(body)
     assert "42 banks" not in text and "PKCE was published in 2015 [2]." in text
-    assert "says this. *(unverified)*" in text
+    assert "says this" not in text  # it cited only a source that does not exist
     assert "| Rotation happens hourly | [1] *(unverified)* |" in text
     assert "```\nexample [1] in code\n```" in text and text.startswith("## Findings [1]")
-    assert (result.checked, result.kept, result.removed, result.flagged) == (4, 1, 1, 2)
+    assert (result.checked, result.kept, result.removed, result.flagged) == (4, 1, 1, 1)
+    assert result.invented_claims_removed == 1
     assert "4 cited sentences checked; 1 kept, 1 removed" in footer(result)
+    assert "1 sentence citing only sources that do not exist" in footer(result)
+
+
+async def test_a_heading_left_with_nothing_under_it_goes() -> None:
+    body = ("## Findings\n\nPKCE is RFC 7636 [2].\n\n## Conclusion\n\n"
+            "A landmark 2031 study [9] settles it.\n\n### Details\n\nThe moon is cheese [1].\n\n"
+            "## Outlook\n\n- PKCE is RFC 7636 [2].")
+    text, result = await check(body)
+    assert "## Conclusion" not in text and "### Details" not in text and "2031" not in text
+    assert text == "## Findings\n\nPKCE is RFC 7636 [2].\n\n## Outlook\n\n- PKCE is RFC 7636 [2]."
+    assert result.invented_claims_removed == 1 and result.removed == 1
 
 
 async def test_a_line_whose_every_sentence_is_unsupported_is_dropped() -> None:

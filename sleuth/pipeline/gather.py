@@ -10,9 +10,9 @@ pages still on their way and none for the other stragglers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sleuth.models import Candidate, Failure, FetchFailure, Page
 from sleuth.progress import Event, ProgressCallback, no_progress
@@ -23,6 +23,47 @@ if TYPE_CHECKING:
 
 #: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
+Pages = list[tuple[Candidate, Page]]
+
+
+class Gate(Protocol):
+    """What decides which pages read are sources (``sleuth.stages.relevance.Relevance``)."""
+
+    def check(self, candidate: Candidate, page: Page) -> str | None:
+        """As a page arrives: None to read it on, else why it is set aside."""
+
+    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
+               ) -> tuple[Pages, list[Failure]]:
+        """The sources among ``pages`` (in rank order), and the pages left out, as failures."""
+
+    def forget(self, urls: set[str]) -> None:
+        """Drop what was judged of ``urls`` (canonical): as if they had never been read."""
+
+    def likely(self, candidate: Candidate) -> bool:
+        """Whether a page not read yet may become a source (judged on its search result)."""
+
+
+class _Keep:
+    """Without a gate: every page read is on-topic; the best-ranked are kept."""
+
+    def check(self, candidate: Candidate, page: Page) -> str | None:
+        return None
+
+    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
+               ) -> tuple[Pages, list[Failure]]:
+        return list(pages[:want]), []
+
+    def forget(self, urls: set[str]) -> None:
+        return None
+
+    def likely(self, candidate: Candidate) -> bool:
+        return True
+
+
+def _local(candidate: Candidate) -> bool:
+    """A local document (``file://``): read from disk, no request, no waiting on a server."""
+    return candidate.url[:5].lower() == "file:"
+
 
 @dataclass(frozen=True)
 class Waits:
@@ -70,7 +111,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
                        on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
                        accept: PageCheck | None = None,
                        more: asyncio.Future[list[Candidate]] | None = None,
-                       waits: Waits = WAITS) -> Gathered:
+                       waits: Waits = WAITS, gate: Gate | None = None) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -90,9 +131,15 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     queries' hits): the candidates not tried yet are then taken in its order, and
     the pages kept are ordered by it. Gathering does not wait for it once ``want``
     pages are in. ``waits``: how long the best-ranked pages still out are then waited for.
+
+    ``gate`` (the relevance gate, ``sleuth.stages.relevance.Relevance``) judges each page
+    as it arrives, before ``accept``: a page it sets aside does not count as read and
+    the next candidate is fetched instead, until as many pages were set aside as are
+    wanted. Once gathering ends the gate chooses the sources among the pages read (in
+    rank order); the pages it leaves out are failures of the ``read`` stage.
     """
     gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
-                         waits)
+                         waits, gate or _Keep())
     return await gatherer.run(known or {})
 
 
@@ -103,11 +150,15 @@ class _Gatherer:
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
                  accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
-                 waits: Waits = WAITS) -> None:
+                 waits: Waits = WAITS, gate: Gate | None = None) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
         self.waits = waits
+        self.gate: Gate = gate or _Keep()
+        #: Pages the gate set aside as they arrived (they do not count as read).
+        self.aside = 0
+        self.set_aside: set[str] = set()
         self.out = Gathered()
         self.queue = list(candidates)
         self.order = list(candidates)
@@ -127,13 +178,16 @@ class _Gatherer:
         self._launch()
         try:
             await self._loop()
+            await self._local_by_rank()
             await self._wait_for_better()
         finally:
             await self._drop_stragglers()
-        # Pages finishing in the same wait can overshoot ``want``: keep the best-ranked.
+        # Pages finishing in the same wait can overshoot ``want``: the gate keeps the
+        # best-ranked (each part of the question covered first, see the gate).
         done = self.done
-        self.out.pages = [(c, done[c.canonical_url]) for c in self.order
-                          if c.canonical_url in done][:self.want]
+        ranked = [(c, done[c.canonical_url]) for c in self.order if c.canonical_url in done]
+        self.out.pages, left_out = self.gate.choose(ranked, self.want)
+        self.out.failures += left_out
         return self.out
 
     def _promised(self) -> int:
@@ -148,7 +202,7 @@ class _Gatherer:
     def _take_known(self) -> None:
         by_url = {c.canonical_url: c for c in self.candidates}
         for candidate in [by_url[key] for key in self.at_hand if key in by_url]:
-            if len(self.done) + self._promised() >= self.want:
+            if len(self.done) + self._promised() >= self.want or self.aside >= self.want:
                 break
             self.queue.remove(candidate)
             self.tried.add(candidate.canonical_url)
@@ -159,18 +213,20 @@ class _Gatherer:
     def _launch(self) -> None:
         budget = self.budget
         while (self.queue and len(self.done) + self._promised() < self.want
+               and self.aside < self.want
                and len(self.running) + len(self.judging) + len(self.done) < self.window):
             if budget is not None and (reason := budget.exhausted()):
                 self.out.stopped_by = reason
                 return
-            candidate = self.queue.pop(0)
-            self.tried.add(candidate.canonical_url)
-            self.out.attempted += 1
-            if budget is not None:
-                budget.charge_fetch()
-            self.on_event(Event("fetch_start", f"fetching {candidate.url}",
-                                {"url": candidate.url}))
-            self.running[asyncio.ensure_future(self.fetcher.fetch(candidate.url))] = candidate
+            self._start(self.queue.pop(0))
+
+    def _start(self, candidate: Candidate) -> None:
+        self.tried.add(candidate.canonical_url)
+        self.out.attempted += 1
+        if self.budget is not None:
+            self.budget.charge_fetch()
+        self.on_event(Event("fetch_start", f"fetching {candidate.url}", {"url": candidate.url}))
+        self.running[asyncio.ensure_future(self.fetcher.fetch(candidate.url))] = candidate
 
     async def _loop(self) -> None:
         budget = self.budget
@@ -200,9 +256,11 @@ class _Gatherer:
         the worst one kept and still downloading or being summarised, gets 40% as long
         again as gathering has taken (``Waits.grace_share``, at least ``grace_min_s``); the
         best-ranked page of all gets until ``top_s`` after gathering began, if that is later.
-        Whatever is still out then is cut as before. Waiting for any better-ranked page
-        instead cost more than it found (bench: wall 1.42x the critical path without a
-        model).
+        Only a page that may displace one kept is waited for: with a relevance gate, one
+        whose search result looks on-topic (issue 26; an off-topic one would be set
+        aside on arrival). Whatever is still out then is cut as before. Waiting for any
+        better-ranked page instead cost more than it found (bench: wall 1.42x the
+        critical path without a model).
         """
         if len(self.done) < self.want or self.out.stopped_by:
             return
@@ -219,8 +277,10 @@ class _Gatherer:
             top = min(worst, max(1, self.want // 2))
             now = loop.time()
             # (rank, task) of each better-ranked page still out; past the grace, only the first.
+            # Only a page that may displace one kept: its search result looks on-topic.
             better = [(rank, task) for rank, task in self._out_there(position)
-                      if rank < top and (rank == 0 or now < grace_end)]
+                      if rank < top and (rank == 0 or now < grace_end)
+                      and self.gate.likely(self._candidate_of(task))]
             timeout = (top_end if any(rank == 0 for rank, _ in better) else grace_end) - now
             left = self.budget.seconds_left() if self.budget is not None else None
             if left is not None:
@@ -238,16 +298,83 @@ class _Gatherer:
             for task in finished:
                 self._settle(task)
 
+    async def _local_by_rank(self) -> None:
+        """Local documents (``file://``) cost no request: rank decides which are kept,
+        not the order their reads finish in (issue 23: two identical documents-mode runs
+        kept different pages for 38 of 100 questions).
+
+        With only local candidates, the fuller ranking is awaited, then candidates are
+        settled in rank order until ``want`` pages are read or ``want`` set aside by the
+        gate (what each one gives is the same every run); pages read further down the
+        ranking meanwhile are let go, as if never read. Bounded by the time budget.
+        """
+        if not self.candidates or not all(_local(c) for c in self.candidates):
+            return
+        if self.more is not None and not self.more_taken:
+            await self._settle_one([self.more])
+        while not self.out.stopped_by:
+            read = aside = 0
+            for rank, candidate in enumerate(self.order):
+                url = candidate.canonical_url
+                if url not in self.tried:
+                    if candidate in self.queue:
+                        self.queue.remove(candidate)
+                    self._start(candidate)
+                pending = [task for task, c in self._out_pairs() if c.canonical_url == url]
+                if pending:
+                    if not await self._settle_one(pending):
+                        return
+                    break  # settled: count again from the top
+                read += url in self.done
+                aside += url in self.set_aside
+                if read >= self.want or aside >= self.want:
+                    self._let_go(self.order[rank + 1:])
+                    return
+            else:
+                return
+
+    def _out_pairs(self) -> list[tuple[asyncio.Future[Any], Candidate]]:
+        return [*self.running.items(), *((task, c) for task, (c, _) in self.judging.items())]
+
+    def _let_go(self, below: list[Candidate]) -> None:
+        """Forget what ``below`` (ranked under the last page needed) gave: read or not."""
+        urls = {c.canonical_url for c in below}
+        for url in urls & set(self.done):
+            del self.done[url]
+        self.gate.forget(urls)  # (those still out are cut with the other stragglers)
+
+    async def _settle_one(self, tasks: list[asyncio.Future[Any]]) -> bool:
+        """Wait for the first of ``tasks`` (within the time budget) and settle what ended."""
+        left = self.budget.seconds_left() if self.budget is not None else None
+        finished, _ = await asyncio.wait(tasks, timeout=left,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        for task in finished:
+            self._settle(task)
+        return bool(finished)
+
+    def _candidate_of(self, task: asyncio.Future[Any]) -> Candidate:
+        running = self.running.get(task)
+        return running if running is not None else self.judging[task][0]
+
     def _out_there(self, position: Mapping[str, int]) -> list[tuple[int, asyncio.Future[Any]]]:
         """(rank, task) of every page still downloading or being summarised."""
-        out: list[tuple[asyncio.Future[Any], Candidate]] = [
-            *self.running.items(), *((task, c) for task, (c, _) in self.judging.items())]
-        return [(position.get(c.canonical_url, len(position)), task) for task, c in out]
+        return [(position.get(c.canonical_url, len(position)), task)
+                for task, c in self._out_pairs()]
 
     def _take(self, candidate: Candidate, result: Page | FetchFailure) -> None:
         if self.on_result is not None:
             self.on_result(candidate, result)
         if isinstance(result, Page):
+            if self.gate.check(candidate, result) is not None:
+                # Off-topic as read: the next candidate is fetched in its place; the gate
+                # keeps it (a page on-topic ones name may still be chosen) and reports it.
+                self.aside += 1
+                self.set_aside.add(candidate.canonical_url)
+                self.on_event(Event("fetched", f"read {result.title or candidate.url} "
+                                    "(off-topic, set aside)",
+                                    {"url": candidate.url, "chars": len(result.text),
+                                     "off_topic": True}))
+                return
             if self.accept is None:
                 self.done[candidate.canonical_url] = result
             else:

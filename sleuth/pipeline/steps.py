@@ -12,6 +12,7 @@ that hold, and :func:`report_stage` puts the report together.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -43,6 +44,7 @@ from sleuth.stages.check import check_citations, evidence_of, footer
 from sleuth.stages.plan import llm_plan, make_plan, whole_question
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
+from sleuth.stages.relevance import Relevance
 from sleuth.stages.select import select_candidates
 from sleuth.stages.write import (
     Confidence,
@@ -80,6 +82,13 @@ async def plan_stage(ctx: RunContext) -> Plan:
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
+def results_wanted(settings: Settings) -> int:
+    """Hits asked per query: ``--results-per-query``, or enough to fill ``--max-sources``
+    with a spare half for the pages that fail or are off-topic, when that is more
+    (issue 23: ``--max-sources 10`` cited 8 when every query asked for 8 hits)."""
+    return min(50, max(settings.results_per_query, math.ceil(settings.max_sources * 1.5)))
+
+
 async def search_stage(ctx: RunContext, plan: Plan,
                        lead: asyncio.Future[list[SearchHit]] | None = None) -> list[SearchHit]:
     """Stage 2: every query through the providers; failures go to ``ctx.failures``.
@@ -111,7 +120,7 @@ async def search_stage(ctx: RunContext, plan: Plan,
     async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
         # The documents folder is searched alongside the web, not as its fallback.
         return await asyncio.gather(*(
-            run_searches(batch, group, limit=settings.results_per_query,
+            run_searches(batch, group, limit=results_wanted(settings),
                          timeout=timeout, on_event=ctx.emit)
             for group in groups))
 
@@ -270,7 +279,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                                   ctx.budget, known=known,
                                   on_result=on_result,
                                   accept=accept, more=more,
-                                  waits=Waits(top_s=ctx.settings.top_wait))
+                                  waits=Waits(top_s=ctx.settings.top_wait),
+                                  gate=Relevance(ctx.topic))
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before

@@ -16,9 +16,11 @@
    * ``llm``: the summary model reads the sentence and the cited source's most
      similar passages (and its summary) and answers SUPPORTED or UNSUPPORTED.
 
-   Unsupported sentences are removed. A sentence is *marked* unverified instead
-   when it cannot be judged: all its citations were unknown numbers, the model's
-   verdict was unreadable, or it is a table row (cells cannot be removed).
+   Unsupported sentences are removed. A sentence whose every citation was an unknown
+   number is an invented claim: removed, and counted apart. A sentence is *marked*
+   unverified instead when it cannot be judged: the model's verdict was unreadable,
+   or it is a table row (cells cannot be removed). A heading left with nothing under
+   it is removed too.
 
 The counts go to :class:`~sleuth.models.CitationCheck` and the report's footer.
 """
@@ -188,6 +190,12 @@ class _Unit:
     table: bool
     verdict: bool | None = None
 
+    @property
+    def invented(self) -> bool:
+        """Every citation was to a source that does not exist: an invented claim (a table
+        row is marked instead, its cells cannot be removed)."""
+        return not self.ids and not self.table
+
 
 @dataclass
 class _Counts:
@@ -331,6 +339,8 @@ def _render(parsed: _Body, marker: str) -> str:
         kept: list[str] = []
         for index, piece in enumerate(pieces):
             unit = verdicts.get((number, index))
+            if unit is not None and unit.invented:
+                continue
             if unit is None or unit.verdict is True:
                 kept.append(piece)
             elif unit.verdict is None or unit.table:
@@ -343,7 +353,28 @@ def _render(parsed: _Body, marker: str) -> str:
         if not text.strip():
             continue  # every sentence of the line was removed: drop the line
         out.append(prefix + text)
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(_without_empty_headings(out))).strip()
+
+
+def _without_empty_headings(lines: list[str]) -> list[str]:
+    """``lines`` without the headings left with nothing under them (an empty
+    "## Conclusion" once its sentences were removed): a heading followed, past blank
+    lines, by another heading of its level or a higher one, or by the end."""
+    kept: list[str] = []
+    after = 1  # the level of the next heading kept below (1 at the end: nothing follows)
+    for line in reversed(lines):  # bottom-up: a section emptied of sub-headings goes too
+        level = _heading_level(line)
+        if level and after and after <= level:
+            continue
+        if line.strip():
+            after = level
+        kept.append(line)
+    return kept[::-1]
+
+
+def _heading_level(line: str) -> int:
+    match = re.match(r"^\s{0,3}(#{1,6})\s", line)
+    return len(match.group(1)) if match else 0
 
 
 # -- verdicts ------------------------------------------------------------------------------
@@ -406,11 +437,14 @@ async def check_citations(body: str, *, ids: set[int], urls: dict[str, int],
     used = await _judge(parsed.units, evidence, method, llm)
     checked = len(parsed.units)
     kept = sum(1 for u in parsed.units if u.verdict is True)
-    flagged = sum(1 for u in parsed.units if u.verdict is None or (u.table and not u.verdict))
+    invented = sum(1 for u in parsed.units if u.invented)
+    flagged = sum(1 for u in parsed.units if not u.invented
+                  and (u.verdict is None or (u.table and not u.verdict)))
     result = CitationCheck(method="llm" if used == "llm" else "lexical", checked=checked,
-                           kept=kept, removed=checked - kept - flagged, flagged=flagged,
-                           unknown_citations_removed=counts.unknown,
-                           invented_urls_removed=counts.invented)
+                           kept=kept, removed=checked - kept - flagged - invented,
+                           flagged=flagged, unknown_citations_removed=counts.unknown,
+                           invented_urls_removed=counts.invented,
+                           invented_claims_removed=invented)
     return _render(parsed, labels_for(language).unverified), result
 
 
@@ -440,7 +474,8 @@ def footer(check: CitationCheck, language: str = "English") -> str:
         text = (f"{labels.check_title}（{check.method}）：检查了 {check.checked} 个带引用的句子；"
                 f"保留 {check.kept} 个，删除 {check.removed} 个（引用的来源不支持），"
                 f"标记 {check.flagged} 个为未核实。另删除 {check.unknown_citations_removed} "
-                f"个未知来源的引用、{check.invented_urls_removed} 个不在来源列表中的网址。")
+                f"个未知来源的引用、{check.invented_urls_removed} 个不在来源列表中的网址、"
+                f"{check.invented_claims_removed} 个只引用不存在来源的句子。")
         return f"_{text}_"
 
     def plural(n: int, word: str) -> str:
@@ -450,4 +485,6 @@ def footer(check: CitationCheck, language: str = "English") -> str:
             f"checked; {check.kept} kept, {check.removed} removed as not supported by the "
             f"cited source, {check.flagged} marked unverified. Also removed: "
             f"{plural(check.unknown_citations_removed, 'citation')} of an unknown source, "
-            f"{plural(check.invented_urls_removed, 'URL')} not among the sources._")
+            f"{plural(check.invented_urls_removed, 'URL')} not among the sources, "
+            f"{plural(check.invented_claims_removed, 'sentence')} citing only sources that "
+            "do not exist._")

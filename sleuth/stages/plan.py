@@ -1,20 +1,30 @@
 """Stage 1, plan: turn a question into search queries.
 
-The rule-based planner follows grip's ``web_research`` decomposition by depth:
+The rule-based planner writes the queries a person would type (issue 23): every query
+is a search of its own that names the question's subject, none is a run of another's
+words, and none is the question with generic words glued on ("… explained",
+"… advantages disadvantages"). By depth:
 
-* depth 1: the question, and "what is <question>";
-* depth 2: adds each side of an "and" / "vs" / "versus" split, "<question> comparison"
-  for comparisons, and "<question> explained";
-* depth 3: adds "how does <question> work", "why <question>" and
-  "<question> advantages disadvantages".
+* depth 1: the question as asked;
+* depth 2: one query per part of a multi-part question (its main coordination, see
+  :mod:`sleuth.terms`: "the Moon, Jupiter's moon Europa and Saturn's moon Titan" gives a
+  query per moon, each with the rest of the question's key words), or, for a question
+  without parts, its key words as a keyword query;
+* depth 3: adds the keyword query to a multi-part question's (unless it holds a part's
+  query as a run of words).
 
-Queries are de-duplicated case-insensitively, the original question first.
+A part query that would be a run of the question's own words ("Mozilla's Firefox web
+browser developed") starts with the question's wh-word instead ("how Mozilla's Firefox
+web browser developed"); a part with no other key word around it is asked about
+("what is JWT"). Queries are de-duplicated case-insensitively, the question first.
 
 With a model, :func:`llm_plan` plans as MetaGPT's Researcher does: the model writes
 a few search queries, they are searched, and the model then writes follow-up
-queries for what those results do not cover yet. Replies are parsed tolerantly;
-when no usable list comes back the rule-based plan is used and ``Plan.note`` (and
-the report's Gaps) says why.
+queries for what those results do not cover yet. Replies are parsed tolerantly and
+their queries cleaned (control characters, no words, a bare URL); when no usable list
+comes back the rule-based plan is used and ``Plan.note`` (and the report's Gaps) says
+why. When the model's first queries find nothing at all, the rule-based queries are
+searched instead, and the note says so.
 """
 
 from __future__ import annotations
@@ -25,47 +35,85 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_list, is_empty_answer
-from sleuth.models import Plan, SearchHit
+from sleuth.models import Failure, Plan, SearchHit
+from sleuth.terms import is_subphrase, keywords, parse, phrase_words
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-_SPLIT = re.compile(r"\s+(?:and|vs\.?|versus)\s+", re.IGNORECASE)
-_COMPARISON = re.compile(r"\b(?:vs\.?|versus|compared?|comparison|difference between)\b",
-                         re.IGNORECASE)
-# Prefixes a variant would otherwise repeat ("what is what is X").
-_QUESTION_WORDS = re.compile(
-    r"^(?:what|how|why|who|whom|whose|when|where|which|is|are|was|were|do|does|did|can|could|"
-    r"should|would|will|shall|may|might|has|have|had)\b", re.IGNORECASE)
+_WH = frozenset(["how", "why", "what", "when", "where", "who", "which"])
 
 
 def _core(question: str) -> str:
-    """The question without trailing punctuation, for templated variants."""
+    """The question without trailing punctuation."""
     return question.strip().rstrip("?!.。？！ ").strip() or question.strip()
 
 
+def _part_query(words: list[str], question: str) -> str | None:
+    """A part's query, made a search of its own (see the module docstring)."""
+    query = " ".join(words)
+    if not query:
+        return None
+    if not is_subphrase(query, question):
+        return query
+    first = phrase_words(question)[:1]
+    if first and first[0] in _WH:
+        return f"{first[0]} {query}"
+    if phrase_words(query) == phrase_words(question):
+        return None
+    return f"what is {query}"
+
+
+def _coordination_queries(question: str, span: tuple[int, int],
+                          items: tuple[tuple[str, ...], ...]) -> list[str]:
+    tokens = parse(question).tokens
+    before = keywords(tokens[:span[0]])
+    after = keywords(tokens[span[1] + 1:], start=span[1] + 1)
+    out = []
+    for item in items:
+        query = _part_query([*before, *keywords(item, start=1), *after], question)
+        if query:
+            out.append(query)
+    return out
+
+
+def keyword_query(question: str) -> str | None:
+    """The question's key words as one query; None when that is a run of its own words."""
+    words = keywords(parse(question).tokens)
+    query = " ".join(words)
+    return query if words and not is_subphrase(query, question) else None
+
+
+def part_queries(question: str) -> list[str]:
+    """One query per part of the question's main coordination ([] without parts)."""
+    parsed = parse(question)
+    if len(parsed.items) < 2:
+        return []
+    return _coordination_queries(question, parsed.span, parsed.items)
+
+
 def rule_queries(question: str, depth: int) -> list[str]:
-    """grip's depth-based decomposition; see the module docstring."""
+    """The rule-based queries; see the module docstring."""
     if depth not in (1, 2, 3):
         raise ValueError(f"depth must be 1, 2 or 3, not {depth}")
-    core = _core(question)
-    asks = bool(_QUESTION_WORDS.match(core))
     queries = [question.strip()]
-    if not asks:
-        queries.append(f"what is {core}")
+    parts = part_queries(question)
     if depth >= 2:
-        parts = [p.strip() for p in _SPLIT.split(core) if p.strip()]
-        if len(parts) > 1:
-            queries.extend(parts)
-        if _COMPARISON.search(core):
-            queries.append(f"{core} comparison")
-        queries.append(f"{core} explained")
-    if depth >= 3:
-        if not asks:
-            queries.extend([f"how does {core} work", f"why {core}"])
-        queries.append(f"{core} advantages disadvantages")
-    return dedupe(queries)
+        queries += parts
+        if not parts or depth >= 3:
+            queries += [q for q in [keyword_query(question)] if q]
+    return no_subphrases(dedupe(queries))
+
+
+def no_subphrases(queries: list[str]) -> list[str]:
+    """``queries`` in order, without any whose words run inside an earlier one's, or
+    hold an earlier one's words as a run (the earlier query is kept)."""
+    kept: list[str] = []
+    for query in queries:
+        if not any(is_subphrase(query, other) or is_subphrase(other, query) for other in kept):
+            kept.append(query)
+    return kept
 
 
 def dedupe(queries: list[str]) -> list[str]:
@@ -81,15 +129,17 @@ def dedupe(queries: list[str]) -> list[str]:
 
 
 def whole_question(queries: list[str]) -> list[str]:
-    """The first query and the others that hold it whole (case-insensitively).
+    """The first query and the others that hold every key word of it.
 
-    For a rule-based plan: the question and its templated variants ("what is …",
-    "… explained"), not the sides of a split comparison.
+    For a rule-based plan: the question and its keyword query, not the queries of
+    its parts.
     """
     if not queries:
         return []
-    core = " ".join(_core(queries[0]).lower().split())
-    return [queries[0], *(q for q in queries[1:] if core in " ".join(q.lower().split()))]
+    from sleuth.terms import content_terms
+
+    need = content_terms(queries[0])
+    return [queries[0], *(q for q in queries[1:] if need <= content_terms(q))]
 
 
 def make_plan(question: str, depth: int) -> Plan:
@@ -110,10 +160,17 @@ MAX_QUERY_CHARS = 200
 SearchFn = Callable[[list[str]], Awaitable[list[SearchHit]]]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+_WORD = re.compile(r"[^\W_]{2,}|\d")
+_URL_ONLY = re.compile(r"^(?:https?://|www\.)\S*$", re.IGNORECASE)
+
+
 def _clean_queries(items: list[str], count: int) -> list[str]:
-    """Usable queries: one line, not too long, de-duplicated, at most ``count``."""
+    """Usable queries: one line, not too long, with a word, no control character (a NUL
+    byte), not a bare URL; de-duplicated, at most ``count``. A model's reply is data."""
     kept = [" ".join(item.split()) for item in items]
-    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS]
+    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS and not _CONTROL.search(q)
+            and _WORD.search(q) and not _URL_ONLY.match(q)]
     return dedupe(kept)[:count]
 
 
@@ -139,10 +196,27 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
         llm.fell_back("plan", exc, "the rule-based queries were used")
         plan = make_plan(question, depth)
         return plan.model_copy(update={"note": f"LLM planning failed: {exc}"})
+    if not first:  # every query in the reply was junk (no words, a NUL byte, a URL)
+        _note(llm, "LLM plan: the model's queries were unusable (no words, control "
+              "characters or bare URLs); the rule-based queries were used")
+        return make_plan(question, depth).model_copy(
+            update={"note": "the model's queries were unusable"})
     llm.info(f"LLM plan: {len(first)} queries", queries=first)
     hits = await search(first)
+    if not hits:
+        # The model's queries found nothing at all: the rule-based ones are searched.
+        rules = [q for q in make_plan(question, depth).queries if q not in first]
+        hits = await search(rules) if rules else []
+        _note(llm, "LLM plan: the model's queries found nothing; the rule-based queries "
+              "were searched instead")
+        first = first + rules
     follow_ups, note = await _follow_ups(question, depth, llm, first, hits)
     return Plan(question=question, queries=dedupe(first + follow_ups), planner="llm", note=note)
+
+
+def _note(llm: RunLLM, reason: str) -> None:
+    """Tell the report's Gaps how the plan came about."""
+    llm.failures.append(Failure(url="", stage="llm", reason=reason))
 
 
 def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget: int) -> str:

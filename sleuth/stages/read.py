@@ -89,6 +89,29 @@ def split_passages(text: str, joiner: str = " ") -> list[str]:
     return passages
 
 
+_READER_RULES = [re.compile(p, re.IGNORECASE) for p in (
+    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:previous|prior|above|earlier"
+    r"|all|any|your|the)\b[^.!?\n]{0,20}\b(?:instructions?|prompts?|rules|directions|question)",
+    r"\b(?:you are|you're)\s+(?:now\s+)?(?:an?\s+|in\s+)?(?:ai\b|assistant|language model"
+    r"|llm|chatbot|developer mode|jailbroken|dan\b)",
+    r"\b(?:system|developer)\s+prompt\b",
+    r"\b(?:note|message|instructions?|notice)\s+(?:to|for)\s+(?:all\s+)?(?:the\s+)?(?:ai\b"
+    r"|assistants?|language models?|llms?|chatbots?|models?|bots?|crawlers?)",
+    r"^\s*(?:system|assistant|developer)\s*:",
+    r"\b(?:tell|inform|convince)\s+(?:the|your)\s+(?:reader|user)s?\b",
+    r"\b(?:cite|quote|trust)\s+only\s+this\s+(?:page|source|site)\b",
+    r"\bas an ai\b",
+)]
+
+
+def addresses_a_reader(passage: str) -> bool:
+    """Whether a passage gives instructions to the reader or to an AI (a prompt injection).
+
+    Such a passage says nothing about the question: it is never quoted as a finding.
+    """
+    return any(rule.search(passage) for rule in _READER_RULES)
+
+
 _BM25S_LOCK = threading.Lock()
 _bm25s_module: Any = None
 
@@ -149,8 +172,11 @@ def best_passages(text: str, queries: list[str], k: int) -> list[str]:
 
     When no passage shares a term with the queries, the page's opening passages are
     returned instead, since the page was chosen by a search engine for this question.
+    A passage that gives the reader or an AI instructions (:func:`addresses_a_reader`)
+    is never chosen: it is an injection, not a finding.
     """
-    passages = split_passages(text)
+    kept = "\n".join(line for line in text.split("\n") if not addresses_a_reader(line))
+    passages = [p for p in split_passages(kept) if not addresses_a_reader(p)]
     if len(passages) <= k:
         return passages
     chosen = [i for score, i in _by_relevance(passages, queries)[:k] if score > 0]

@@ -22,6 +22,8 @@ from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.lang import Labels
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import Failure, Source
+from sleuth.stages.read import NOT_RELEVANT
+from sleuth.stages.relevance import OFF_TOPIC
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
@@ -79,7 +81,13 @@ def _gaps(failures: list[Failure], labels: Labels | None = None) -> list[str]:
     if not failures:
         return [(labels or Labels()).no_gaps]
     lines = []
-    for failure in failures:
+    # The relevance gate's pages are one line: how many were read and left out, and which.
+    off = [f for f in failures if f.reason.startswith(OFF_TOPIC) or f.reason == NOT_RELEVANT]
+    if off:
+        pages = "page was" if len(off) == 1 else "pages were"
+        lines.append(f"- {len(off)} candidate {pages} read and left out as off-topic: "
+                     + ", ".join(f"<{f.url}>" for f in off))
+    for failure in (f for f in failures if f not in off):
         where = (f"<{failure.url}>" if failure.url.startswith(("http://", "https://", "file://"))
                  else "search")
         lines.append(f"- {where} — {escape_inline(failure.reason)}")
