@@ -145,7 +145,8 @@ def test_csv_from_stdin_with_id_and_option_columns(
     assert batch(web, "-", out, "--no-llm", "--format", "json") == 0
     got = by_id(out)
     assert len(got["first"]["report"]["sources"]) == 1
-    assert len(got["second"]["report"]["sources"]) == 5  # the batch's default
+    # An empty cell is the batch's default (5; the relevance gate may cite fewer), not 1.
+    assert 1 < len(got["second"]["report"]["sources"]) <= 5
     saved = json.loads((out / "reports" / "first.json").read_text("utf-8"))
     assert saved == got["first"]["report"] and (out / "reports" / "first.md").exists()
 
@@ -403,7 +404,9 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     statuses = {r.question: r.status for r in got}
     assert statuses == {asked[0]: "done", asked[1]: "done", asked[2]: "failed"}
     second = next(r for r in got if r.id == "second")
-    assert second.report is not None and len(second.report.sources) == 2
+    # Its own max_sources (2), not the batch's 5 (the relevance gate and a busy machine's
+    # 2 s page timeout may leave fewer).
+    assert second.report is not None and 0 < len(second.report.sources) <= 2
     # Each report counts its own model calls, not the batch's so far.
     done = [r for r in got if r.report is not None]
     calls = [r.report.stats.llm_calls for r in done]  # type: ignore[union-attr]
