@@ -121,7 +121,9 @@ def html_text(raw: bytes) -> str:
     """The text of an HTML fragment, a block a line (so that no two blocks' words merge)."""
     import lxml.html
 
-    tree = lxml.html.document_fromstring(raw)
+    # Readability's expected.html files are UTF-8 with no charset of their own (lxml
+    # would read them as Latin-1: "—" as "â", a word to the metric).
+    tree = lxml.html.document_fromstring(raw.decode("utf-8", "replace"))
     for node in tree.iter():
         if isinstance(node.tag, str) and node.tag in _REF_BLOCKS:
             node.text = "\n" + (node.text or "")

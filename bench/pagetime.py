@@ -11,7 +11,13 @@ own cost. Which extractor goes first alternates from page to page.
 
     python -m bench.pagetime DIR        # DIR/index.json: [{"file", "url", "size"}, ...]
 
-prints one JSON object per page. :func:`measure` does it for a runner and
+prints one JSON object per page;
+
+    python -m bench.pagetime --sample   # a fixed sample of ../shared/data's pages
+
+times 126 pages of the benchmark data (every 30th WCXB dev page, every 6th AEB and
+Readability page, every 8th Postlight fixture, and WCXB's 12 largest: 21 over 500 KB)
+and prints the table. :func:`measure` does it for a runner and
 :func:`table` makes the Markdown table (median, p95 and max per extractor, and
 sleuth / trafilatura).
 """
@@ -56,20 +62,21 @@ def _extractors() -> dict[str, Callable[[str, str], str]]:
             "trafilatura": lambda html, url: trafilatura.extract(html) or ""}
 
 
-def _time_one(run: Callable[[str, str], str], html: str, url: str, repeat: int
-              ) -> tuple[float, int]:
+def _time_one(run: Callable[[str, str], str], html: str, url: str, repeat: int,
+              clock: Callable[[], float] = time.perf_counter) -> tuple[float, int]:
     best, chars = math.inf, 0
     for _ in range(max(1, repeat)):
-        start = time.perf_counter()
+        start = clock()
         try:
             chars = len(run(html, url))
         except Exception:  # a crash is timed like a result: the run would have paid it
             chars = -1
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best, chars
 
 
-def _time_folder(folder: Path, repeat: int) -> None:
+def _time_folder(folder: Path, repeat: int, cpu: bool = False) -> None:
+    clock = time.process_time if cpu else time.perf_counter
     index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
     runners = _extractors()
     pages = [(row, (folder / row["file"]).read_bytes().decode("utf-8", "replace"))
@@ -79,15 +86,17 @@ def _time_folder(folder: Path, repeat: int) -> None:
             _time_one(run, pages[0][1], pages[0][0]["url"], 1)
     for n, (row, html) in enumerate(pages):
         order = ["sleuth", "trafilatura"] if n % 2 == 0 else ["trafilatura", "sleuth"]
-        got = {name: _time_one(runners[name], html, row["url"], repeat) for name in order}
+        got = {name: _time_one(runners[name], html, row["url"], repeat, clock)
+               for name in order}
         print(json.dumps({"url": row["url"], "size": row["size"],
                           "sleuth": got["sleuth"][0], "trafilatura": got["trafilatura"][0],
                           "sleuth_chars": got["sleuth"][1],
                           "trafilatura_chars": got["trafilatura"][1]}), flush=True)
 
 
-def measure(bodies: dict[str, bytes], repeat: int = 2) -> list[PageTime]:
-    """Time both extractors on every page (URL -> HTML bytes) in a fresh subprocess."""
+def measure(bodies: dict[str, bytes], repeat: int = 2, cpu: bool = False) -> list[PageTime]:
+    """Time both extractors on every page (URL -> HTML bytes) in a fresh subprocess
+    (``cpu``: the process's CPU time, which other work on a loaded box moves less)."""
     with tempfile.TemporaryDirectory(prefix="sleuth-pagetime-") as tmp:
         folder = Path(tmp)
         index = []
@@ -96,7 +105,8 @@ def measure(bodies: dict[str, bytes], repeat: int = 2) -> list[PageTime]:
             index.append({"file": f"{n}.html", "url": url, "size": len(body)})
         (folder / "index.json").write_text(json.dumps(index), encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "bench.pagetime", str(folder),
-                               "--repeat", str(repeat)], cwd=REPO, capture_output=True,
+                               "--repeat", str(repeat)] + (["--cpu"] if cpu else []),
+                              cwd=REPO, capture_output=True,
                               text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"bench.pagetime failed: {done.stderr.strip()[-500:]}")
@@ -130,14 +140,47 @@ def table(times: Sequence[PageTime], heavy: int = 500_000) -> str:
     return "\n".join(lines)
 
 
+def sample_bodies(data: Path) -> dict[str, bytes]:
+    """The fixed sample of ``--sample`` (URL -> HTML bytes), from the benchmark data."""
+    import gzip
+
+    wcxb = sorted((data / "wcxb-dev" / "html").glob("*.html.gz"))
+    files = (wcxb[::30] + sorted((data / "aeb" / "html").glob("*.html.gz"))[::6]
+             + sorted((data / "readability" / "test" / "test-pages").glob("*/source.html"))[::6]
+             + sorted((data / "postlight" / "fixtures").glob("*.html"))[::8]
+             + sorted(wcxb, key=lambda p: p.stat().st_size)[-12:])
+    bodies = {}
+    for path in dict.fromkeys(files):
+        raw = path.read_bytes()
+        name = (path.parent.name if path.name == "source.html"
+                else path.name.removesuffix(".gz").removesuffix(".html"))
+        bodies[f"http://{path.parts[-3]}.example/{name}"] = (
+            gzip.decompress(raw) if path.suffix == ".gz" else raw)
+    return bodies
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.pagetime DIR [--repeat N]``: one JSON line per page."""
+    """``python -m bench.pagetime DIR [--repeat N]``: one JSON line per page;
+    ``--sample``: the table for a fixed sample of the benchmark data."""
     parser = argparse.ArgumentParser(prog="python -m bench.pagetime", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("folder", type=Path)
+    parser.add_argument("folder", type=Path, nargs="?")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--cpu", action="store_true",
+                        help="CPU time of the process instead of wall time")
+    parser.add_argument("--sample", action="store_true",
+                        help="time the fixed sample of the benchmark data, print the table")
     args = parser.parse_args(argv)
-    _time_folder(args.folder, args.repeat)
+    if args.sample:
+        from bench.data import data_dir, verify
+
+        data = data_dir()
+        verify(["wcxb-dev", "aeb", "readability", "postlight"], data)
+        print(table(measure(sample_bodies(data), args.repeat, args.cpu)))
+        return 0
+    if args.folder is None:
+        parser.error("give a folder, or --sample")
+    _time_folder(args.folder, args.repeat, args.cpu)
     return 0
 
 

@@ -30,6 +30,8 @@ Parts, each printed as a Markdown table (see bench/README.md for what every colu
    its own: the share of cited sources that are on-topic, of relevant pages read that
    are cited, and HotpotQA all-gold recall, when each question has fewer relevant pages
    than sources wanted.
+9. ``batch`` (only with ``--only batch``): :mod:`bench.batch`, ``sleuth batch`` against
+   sequential runs, its memory, manners and resuming after a kill.
 
 The critical path of a run is computed from what the world logged (server-side start
 and end of every search, page and model call) and the sources the report cites; see
@@ -205,6 +207,15 @@ def run_extraction(mode: str, sample: int) -> str:
     return result.stdout.strip()
 
 
+# -- documents mode ---------------------------------------------------------------------------
+def docs_part(files: int) -> dict[str, Any]:
+    """Print the documents-mode table (:mod:`bench.docs_scale`: needs no data, no world)."""
+    print(f"documents mode at {files} files...", file=sys.stderr)
+    docs = measure_docs(files)
+    print(f"## Documents mode, {files:,} files\n\n{docs_table(docs)}\n", flush=True)
+    return vars(docs)
+
+
 # -- deep research ----------------------------------------------------------------------------
 def run_deep_part(w: WorldProcess, args: argparse.Namespace) -> dict[str, Any]:
     """The ``deep`` part (:mod:`bench.deep`): recall, timing, memory; prints its tables."""
@@ -240,9 +251,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
     parser.add_argument("--only", action="append",
                         choices=("timing", "recall", "footprint", "extraction", "relevance",
-                                 "deep", "startup", "docs"),
-                        help="run only these parts (repeatable; relevance and deep run only "
-                             "when named: ~1.5 min and ~6 min)")
+                                 "deep", "startup", "docs", "batch"),
+                        help="run only these parts (repeatable; relevance, deep and batch run "
+                             "only when named: ~1.5, ~6 and ~10 min; batch is also "
+                             "python -m bench.batch, with its own options)")
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
     parser.add_argument("--timing-set", choices=tuple(TIMING_SETS), default="heavy",
                         help="the timing questions (bench/topics.py): heavy (default), "
@@ -277,6 +289,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.only and set(args.only) == {"docs"}:
+        docs_part(args.docs_files)
+        return 0
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
@@ -329,11 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"## Start-up (fresh process to the world's first request, median of "
                   f"{args.startup_repeat})\n\n{startup_table(starts)}\n", flush=True)
     if "docs" in parts:
-        print(f"documents mode at {args.docs_files} files...", file=sys.stderr)
-        docs = measure_docs(args.docs_files)
-        out["docs"] = vars(docs)
-        print(f"## Documents mode, {args.docs_files:,} files\n\n{docs_table(docs)}\n",
-              flush=True)
+        out["docs"] = docs_part(args.docs_files)
     if "relevance" in parts:
         print("relevance (its own world)...", file=sys.stderr)
         scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs,
@@ -341,6 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         out["relevance"] = [vars(s) for s in scores]
         print(f"## Relevance (latency ×{args.relevance_scale:g}, {args.relevance_jobs} at "
               f"once, 5 sources)\n\n{relevance_table(scores)}\n", flush=True)
+    if "batch" in parts:
+        from bench.batch import main as batch_main
+
+        print("sleuth batch (its own worlds)...", file=sys.stderr)
+        batch_main(["--seed", str(args.seed)])
     if "extraction" in parts:
         which = ("WCXB held-out sample of "
                  f"{args.extraction_sample} + AEB" if args.extraction == "sample" else "all")

@@ -122,31 +122,50 @@ def refusal_time(env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def measure(w: WorldProcess, repeat: int = 7) -> list[Startup]:
-    """Every set-up's start-up times (after one unmeasured warm-up run of each)."""
+def measure(w: WorldProcess, repeat: int = 7, against: Path | None = None) -> list[Startup]:
+    """Every set-up's start-up times (after one unmeasured warm-up run of each).
+
+    ``against``: another checkout of sleuth (an older commit), put first on
+    ``PYTHONPATH`` for its runs, which alternate with this tree's, run by run, so both
+    meet the same load; its rows are labelled "(against)".
+    """
     with tempfile.TemporaryDirectory(prefix="sleuth-bench-home-") as home:
         # As installed: bytecode cached (pip compiles it; a checkout writes __pycache__),
         # here into a folder of its own, so PYTHONDONTWRITEBYTECODE in a CI or sandbox
         # environment does not make every start compile sleuth's modules again.
-        env: dict[str, Any] = {**os.environ, "SLEUTH_HOME": home,
-                               "PYTHONPYCACHEPREFIX": str(Path(home) / "pycache")}
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        base: dict[str, Any] = {**os.environ, "PYTHONPYCACHEPREFIX": str(Path(home) / "pyc")}
+        base.pop("PYTHONDONTWRITEBYTECODE", None)
+        # Each tree its own store: an older sleuth refuses a newer one's database.
+        trees = {"": {**base, "SLEUTH_HOME": str(Path(home) / "this")}}
+        if against is not None:
+            trees[" (against)"] = {**base, "SLEUTH_HOME": str(Path(home) / "against"),
+                                   "PYTHONPATH": str(against)}
         rows = []
         take = iter(range(10**6))
         for llm in (False, True):
             for store in (True, False):
                 args = _args(w, llm, store)
-                first_request(w, args, env, next(take))  # warm-up (the store's migrations)
-                runs = [first_request(w, args, env, next(take)) for _ in range(repeat)]
-                label = (f"{'LLM' if llm else 'no-LLM'}, "
-                         f"{'store' if store else '--no-store'}: first "
-                         f"{'model call' if llm else 'search'}")
-                rows.append(Startup(label, [t for t, _ in runs], 0.5 if llm else 0.3,
-                                    [c for _, c in runs if c is not None]))
-        refusal_time(env)
-        refusals = [refusal_time(env) for _ in range(repeat)]
-        rows.append(Startup("empty question refused (exit 2)", [t for t, _ in refusals], 0.3,
-                            [c for _, c in refusals]))
+                runs: dict[str, list[tuple[float, float | None]]] = {t: [] for t in trees}
+                for env in trees.values():
+                    first_request(w, args, env, next(take))  # warm-up (the migrations)
+                for _ in range(repeat):
+                    for tree, env in trees.items():
+                        runs[tree].append(first_request(w, args, env, next(take)))
+                for tree, got in runs.items():
+                    label = (f"{'LLM' if llm else 'no-LLM'}, "
+                             f"{'store' if store else '--no-store'}: first "
+                             f"{'model call' if llm else 'search'}{tree}")
+                    rows.append(Startup(label, [t for t, _ in got], 0.5 if llm else 0.3,
+                                        [c for _, c in got if c is not None]))
+        refusals: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
+        for env in trees.values():
+            refusal_time(env)
+        for _ in range(repeat):
+            for tree, env in trees.items():
+                refusals[tree].append(refusal_time(env))
+        for tree, got2 in refusals.items():
+            rows.append(Startup(f"empty question refused (exit 2){tree}",
+                                [t for t, _ in got2], 0.3, [c for _, c in got2]))
     w.log()
     return rows
 
@@ -159,3 +178,24 @@ def table(rows: list[Startup]) -> str:
         lines.append(f"| {r.label} | {r.median:.3f} | {min(r.times):.3f}–{max(r.times):.3f} "
                      f"| {cpu} | ≤ {r.target:g} s |")
     return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.startup [--against OLD_CHECKOUT]``: the start-up table alone."""
+    import argparse
+
+    from bench.client import world
+
+    parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__)
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout of sleuth, measured alternately (before/after)")
+    parser.add_argument("--seed", type=int, default=8)
+    args = parser.parse_args(argv)
+    with world(args.seed) as w:
+        print(table(measure(w, args.repeat, args.against)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -422,3 +422,51 @@ def test_quiet_prints_the_summary_only(web: OfflineWeb, tmp_path: Path,
     assert batch(web, qfile, tmp_path / "out", "--no-llm", "--quiet") == 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("batch: 2 done, 0 failed, 0 skipped"), err
+
+
+def test_ray_without_the_extra_is_one_line_and_exit_2(
+        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    qfile = tmp_path / "q.txt"
+    qfile.write_text("What is WAL?\n", "utf-8")
+    assert batch(web, qfile, tmp_path / "out", "--no-llm", "--ray") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["sleuth: error: --ray needs Ray: pip install 'sleuth-research[ray]'"]
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_id_naming_another_folder_stays_in_reports(web: OfflineWeb, tmp_path: Path) -> None:
+    q = questions(web, 1)[0]
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps({"id": "../../escaped", "question": q}) + "\n", "utf-8")
+    out = tmp_path / "out"
+    assert batch(web, qfile, out, "--no-llm") == 0
+    line = by_id(out)["../../escaped"]
+    written = (out / line["report_file"]).resolve()
+    assert written.parent == (out / "reports").resolve() and written.suffix == ".md"
+    assert not list(tmp_path.glob("escaped*")) and not list(out.glob("escaped*"))
+
+
+def test_a_line_can_ask_for_deep_research_beside_quick_ones(web: OfflineWeb,
+                                                          tmp_path: Path) -> None:
+    """Per-line options are any research setting, so ``mode: deep`` works in a batch: that
+    question gets its tree and sectioned report, the others stay quick, over one fetcher."""
+    q = questions(web, 2)
+    qfile = tmp_path / "questions.jsonl"
+    qfile.write_text(
+        json.dumps({"id": "deep", "question": q[0], "mode": "deep", "breadth": 2, "levels": 1,
+                    "max_sources": 4}) + "\n" + json.dumps({"id": "quick", "question": q[1]})
+        + "\n", "utf-8")
+    out = tmp_path / "out"
+    web.reset_log()
+    assert batch(web, qfile, out, "--no-llm", "--format", "json") == 0
+    got = by_id(out)
+    deep, quick = got["deep"]["report"], got["quick"]["report"]
+    assert deep["mode"] == "deep" and deep["tree"], deep.keys()
+    assert {node["level"] for node in deep["tree"]} == {1}
+    assert 0 < len(deep["sources"]) <= 4
+    assert not quick.get("tree") and quick.get("mode", "quick") == "quick"
+    assert (out / "reports" / "deep.json").is_file()
+    fetched = Counter(page_requests(web))
+    assert not [url for url, n in fetched.items() if n > 1], "a page was fetched twice"

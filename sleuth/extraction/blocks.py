@@ -134,24 +134,39 @@ _DIGIT = re.compile(r"\d")
 _TOKEN_HINTS: dict[str, frozenset[int]] = {}
 
 
+# Any hint at all: most tokens ("col-md-6", "x7f3a") match none, and are told so at once.
+_ANY_HINT = re.compile("|".join(f"(?:{pattern.pattern})" for _, pattern in _HINTS))
+
+
 def _hints(attrs: str) -> frozenset[int]:
     """Which class/id hint groups ``attrs`` (lowercased) matches, token by token."""
     found: frozenset[int] = frozenset()
     for token in attrs.split():
         hints = _TOKEN_HINTS.get(token)
         if hints is None:
-            if len(_TOKEN_HINTS) > 50_000:  # a page of unique ids must not grow it forever
+            if len(_TOKEN_HINTS) > 50_000:  # (as _DESCRIBED)
                 _TOKEN_HINTS.clear()
             hints = _TOKEN_HINTS[token] = frozenset(
-                i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(token))
+                i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(token)
+            ) if _ANY_HINT.search(token) else frozenset()
         found |= hints
     return found
+
+
+# The attributes _is_hidden reads: an element with none of them is not hidden.
+_MAY_HIDE = frozenset({"style", "hidden", "aria-hidden"})
 
 
 def _is_hidden(elem: Any) -> bool:
     style = (elem.get("style") or "").replace(" ", "").lower()
     return (elem.get("hidden") is not None or elem.get("aria-hidden") == "true"
             or "display:none" in style or "visibility:hidden" in style)
+
+
+# What _Walker.start reads off an element, by its tag, role, class, id and itemprop:
+# kept from page to page (sites share their frameworks' class names).
+_DESCRIBED: dict[tuple[str, str | None, str | None, str | None, str | None],
+                 tuple[tuple[int, ...], str]] = {}
 
 
 class _Walker:
@@ -169,13 +184,20 @@ class _Walker:
         self.current: Block | None = None
         # A block begun by a block element, before any text: (its tag, stack depth).
         self.pending: tuple[str, int] | None = None
+        # White space that arrived with no current block: (text, chars, in link), and
+        # where the block it would have begun lies (see _add).
+        self.spaces: list[tuple[str, int, bool]] = []
+        self.spaces_at: tuple[str, int] = ("div", 0)
         self.elems: list[Any] = []
         self.numbers: list[int] = []
         self.count = 0
         # Per open element: (ctx counts, is_block, in_link, hidden, signature)
         self.states: list[tuple[tuple[int, ...], bool, bool, bool, str]] = []
-        # What start() reads off an element, by its tag, role, class, id and itemprop.
-        self.described: dict[tuple[str | None, ...], tuple[tuple[int, ...], str]] = {}
+        self.described = _DESCRIBED
+        if len(_DESCRIBED) > 50_000:  # a page of unique ids must not grow it forever
+            _DESCRIBED.clear()
+        # A parent's ctx counts raised by an element's bumps (pages repeat both a lot).
+        self.raised: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[int, ...]] = {}
 
     def _make(self, tag: str, depth: int) -> Block:
         ctx, _, _, hidden, sig = self.states[depth - 1]
@@ -184,8 +206,31 @@ class _Walker:
                                      nodes=tuple(self.numbers[:depth]))
         return block
 
+    def _where(self) -> tuple[str, int]:
+        """The tag and depth of the block that text arriving now begins."""
+        if self.pending is not None:
+            return self.pending
+        # Text after a block ended: a block of the nearest open block element.
+        states, depth = self.states, len(self.states)
+        at = next((i for i in range(depth - 1, -1, -1) if states[i][1]), None)
+        tag = self.elems[at].tag if at is not None else "div"
+        return (tag if isinstance(tag, str) else "div"), depth
+
+    def _begin(self) -> Block:
+        """Make the current block, where its first text (maybe held white space) arrived."""
+        block = self._make(*(self.spaces_at if self.spaces else self._where()))
+        self.pending = None
+        for text, chars, in_link in self.spaces:
+            block.parts.append(text)
+            block.chars += chars
+            if in_link:
+                block.link_chars += chars
+        self.spaces.clear()
+        return block
+
     def _flush(self) -> None:
         block, self.current, self.pending = self.current, None, None
+        self.spaces.clear()  # white space alone is no block
         if block is not None and block.chars:
             text = _SPACE.sub(" ", "".join(block.parts)).strip()
             if _WORD.search(text):
@@ -197,14 +242,14 @@ class _Walker:
             return
         block = self.current
         if block is None:
-            if self.pending is not None:
-                block = self._make(*self.pending)
-                self.pending = None
-            else:  # text after a block ended: a block of the nearest open block element
-                states, depth = self.states, len(self.states)
-                at = next((i for i in range(depth - 1, -1, -1) if states[i][1]), None)
-                tag = self.elems[at].tag if at is not None else "div"
-                block = self._make(tag if isinstance(tag, str) else "div", depth)
+            if text.isspace():
+                # Held, not made a block: most white space between tags never meets a
+                # word, and would make a block only to be dropped.
+                if not self.spaces:
+                    self.spaces_at = self._where()
+                self.spaces.append((text, len(text), in_link))
+                return
+            block = self._begin()
         block.parts.append(text)
         block.chars += len(text)
         if in_link:
@@ -227,44 +272,60 @@ class _Walker:
             ctx, _, in_link, hidden, sig = self.states[-1]
         else:
             ctx, in_link, hidden, sig = _NO_CTX, False, False, ""
-        get = elem.get
-        key = (tag, get("role"), get("class"), get("id"), get("itemprop"))
+        names = elem.keys()  # most elements have no attributes: one call says so
+        if names:
+            get = elem.get
+            key: tuple[str, str | None, str | None, str | None, str | None] = (
+                tag, get("role"), get("class"), get("id"), get("itemprop"))
+            hidden = hidden or (not _MAY_HIDE.isdisjoint(names) and _is_hidden(elem))
+        else:
+            key = (tag, None, None, None, None)
         described = self.described.get(key)
         if described is None:
             described = self.described[key] = self._describe(*key)
         bumps, first_class = described
         if bumps:
-            counts = list(ctx)
-            for i in bumps:
-                counts[i] += 1
-            ctx = tuple(counts)
+            raised = self.raised.get((ctx, bumps))
+            if raised is None:
+                counts = list(ctx)
+                for i in bumps:
+                    counts[i] += 1
+                raised = self.raised[(ctx, bumps)] = tuple(counts)
+            ctx = raised
         sig = f"{sig}/{tag}.{first_class}"
         is_block = tag in BLOCK_TAGS
         in_link = in_link or tag == "a"
         self.elems.append(elem)
         self.numbers.append(self.count)
         self.count += 1
-        self.states.append((ctx, is_block, in_link, hidden or _is_hidden(elem),
+        self.states.append((ctx, is_block, in_link, hidden,
                             sig if len(sig) <= 300 else sig[-300:]))
         if is_block:
-            if self.current is not None:
-                self._flush()
+            self._flush()
             self.pending = (tag, len(self.states))
-        elif tag in CELLS and self.current is not None and self.current.chars:
-            self.current.parts.append(" | ")
-            self.current.cells += 1
+        elif tag in CELLS and (self.current is not None or self.spaces):
+            block = self.current or self._begin()
+            if block.chars:
+                block.parts.append(" | ")
+                block.cells += 1
         text = elem.text
         if text:
             self._add(text, in_link)
 
     def end(self, elem: Any) -> None:
+        is_block = self.states[-1][1]
+        if self.spaces and not is_block and self.spaces_at[1] == len(self.states):
+            self._begin()  # held white space whose block lies in what now closes
         self.elems.pop()
         self.numbers.pop()
-        is_block = self.states.pop()[1]
+        self.states.pop()
         if is_block:
             self._flush()
-        elif elem.tag in CELLS and self.current is not None:
-            self.current.parts.append(" ")
+        elif elem.tag in CELLS:
+            if self.current is not None:
+                self.current.parts.append(" ")
+            elif self.spaces:
+                self.spaces.append((" ", 0, False))
         if self.states:
             self._add(elem.tail, self.states[-1][2])
 
@@ -380,10 +441,11 @@ def _grams(tokens: list[str]) -> set[tuple[str, str, str]]:
     return set(trigrams(tokens))
 
 
-def _share_in(tokens: list[str], norm: str, grams: set[tuple[str, str, str]]) -> float:
-    """How much of a block another extraction kept: its trigrams, or for short blocks its words."""
+def _share_in(tokens: list[str], padded: str, grams: set[tuple[str, str, str]]) -> float:
+    """How much of a block another extraction kept: its trigrams, or for short blocks its
+    words (found in ``padded``, the other extraction's ``_norm`` with a space either side)."""
     if len(tokens) < 3:
-        return float(bool(tokens) and f" {' '.join(tokens)} " in f" {norm} ")
+        return float(bool(tokens) and f" {' '.join(tokens)} " in padded)
     kept = sum(map(grams.__contains__, trigrams(tokens)))
     return kept / (len(tokens) - 2)
 
@@ -405,6 +467,7 @@ _TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, 
 N_TAG_GROUPS = 13
 
 
+_END_MARKS = frozenset(".!?")
 _LEGAL = re.compile(r"©|copyright|all rights reserved|cookie|privacy", re.I)
 
 
@@ -415,11 +478,19 @@ def _word_count(text: str, tokens: list[str]) -> int:
     return len(_WORD.findall(text))
 
 
+def _digits(text: str) -> int:
+    """How many decimal digits ``text`` has (as ``\\d`` counts them)."""
+    if text.isascii():
+        return sum(map(text.count, "0123456789"))
+    return len(_DIGIT.findall(text))
+
+
 def _indices(keys: list[Any]) -> tuple[np.ndarray, int]:
     """Each key's number (first seen, first numbered) and how many distinct keys."""
-    numbers: dict[Any, int] = {}
-    got = np.fromiter((numbers.setdefault(key, len(numbers)) for key in keys), dtype=np.intp,
-                      count=len(keys))
+    numbers: dict[Any, int] = dict.fromkeys(keys, 0)  # in the order first seen
+    for number, key in enumerate(numbers):
+        numbers[key] = number
+    got = np.fromiter(map(numbers.__getitem__, keys), dtype=np.intp, count=len(keys))
     return got, len(numbers)
 
 
@@ -435,9 +506,9 @@ def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray
     cols[:, 2] = (np.cumsum(words) - words) / total
     cols[:, 3] = [b.hidden for b in blocks]
     cols[:, 4] = [b.cells for b in blocks]
-    cols[:, 5] = [any(c in ".!?" for c in t[-2:]) for t in texts]
+    cols[:, 5] = [not _END_MARKS.isdisjoint(t[-2:]) for t in texts]
     cols[:, 6] = [t.count(".") + t.count("?") + t.count("!") for t in texts]
-    cols[:, 7] = [len(_DIGIT.findall(t)) / max(1, len(t)) for t in texts]
+    cols[:, 7] = [_digits(t) / max(1, len(t)) for t in texts]
     cols[:, 8] = [_LEGAL.search(t) is not None for t in texts]
     same_text, distinct = _indices(texts)
     cols[:, 9] = np.log1p(np.bincount(same_text, minlength=distinct)[same_text])
@@ -460,9 +531,9 @@ def _container_columns(blocks: list[Block], words: np.ndarray, link: np.ndarray
     under = np.bincount(flat, weights=np.repeat(words, depths), minlength=size)
     linked = np.bincount(flat, weights=np.repeat(words * link, depths), minlength=size)
     cols = np.empty((len(blocks), 8))
+    first = np.cumsum(depths) - depths  # where each block's nodes begin in ``flat``
     for j, k in enumerate((2, 3, 5, 8)):
-        at = np.fromiter((b.nodes[-k] if len(b.nodes) >= k else b.nodes[0] for b in blocks),
-                         dtype=np.intp, count=len(blocks))
+        at = flat[np.where(depths >= k, first + depths - k, first)]
         cols[:, 2 * j] = under[at] / total
         cols[:, 2 * j + 1] = linked[at] / np.maximum(1.0, under[at])
     return cols
@@ -487,8 +558,10 @@ def features(blocks: list[Block], html: str, url: str | None, head: Head,
     rows[:, :12] = _text_columns(blocks, texts, words)
     main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
     main_g, comm_g = _grams(main_n.split()), _grams(comm_n.split())
-    rows[:, 12] = [_share_in(tok, main_n, main_g) for tok in tokens]
-    rows[:, 13] = [_share_in(tok, comm_n, comm_g) for tok in tokens]
+    main_p, comm_p = f" {main_n} ", f" {comm_n} "
+    rows[:, 12] = [_share_in(tok, main_p, main_g) for tok in tokens]
+    if comm_n:  # (most pages have no comments: no block is in them)
+        rows[:, 13] = [_share_in(tok, comm_p, comm_g) for tok in tokens]
     at = 14
     rows[np.arange(n), at + np.array([_TAG_GROUPS.get(b.tag, 5) for b in blocks])] = 1.0
     at += N_TAG_GROUPS

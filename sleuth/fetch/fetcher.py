@@ -76,6 +76,9 @@ __all__ = ["DEFAULT_USER_AGENT", "CachedResult", "Fetcher", "LocalDocuments", "P
 
 log = logging.getLogger(__name__)
 
+#: Idle connections kept open at most (reused when a host is asked again).
+KEEPALIVE = 32
+
 DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
 
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
@@ -223,8 +226,10 @@ class Fetcher:
         elif playwright_installed():
             # Only started if a script-only page turns up.
             self._browser = Browser(self._fetch_for_browser, settings.max_page_bytes)
+        # httpcore scans every pooled connection for each request: hundreds of idle ones
+        # (a batch's fetcher, its pages on many hosts) cost more CPU than reconnecting.
         limits = httpx.Limits(max_connections=settings.concurrency,
-                              max_keepalive_connections=settings.concurrency)
+                              max_keepalive_connections=min(settings.concurrency, KEEPALIVE))
         transport = self._transport or GuardedTransport(
             allow_private=settings.allow_private_urls, http2=True, limits=limits,
             domains=self._domains)

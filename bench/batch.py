@@ -1,0 +1,362 @@
+"""``sleuth batch`` on the benchmark world: ``python -m bench.batch`` (or ``python -m bench
+--only batch``).
+
+What it measures (issue 25's targets), each with the CLI in a fresh subprocess against
+the latency world (:mod:`bench.world`, full latency, depth 2, 5 sources, store on in a
+fresh home):
+
+* **speed-up**: ``sleuth batch --jobs 32`` over N questions (default 200: see
+  :func:`batch_questions`), against N
+  sequential ``sleuth`` runs, one process each. The sequential time is extrapolated from
+  a sample (``--sample`` questions evenly spaced through the list, run one after the
+  other sharing one home like a shell loop would): N × their mean wall. No model, then
+  the scripted model (``--llm-questions``, ``--llm-sample``: model runs are slow).
+* **memory**: the batch's peak RSS at 50, 100 and 200 questions: the main process's own
+  high-water mark (VmHWM, exact) and the largest sum of the PSS of it and its children
+  (the extraction workers), sampled every 0.2 s.
+* **manners**: duplicate page fetches across the batch (same URL twice in the world's
+  log; target 0) and the smallest gap between two request starts to one host.
+* **Ray** (with ``--ray``, needs the ``ray`` extra): the same questions on a local Ray
+  with 2 workers; the number of questions whose sources equal the in-process batch's.
+* **kill -9**: a batch killed once a random number of questions are in results.jsonl,
+  then rerun: every question exactly once, all done, no torn line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from bench.client import WorldProcess, world  # noqa: E402
+from bench.topics import CANDIDATES  # noqa: E402
+from bench.world import MODEL, data_dir  # noqa: E402
+
+# The child writes its own VmHWM at exit (a child's ru_maxrss would include ours).
+_HWM = """
+import atexit, sys
+out = sys.argv.pop(1)
+def hwm():
+    with open('/proc/self/status') as status, open(out, 'w') as sink:
+        sink.write(next(line for line in status if line.startswith('VmHWM')))
+atexit.register(hwm)
+sys.argv[0] = 'sleuth'
+from sleuth.cli import main
+main()
+"""
+
+
+def batch_questions(n: int) -> list[str]:
+    """``n`` questions: the bench topics (:data:`bench.topics.CANDIDATES`, the timing
+    questions among them), HotpotQA's (100), then one question on each HotpotQA
+    paragraph's subject ("What is known about Demon Dice?") in the corpus's order."""
+    topics = [q for _, q, _ in CANDIDATES]
+    hotpot = data_dir() / "hotpotqa"
+    data = json.loads((hotpot / "hotpotqa_train.json").read_text("utf-8"))
+    titles = json.loads((hotpot / "hotpotqa_train_corpus.json").read_text("utf-8"))
+    subjects = [f"What is known about {title}?" for title in titles]
+    return (topics + [q["question"] for q in data] + subjects)[:n]
+
+
+def run_args(w: WorldProcess, llm: bool, home: Path) -> list[str]:
+    args = ["--search", "searxng", "--searxng-url", w.base_url, "--allow-private-urls",
+            "--depth", "2", "--max-sources", "5", "--home", str(home)]
+    if llm:
+        return [*args, "--base-url", w.llm_url, "--model", MODEL, "--context-window", "32768"]
+    return [*args, "--no-llm"]
+
+
+def _tree_pss_kib(root: int) -> int:
+    """Memory of ``root`` and its descendants (KiB): the sum of their PSS (each page shared
+    by N processes counted 1/N in each: the forked extraction workers share most of theirs),
+    from /proc."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+                children[ppid].append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as rollup:
+                line = next((x for x in rollup if x.startswith("Pss:")), "Pss: 0 kB")
+            total += int(line.split()[1])
+        except OSError:
+            pass
+    return total
+
+
+@dataclass
+class Batch:
+    questions: int
+    jobs: int
+    wall: float
+    code: int
+    hwm_mb: float
+    tree_mb: float
+    cpu_s: float
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_batch(w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool,
+              extra: Sequence[str] = ()) -> Batch:
+    """One ``sleuth batch`` in a fresh process and a fresh home; the world's log after."""
+    with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
+        qfile, out = Path(tmp) / "q.txt", Path(tmp) / "out"
+        qfile.write_text("\n".join(questions) + "\n", "utf-8")
+        hwm = Path(tmp) / "hwm"
+        w.log()
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _HWM, str(hwm), "batch", str(qfile), "-o", str(out),
+             "--jobs", str(jobs), "--quiet", *run_args(w, llm, Path(tmp) / "home"), *extra],
+            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+        peak = 0
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not stop.wait(0.2):
+                peak = max(peak, _tree_pss_kib(proc.pid))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        _, err = proc.communicate()
+        wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (used.ru_utime + used.ru_stime)
+        stop.set()
+        sampler.join()
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"sleuth batch failed ({proc.returncode}): {err[-800:]}")
+        text = (out / "results.jsonl").read_text("utf-8")
+        lines = [json.loads(line) for line in text.splitlines()]
+        hwm_kib = int(hwm.read_text().split()[1]) if hwm.exists() else 0
+        return Batch(len(questions), jobs, wall, proc.returncode, hwm_kib / 1024, peak / 1024,
+                     cpu, lines, w.log())
+
+
+def sequential(w: WorldProcess, questions: Sequence[str], sample: int, llm: bool
+               ) -> list[float]:
+    """Walls of ``sample`` questions spread through ``questions``, each a fresh ``sleuth``
+    process, one after the other, sharing one home (as a shell loop would)."""
+    step = max(1, len(questions) // sample)
+    chosen = list(questions[::step])[:sample]
+    walls = []
+    with tempfile.TemporaryDirectory(prefix="bench-seq-") as tmp:
+        for question in chosen:
+            start = time.monotonic()
+            subprocess.run([sys.executable, "-m", "sleuth", question, "--quiet",
+                            *run_args(w, llm, Path(tmp) / "home")], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            walls.append(time.monotonic() - start)
+            print(f"  sequential {'LLM' if llm else 'no-LLM'}: {walls[-1]:.1f} s",
+                  file=sys.stderr, flush=True)
+    return walls
+
+
+def manners(log: list[dict[str, Any]]) -> tuple[int, int, float | None]:
+    """Page fetches, duplicate fetches (same URL again), smallest start gap on one host."""
+    pages = [e for e in log if e.get("kind") == "page"]
+    counts = Counter(e["key"] for e in pages)
+    starts: dict[str, list[float]] = defaultdict(list)
+    for e in pages:
+        host = e["key"].split("/")[2]
+        starts[host].append(float(e["start"]))
+    gaps = [b - a for s in starts.values() for a, b in zip(sorted(s), sorted(s)[1:],
+                                                           strict=False)]
+    return len(pages), sum(n - 1 for n in counts.values()), min(gaps) if gaps else None
+
+
+def sources(lines: list[dict[str, Any]]) -> dict[str, list[str]]:
+    return {line["id"]: sorted(s["url"] for s in line["report"]["sources"])
+            for line in lines if line["status"] == "done"}
+
+
+def kill_and_rerun(w: WorldProcess, questions: Sequence[str], jobs: int,
+                   seed: int) -> dict[str, Any]:
+    """Kill -9 a batch once a random number of its questions are recorded; rerun it."""
+    target = random.Random(seed).randint(1, max(1, len(questions) // 2))
+    with tempfile.TemporaryDirectory(prefix="bench-kill-") as tmp:
+        qfile, out = Path(tmp) / "q.txt", Path(tmp) / "out"
+        qfile.write_text("\n".join(questions) + "\n", "utf-8")
+        args = [sys.executable, "-m", "sleuth", "batch", str(qfile), "-o", str(out),
+                "--jobs", str(jobs), "--quiet", *run_args(w, False, Path(tmp) / "home")]
+        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        results = out / "results.jsonl"
+        while proc.poll() is None:
+            if results.exists() and results.read_bytes().count(b"\n") >= target:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        before = results.read_bytes()
+        code = subprocess.run(args, cwd=REPO, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, check=False).returncode
+        text = results.read_text("utf-8")
+        ids = Counter(json.loads(line)["id"] for line in text.splitlines())
+        statuses = Counter(json.loads(line)["status"] for line in text.splitlines())
+    return {"killed_after": before.count(b"\n"), "torn_tail": not before.endswith(b"\n")
+            and bool(before), "rerun_exit": code, "questions": len(questions),
+            "recorded": len(ids), "twice": sum(1 for n in ids.values() if n > 1),
+            "done": statuses["done"]}
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=32)
+    parser.add_argument("--sample", type=int, default=8,
+                        help="sequential no-LLM runs timed (evenly spaced questions)")
+    parser.add_argument("--llm-questions", type=int, default=64)
+    parser.add_argument("--llm-sample", type=int, default=3)
+    parser.add_argument("--memory", default="50,100,200",
+                        help="batch sizes whose peak RSS is measured")
+    parser.add_argument("--ray", action="store_true", help="also the Ray comparison")
+    parser.add_argument("--again", action="store_true",
+                        help="a second in-process batch: how many questions get the same "
+                             "sources twice without Ray (what timing alone changes)")
+    parser.add_argument("--llm-concurrency", type=int, default=None,
+                        help="--llm-concurrency for the batch with a model (default: "
+                             "sleuth's, 8)")
+    parser.add_argument("--skip", action="append", default=[],
+                        choices=("llm", "memory", "kill", "sequential"))
+    return parser.parse_args(argv)
+
+
+def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace
+               ) -> list[str]:
+    """The no-model batch: wall, manners, memory, and the sequential baseline."""
+    fetches, dups, gap = manners(run.log)
+    done = sum(1 for line in run.lines if line["status"] == "done")
+    rows = [f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
+            f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
+            f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
+            f"| smallest start gap, one host | "
+            f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
+            f"| peak memory (main RSS / PSS with extraction workers) | "
+            f"{run.hwm_mb:.0f} / {run.tree_mb:.0f} MB | ≤ 400 MB |"]
+    if "sequential" not in args.skip:
+        walls = sequential(w, qs, args.sample, False)
+        mean = statistics.fmean(walls)
+        rows.append(f"| sequential, no model: {len(walls)} runs, mean {mean:.1f} s "
+                    f"(range {min(walls):.1f}-{max(walls):.1f}) × {len(qs)} | "
+                    f"{mean * len(qs):.0f} s | |")
+        rows.append(f"| speed-up, no model | {mean * len(qs) / run.wall:.1f}× | ≥ 15× |")
+    return rows
+
+
+def _llm_rows(w: WorldProcess, qs: list[str], args: argparse.Namespace) -> list[str]:
+    """The batch with the scripted model against its sequential baseline."""
+    lq = qs[:args.llm_questions]
+    print("batch, scripted model...", file=sys.stderr, flush=True)
+    more = [] if args.llm_concurrency is None else ["--llm-concurrency",
+                                                    str(args.llm_concurrency)]
+    run = run_batch(w, lq, args.jobs, True, more)
+    walls = sequential(w, lq, args.llm_sample, True)
+    extrapolated = statistics.fmean(walls) * len(lq)
+    limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
+    return [f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |",
+            f"| sequential, scripted model: {len(walls)} runs, mean "
+            f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |",
+            f"| speed-up, scripted model | {extrapolated / run.wall:.1f}× | ≥ 10× |"]
+
+
+def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
+                       args: argparse.Namespace) -> list[str]:
+    """The batch again in-process (--again) and on a local Ray (--ray): same sources?"""
+    rows = []
+    mine = sources(first.lines)
+    if args.again:
+        print("batch, no model, again...", file=sys.stderr, flush=True)
+        theirs = sources(run_batch(w, qs, args.jobs, False).lines)
+        same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
+        rows.append(f"| in-process batch run twice: questions with the same sources | "
+                    f"{same} / {len(mine)} | |")
+    if args.ray:
+        print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
+        ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
+        theirs = sources(ray_run.lines)
+        same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
+        rows.append(f"| Ray, 2 workers × {args.jobs // 2} jobs: wall | {ray_run.wall:.0f} s | |")
+        rows.append(f"| Ray: questions with the in-process batch's sources | "
+                    f"{same} / {len(mine)} | all |")
+    return rows
+
+
+def _memory_rows(w: WorldProcess, qs: list[str], first: Batch, args: argparse.Namespace
+                 ) -> list[str]:
+    rows = []
+    for n in (int(x) for x in args.memory.split(",") if x):
+        if n == len(qs):
+            b = first
+        else:
+            print(f"batch of {n} (memory)...", file=sys.stderr, flush=True)
+            b = run_batch(w, qs[:n], args.jobs, False)
+        rows.append(f"| peak memory at {n} questions (main RSS / PSS with workers) | "
+                    f"{b.hwm_mb:.0f} / {b.tree_mb:.0f} MB | ≤ 400 MB, flat |")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    if not (data_dir() / "hotpotqa").is_dir():
+        print(f"no benchmark data at {data_dir()}; nothing to do")
+        return 0
+    qs = batch_questions(args.questions)
+    print(f"## Batch ({len(qs)} questions, --jobs {args.jobs}, seed {args.seed}, load "
+          f"{os.getloadavg()[0]:.1f} at start)\n")
+    rows = ["| measure | value | target |", "|---|---:|---:|"]
+    with world(args.seed) as w:
+        print("batch, no model...", file=sys.stderr, flush=True)
+        first = run_batch(w, qs, args.jobs, False)
+        rows += _main_rows(w, qs, first, args)
+        if "llm" not in args.skip:
+            rows += _llm_rows(w, qs, args)
+        rows += _same_sources_rows(w, qs, first, args)
+        if "memory" not in args.skip:
+            rows += _memory_rows(w, qs, first, args)
+        if "kill" not in args.skip:
+            print("kill -9 and rerun...", file=sys.stderr, flush=True)
+            k = kill_and_rerun(w, qs[:60], args.jobs, args.seed)
+            rows.append(f"| kill -9 after {k['killed_after']} lines (torn tail: "
+                        f"{k['torn_tail']}), rerun exit {k['rerun_exit']} | "
+                        f"{k['recorded']}/{k['questions']} recorded, {k['twice']} twice, "
+                        f"{k['done']} done | each once |")
+    print("\n".join(rows))
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
