@@ -307,7 +307,7 @@ def parts_table(rows: Sequence[DeepRow]) -> str:
 def deep_rss(w: WorldProcess, question: str, sources: int = 40) -> tuple[float, float, int]:
     """Peak RSS (MB, the child's own VmHWM), wall (s) and sources read of one CLI deep run
     reading ``sources`` sources with the scripted model, in a fresh process."""
-    from bench.run import _HWM_WRAPPER
+    from bench.run import HWM_WRAPPER
 
     args = list(w.cli_args(True))
     at = args.index("--max-sources")
@@ -316,7 +316,7 @@ def deep_rss(w: WorldProcess, question: str, sources: int = 40) -> tuple[float, 
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink, \
             tempfile.NamedTemporaryFile("r", suffix=".json") as out:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", _HWM_WRAPPER, sink.name, question,
+        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
                                *args, "-o", out.name, "--quiet"], cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
         wall = time.perf_counter() - start

@@ -346,3 +346,67 @@ def test_deep_defaults_apply_only_where_the_user_set_nothing() -> None:
     assert (mine.max_sources, mine.words) == (7, 3000)
     quick = mode_defaults(load_settings({}, env={}))
     assert (quick.max_sources, quick.words) == (5, 1000)
+
+
+@pytest.mark.slow
+def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
+        web: OfflineWeb, tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "home"
+    question = web.topics[4].question
+    args = ["deep", "--search", "searxng", "--searxng-url", web.searxng_url,
+            "--allow-private-urls", "--timeout", "10", "--home", str(home), "--quiet",
+            "--no-llm", "--concurrency", "1", "--breadth", "2", "--levels", "2",
+            "--max-sources", "6", question]
+
+    def level_one_done() -> str | None:
+        if not (home / "sleuth.db").exists():
+            return None
+        with Store(home) as store:
+            runs = store.list_runs()
+            if runs and store.stages(runs[0].id, "node"):
+                return runs[0].id
+        return None
+
+    web.reset_log()
+    web.latency = 0.4  # slow pages: the second level is still being fetched when killed
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline, run_id = time.monotonic() + WAIT_S, None
+            while run_id is None and time.monotonic() < deadline and proc.poll() is None:
+                run_id = level_one_done()
+                time.sleep(0.05)
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+    finally:
+        web.latency = 0.0
+    assert run_id is not None, "the run ended (or hung) before its first level was recorded"
+    with Store(home) as store:
+        # The pages the killed run had read whole (a download cut by the kill is not one).
+        fetched = {rec.payload["url"] for rec in store.stages(run_id, "fetched")}
+        assert store.get_run(run_id).status == "running"  # the dead process could not say
+    before_searches = searched(web)
+    assert fetched and fetched <= set(page_requests(web))
+    web.reset_log()
+    out = tmp_path / "report.json"
+    assert run(["resume", run_id, "--home", str(home), "--quiet", "--format", "json",
+                "-o", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["mode"] == "deep" and report["run_id"] == run_id and report["sources"]
+    again = set(page_requests(web)) & fetched
+    assert not again, f"pages fetched again after the resume: {again}"
+    assert not set(searched(web)) & set(before_searches), "searches were repeated"
+    assert report["stats"]["cached_fetches"] >= 1
+    # The resumed run walked the whole tree: the second level too.
+    assert {node["level"] for node in report["tree"]} == {1, 2}
+    with Store(home) as store:
+        assert store.get_run(run_id).status == "done"

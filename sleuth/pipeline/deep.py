@@ -229,6 +229,7 @@ class Tree:
         for branch, bctx in zip(branches, contexts, strict=True):
             self.searches += bctx.searches
             self.cached_fetches += bctx.cached_fetches
+            self.ctx.cached_fetches += bctx.cached_fetches  # the report's stats count them
             # The level's branches saw results apart; later levels know what all saw.
             self.ctx.shown |= bctx.shown
             self.ctx.picks.update(bctx.picks)
