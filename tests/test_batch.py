@@ -117,9 +117,10 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
     assert batch(web, qfile, out, "--no-llm") == 1
     got = by_id(out)
     assert len(got) == len(lines)
-    assert got["few"]["status"] == "done" and len(got["few"]["report"]["sources"]) == 2
+    # Each line's own max_sources bounds its sources (the relevance gate may cite fewer).
+    assert got["few"]["status"] == "done" and 0 < len(got["few"]["report"]["sources"]) <= 2
     assert got["7"]["status"] == "done" and got["7"]["report"]["depth"] == 1
-    assert len(got["7"]["report"]["sources"]) == 3
+    assert 2 <= len(got["7"]["report"]["sources"]) <= 3
     failures = {qid: line["error"] for qid, line in got.items() if line["status"] == "failed"}
     assert failures.keys() == {"line-3", "blank", "typo", "wide", "bad-value", "line-8"}
     assert "line 3: not JSON" in failures["line-3"]

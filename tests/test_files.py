@@ -34,8 +34,7 @@ def test_a_report_file_gets_the_users_umask_and_the_store_stays_private(
     report = tmp_path / "report.html"
     code = run(["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
                 "--no-llm", "--depth", "1", "--max-sources", "2", "--home", str(home),
-                "--format", "html", "-o", str(report), "-q",
-                "How does OAuth 2.0 authorization code flow work?"])
+                "--format", "html", "-o", str(report), "-q", web.topics[0].question])
     assert code == 0, capsys.readouterr().err
     assert mode(report) == 0o644  # as `> report.html` would make it, not 0600
     assert mode(home) == 0o700  # questions, pages and replies: the owner's only

@@ -88,6 +88,11 @@ class Waits:
     top_s: float = 3.0
 
 
+#: Off-topic pages set aside before gathering stops looking further down the ranking: at
+#: least this many, or ``want`` when more are wanted (with ``--max-sources 2``, two
+#: off-topic PDFs ranked first ended a run with one source while on-topic pages waited).
+MIN_ASIDE = 6
+
 #: The waits of a run (``--top-wait`` sets ``top_s``; the tests of the waits pass others).
 WAITS = Waits()
 
@@ -158,6 +163,7 @@ class _Gatherer:
         self.gate: Gate = gate or _Keep()
         #: Pages the gate set aside as they arrived (they do not count as read).
         self.aside = 0
+        self.aside_cap = max(want, MIN_ASIDE)
         self.set_aside: set[str] = set()
         self.out = Gathered()
         self.queue = list(candidates)
@@ -202,7 +208,7 @@ class _Gatherer:
     def _take_known(self) -> None:
         by_url = {c.canonical_url: c for c in self.candidates}
         for candidate in [by_url[key] for key in self.at_hand if key in by_url]:
-            if len(self.done) + self._promised() >= self.want or self.aside >= self.want:
+            if len(self.done) + self._promised() >= self.want or self.aside >= self.aside_cap:
                 break
             self.queue.remove(candidate)
             self.tried.add(candidate.canonical_url)
@@ -213,7 +219,7 @@ class _Gatherer:
     def _launch(self) -> None:
         budget = self.budget
         while (self.queue and len(self.done) + self._promised() < self.want
-               and self.aside < self.want
+               and self.aside < self.aside_cap
                and len(self.running) + len(self.judging) + len(self.done) < self.window):
             if budget is not None and (reason := budget.exhausted()):
                 self.out.stopped_by = reason
