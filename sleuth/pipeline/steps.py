@@ -246,7 +246,8 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
 async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                       more: asyncio.Future[list[Candidate]] | None = None, *,
                       want: int | None = None,
-                      memo: dict[str, Page | FetchFailure] | None = None) -> Gathered:
+                      memo: dict[str, Page | FetchFailure] | None = None,
+                      gate: bool = True) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
@@ -255,6 +256,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     ``memo``: results already fetched in this run, by canonical URL, used as the cache is
     and given every new result (a deep research's branches share one, so a page one branch
     fetched and did not keep is never downloaded again for another).
+    ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
+    branches do without it: a bridge page names the hop, not the question's terms).
     """
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
@@ -280,7 +283,7 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                                   on_result=on_result,
                                   accept=accept, more=more,
                                   waits=Waits(top_s=ctx.settings.top_wait),
-                                  gate=Relevance(ctx.topic))
+                                  gate=Relevance(ctx.topic) if gate else None)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before
