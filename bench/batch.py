@@ -47,21 +47,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from bench.client import WorldProcess, world  # noqa: E402
+from bench.run import HWM_WRAPPER  # noqa: E402  (the child reports its own VmHWM)
 from bench.topics import CANDIDATES  # noqa: E402
 from bench.world import MODEL, data_dir  # noqa: E402
-
-# The child writes its own VmHWM at exit (a child's ru_maxrss would include ours).
-_HWM = """
-import atexit, sys
-out = sys.argv.pop(1)
-def hwm():
-    with open('/proc/self/status') as status, open(out, 'w') as sink:
-        sink.write(next(line for line in status if line.startswith('VmHWM')))
-atexit.register(hwm)
-sys.argv[0] = 'sleuth'
-from sleuth.cli import main
-main()
-"""
 
 
 def batch_questions(n: int) -> list[str]:
@@ -134,7 +122,7 @@ def run_batch(w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool,
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-c", _HWM, str(hwm), "batch", str(qfile), "-o", str(out),
+            [sys.executable, "-c", HWM_WRAPPER, str(hwm), "batch", str(qfile), "-o", str(out),
              "--jobs", str(jobs), "--quiet", *run_args(w, llm, Path(tmp) / "home"), *extra],
             cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})

@@ -26,7 +26,6 @@ branch that fails is recorded in the Gaps; the others go on.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,6 +57,7 @@ from sleuth.stages.explore import (
     rule_subquestions,
     terms,
 )
+from sleuth.stages.read import gather_or_cancel
 from sleuth.urls import canonicalize
 
 __all__ = ["Branch", "Tree", "deep_research"]
@@ -211,7 +211,7 @@ class Tree:
         """Research ``branches`` at once, reading about ``share`` pages between them."""
         self.branches += branches
         contexts = [self._context(b) for b in branches]
-        ranked = await _all(self._guarded(b, self._rank(b, c))
+        ranked = await gather_or_cancel(self._guarded(b, self._rank(b, c))
                             for b, c in zip(branches, contexts, strict=True))
         # A second hop without a model looks for one name's page: two pages are enough,
         # and the rest of the level's share goes to the other names.
@@ -224,7 +224,7 @@ class Tree:
         narrow = sorted(range(len(branches)), key=lambda i: len(terms(branches[i].question)))
         lists = assign([r or [] for r in ranked], [b.wanted for b in branches],
                        self.tried, first=narrow)
-        await _all(self._guarded(b, self._read(b, c, cands))
+        await gather_or_cancel(self._guarded(b, self._read(b, c, cands))
                    for b, c, cands in zip(branches, contexts, lists, strict=True))
         for branch, bctx in zip(branches, contexts, strict=True):
             self.searches += bctx.searches
@@ -397,15 +397,6 @@ def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str],
     return owned
 
 
-async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
-    """Run awaitables at once; on the first error cancel the rest, then raise it."""
-    tasks = [asyncio.ensure_future(a) for a in aws]
-    try:
-        return list(await asyncio.gather(*tasks))
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def deep_research(question: str, *, settings: Settings,

@@ -225,7 +225,7 @@ MIN_CHUNK_BUDGET = 128
 NOT_RELEVANT = "not relevant to the question (summary model)"
 
 
-async def _all(aws: Iterable[Awaitable[T]]) -> list[T]:
+async def gather_or_cancel(aws: Iterable[Awaitable[T]]) -> list[T]:
     """Run awaitables concurrently; on the first error cancel the rest, then raise it."""
     tasks = [asyncio.ensure_future(a) for a in aws]
     try:
@@ -277,7 +277,7 @@ class PageReader:
         """Judge the pages not judged yet (concurrently); the kept pages and the dropped."""
         todo = [(c, p) for c, p in pages if c.canonical_url not in self.judged]
         verdicts = dict(zip([c.canonical_url for c, _ in todo],
-                            await _all(self.judge(c, p) for c, p in todo), strict=True))
+                            await gather_or_cancel(self.judge(c, p) for c, p in todo), strict=True))
         kept = [(c, p) for c, p in pages if verdicts.get(c.canonical_url) is None]
         dropped = [(c, why) for c, _ in pages if (why := verdicts.get(c.canonical_url))]
         return kept, dropped
@@ -313,7 +313,7 @@ class PageReader:
                                            self.read_tokens,
                                            lambda t: llm.tokens(t, "summarize"))
         chunks = chunk_text(text, budget, model=llm.model_for("summarize"))
-        notes = [note for found in await _all(self._chunk(c, budget, reply, values)
+        notes = [note for found in await gather_or_cancel(self._chunk(c, budget, reply, values)
                                                for c in chunks) for note in found]
         if not notes:
             return None
@@ -334,7 +334,7 @@ class PageReader:
             self.cap = min(self.cap or half, half)
             self.llm.info(f"the summary model's context is smaller than sleuth assumed; "
                           f"reading in chunks of {half} tokens", chunk_tokens=half)
-            found = await _all(self._chunk(p, half, reply, values) for p in pieces)
+            found = await gather_or_cancel(self._chunk(p, half, reply, values) for p in pieces)
             return [note for notes in found for note in notes]
         if not answer.strip():
             raise ParseError("the summary model's reply was empty")
@@ -362,8 +362,9 @@ class PageReader:
                     raise ParseError("the summary model's merge reply was empty")
                 return None if is_not_relevant(answer) else answer
             groups = chunk_text(joined, budget, model=model)
-            merged = await _all(llm.ask("merge", stage="merge", max_tokens=reply, notes=g,
-                                        **values) for g in groups)
+            merged = await gather_or_cancel(
+                llm.ask("merge", stage="merge", max_tokens=reply, notes=g, **values)
+                for g in groups)
             notes = [m.answer.strip() for m in merged
                      if m.answer.strip() and not is_not_relevant(m.answer)]
             if not notes:
