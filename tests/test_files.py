@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sleuth._files import write_atomic
 from sleuth.cli import run
-from sleuth.cli._common import write_atomic
 from sleuth.testing import OfflineWeb
 
 

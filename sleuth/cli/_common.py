@@ -8,10 +8,7 @@ flags, their environment variables and the docs never drift apart.
 
 from __future__ import annotations
 
-import json
 import os
-import secrets
-import stat
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
@@ -19,17 +16,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from sleuth._files import write_atomic
 from sleuth._options import HELP_GROUPS, cli_options
 from sleuth._valid import valid_text
 from sleuth.cli._progress import Progress
 from sleuth.errors import ConfigError
 
 if TYPE_CHECKING:
-    from sleuth.models import Report
+    pass
 
 __all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NO_SOURCES", "EXIT_OK", "EXIT_USAGE",
            "GroupedCommand", "Interrupted", "Option", "Progress", "check_output", "emit",
-           "render_report", "run_interruptible", "settings_options", "write_atomic"]
+           "run_interruptible", "settings_options"]
 
 T = TypeVar("T")
 
@@ -122,59 +120,6 @@ def check_output(path: Path) -> None:
         raise ConfigError(f"cannot write {path}: folder {parent} does not exist")
     if not os.access(parent, os.W_OK):
         raise ConfigError(f"cannot write {path}: folder {parent} is not writable")
-
-
-def _open_temporary(path: Path) -> tuple[int, str]:
-    """A new file beside ``path`` for writing, with the mode a new ``path`` would get.
-
-    A report is a document to share: a new one gets the user's umask (0644 under the
-    usual 022), as the shell's ``>`` gives it, not tempfile's private 0600; a file that
-    is replaced keeps its mode.
-    """
-    try:
-        mode = stat.S_IMODE(path.stat().st_mode)
-    except OSError:
-        mode = None
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    for _ in range(100):
-        tmp = str(path.resolve().parent / f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = os.open(tmp, flags, 0o666)  # the kernel applies the umask
-        except FileExistsError:
-            continue
-        if mode is not None:
-            os.chmod(tmp, mode)
-        return fd, tmp
-    raise FileExistsError(f"no free temporary name beside {path}")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file and a rename: never half a file."""
-    path = path.expanduser()
-    try:
-        fd, tmp = _open_temporary(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(valid_text(text))
-        os.replace(tmp, path)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):  # a full disk, a vanished folder: one line, exit 2
-            raise ConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
-        raise
-
-
-def render_report(report: Report, fmt: str) -> str:
-    """A report as the user asked for it: markdown, json or html."""
-    if fmt == "json":
-        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
-    if fmt == "html":
-        from sleuth.report.html import render_html
-
-        return render_html(report)
-    return report.markdown
 
 
 def emit(text: str, output: Path | None, what: str, quiet: bool) -> None:

@@ -22,12 +22,12 @@ from sleuth.cli._common import (
     Progress,
     check_output,
     emit,
-    render_report,
     run_interruptible,
     settings_options,
 )
 from sleuth.cli._logs import verbose_option
 from sleuth.cli._progress import pages_wanted
+from sleuth.report import render_report
 
 __all__ = ["deep_command", "research_command"]
 

@@ -22,12 +22,12 @@ from sleuth.cli._common import (
     Progress,
     check_output,
     emit,
-    render_report,
     run_interruptible,
 )
 from sleuth.cli._logs import verbose_option
 from sleuth.cli._progress import pages_wanted
 from sleuth.errors import ConfigError, SleuthError
+from sleuth.report import render_report
 
 if TYPE_CHECKING:
     from sleuth.models import Report

@@ -21,38 +21,17 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from sleuth._files import write_atomic
 from sleuth._valid import valid_text
 from sleuth.errors import ConfigError
-from sleuth.models import Report
 from sleuth.pipeline.batch_input import file_name
 from sleuth.pipeline.batch_one import BatchResult
+from sleuth.report import render_report
 
 __all__ = ["RESULTS", "OutDir"]
 
 RESULTS = "results.jsonl"
 REPORTS = "reports"
-
-
-def _write_whole(path: Path, text: str) -> None:
-    """``text`` into ``path`` through a temporary file and a rename: never half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(valid_text(text))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _render(report: Report, fmt: str) -> str:
-    if fmt == "json":
-        return json.dumps(report.to_json_dict(), ensure_ascii=False, indent=2) + "\n"
-    if fmt == "html":
-        from sleuth.report.html import render_html
-
-        return render_html(report)
-    return report.markdown
 
 
 class OutDir:
@@ -166,7 +145,8 @@ class OutDir:
         try:
             if result.report is not None:
                 for fmt in self.formats:
-                    _write_whole(self.report_path(result.id, fmt), _render(result.report, fmt))
+                    write_atomic(self.report_path(result.id, fmt),
+                                 render_report(result.report, fmt))
                 line["report_file"] = str(self.report_path(result.id).relative_to(self.path))
             # One write of the whole line (a kill may still cut it: see _load).
             view = memoryview((valid_text(json.dumps(line, ensure_ascii=False)) + "\n")
