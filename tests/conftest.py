@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,3 +99,23 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> Callable[[], str]:
         assert lines[0].startswith("sleuth: error: ") and "Traceback" not in err
         return lines[0]
     return read
+
+
+@pytest.fixture
+def extraction_spy(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """Call it to start recording the names of the files the documents index extracts
+    (what a reindex really read, as opposed to what it took from the index)."""
+    from sleuth.extraction import documents
+
+    def start() -> list[str]:
+        names: list[str] = []
+        real_extract = documents.extract_document
+
+        def spy(path: Path, data: bytes, *args: Any) -> Any:
+            names.append(path.name)
+            return real_extract(path, data, *args)
+
+        monkeypatch.setattr(documents, "extract_document", spy)
+        return names
+
+    return start

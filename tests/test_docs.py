@@ -10,7 +10,7 @@ import os
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ import httpx
 import pytest
 
 from sleuth.errors import ConfigError, ProviderError
-from sleuth.extraction import documents
 from sleuth.extraction.documents import DocumentExtractor
 from sleuth.search import build_providers, get_provider, run_searches
 from sleuth.search.local import LocalSearch
@@ -156,16 +155,9 @@ def test_read_error_on_one_file_is_not_fatal(store: Store, folder: Path,
 
 
 def test_reindex_reads_only_what_changed(store: Store, folder: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+                                         extraction_spy: Callable[[], list[str]]) -> None:
     index_folder(store, folder, READ)
-    extracted: list[str] = []
-    real_extract = documents.extract_document
-
-    def spy(path: Path, data: bytes, *args: Any) -> Any:
-        extracted.append(path.name)
-        return real_extract(path, data, *args)
-
-    monkeypatch.setattr(documents, "extract_document", spy)
+    extracted = extraction_spy()
     again = index_folder(store, folder, READ)
     assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 5, 0)
     assert extracted == ["broken.pdf"]  # only the failed file is tried again
@@ -244,7 +236,7 @@ def _change(folder: Path, change: str) -> tuple[str, str | None]:
     "edit in place", "edit in place, same size", "edit through a symlink", "add",
     "add in a new folder", "remove", "rename"])
 def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
-        store: Store, tmp_path: Path, change: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        store: Store, tmp_path: Path, change: str, extraction_spy: Callable[[], list[str]]) -> None:
     folder = tmp_path / "clean"
     _write(folder / "notes.md", NOTES_MD)
     _write(folder / "kelp.txt", KELP_TXT)
@@ -254,14 +246,7 @@ def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
     first = index_folder(store, folder, READ)
     assert (first.added, first.failed) == (4, [])
     assert _fingerprints(store) == 1  # a clean scan: the next run may skip the per-file check
-    extracted: list[str] = []
-    real_extract = documents.extract_document
-
-    def spy(path: Path, data: bytes, *args: Any) -> Any:
-        extracted.append(path.name)
-        return real_extract(path, data, *args)
-
-    monkeypatch.setattr(documents, "extract_document", spy)
+    extracted = extraction_spy()
     again = index_folder(store, folder, READ)
     assert (again.added, again.updated, again.unchanged, again.removed) == (0, 0, 4, 0)
     assert extracted == []

@@ -12,14 +12,13 @@ import json
 import os
 import shutil
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sleuth.cli import run
-from sleuth.extraction import documents
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 
@@ -135,7 +134,7 @@ def test_a_folder_is_researched_without_the_network_and_bad_files_are_gaps(
 
 
 def test_a_changed_file_is_the_only_one_read_again(folder: Path, tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch,
+                                                   extraction_spy: Callable[[], list[str]],
                                                    no_network: list[Any]) -> None:
     home = tmp_path / "home"
     research_docs(folder, home, tmp_path / "first.json")
@@ -144,14 +143,7 @@ def test_a_changed_file_is_the_only_one_read_again(folder: Path, tmp_path: Path,
     stat = starter.stat()
     os.utime(starter, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
 
-    read: list[str] = []
-    real_extract = documents.extract_document
-
-    def spy(path: Path, data: bytes, *args: Any) -> Any:
-        read.append(path.name)
-        return real_extract(path, data, *args)
-
-    monkeypatch.setattr(documents, "extract_document", spy)
+    read = extraction_spy()
     second = research_docs(folder, home, tmp_path / "second.json")
     assert read == ["starter.md"]
     assert "every Sunday with rye flour" in second["markdown"], "the new text was not used"

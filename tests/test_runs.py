@@ -203,15 +203,13 @@ class Watcher:
             self.store.close()
 
 
-@pytest.mark.slow
-def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    home = tmp_path / "home"
-    question = web.topics[3].question
-    # One page at a time, each slow: the run spends seconds in the middle of fetching.
+def _signal_mid_fetch(web: OfflineWeb, home: Path, tmp_path: Path,
+                      sig: signal.Signals) -> tuple[int, str, str]:
+    """Start a no-model run of topic 3 in a subprocess, one slow page at a time (so it
+    spends seconds mid-fetch), and send it ``sig`` once two pages are fetched:
+    (exit code, run id, stderr)."""
     args = web_args(web, home, "--no-llm", "--concurrency", "1", "--max-sources", "5",
-                    "--timeout", "10", question)
-    web.reset_log()
+                    "--timeout", "10", web.topics[3].question)
     web.latency = 0.4
     try:
         proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
@@ -222,13 +220,20 @@ def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
             run_id, _ = _wait_for(watcher.fetched_so_far, "two fetched pages", proc)
         finally:
             watcher.close()
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-            proc.stdout and proc.stdout.close()
-            proc.stderr and proc.stderr.close()
+            proc.send_signal(sig)
+            _, err = proc.communicate(timeout=60)
     finally:
         web.latency = 0.0
-    assert proc.returncode == -signal.SIGKILL
+    return proc.returncode, run_id, err.decode()
+
+
+@pytest.mark.slow
+def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
+        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home = tmp_path / "home"
+    web.reset_log()
+    code, run_id, _ = _signal_mid_fetch(web, home, tmp_path, signal.SIGKILL)
+    assert code == -signal.SIGKILL
     with Store(home) as store:
         fetched = [rec.payload["url"] for rec in store.stages(run_id, "fetched")]
         assert store.get_run(run_id).status == "running"  # the dead process could not say
@@ -270,24 +275,9 @@ def test_ctrl_c_says_how_to_resume_the_run(web: OfflineWeb, tmp_path: Path) -> N
     """After Ctrl-C the user is told the command that finishes the run (it printed only
     'sleuth: error: interrupted')."""
     home = tmp_path / "my home"
-    args = web_args(web, home, "--no-llm", "--concurrency", "1", "--max-sources", "5",
-                    "--timeout", "10", web.topics[3].question)
-    web.latency = 0.4
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
-                                env=_subprocess_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        watcher = Watcher(home)
-        try:
-            run_id, _ = _wait_for(watcher.fetched_so_far, "two fetched pages", proc)
-        finally:
-            watcher.close()
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)
-    finally:
-        web.latency = 0.0
-    assert proc.returncode == 130
-    lines = err.decode().strip().splitlines()
+    code, run_id, err = _signal_mid_fetch(web, home, tmp_path, signal.SIGINT)
+    assert code == 130
+    lines = err.strip().splitlines()
     assert lines[-2:] == ["sleuth: error: interrupted",
                           f"resume with: sleuth resume {run_id} --home '{home}'"]
     with Store(home) as store:
