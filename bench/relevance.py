@@ -32,6 +32,15 @@ what sleuth hands a model, not a model's judgement):
 * **cited per question**, and **every relevant page cited** (HotpotQA: all-gold) with
   the mean share of relevant pages cited (evidence recall): whether a gate costs recall.
 
+* **corpus, held-out 2** (added 2026-11-26, issue 23's second pass): the three corpus
+  held-out topics are too few to judge a share (one page is 8 points). Rule, written
+  down with the questions before any run on them: one question per corpus document
+  that no topic expects (the twelve distractors above), in manifest order, leaving out
+  the one not in English (Le Monde); each question written from the document's title
+  alone, as a reader would ask about its subject (:data:`EXTRA`). The document is the
+  question's only relevant and only on-topic page; everything else in the world is a
+  distractor. These questions are judged, never tuned on.
+
 **Splits**, fixed: corpus *tune* = stadia, moons, trade-war (the timing topics before
 2026-11-25) and firefox (the timing part's warm-up), *held-out* = hong-kong, wework,
 meth. HotpotQA *tune* = questions 0–49 (holding the 30 that ``python -m bench``'s recall
@@ -66,6 +75,25 @@ from sleuth.testing._corpus import Corpus
 __all__ = ["Question", "Score", "questions", "run_relevance", "score", "table"]
 
 CORPUS_TUNE = ("stadia", "moons", "trade-war", "firefox")
+#: Held-out 2 (see the module docstring): (corpus document, the question asked of it).
+EXTRA: tuple[tuple[str, str], ...] = (
+    ("engadget-xbox-one-x-review", "Is the Xbox One X console as powerful as a gaming PC?"),
+    ("arstechnica-minecraft-exploit", "How does the Minecraft exploit crash game servers?"),
+    ("v8-standalone-webassembly",
+     "How does Emscripten build standalone WebAssembly binaries that run outside the web?"),
+    ("nytimes-yahoo-verizon-sale", "What say do Yahoo shareholders have in its sale to Verizon?"),
+    ("wikipedia-hermitian-matrix", "What is a Hermitian matrix and what are its properties?"),
+    ("nbcnews-spacex-hold-up", "Why are SpaceX's launches being held up?"),
+    ("wired-rosetta-comet",
+     "Why did the Rosetta spacecraft end its mission by crashing into a comet?"),
+    ("fool-esports-amazon-activision",
+     "Why are Amazon and Activision Blizzard betting on eSports?"),
+    ("reuters-fed-lifts-rates", "Why did the Fed raise interest rates in Trump's first year?"),
+    ("newyorker-quantum-cryptography", "How will quantum computing break today's cryptography?"),
+    ("dense-passage-retrieval",
+     "How does dense passage retrieval work for open-domain question answering?"),
+)
+SPLITS = ("tune", "heldout", "heldout2")
 HOTPOT_TUNE = 50  # questions [0, 50) tune, [50, 100) held out
 PARTS = ("corpus", "hotpotqa")
 
@@ -95,6 +123,9 @@ def corpus_plan() -> tuple[list[Question], list[str]]:
         drop += [f"corpus:{d}" for d in topic.expected[keep:]]
         split = "tune" if topic.id in CORPUS_TUNE else "heldout"
         out.append(Question("corpus", topic.id, topic.question, split, kept, kept))
+    for doc, question in EXTRA:
+        only = frozenset([f"corpus:{doc}"])
+        out.append(Question("corpus", doc, question, "heldout2", only, only))
     return out, drop
 
 
@@ -220,7 +251,7 @@ def table(scores: Sequence[Score]) -> str:
 
 def run_relevance(seed: int = 8, scale: float = 0.25, jobs: int = 5,
                   pipelines: Sequence[bool] = (False, True), parts: Sequence[str] = PARTS,
-                  splits: Sequence[str] = ("tune", "heldout"), max_sources: int = 5
+                  splits: Sequence[str] = SPLITS, max_sources: int = 5
                   ) -> tuple[list[Score], list[Outcome]]:
     """Run the benchmark; the scores (part × split × pipeline) and every outcome."""
     every, drop = questions()
@@ -266,7 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-sources", type=int, default=5)
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
     parser.add_argument("--part", choices=(*PARTS, "both"), default="both")
-    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both")
+    parser.add_argument("--split", choices=(*SPLITS, "both"), default="both",
+                        help="both: every split")
     parser.add_argument("--offenders", type=int, default=0,
                         help="also list the N off-topic pages cited most often")
     parser.add_argument("--json", default=None, help="write every outcome here")
@@ -276,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
     parts = PARTS if args.part == "both" else (args.part,)
-    splits = ("tune", "heldout") if args.split == "both" else (args.split,)
+    splits = SPLITS if args.split == "both" else (args.split,)
     scores, outcomes = run_relevance(args.seed, args.scale, args.jobs, pipelines, parts,
                                      splits, args.max_sources)
     print(f"## Relevance (seed {args.seed}, latency ×{args.scale:g}, {args.jobs} at once, "
