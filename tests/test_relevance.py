@@ -161,6 +161,30 @@ def test_a_relevant_page_read_is_never_dropped_for_a_less_relevant_one() -> None
     assert [f.url for f in left_out] == [beer.url]
 
 
+def test_a_long_page_naming_the_question_s_subject_once_in_passing_is_off_topic() -> None:
+    """The trade-war piece "reporting from Hong Kong" was cited for China's response to
+    the protests there: a name a long article says once is said in passing."""
+    gate = Relevance("How is China responding to the protests in Hong Kong?")
+    good = doc("https://good.example/", "Beijing warns Hong Kong protesters",
+               "China responded to the protests in Hong Kong by sending troops. " * 4)
+    sentences = [f"Tariffs on Chinese goods rose again in round {n} of the US-China trade "
+                 f"talks, and China's negotiators in Beijing asked for item {n} of the deal "
+                 f"on soybeans, pork, chips, steel and aluminium to be settled first."
+                 for n in range(30)]
+    trade = doc("https://trade.example/", "Trump's trade war keeps the world guessing",
+                " ".join(sentences) + " A summit was cancelled because of domestic protests"
+                " in Chile. Our correspondent contributed reporting from Hong Kong.")
+    ranked = [(cand(good.url, good.title), good), (cand(trade.url, trade.title), trade)]
+    passed = [(c, p) for c, p in ranked if gate.check(c, p) is None]
+    kept, left_out = gate.choose(passed, 5)
+    assert [p.url for _, p in kept] == [good.url]
+    assert [f.url for f in left_out] == [trade.url]
+    # A short page saying it once still says it (a news brief, an encyclopedia paragraph).
+    brief = doc("https://brief.example/", "China sends troops",
+                "China responded to the protests in Hong Kong by sending troops.")
+    assert gate.check(cand(brief.url, brief.title), brief) is None
+
+
 def test_a_fragment_of_the_question_that_found_a_page_does_not_vouch_for_it() -> None:
     """A model's query "War awarded medal" (for the film In Love and War) found a ski
     jumper's page: it names one word of the question's names and scored it on-topic."""

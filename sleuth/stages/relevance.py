@@ -15,11 +15,11 @@ as read (and, with a model, before it is summarised):
    unless the page is about something the question names (its title is made of the
    question's words: "Audrey Williams"). When the question is plainly about its parts
    (three or more, or topics such as "markets and trade talks"), a page naming none
-   of them scores 0. A search query counts only when it keeps every name the
-   question gives and at least half of what it asks: fragments ("War awarded
-   medal", "Eat released year") found ski jumpers and novels for questions on a
-   film and a cookbook, and "China responding protests" (no Hong Kong) a trade-war
-   piece for the protests there.
+   of them scores 0. A search query counts only when it holds at least half of what
+   the question asks: a fragment ("War awarded medal", "Eat released year") found
+   ski jumpers and novels for questions on a film and a cookbook. A long page (over
+   :data:`LONG_PAGE` content words) does not name what it names only once outside its
+   title: a trade-war article "reporting from Hong Kong" is no page on Hong Kong.
 2. **Floor.** A page under :data:`FLOOR` is set aside as it arrives: it shares a
    word or two with the question and nothing more ("'Meth. We're On It'" for a
    question on tariffs). At most as many pages as sources wanted are set aside
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -57,6 +58,8 @@ __all__ = ["FLOOR", "OFF_TOPIC", "RELATIVE", "Relevance", "name_terms"]
 FLOOR = 0.3
 #: A page scoring under this share of the best page read is off-topic by comparison.
 RELATIVE = 0.5
+#: Content words past which a page is long: a question's name it says once does not count.
+LONG_PAGE = 400
 #: A search query must cover this much of the question (as a page would) to count.
 QUERY_SHARE = 0.5
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
@@ -134,6 +137,19 @@ class _Query:
         return sum(w for t, w in self.weights.items() if t in terms) / total
 
 
+def page_terms(title: str, text: str, names: frozenset[str]) -> frozenset[str]:
+    """The terms a page covers (title and text), less the ``names`` (the question's)
+    that a long page (over :data:`LONG_PAGE` content words) says only once outside its
+    title: a name said once in a long article is said in passing ("reporting from
+    Hong Kong" at the end of a piece on the trade war is no page on Hong Kong)."""
+    words = terms_of(text)
+    terms = content_terms(title).union(words)
+    if len(words) <= LONG_PAGE:
+        return terms
+    counts = Counter(w for w in words if w in names)
+    return terms - {name for name, n in counts.items() if n == 1} | content_terms(title)
+
+
 @dataclass
 class _Read:
     candidate: Candidate
@@ -206,7 +222,7 @@ class Relevance:
 
     def score(self, candidate: Candidate, title: str, text: str) -> tuple[float, frozenset[str]]:
         """The page's score and its terms (see the module docstring)."""
-        terms = content_terms(f"{title}\n{text}")
+        terms = page_terms(title, text, self._question.names)
         if self._about_parts and not any(part & terms for part in self.parts):
             return 0.0, terms  # a question with parts is about them: this page names none
         about = content_terms(_title_core(title))
