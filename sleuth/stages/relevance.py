@@ -15,11 +15,13 @@ as read (and, with a model, before it is summarised):
    unless the page is about something the question names (its title is made of the
    question's words: "Audrey Williams"). When the question is plainly about its parts
    (three or more, or topics such as "markets and trade talks"), a page naming none
-   of them scores 0. A search query counts only when it holds at least half of what
-   the question asks: a fragment ("War awarded medal", "Eat released year") found
-   ski jumpers and novels for questions on a film and a cookbook. A long page (over
-   :data:`LONG_PAGE` content words) does not name what it names only once outside its
-   title: a trade-war article "reporting from Hong Kong" is no page on Hong Kong.
+   of them scores 0. A search query counts only when it keeps every name the
+   question gives and at least half of what it asks: fragments ("War awarded
+   medal", "Eat released year") found ski jumpers and novels for questions on a
+   film and a cookbook, and "China responding protests" (no Hong Kong) a trade-war
+   piece for the protests there. A long page (over :data:`LONG_PAGE` content words)
+   does not name what it names only once outside its title: a byline "reporting
+   from Hong Kong", a company named once in an essay on something else.
 2. **Floor.** A page under :data:`FLOOR` is set aside as it arrives: it shares a
    word or two with the question and nothing more ("'Meth. We're On It'" for a
    question on tariffs). At most as many pages as sources wanted are set aside
@@ -140,8 +142,8 @@ class _Query:
 def page_terms(title: str, text: str, names: frozenset[str]) -> frozenset[str]:
     """The terms a page covers (title and text), less the ``names`` (the question's)
     that a long page (over :data:`LONG_PAGE` content words) says only once outside its
-    title: a name said once in a long article is said in passing ("reporting from
-    Hong Kong" at the end of a piece on the trade war is no page on Hong Kong)."""
+    title: a name said once in a long article is said in passing (a trade-war piece
+    ending "contributed reporting from Hong Kong" is no page on Hong Kong)."""
     words = terms_of(text)
     terms = content_terms(title).union(words)
     if len(words) <= LONG_PAGE:
