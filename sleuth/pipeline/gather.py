@@ -116,7 +116,8 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
                        on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
                        accept: PageCheck | None = None,
                        more: asyncio.Future[list[Candidate]] | None = None,
-                       waits: Waits = WAITS, gate: Gate | None = None) -> Gathered:
+                       waits: Waits = WAITS, gate: Gate | None = None,
+                       by_rank: bool = False) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -142,9 +143,13 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     the next candidate is fetched instead, until as many pages were set aside as are
     wanted. Once gathering ends the gate chooses the sources among the pages read (in
     rank order); the pages it leaves out are failures of the ``read`` stage.
+
+    ``by_rank`` (``--fetch-order rank``, a batch's default): rank alone decides which pages
+    are read, never which downloads finish first or which pages a cache had (see
+    ``_Gatherer._by_rank``).
     """
     gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
-                         waits, gate or _Keep())
+                         waits, gate or _Keep(), by_rank)
     return await gatherer.run(known or {})
 
 
@@ -155,11 +160,12 @@ class _Gatherer:
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
                  accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
-                 waits: Waits = WAITS, gate: Gate | None = None) -> None:
+                 waits: Waits = WAITS, gate: Gate | None = None, by_rank: bool = False
+                 ) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
-        self.waits = waits
+        self.waits, self.by_rank = waits, by_rank
         self.gate: Gate = gate or _Keep()
         #: Pages the gate set aside as they arrived (they do not count as read).
         self.aside = 0
@@ -181,11 +187,16 @@ class _Gatherer:
         self.at_hand = known
         self.started = asyncio.get_running_loop().time()
         self._take_known()
-        self._launch()
         try:
-            await self._loop()
-            await self._local_by_rank()
-            await self._wait_for_better()
+            if self.by_rank and not all(_local(c) for c in self.candidates):
+                cut = await self._loop_by_rank()
+                if cut is not None:
+                    self._let_go(self.order[cut:])
+            else:
+                self._launch()
+                await self._loop()
+                await self._local_by_rank()
+                await self._wait_for_better()
         finally:
             await self._drop_stragglers()
         # Pages finishing in the same wait can overshoot ``want``: the gate keeps the
@@ -251,6 +262,70 @@ class _Gatherer:
                 self.out.stopped_by = budget.exhausted()
                 return
             self._launch()
+
+    def _by_rank(self) -> tuple[int | None, Candidate | None, int]:
+        """Where rank order puts the end of the sources, walking the ranking from the top.
+
+        Each candidate is read, set aside, failed, still out (downloading or being judged)
+        or not tried. The sources are settled once ``want`` are read (or ``aside_cap`` set
+        aside) with none better-ranked still out: then (one past the last that counts,
+        None, 0). Otherwise (None, the first candidate not tried before that point if one
+        is needed, how many pages up to it are read or still out). What a page gives does
+        not depend on when it arrives or whether a cache had it (a download's own time
+        cap, ``--timeout``, ends the wait for one that never finishes), so neither does
+        the choice: a batch in one process and on Ray agree (issue 25).
+        """
+        out = {c.canonical_url for _, c in self._out_pairs()}
+        read = aside = pending = end = 0
+        for candidate in self.order:
+            url = candidate.canonical_url
+            if url in out:
+                pending += 1
+            elif url not in self.tried:
+                return None, candidate, read + pending
+            else:
+                read += url in self.done
+                aside += url in self.set_aside
+            end += 1
+            if read >= self.want or aside >= self.aside_cap:
+                break
+        return (None if pending else end), None, read + pending
+
+    async def _loop_by_rank(self) -> int | None:
+        """Fetch down the ranking until rank order settles the sources (``_by_rank``).
+
+        As in a live run, up to ``window`` pages are read or out at once, and a failed or
+        off-topic page is replaced by the next in line; a fuller ranking on its way
+        (``more``) is waited for. Returns where the sources end; None when a budget
+        stopped gathering first.
+        """
+        budget = self.budget
+        while True:
+            cut, untried, busy = self._by_rank()
+            while untried is not None and busy < self.window:
+                if budget is not None and (reason := budget.exhausted()):
+                    self.out.stopped_by = reason
+                    break
+                if untried in self.queue:
+                    self.queue.remove(untried)
+                self._start(untried)
+                cut, untried, busy = self._by_rank()
+            if cut is not None and not self._coming():
+                return cut
+            waiting: list[asyncio.Future[Any]] = [*self.running, *self.judging]
+            if self._coming():
+                assert self.more is not None
+                waiting.append(self.more)
+            if not waiting:
+                return None
+            finished, _ = await asyncio.wait(
+                waiting, timeout=budget.seconds_left() if budget is not None else None,
+                return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                self._settle(task)
+            if budget is not None and budget.seconds_left() == 0:
+                self.out.stopped_by = budget.exhausted()
+                return None
 
     async def _wait_for_better(self) -> None:
         """Once enough pages are read, give the top-ranked ones still on their way a little longer.
