@@ -242,6 +242,14 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _median_p90(lines: list[dict[str, Any]]) -> str:
+    """Median and 90th percentile of the questions' own wall times (``elapsed_s``)."""
+    walls = sorted(float(line.get("elapsed_s") or 0.0) for line in lines)
+    if not walls:
+        return "-"
+    return f"{statistics.median(walls):.1f} / {walls[int(0.9 * (len(walls) - 1))]:.1f} s"
+
+
 def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace
                ) -> list[str]:
     """The no-model batch: wall, manners, memory, and the sequential baseline."""
@@ -249,6 +257,7 @@ def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namesp
     done = sum(1 for line in run.lines if line["status"] == "done")
     rows = [f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
             f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
+            f"| per question, in the batch: median / p90 wall | {_median_p90(run.lines)} | |",
             f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
             f"| smallest start gap, one host | "
             f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",

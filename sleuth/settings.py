@@ -287,6 +287,14 @@ class Settings(BaseModel):
                     "without the time and memory limits).",
         json_schema_extra=_meta("--extract-workers", "SLEUTH_EXTRACT_WORKERS", group="Fetching"),
     )
+    fetch_order: Literal["auto", "fastest", "rank"] = Field(
+        "auto",
+        description="Which pages read become sources: 'fastest' (the first read, after a "
+                    "short wait for the best-ranked), 'rank' (the best-ranked that can be "
+                    "read, waiting for each until it is read or fails: the same sources "
+                    "every run), 'auto' (rank in a batch, fastest for one question).",
+        json_schema_extra=_meta("--fetch-order", "SLEUTH_FETCH_ORDER", group="Fetching"),
+    )
     quality_rules: Path | None = Field(
         None,
         description="TOML file of source-quality rules checked before the built-in ones.",

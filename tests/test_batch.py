@@ -474,3 +474,40 @@ def test_a_line_can_ask_for_deep_research_beside_quick_ones(web: OfflineWeb,
     assert (out / "reports" / "deep.json").is_file()
     fetched = Counter(page_requests(web))
     assert not [url for url, n in fetched.items() if n > 1], "a page was fetched twice"
+
+
+# ---------------------------------------------------------------- which pages are sources
+
+def _corpus_sources(outdir: Path, web: OfflineWeb) -> list[str]:
+    [line] = results(outdir)
+    assert line["status"] == "done", line["error"]
+    return sorted(s["url"] for s in line["report"]["sources"] if s["url"] in web.page_urls)
+
+
+def test_rank_not_the_cache_decides_a_batch_questions_sources(
+        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 25: the same question in two batches, one with a fresh store and one whose
+    cache already holds pages ranked below the best two (read by an earlier run that could
+    not reach those): both batches cite the same pages. Arrival order differs between the
+    two (cached pages answer at once), so only rank can make them agree, as it must for an
+    in-process batch (one shared cache) and Ray workers (a store each) to agree."""
+    qfile = tmp_path / "q.txt"
+    question = web.topics[0].question
+    qfile.write_text(question + "\n", "utf-8")
+    two = ("--no-llm", "--max-sources", "2", "--jobs", "1")
+    fresh, warm = tmp_path / "fresh", tmp_path / "warm"
+    assert batch(web, qfile, fresh, *two, "--home", str(tmp_path / "fresh-home")) == 0
+    best = _corpus_sources(fresh, web)
+    assert len(best) == 2
+    # Another run, denied the best two pages' sites, reads (and caches) the pages below.
+    report = sleuth.research_sync(
+        question, search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
+        timeout=2, home=str(tmp_path / "warm-home"), no_llm=True, max_sources=20,
+        deny_domains=[urlsplit(url).hostname for url in best])
+    below = {s.url for s in report.sources}
+    assert below and not below & set(best)
+    capsys.readouterr()
+    assert batch(web, qfile, warm, *two, "--home", str(tmp_path / "warm-home")) == 0
+    [line] = results(warm)
+    assert line["report"]["stats"]["cached_fetches"] > 0  # the cache answered in this one
+    assert _corpus_sources(warm, web) == best

@@ -296,20 +296,27 @@ async def test_the_sides_of_a_split_question_never_start_the_fetching(
     assert len(report.sources) == 3
 
 
-def test_top_wait_holds_the_run_for_the_best_ranked_page(web: OfflineWeb) -> None:
+def test_top_wait_holds_the_run_for_the_best_ranked_page_up_to_the_runs_own_bound(
+        web: OfflineWeb) -> None:
     """--top-wait: the slow-drip page ranks first for this topic and is still coming when
-    enough pages are read; given up to 600 s it is waited for until its own deadline, not
-    cut as "not waited for" (the suite runs with SLEUTH_TOP_WAIT=0, see conftest.py).
-    Three sources: this topic has four on-topic pages that download, and with five
-    wanted gathering would wait for every page anyway (the off-topic ones are set aside);
-    a longer page deadline, so that three are read first on a loaded machine too."""
+    enough pages are read; given up to 600 s it is waited for, but not past the bound this
+    run's own page times set (issue 26: a few times as long as its pages took), so it is
+    cut there, not held until its own deadline (the suite runs with SLEUTH_TOP_WAIT=0, see
+    conftest.py). Three sources: this topic has four on-topic pages that download, and
+    with five wanted gathering would wait for every page anyway (the off-topic ones are
+    set aside); a longer page deadline, so that three are read first on a loaded machine
+    too."""
     events: list[Any] = []
     report = sleuth.research_sync(
         web.topics[0].question, search="searxng", searxng_url=web.searxng_url,
         allow_private_urls=True, timeout=3 * PAGE_TIMEOUT, no_store=True, top_wait=600,
         max_sources=3, on_event=events.append)
     waits = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
-    assert len(waits) == 1 and waits[0]["pages"] == 1 and waits[0]["seconds"] > 500
+    assert len(waits) == 1 and waits[0]["pages"] == 1
+    # Loopback pages take well under a second: the bound, not --top-wait, ends the wait.
+    assert waits[0]["seconds"] < 60
     reasons = {f.url: f.reason for f in report.failures}
-    assert reasons[web.hostile["slow_drip"]] == f"timed out after {3 * PAGE_TIMEOUT:g}s"
+    # (Its deadline may still come first where a loaded machine made every page slow.)
+    assert reasons[web.hostile["slow_drip"]] in (
+        "not waited for: enough sources were read first", f"timed out after {3 * PAGE_TIMEOUT:g}s")
     assert report.sources

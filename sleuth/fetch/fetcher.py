@@ -10,7 +10,9 @@ extraction, in :mod:`sleuth.extraction`'s workers, comes after it), reads at mos
 one canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
 requests to one host are ``host_delay`` apart, one host gives at most
 ``max_pages_per_host`` pages, and with ``respect_robots`` its robots.txt is obeyed.
-``allow_domains``/``deny_domains`` are applied by the guard to every hop.
+``allow_domains``/``deny_domains`` are applied by the guard to every hop. The requests
+themselves (pacing, redirects, robots.txt, the browser's) are made by its base,
+:class:`~sleuth.fetch.transfer.HttpTransfer`.
 
 Two optional seams keep it independent of the run store (:mod:`sleuth.fetch.cache`): a
 :class:`PageCache` (consulted before the network, revalidated with a conditional request
@@ -24,11 +26,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
 
@@ -36,10 +37,10 @@ import httpx
 
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
-from sleuth.extraction.content import ACCEPTED_TYPES, HTML_TYPES, Body, Unreadable, convert
+from sleuth.extraction.content import HTML_TYPES, Body, Unreadable, convert
 from sleuth.extraction.text import truncate_text
 from sleuth.extraction.workers import TooComplex, extract_limits, run_bounded, start_pool
-from sleuth.fetch.body import parse_content_type, read_body
+from sleuth.fetch.body import parse_content_type
 from sleuth.fetch.browser import (
     Browser,
     Fetched,
@@ -56,17 +57,13 @@ from sleuth.fetch.cache import (
     Validators,
     lookup,
     quietly,
-    validators_of,
 )
-from sleuth.fetch.guard import DomainRules, GuardedTransport, check_url, is_public_address
+from sleuth.fetch.guard import DomainRules, GuardedTransport, is_public_address
 from sleuth.fetch.politeness import (
     CAPPED,
-    ROBOTS_MAX_BYTES,
-    ROBOTS_TIMEOUT,
     Politeness,
-    Robots,
-    robots_url,
 )
+from sleuth.fetch.transfer import _HEADERS, HttpTransfer, _Download, _network_reason
 from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
@@ -81,32 +78,6 @@ KEEPALIVE = 32
 
 DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
 
-_REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
-_ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
-_HEADERS = {
-    "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
-               "text/markdown;q=0.8,*/*;q=0.1"),
-    "Accept-Language": "en;q=1.0, *;q=0.5",
-    # Only what the Inflater can decode with a bound on output (see sleuth.fetch.body).
-    "Accept-Encoding": "gzip, deflate",
-}
-
-
-@dataclass(frozen=True)
-class _Download:
-    url: str
-    status: int
-    mime: str
-    charset: str | None
-    data: bytes
-    engine: str = "httpx"
-    validators: Validators = field(default_factory=Validators)
-    #: The compressed body ended before its compressed stream did (a cut-off download).
-    incomplete: bool = False
-    #: The IP address the body came from, when the transport says (httpcore does).
-    address: str | None = None
-
-
 @dataclass
 class _Entry:
     """One canonical URL's fetch, shared by everyone who asks for it."""
@@ -115,30 +86,11 @@ class _Entry:
     waiters: int = 0
 
 
-def _peer(response: httpx.Response) -> str | None:
-    """The IP address ``response`` came from, if its transport tells (httpcore's does)."""
-    stream = response.extensions.get("network_stream")
-    try:
-        peer = stream.get_extra_info("server_addr") if stream is not None else None
-    except Exception:  # a transport's own stream type: nothing to learn from it
-        return None
-    return str(peer[0]) if isinstance(peer, tuple) and peer else None
-
-
 def _fallback_title(text: str, url: str) -> str:
     first = text.split("\n", 1)[0].strip()
     return first if 0 < len(first) <= 120 else url
 
 
-def _network_reason(exc: httpx.HTTPError) -> str:
-    message = _ERRNO.sub("", str(exc)) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectError):
-        reason = f"could not connect ({message})"
-    elif isinstance(exc, httpx.RemoteProtocolError):
-        reason = f"broken HTTP response ({message})"
-    else:
-        reason = f"network error ({type(exc).__name__}: {message})"
-    return reason[:200]
 
 
 class RunFetcher:
@@ -172,7 +124,7 @@ class RunFetcher:
         return self.fetcher.robots_notes
 
 
-class Fetcher:
+class Fetcher(HttpTransfer):
     """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
 
     ``transport`` replaces the guarded network transport (tests use
@@ -353,10 +305,6 @@ class Fetcher:
             await quietly(self._cache.put(url, result, validators, public=public))
         return result
 
-    def _check(self, url: str) -> None:
-        """The guard's verdict on ``url`` under this run's settings (raises BlockedURLError)."""
-        check_url(url, self._settings.allow_private_urls, self._domains)
-
     async def usable(self, url: str, cached: CachedResult) -> bool:
         """Whether ``cached`` may answer for ``url`` in this run, with no request sent.
 
@@ -399,72 +347,6 @@ class Fetcher:
         if not self._private_allowed(url):
             return True
         return address is not None and is_public_address(address)
-
-    # -- politeness (see sleuth.fetch.politeness) --------------------------------------------
-
-    @property
-    def robots_notes(self) -> dict[str, str]:
-        """Sites whose robots.txt could not be read (origin: why); they were treated as
-        allowing everything. Only filled with ``respect_robots``."""
-        return self._polite.robots_notes
-
-    async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` (streaming) once its host's turn has come."""
-        assert self._client is not None
-        await self._polite.pace(request.url.host)
-        return await self._client.send(request, stream=True)
-
-    async def _read_robots(self, origin: str) -> Robots:
-        """The robots.txt of ``origin``: read once per run, never a reason to fail."""
-        url = robots_url(origin)
-        try:
-            async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._settings.timeout)):
-                robots = await self._download_robots(url)
-        except Unreadable as exc:
-            robots = Robots.allow_all(f"robots.txt {exc.reason}")
-        except BlockedURLError as exc:
-            robots = Robots.allow_all(f"robots.txt blocked: {exc.reason}")
-        except (TimeoutError, httpx.TimeoutException):
-            robots = Robots.allow_all("robots.txt timed out")
-        except httpx.HTTPError as exc:
-            robots = Robots.allow_all(f"robots.txt: {_network_reason(exc)}")
-        except Exception as exc:  # like pages: a broken robots.txt never ends the run
-            log.warning("unexpected error reading %s", url, exc_info=True)
-            robots = Robots.allow_all(f"robots.txt: unexpected error ({type(exc).__name__})")
-        if robots.note:
-            log.info("%s: %s; treating every page as allowed", origin, robots.note)
-        return robots
-
-    async def _download_robots(self, url: str) -> Robots:
-        current = httpx.URL(url)
-        for _ in range(self._settings.max_redirects + 1):
-            self._check(str(current))
-            response = await self._send(self._client_request(current))
-            try:
-                status = response.status_code
-                location = response.headers.get("location")
-                if status in _REDIRECT_CODES and location:
-                    current = response.url.join(location)
-                    continue
-                if 400 <= status < 500:
-                    return Robots.allow_all()  # no robots.txt (or none for us): no rules
-                if not 200 <= status < 300:
-                    return Robots.allow_all(f"robots.txt answered HTTP {status}")
-                data = await self._read_body(response, ROBOTS_MAX_BYTES)
-            finally:
-                await response.aclose()
-            return Robots.parse(data.decode("utf-8", "replace"))
-        return Robots.allow_all("robots.txt: too many redirects")
-
-    def _client_request(self, url: httpx.URL, headers: dict[str, str] | None = None
-                        ) -> httpx.Request:
-        assert self._client is not None
-        return self._client.build_request("GET", url, headers=headers)
-
-    async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
-        """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
-        return (await read_body(response, self._settings.max_page_bytes if cap is None
-                                else cap))[0]
 
     async def _fetch_network(self, url: str, stale: CachedResult | None
                              ) -> tuple[Page | FetchFailure, Validators, bool]:
@@ -576,81 +458,6 @@ class Fetcher:
         return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
                          charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
 
-    async def _fetch_for_browser(self, method: str, url: str, headers: dict[str, str],
-                                 body: bytes | None) -> Fetched:
-        """One request of the browser's, made by sleuth's guarded client.
-
-        Redirects are followed here, every hop checked like a page's (Chromium never
-        sees a redirect, whose hops Playwright would not let us check); the body is
-        read under ``max_page_bytes`` like a page's. Not paced: a page's scripts and
-        data come together, as in any browser.
-        """
-        assert self._client is not None
-        current = url
-        for _ in range(self._settings.max_redirects + 1):
-            self._check(current)
-            response = await self._client.send(self._client.build_request(
-                method, current, headers=headers, content=body), stream=True)
-            try:
-                status = response.status_code
-                location = response.headers.get("location")
-                if status in _REDIRECT_CODES and location:
-                    target = response.url.join(location)
-                    if target.host != response.url.host:
-                        # As browsers do: credentials do not follow a request to another host.
-                        headers = {k: v for k, v in headers.items()
-                                   if k.lower() not in ("cookie", "authorization")}
-                    if status == 303 or (status in (301, 302) and method == "POST"):
-                        method, body = ("HEAD" if method == "HEAD" else "GET"), None
-                    current = str(target)
-                    continue
-                data = await self._read_body(response)
-                return Fetched(url=str(response.url), status=status,
-                               headers=tuple(response.headers.multi_items()), body=data)
-            finally:
-                await response.aclose()
-        raise Unreadable("too many redirects")
-
-    async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
-                        ) -> _Download:
-        """GET ``url``, following up to ``max_redirects`` redirects by hand."""
-        assert self._client is not None
-        self._check(url)  # before httpx parses it at all
-        current = httpx.URL(url.strip())
-        seen: set[str] = set()
-        for _ in range(self._settings.max_redirects + 1):
-            # Every hop is checked; the guarded transport re-checks its addresses too.
-            self._check(str(current))
-            if self._settings.respect_robots:
-                await self._polite.obey_robots(str(current))
-            seen.add(str(current.copy_with(fragment=None)))
-            # Ask "changed since?" only of the URL the cached page really came from.
-            ask = conditional is not None and str(current) == conditional[0]
-            headers = conditional[1].headers() if conditional is not None and ask else None
-            response = await self._send(self._client_request(current, headers))
-            try:
-                status = response.status_code
-                if status == 304 and ask:
-                    raise NotModified(validators_of(response.headers))
-                location = response.headers.get("location")
-                if status in _REDIRECT_CODES and location:
-                    current = response.url.join(location)
-                    if str(current.copy_with(fragment=None)) in seen:
-                        raise Unreadable("redirect loop", status)
-                    continue
-                if not 200 <= status < 300:
-                    raise Unreadable(f"HTTP {status}", status)
-                mime, charset = parse_content_type(response.headers.get("content-type", ""))
-                if mime not in ACCEPTED_TYPES:
-                    raise Unreadable(f"unsupported content type {mime}", status)
-                data, complete = await read_body(response, self._settings.max_page_bytes)
-                return _Download(url=str(response.url), status=status, mime=mime,
-                                 charset=charset, data=data,
-                                 validators=validators_of(response.headers),
-                                 incomplete=not complete, address=_peer(response))
-            finally:
-                await response.aclose()
-        raise Unreadable("too many redirects")
 
 async def fetch_page(url: str, settings: Settings | None = None) -> Page:
     """Fetch one page; raises :class:`BlockedURLError` or :class:`FetchError` when it can't.

@@ -133,7 +133,11 @@ class _Batch:
                 raise ConfigError(f"{field_meta(name)['flag']} applies to the whole batch: "
                                   "give it on the command line, not per question")
         settings = with_options(self.base, question.options)
-        limits: dict[str, float] = {}
+        limits: dict[str, Any] = {}
+        if settings.fetch_order == "auto":
+            # Rank decides a batch's sources: the same whichever downloads finish first
+            # and whatever the shared cache (or a Ray worker's own) holds (issue 25).
+            limits["fetch_order"] = "rank"
         if self.max_time is not None:
             left = self.max_time - (time.monotonic() - self.started)
             limits["max_time"] = min(settings.max_time or math.inf, max(left, 0.001))

@@ -10,103 +10,28 @@ pages still on their way and none for the other stragglers.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+import math
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from sleuth.models import Candidate, Failure, FetchFailure, Page
+from sleuth.pipeline.gather_rules import (
+    MIN_ASIDE,
+    WAITS,
+    Gate,
+    Gathered,
+    KeepAll,
+    PageCheck,
+    Waits,
+    is_local,
+)
 from sleuth.progress import Event, ProgressCallback, no_progress
 
 if TYPE_CHECKING:
     from sleuth.budget import Budget
     from sleuth.fetch import Fetcher, RunFetcher
 
-#: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
-PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
-Pages = list[tuple[Candidate, Page]]
-
-
-class Gate(Protocol):
-    """What decides which pages read are sources (``sleuth.stages.relevance.Relevance``)."""
-
-    def check(self, candidate: Candidate, page: Page) -> str | None:
-        """As a page arrives: None to read it on, else why it is set aside."""
-
-    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
-               ) -> tuple[Pages, list[Failure]]:
-        """The sources among ``pages`` (in rank order), and the pages left out, as failures."""
-
-    def forget(self, urls: set[str]) -> None:
-        """Drop what was judged of ``urls`` (canonical): as if they had never been read."""
-
-    def likely(self, candidate: Candidate) -> bool:
-        """Whether a page not read yet may become a source (judged on its search result)."""
-
-
-class _Keep:
-    """Without a gate: every page read is on-topic; the best-ranked are kept."""
-
-    def check(self, candidate: Candidate, page: Page) -> str | None:
-        return None
-
-    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
-               ) -> tuple[Pages, list[Failure]]:
-        return list(pages[:want]), []
-
-    def forget(self, urls: set[str]) -> None:
-        return None
-
-    def likely(self, candidate: Candidate) -> bool:
-        return True
-
-
-def _local(candidate: Candidate) -> bool:
-    """A local document (``file://``): read from disk, no request, no waiting on a server."""
-    return candidate.url[:5].lower() == "file:"
-
-
-@dataclass(frozen=True)
-class Waits:
-    """How long gathering waits, once enough pages are read, for better-ranked ones.
-
-    A page in the top half of those wanted that is still on its way gets
-    ``grace_share`` of the time gathering has taken so far, and at least
-    ``grace_min_s``, to come in (see ``_Gatherer._wait_for_better``). 0.4, not 0.5: the
-    same HotpotQA recall at full latency, and wall within 1.2x the critical path on the
-    three bench seeds (bench/README.md).
-
-    The best-ranked candidate is the page a reader opens first: still on its way once
-    enough pages are read, it is waited for until ``top_s`` after gathering began (when
-    that is later than the grace above). Pages take 0.4 s at the median and over 3 s one
-    time in ten; the grace alone cut the top page for 2-3 s pages, the commonest reason a
-    HotpotQA report missed a gold page. Only the first page: waiting as long for the
-    second too cost seed 9 a wall of 1.58x its critical path (bench/README.md).
-    """
-
-    grace_share: float = 0.4
-    grace_min_s: float = 0.25
-    top_s: float = 3.0
-
-
-#: Off-topic pages set aside before gathering stops looking further down the ranking: at
-#: least this many, or ``want`` when more are wanted (with ``--max-sources 2``, two
-#: off-topic PDFs ranked first ended a run with one source while on-topic pages waited).
-MIN_ASIDE = 6
-
-#: The waits of a run (``--top-wait`` sets ``top_s``; the tests of the waits pass others).
-WAITS = Waits()
-
-
-@dataclass
-class Gathered:
-    """Pages in candidate order, what went wrong along the way, and why gathering stopped."""
-
-    pages: list[tuple[Candidate, Page]] = field(default_factory=list)
-    failures: list[Failure] = field(default_factory=list)
-    attempted: int = 0
-    #: Of ``attempted``, how many were answered by ``known`` (the page cache).
-    cached: int = 0
-    stopped_by: str | None = None
+__all__ = ["MIN_ASIDE", "WAITS", "Gate", "Gathered", "PageCheck", "Waits", "gather_pages"]
 
 
 async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetcher, want: int,
@@ -116,7 +41,8 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
                        on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
                        accept: PageCheck | None = None,
                        more: asyncio.Future[list[Candidate]] | None = None,
-                       waits: Waits = WAITS, gate: Gate | None = None) -> Gathered:
+                       waits: Waits = WAITS, gate: Gate | None = None,
+                       by_rank: bool = False) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -142,9 +68,13 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     the next candidate is fetched instead, until as many pages were set aside as are
     wanted. Once gathering ends the gate chooses the sources among the pages read (in
     rank order); the pages it leaves out are failures of the ``read`` stage.
+
+    ``by_rank`` (``--fetch-order rank``, a batch's default): rank alone decides which pages
+    are read, never which downloads finish first or which pages a cache had (see
+    ``_Gatherer._by_rank``).
     """
     gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
-                         waits, gate or _Keep())
+                         waits, gate or KeepAll(), by_rank)
     return await gatherer.run(known or {})
 
 
@@ -155,12 +85,13 @@ class _Gatherer:
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
                  accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
-                 waits: Waits = WAITS, gate: Gate | None = None) -> None:
+                 waits: Waits = WAITS, gate: Gate | None = None, by_rank: bool = False
+                 ) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
-        self.waits = waits
-        self.gate: Gate = gate or _Keep()
+        self.waits, self.by_rank = waits, by_rank
+        self.gate: Gate = gate or KeepAll()
         #: Pages the gate set aside as they arrived (they do not count as read).
         self.aside = 0
         self.aside_cap = max(want, MIN_ASIDE)
@@ -176,16 +107,24 @@ class _Gatherer:
         self.at_hand: Mapping[str, Page | FetchFailure] = {}
         self.more_taken = False
         self.started = 0.0
+        #: When each candidate's download started; how long each page read took.
+        self.launched: dict[str, float] = {}
+        self.timings: list[float] = []
 
     async def run(self, known: Mapping[str, Page | FetchFailure]) -> Gathered:
         self.at_hand = known
         self.started = asyncio.get_running_loop().time()
         self._take_known()
-        self._launch()
         try:
-            await self._loop()
-            await self._local_by_rank()
-            await self._wait_for_better()
+            if self.by_rank and not all(is_local(c) for c in self.candidates):
+                cut = await self._loop_by_rank()
+                if cut is not None:
+                    self._let_go(self.order[cut:])
+            else:
+                self._launch()
+                await self._loop()
+                await self._local_by_rank()
+                await self._wait_for_better()
         finally:
             await self._drop_stragglers()
         # Pages finishing in the same wait can overshoot ``want``: the gate keeps the
@@ -232,6 +171,7 @@ class _Gatherer:
         if self.budget is not None:
             self.budget.charge_fetch()
         self.on_event(Event("fetch_start", f"fetching {candidate.url}", {"url": candidate.url}))
+        self.launched[candidate.canonical_url] = asyncio.get_running_loop().time()
         self.running[asyncio.ensure_future(self.fetcher.fetch(candidate.url))] = candidate
 
     async def _loop(self) -> None:
@@ -251,6 +191,70 @@ class _Gatherer:
                 self.out.stopped_by = budget.exhausted()
                 return
             self._launch()
+
+    def _by_rank(self) -> tuple[int | None, Candidate | None, int]:
+        """Where rank order puts the end of the sources, walking the ranking from the top.
+
+        Each candidate is read, set aside, failed, still out (downloading or being judged)
+        or not tried. The sources are settled once ``want`` are read (or ``aside_cap`` set
+        aside) with none better-ranked still out: then (one past the last that counts,
+        None, 0). Otherwise (None, the first candidate not tried before that point if one
+        is needed, how many pages up to it are read or still out). What a page gives does
+        not depend on when it arrives or whether a cache had it (a download's own time
+        cap, ``--timeout``, ends the wait for one that never finishes), so neither does
+        the choice: a batch in one process and on Ray agree (issue 25).
+        """
+        out = {c.canonical_url for _, c in self._out_pairs()}
+        read = aside = pending = end = 0
+        for candidate in self.order:
+            url = candidate.canonical_url
+            if url in out:
+                pending += 1
+            elif url not in self.tried:
+                return None, candidate, read + pending
+            else:
+                read += url in self.done
+                aside += url in self.set_aside
+            end += 1
+            if read >= self.want or aside >= self.aside_cap:
+                break
+        return (None if pending else end), None, read + pending
+
+    async def _loop_by_rank(self) -> int | None:
+        """Fetch down the ranking until rank order settles the sources (``_by_rank``).
+
+        As in a live run, up to ``window`` pages are read or out at once, and a failed or
+        off-topic page is replaced by the next in line; a fuller ranking on its way
+        (``more``) is waited for. Returns where the sources end; None when a budget
+        stopped gathering first.
+        """
+        budget = self.budget
+        while True:
+            cut, untried, busy = self._by_rank()
+            while untried is not None and busy < self.window:
+                if budget is not None and (reason := budget.exhausted()):
+                    self.out.stopped_by = reason
+                    break
+                if untried in self.queue:
+                    self.queue.remove(untried)
+                self._start(untried)
+                cut, untried, busy = self._by_rank()
+            if cut is not None and not self._coming():
+                return cut
+            waiting: list[asyncio.Future[Any]] = [*self.running, *self.judging]
+            if self._coming():
+                assert self.more is not None
+                waiting.append(self.more)
+            if not waiting:
+                return None
+            finished, _ = await asyncio.wait(
+                waiting, timeout=budget.seconds_left() if budget is not None else None,
+                return_when=asyncio.FIRST_COMPLETED)
+            for task in finished:
+                self._settle(task)
+            if budget is not None and budget.seconds_left() == 0:
+                self.out.stopped_by = budget.exhausted()
+                return None
 
     async def _wait_for_better(self) -> None:
         """Once enough pages are read, give the top-ranked ones still on their way a little longer.
@@ -284,25 +288,41 @@ class _Gatherer:
             now = loop.time()
             # (rank, task) of each better-ranked page still out; past the grace, only the first.
             # Only a page that may displace one kept: its search result looks on-topic.
-            better = [(rank, task) for rank, task in self._out_there(position)
-                      if rank < top and (rank == 0 or now < grace_end)
-                      and self.gate.likely(self._candidate_of(task))]
-            timeout = (top_end if any(rank == 0 for rank, _ in better) else grace_end) - now
-            left = self.budget.seconds_left() if self.budget is not None else None
-            if left is not None:
-                timeout = min(timeout, left)
-            if not better or timeout <= 0:
+            # (when its wait ends, task): never past the page's own bound (``_bound``).
+            ends = [(min(top_end if rank == 0 else grace_end, self._bound(task)), task)
+                    for rank, task in self._out_there(position)
+                    if rank < top and self.gate.likely(self._candidate_of(task))]
+            better = [(end, task) for end, task in ends if end > now]
+            budget_left = self.budget.seconds_left() if self.budget is not None else None
+            left = math.inf if budget_left is None else budget_left
+            if not better or left <= 0:
                 return
             if not told:  # else the status line sits on the last page read, unexplained
                 told = True
+                longest = min(max(end for end, _ in better) - now, left)
                 pages = f"{len(better)} better-ranked page{'s' if len(better) > 1 else ''}"
-                self.on_event(Event("info", f"waiting up to {timeout:.1f} s for {pages} "
+                self.on_event(Event("info", f"waiting up to {longest:.1f} s for {pages} "
                                     "still on the way",
-                                    {"pages": len(better), "seconds": round(timeout, 3)}))
+                                    {"pages": len(better), "seconds": round(longest, 3)}))
+            # Awake at the first page's end: from then on it is no longer waited for.
+            timeout = min(min(end for end, _ in better) - now, left)
             finished, _ = await asyncio.wait([task for _, task in better], timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
                 self._settle(task)
+
+    def _bound(self, task: asyncio.Future[Any]) -> float:
+        """When waiting for a download still out must end, whatever its rank: its start
+        plus ``bound_factor`` times the 90th percentile of this run's own page times
+        (``Page.elapsed_s`` of the pages read), and at least ``bound_min_s`` (issue 26).
+        A page being judged (downloaded already) has no such bound."""
+        url = self.running[task].canonical_url if task in self.running else None
+        start = self.launched.get(url) if url is not None else None
+        if start is None or not self.timings:
+            return math.inf
+        times = sorted(self.timings)
+        p90 = times[int(0.9 * (len(times) - 1))]
+        return start + max(self.waits.bound_min_s, self.waits.bound_factor * p90)
 
     async def _local_by_rank(self) -> None:
         """Local documents (``file://``) cost no request: rank decides which are kept,
@@ -314,7 +334,7 @@ class _Gatherer:
         gate (what each one gives is the same every run); pages read further down the
         ranking meanwhile are let go, as if never read. Bounded by the time budget.
         """
-        if not self.candidates or not all(_local(c) for c in self.candidates):
+        if not self.candidates or not all(is_local(c) for c in self.candidates):
             return
         if self.more is not None and not self.more_taken:
             await self._settle_one([self.more])
@@ -371,6 +391,8 @@ class _Gatherer:
         if self.on_result is not None:
             self.on_result(candidate, result)
         if isinstance(result, Page):
+            if result.elapsed_s:
+                self.timings.append(result.elapsed_s)
             if self.gate.check(candidate, result) is not None:
                 # Off-topic as read: the next candidate is fetched in its place; the gate
                 # keeps it (a page on-topic ones name may still be chosen) and reports it.

@@ -283,7 +283,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                                   on_result=on_result,
                                   accept=accept, more=more,
                                   waits=Waits(top_s=ctx.settings.top_wait),
-                                  gate=Relevance(ctx.topic) if gate else None)
+                                  gate=Relevance(ctx.topic) if gate else None,
+                                  by_rank=ctx.settings.fetch_order == "rank")
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before

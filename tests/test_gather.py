@@ -1,0 +1,85 @@
+"""The fetch window (``sleuth.pipeline.gather``): which pages read become sources, and how
+long gathering waits for a page still on its way.
+
+With a stand-in fetcher whose pages come when the test says (as tests/test_relevance.py's
+scheduler tests), so arrival order is the test's to choose; no wall time is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sleuth.models import Candidate, FetchFailure, Page, Quality
+from sleuth.pipeline.gather import Waits, gather_pages
+from sleuth.urls import canonicalize
+
+URLS = [f"https://{n}.example/" for n in "abcdefgh"]
+#: Every page read took this long (``Page.elapsed_s``): the run's own timings.
+PAGE_S = 0.05
+
+
+def cand(url: str) -> Candidate:
+    return Candidate(url=url, canonical_url=canonicalize(url), domain=url.split("/")[2],
+                     title=url, quality=Quality.UNVERIFIED, quality_score=2, frequency=1,
+                     score=1.0)
+
+
+def page(url: str) -> Page:
+    return Page(url=url, final_url=url, canonical_url=canonicalize(url), title=url,
+                text="Notes on the question, as a page of the web. " * 10,
+                content_type="text/html", status=200, elapsed_s=PAGE_S)
+
+
+class Held:
+    """``held`` pages come only once ``release`` is set (never, unless the test sets it)."""
+
+    def __init__(self, held: set[str]) -> None:
+        self.held = held
+        self.release = asyncio.Event()
+
+    async def fetch(self, url: str) -> Page | FetchFailure:
+        if url in self.held:
+            await self.release.wait()
+        else:
+            await asyncio.sleep(0)
+        return page(url)
+
+
+async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bound() -> None:
+    """Issue 26: the best-ranked page never comes; --top-wait would wait an hour, but once
+    the sources are in it is waited for no longer than ``bound_factor`` times this run's
+    page times (the floor set to 0 here), then cut as not waited for."""
+    fetcher = Held({URLS[0]})
+    events: list[Any] = []
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0,
+                  bound_min_s=0.0)
+    gathered = await asyncio.wait_for(gather_pages(
+        [cand(u) for u in URLS], fetcher, 3, events.append, waits=waits),  # type: ignore[arg-type]
+        timeout=60)
+    told = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
+    assert len(told) == 1 and told[0]["pages"] == 1
+    assert told[0]["seconds"] <= 3.0 * PAGE_S
+    assert [c.url for c, _ in gathered.pages] == URLS[1:4]
+    assert (URLS[0], "not waited for: enough sources were read first") in [
+        (f.url, f.reason) for f in gathered.failures]
+
+
+async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes() -> None:
+    """Issue 25: by rank (a batch), the slow best-ranked page is a source whenever it comes,
+    and the pages read meanwhile further down are let go; the first pages read win only
+    in the default order."""
+    for by_rank in (False, True):
+        fetcher = Held({URLS[0]})
+
+        def on_event(event: Any, fetcher: Held = fetcher) -> None:
+            # The best-ranked page comes only once the three sources wanted are read.
+            if event.kind == "fetched" and event.data["url"] == URLS[3]:
+                fetcher.release.set()
+
+        no_wait = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)
+        gathered = await asyncio.wait_for(gather_pages(
+            [cand(u) for u in URLS], fetcher, 3, on_event, waits=no_wait,  # type: ignore[arg-type]
+            by_rank=by_rank), timeout=60)
+        kept = [c.url for c, _ in gathered.pages]
+        assert kept == (URLS[:3] if by_rank else URLS[1:4]), by_rank
