@@ -188,6 +188,21 @@ def sources(lines: list[dict[str, Any]]) -> dict[str, list[str]]:
             for line in lines if line["status"] == "done"}
 
 
+def _say_differences(label: str, first: Batch, other: Batch) -> None:
+    """On stderr: each question whose sources differ, what each side cited and why the
+    other side's pages were not used (the failures its report records), to trace them."""
+    mine, theirs = sources(first.lines), sources(other.lines)
+    why = {line["id"]: line["report"].get("failures", []) for line in other.lines
+           if line["status"] == "done"}
+    for key, urls in mine.items():
+        if theirs.get(key) == urls:
+            continue
+        print(f"{label}: {key}: only first {sorted(set(urls) - set(theirs.get(key, [])))}; "
+              f"only {label} {sorted(set(theirs.get(key, [])) - set(urls))}", file=sys.stderr)
+        for failure in why.get(key, []):
+            print(f"    {label} failure: {json.dumps(failure)[:300]}", file=sys.stderr)
+
+
 def kill_and_rerun(w: WorldProcess, questions: Sequence[str], jobs: int,
                    seed: int) -> dict[str, Any]:
     """Kill -9 a batch once a random number of its questions are recorded; rerun it."""
@@ -296,13 +311,16 @@ def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
     mine = sources(first.lines)
     if args.again:
         print("batch, no model, again...", file=sys.stderr, flush=True)
-        theirs = sources(run_batch(w, qs, args.jobs, False).lines)
+        again = run_batch(w, qs, args.jobs, False)
+        _say_differences("again", first, again)
+        theirs = sources(again.lines)
         same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
         rows.append(f"| in-process batch run twice: questions with the same sources | "
                     f"{same} / {len(mine)} | |")
     if args.ray:
         print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
         ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
+        _say_differences("ray", first, ray_run)
         theirs = sources(ray_run.lines)
         same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
         rows.append(f"| Ray, 2 workers × {args.jobs // 2} jobs: wall | {ray_run.wall:.0f} s | |")
