@@ -18,9 +18,10 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib.util
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -49,8 +50,51 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher, RunFetcher
     from sleuth.llm.client import LLMClient, LLMUsage
 
-__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "RunContext", "Services", "check_run",
-           "check_settings", "clean_question", "documents_search", "open_run", "open_services"]
+__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "QuestionSearch", "RunContext", "Services",
+           "check_run", "check_settings", "clean_question", "documents_search", "open_run",
+           "open_services"]
+
+#: Set by the task that searches a question before its model loads (see
+#: :class:`QuestionSearch`): called once that search's request has been written.
+ON_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
+    "sleuth_on_sent", default=None)
+
+
+async def _trace_sent(request: httpx.Request) -> None:
+    """A search client's request hook: tell :data:`ON_SENT` (when the sending task set it)
+    once the request's body is on the wire (httpcore's ``trace`` extension)."""
+    on_sent = ON_SENT.get()
+    if on_sent is None:
+        return
+
+    async def trace(event: str, info: dict[str, Any]) -> None:
+        if event.endswith("send_request_body.complete"):
+            on_sent()
+
+    request.extensions = {**request.extensions, "trace": trace}
+
+
+@dataclass
+class QuestionSearch:
+    """The question's own search, sent before the model's SDK is loaded (issue 26).
+
+    A quick research with a model searches the question as asked at once, while the
+    model's client loads and the model plans: the user's first request goes out without
+    waiting for either. ``sent`` is set once its request is written (or it ended).
+    """
+
+    query: str
+    task: asyncio.Future[list[SearchHit]]
+    sent: asyncio.Event
+
+    async def on_the_wire(self) -> None:
+        """Wait until the search's request has been sent (or the search ended)."""
+        waiter = asyncio.ensure_future(self.sent.wait())
+        racing: list[asyncio.Future[Any]] = [waiter, self.task]
+        try:
+            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
 
 
 def documents_search(settings: Settings) -> Settings:
@@ -150,6 +194,9 @@ class Services:
         """The HTTP client the search providers share (closed with the services)."""
         if self._search_client is None:
             client = make_search_client(self.settings)
+            hooks = client.event_hooks
+            hooks["request"].append(_trace_sent)
+            client.event_hooks = hooks
             self._stack.push_async_callback(client.aclose)
             self._search_client = client
         return self._search_client
@@ -172,17 +219,22 @@ class Services:
         self._indexed = True
         return await asyncio.to_thread(self.store.index_documents)
 
-    async def llm_client(self, failures: list[Failure]) -> LLMClient | None:
+    async def llm_client(self, failures: list[Failure],
+                         chosen: Callable[[], object] | None = None) -> LLMClient | None:
         """The model's client, opened once (None: the no-LLM pipeline runs).
 
         How it was chosen is said on the progress stream; why there is none, when that
         is news (a configured server that cannot be reached), goes to ``failures``.
+        ``chosen`` is called as soon as a model is known to be configured, before its
+        client's SDK loads (or at once when the client is already open).
         """
         if not self._llm_opened:
             self._llm_opened = True
             self._llm = await self._stack.enter_async_context(open_llm_client(
                 self.settings, emit=self.emit, failures=failures,
-                cache=self.store.reply_cache))
+                cache=self.store.reply_cache, on_chosen=chosen))
+        elif self._llm is not None and chosen is not None:
+            chosen()
         return self._llm
 
     @property
@@ -252,6 +304,8 @@ class RunContext:
     shown: set[str] = field(default_factory=set)
     #: The run's view of the services' fetcher (made on first use by :meth:`fetcher`).
     run_fetcher: RunFetcher | None = None
+    #: The question's own search, when it was sent before the model loaded.
+    question_search: QuestionSearch | None = None
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]
@@ -294,10 +348,14 @@ class RunContext:
 
 @asynccontextmanager
 async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
-                   resume_id: str | None = None, services: Services | None = None
+                   resume_id: str | None = None, services: Services | None = None,
+                   with_model: Callable[[RunContext], object] | None = None
                    ) -> AsyncIterator[RunContext]:
     """Set up what a run needs: quality rules, budget, the run record, the documents index,
     the model; with its own :class:`Services` unless ``services`` are given.
+
+    ``with_model(ctx)`` is called once a model is known to be configured, before its SDK
+    loads (the quick research sends the question's search there).
 
     The run is recorded ``done`` once the body has passed its report to
     :meth:`RunContext.done`, ``interrupted`` on Ctrl-C or cancellation, ``failed``
@@ -319,11 +377,22 @@ async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
         ctx = RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
                          rules=rules, services=services, record=record)
         async with _finished(ctx):
-            await _prepare(ctx, language)
-            yield ctx
+            try:
+                await _prepare(ctx, language, with_model)
+                yield ctx
+            finally:
+                await _cancel(ctx.question_search)
 
 
-async def _prepare(ctx: RunContext, language: str) -> None:
+async def _cancel(search: QuestionSearch | None) -> None:
+    """Stop the question's search if the run ends before it does (an early exit)."""
+    if search is not None and not search.task.done():
+        search.task.cancel()
+        await asyncio.gather(search.task, return_exceptions=True)
+
+
+async def _prepare(ctx: RunContext, language: str,
+                   with_model: Callable[[RunContext], object] | None = None) -> None:
     """Say the run started, bring the documents index up to date, open the model."""
     record, services, emit = ctx.record, ctx.services, ctx.emit
     if record.run_id is not None:
@@ -334,7 +403,8 @@ async def _prepare(ctx: RunContext, language: str) -> None:
         record.record("documents", services.store.index_record())
         emit(services.store.index_event())
     # The model, when one is configured or a local Ollama answers (else None).
-    client = await services.llm_client(ctx.failures)
+    chosen = (lambda: with_model(ctx)) if with_model is not None else None
+    client = await services.llm_client(ctx.failures, chosen)
     if client is not None:
         ctx.llm = RunLLM(client, question=ctx.topic, language=language, budget=ctx.budget,
                          emit=emit, failures=ctx.failures)

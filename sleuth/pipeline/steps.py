@@ -34,7 +34,7 @@ from sleuth.models import (
     Stats,
 )
 from sleuth.pipeline.cached import CachedProvider
-from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.context import ON_SENT, QuestionSearch, RunContext
 from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
@@ -56,7 +56,7 @@ from sleuth.stages.write import (
 
 __all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
            "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
-           "search_stage", "write_stage"]
+           "search_question", "search_stage", "write_stage"]
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
@@ -82,6 +82,35 @@ async def plan_stage(ctx: RunContext) -> Plan:
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
+def search_question(ctx: RunContext) -> None:
+    """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
+
+    The quick research with a model calls it before the model's SDK loads (issue 26:
+    the first request went out only after the SDK, about 0.3 s of CPU, and the planning
+    call); the question is the query the no-LLM pipeline leads with, and GPT
+    Researcher's first search too. Its hits join the first round the model ranks; no
+    later step searches it again (:func:`search_stage` waits for it instead).
+    """
+    sent = asyncio.Event()
+    token = ON_SENT.set(sent.set)
+    try:  # the task copies the context: its request hook sees ON_SENT
+        task = asyncio.ensure_future(search_stage(
+            ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="rules")))
+    finally:
+        ON_SENT.reset(token)
+    task.add_done_callback(lambda _: sent.set())
+    ctx.question_search = QuestionSearch(ctx.topic, task, sent)
+
+
+def _in_flight(ctx: RunContext, queries: list[str]) -> dict[str, asyncio.Future[list[SearchHit]]]:
+    """Those of ``queries`` still being searched by the question's search (elsewhere)."""
+    early = ctx.question_search
+    if (early is None or early.task.done() or early.query not in queries
+            or early.task is asyncio.current_task()):
+        return {}
+    return {early.query: early.task}
+
+
 def results_wanted(settings: Settings) -> int:
     """Hits asked per query: ``--results-per-query``, or enough to fill ``--max-sources``
     with a spare half for the pages that fail or are off-topic, when that is more
@@ -100,7 +129,9 @@ async def search_stage(ctx: RunContext, plan: Plan,
     fetching can start).
     """
     settings = ctx.settings
-    queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
+    planned = list(dict.fromkeys(plan.queries))
+    waiting = _in_flight(ctx, planned)
+    queries = [q for q in planned if q not in ctx.searched and q not in waiting]
     # --max-time bounds the searches too: none starts after it, none runs past it.
     left = ctx.budget.seconds_left()
     timeout = settings.search_timeout if left is None else min(settings.search_timeout, left)
@@ -125,8 +156,8 @@ async def search_stage(ctx: RunContext, plan: Plan,
             for group in groups))
 
     answers: _Answers = []
-    if lead is not None and len(queries) > 1:
-        answers = await _search_with_lead(search, queries, lead)
+    if lead is not None and len(queries) + len(waiting) > 1:
+        answers = await _search_with_lead(search, planned, queries, lead, ctx, waiting)
     elif queries:
         answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
@@ -138,10 +169,17 @@ async def search_stage(ctx: RunContext, plan: Plan,
     ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
     for query in queries:
         ctx.searched[query] = [h for h in hits if h.query == query]
-    return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched.get(query, [])]
+    for task in waiting.values():  # its own stage records its hits and failures
+        await task
+    return [hit for query in planned for hit in ctx.searched.get(query, [])]
 
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
+
+
+async def _as_answers(task: asyncio.Future[list[SearchHit]]) -> _Answers:
+    """A search in flight elsewhere, as an answer to race (recorded by its own stage)."""
+    return [(await asyncio.shield(task), [])]
 
 
 def explain_empty_search(ctx: RunContext) -> None:
@@ -196,21 +234,27 @@ def _unreachable_line(settings: Settings, providers: list[str]) -> str:
 
 
 async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
-                            queries: list[str], lead: asyncio.Future[list[SearchHit]]
-                            ) -> _Answers:
-    """Search every query; resolve ``lead`` with the hits of the first query to answer
-    among those that hold the whole question (it, and its templated variants).
+                            planned: list[str], queries: list[str],
+                            lead: asyncio.Future[list[SearchHit]], ctx: RunContext,
+                            waiting: dict[str, asyncio.Future[list[SearchHit]]]) -> _Answers:
+    """Search ``queries`` (of ``planned``); resolve ``lead`` with the hits of the first
+    query to answer among those that hold the whole question (it, and its templated
+    variants), whether searched here, already searched, or still ``waiting``.
 
     Those rank the same pages as the question itself (the fragments of a split
     question do not: ranking their hits first cited more off-topic pages), so
     fetching waits only for the quickest of them.
     """
-    whole = whole_question(queries)
-    tasks = [asyncio.ensure_future(search([query])) for query in whole]
+    whole = whole_question(planned)
+    known = [hit for query in whole for hit in ctx.searched.get(query, [])]
+    if known:
+        lead.set_result(known)
+    tasks = [asyncio.ensure_future(search([query])) for query in whole if query in queries]
     rest = [query for query in queries if query not in whole]
     others = asyncio.ensure_future(search(rest)) if rest else None
     try:
-        for next_answer in asyncio.as_completed(tasks):
+        racing = [*tasks, *(_as_answers(waiting[q]) for q in whole if q in waiting)]
+        for next_answer in asyncio.as_completed(racing):
             hits = [hit for found, _ in await next_answer for hit in found]
             if hits and not lead.done():
                 lead.set_result(hits)
