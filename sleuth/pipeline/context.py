@@ -189,6 +189,9 @@ class Services:
         self._indexed = False
         self._llm_opened = False
         self._llm: LLMClient | None = None
+        # Runs sharing these wait for the one opening the client (its SDK loads in a
+        # thread): none may take "no model" for an answer while it loads.
+        self._llm_lock = asyncio.Lock()
 
     def search_client(self) -> httpx.AsyncClient:
         """The HTTP client the search providers share (closed with the services)."""
@@ -228,12 +231,14 @@ class Services:
         ``chosen`` is called as soon as a model is known to be configured, before its
         client's SDK loads (or at once when the client is already open).
         """
-        if not self._llm_opened:
-            self._llm_opened = True
-            self._llm = await self._stack.enter_async_context(open_llm_client(
-                self.settings, emit=self.emit, failures=failures,
-                cache=self.store.reply_cache, on_chosen=chosen))
-        elif self._llm is not None and chosen is not None:
+        async with self._llm_lock:
+            if not self._llm_opened:
+                self._llm_opened = True
+                self._llm = await self._stack.enter_async_context(open_llm_client(
+                    self.settings, emit=self.emit, failures=failures,
+                    cache=self.store.reply_cache, on_chosen=chosen))
+                return self._llm
+        if self._llm is not None and chosen is not None:
             chosen()
         return self._llm
 
