@@ -21,7 +21,7 @@ import asyncio
 import contextvars
 import importlib.util
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -74,6 +74,11 @@ async def _trace_sent(request: httpx.Request) -> None:
     request.extensions = {**request.extensions, "trace": trace}
 
 
+#: The longest the model's client and planning wait for the question's search to be sent
+#: (a loopback or nearby engine takes milliseconds; DNS or a connect may take longer).
+SEND_WAIT_S = 2.0
+
+
 @dataclass
 class QuestionSearch:
     """The question's own search, sent before the model's SDK is loaded (issue 26).
@@ -88,11 +93,13 @@ class QuestionSearch:
     sent: asyncio.Event
 
     async def on_the_wire(self) -> None:
-        """Wait until the search's request has been sent (or the search ended)."""
+        """Wait until the search's request has been sent (or the search ended), at most
+        :data:`SEND_WAIT_S`: a search engine slow to connect does not hold up the model."""
         waiter = asyncio.ensure_future(self.sent.wait())
         racing: list[asyncio.Future[Any]] = [waiter, self.task]
         try:
-            await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(racing, timeout=SEND_WAIT_S,
+                               return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
 
@@ -223,13 +230,15 @@ class Services:
         return await asyncio.to_thread(self.store.index_documents)
 
     async def llm_client(self, failures: list[Failure],
-                         chosen: Callable[[], object] | None = None) -> LLMClient | None:
+                         chosen: Callable[[], Awaitable[None] | None] | None = None
+                         ) -> LLMClient | None:
         """The model's client, opened once (None: the no-LLM pipeline runs).
 
         How it was chosen is said on the progress stream; why there is none, when that
         is news (a configured server that cannot be reached), goes to ``failures``.
         ``chosen`` is called as soon as a model is known to be configured, before its
-        client's SDK loads (or at once when the client is already open).
+        client's SDK loads (or at once when the client is already open); the SDK loads
+        once what it returns, if anything, is awaited.
         """
         async with self._llm_lock:
             if not self._llm_opened:
@@ -239,7 +248,7 @@ class Services:
                     cache=self.store.reply_cache, on_chosen=chosen))
                 return self._llm
         if self._llm is not None and chosen is not None:
-            chosen()
+            chosen()  # the client is open: nothing to wait for
         return self._llm
 
     @property
@@ -354,13 +363,14 @@ class RunContext:
 @asynccontextmanager
 async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
                    resume_id: str | None = None, services: Services | None = None,
-                   with_model: Callable[[RunContext], object] | None = None
+                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
                    ) -> AsyncIterator[RunContext]:
     """Set up what a run needs: quality rules, budget, the run record, the documents index,
     the model; with its own :class:`Services` unless ``services`` are given.
 
     ``with_model(ctx)`` is called once a model is known to be configured, before its SDK
-    loads (the quick research sends the question's search there).
+    loads (the quick research sends the question's search there); what it returns, if
+    anything, is awaited before the SDK loads.
 
     The run is recorded ``done`` once the body has passed its report to
     :meth:`RunContext.done`, ``interrupted`` on Ctrl-C or cancellation, ``failed``
@@ -397,7 +407,8 @@ async def _cancel(search: QuestionSearch | None) -> None:
 
 
 async def _prepare(ctx: RunContext, language: str,
-                   with_model: Callable[[RunContext], object] | None = None) -> None:
+                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
+                   ) -> None:
     """Say the run started, bring the documents index up to date, open the model."""
     record, services, emit = ctx.record, ctx.services, ctx.emit
     if record.run_id is not None:

@@ -82,14 +82,15 @@ async def plan_stage(ctx: RunContext) -> Plan:
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
-def search_question(ctx: RunContext) -> None:
+def search_question(ctx: RunContext) -> Awaitable[None]:
     """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
 
     The quick research with a model calls it before the model's SDK loads (issue 26:
     the first request went out only after the SDK, about 0.3 s of CPU, and the planning
     call); the question is the query the no-LLM pipeline leads with, and GPT
     Researcher's first search too. Its hits join the first round the model ranks; no
-    later step searches it again (:func:`search_stage` waits for it instead).
+    later step searches it again (:func:`search_stage` waits for it instead). Returns
+    what waits until its request is on the wire.
     """
     sent = asyncio.Event()
     token = ON_SENT.set(sent.set)
@@ -100,6 +101,7 @@ def search_question(ctx: RunContext) -> None:
         ON_SENT.reset(token)
     task.add_done_callback(lambda _: sent.set())
     ctx.question_search = QuestionSearch(ctx.topic, task, sent)
+    return ctx.question_search.on_the_wire()
 
 
 def _in_flight(ctx: RunContext, queries: list[str]) -> dict[str, asyncio.Future[list[SearchHit]]]:
