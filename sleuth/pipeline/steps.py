@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sleuth._format import plural
 from sleuth.lang import labels_for
@@ -40,19 +40,15 @@ from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
-from sleuth.stages.check import check_citations, evidence_of, footer
 from sleuth.stages.plan import llm_plan, make_plan, whole_question
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
-from sleuth.stages.relevance import Relevance
-from sleuth.stages.select import select_candidates
-from sleuth.stages.write import (
-    Confidence,
-    confidence,
-    render_llm_markdown,
-    render_markdown,
-    write_body,
-)
+
+if TYPE_CHECKING:
+    from sleuth.stages.write import Confidence
+
+# The stages after the searches (select, relevance, write, check) are imported by the
+# steps that use them: a run's first search does not wait for their import (issue 26).
 
 __all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
            "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
@@ -279,6 +275,8 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
     else:
+        from sleuth.stages.select import select_candidates
+
         candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
                                                      ctx.rules, picked=ctx.picks,
                                                      shown=ctx.shown)
@@ -305,6 +303,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
     branches do without it: a bridge page names the hop, not the question's terms).
     """
+    from sleuth.stages.relevance import Relevance
+
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
     if recorder is not None:
@@ -415,6 +415,8 @@ class Draft:
 
 async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
     """Stage 6: with a model, the report body it writes (citations unchecked yet)."""
+    from sleuth.stages.write import confidence, write_body
+
     level, reason = confidence(sources)
     body = None
     if ctx.llm is not None and sources:
@@ -425,6 +427,8 @@ async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
 async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
                       gathered: Gathered) -> Draft:
     """Stage 7: the model's body with only the citations that hold (``--verify``)."""
+    from sleuth.stages.check import check_citations, evidence_of
+
     if draft.body is None or ctx.llm is None:
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
@@ -437,6 +441,9 @@ async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
 def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered,
                  draft: Draft) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
+    from sleuth.stages.check import footer
+    from sleuth.stages.write import render_llm_markdown, render_markdown
+
     level, reason, llm = draft.level, draft.reason, ctx.llm
     if draft.body is not None and draft.citations is not None and llm is not None:
         markdown = render_llm_markdown(ctx.topic, draft.body, sources, ctx.failures, level,
