@@ -18,7 +18,6 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import importlib.util
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth._extras import missing_extra
 from sleuth._question import MAX_QUESTION_CHARS, clean_question
+from sleuth._sent import trace_sent
 from sleuth.budget import Budget
 from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
@@ -53,26 +53,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "QuestionSearch", "RunContext", "Services",
            "check_run", "check_settings", "clean_question", "documents_search", "open_run",
            "open_services"]
-
-#: Set by the task that searches a question before its model loads (see
-#: :class:`QuestionSearch`): called once that search's request has been written.
-ON_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "sleuth_on_sent", default=None)
-
-
-async def _trace_sent(request: httpx.Request) -> None:
-    """A search client's request hook: tell :data:`ON_SENT` (when the sending task set it)
-    once the request's body is on the wire (httpcore's ``trace`` extension)."""
-    on_sent = ON_SENT.get()
-    if on_sent is None:
-        return
-
-    async def trace(event: str, info: dict[str, Any]) -> None:
-        if event.endswith("send_request_body.complete"):
-            on_sent()
-
-    request.extensions = {**request.extensions, "trace": trace}
-
 
 #: The longest the model's client and planning wait for the question's search to be sent
 #: (a loopback or nearby engine takes milliseconds; DNS or a connect may take longer).
@@ -205,7 +185,7 @@ class Services:
         if self._search_client is None:
             client = make_search_client(self.settings)
             hooks = client.event_hooks
-            hooks["request"].append(_trace_sent)
+            hooks["request"].append(trace_sent)
             client.event_hooks = hooks
             self._stack.push_async_callback(client.aclose)
             self._search_client = client

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sleuth._format import plural
+from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
@@ -34,7 +35,7 @@ from sleuth.models import (
     Stats,
 )
 from sleuth.pipeline.cached import CachedProvider
-from sleuth.pipeline.context import ON_SENT, QuestionSearch, RunContext
+from sleuth.pipeline.context import QuestionSearch, RunContext
 from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
