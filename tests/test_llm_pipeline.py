@@ -474,6 +474,21 @@ def test_an_unreachable_server_means_the_no_llm_pipeline(web: OfflineWeb, closed
     assert any(f.stage == "llm" and "could not connect" in f.reason for f in report.failures)
 
 
+def test_a_server_found_unreachable_after_the_question_was_searched(
+        web: OfflineWeb, closed_port: int, llm: ScriptedLLM) -> None:
+    """The question's search goes out before the model's server is found unreachable: the
+    no-LLM pipeline that runs instead leads with its hits and searches nothing twice."""
+    question = web.topics[3].question
+    web.reset_log()
+    report = sleuth.research_sync(question, depth=2,
+                                  **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1",
+                                            model=None))
+    assert (report.planner, report.writer) == ("rules", "template") and report.sources
+    asked = searches(web)
+    assert asked[0] == question == report.queries[0]
+    assert sorted(asked) == sorted(report.queries) and len(asked) == report.stats.searches > 1
+
+
 def test_a_refused_key_exits_2_with_one_line(web: OfflineWeb, llm: ScriptedLLM,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     llm.fail(401, message="Incorrect API key provided: sk-abc***", times=None)
