@@ -207,6 +207,8 @@ class Services:
         if self._indexed:
             return []
         self._indexed = True
+        if self.settings.docs is None:  # nothing to index: no trip through a thread
+            return []
         return await asyncio.to_thread(self.store.index_documents)
 
     async def llm_client(self, failures: list[Failure],
