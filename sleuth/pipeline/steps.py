@@ -93,7 +93,7 @@ def search_question(ctx: RunContext) -> Awaitable[None]:
     token = ON_SENT.set(sent.set)
     try:  # the task copies the context: its request hook sees ON_SENT
         task = asyncio.ensure_future(search_stage(
-            ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="rules")))
+            ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm")))
     finally:
         ON_SENT.reset(token)
     task.add_done_callback(lambda _: sent.set())
