@@ -230,7 +230,9 @@ class Services:
                     cache=self.store.reply_cache, on_chosen=chosen))
                 return self._llm
         if self._llm is not None and chosen is not None:
-            chosen()  # the client is open: nothing to wait for
+            started = chosen()  # the client is open: what it started goes out first all the same
+            if started is not None:
+                await started
         return self._llm
 
     @property
