@@ -5,8 +5,10 @@ repeat starts the ``sleuth`` CLI in a fresh process against the benchmark world 
 reads, from the world's request log, when its first search or model call arrived
 (server side, ``time.time()`` on the same machine); the time before ``Popen`` is the
 process start. The process is stopped once that request is logged: the rest of the run
-is the timing part's business. With a model the first request is the planning call;
-without one, the first search.
+is the timing part's business. Without a model the first request is the first search;
+with one it is the search for the question as asked, sent while the OpenAI SDK loads
+and before the planning call (issue 26; before that it was the planning call). The
+target counts whichever request comes first, of either kind, as the user waits for it.
 
 Two store set-ups: the default store (a fresh ``SLEUTH_HOME``, opened once before the
 repeats so its migrations are not counted) and ``--no-store``. The median of the repeats
@@ -154,7 +156,7 @@ def measure(w: WorldProcess, repeat: int = 7, against: Path | None = None) -> li
                 for tree, got in runs.items():
                     label = (f"{'LLM' if llm else 'no-LLM'}, "
                              f"{'store' if store else '--no-store'}: first "
-                             f"{'model call' if llm else 'search'}{tree}")
+                             f"{'request' if llm else 'search'}{tree}")
                     rows.append(Startup(label, [t for t, _ in got], 0.5 if llm else 0.3,
                                         [c for _, c in got if c is not None]))
         refusals: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}

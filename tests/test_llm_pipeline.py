@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -100,7 +100,8 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
     planned = re.search(r"\[.*\]", ScriptedResearcher().plan(llm.requests[0].body), re.S)
     assert planned is not None
     plan_queries = json.loads(planned.group(0))
-    assert report["queries"][:len(plan_queries)] == plan_queries
+    # The question as asked was searched first (issue 26), then the model's queries.
+    assert report["queries"][:len(plan_queries) + 1] == [topic.question, *plan_queries]
 
     # Every source was read once, summarised, and cited by a number sleuth assigned.
     fetched = page_requests(web)
@@ -200,6 +201,37 @@ def test_each_stage_reaches_its_own_model(web: OfflineWeb, llm: ScriptedLLM) -> 
         assert models == {expected[stage]}, stage
 
 
+def searches(web: OfflineWeb) -> list[str]:
+    """The queries the offline web's search engine was asked, in the order they came."""
+    return [q for r in web.requests if r.path == "/search" for q in parse_qs(r.query).get("q", [])]
+
+
+def test_the_question_is_searched_before_the_model_is_asked_to_plan(
+        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    """Issue 26: a model run's first request is the search for the question as asked; it
+    goes out before the planning call (while the OpenAI SDK loads), is searched once, and
+    its results join the first round the model ranks."""
+    question = web.topics[0].question
+    researcher = ScriptedResearcher()
+    seen_by_plan: list[str] = []
+
+    def plan(body: dict[str, Any]) -> str:
+        seen_by_plan.extend(searches(web))  # what the web had been asked when the plan came
+        return researcher.plan(body)
+
+    llm.add(plan, contains=MARKERS["plan"])
+    researcher.install(llm)
+    web.reset_log()
+    report = research(web, question, max_sources=3)
+    assert (report.planner, report.writer) == ("llm", "llm")
+    asked = searches(web)
+    assert seen_by_plan[:1] == [question] and asked[0] == question
+    assert asked.count(question) == 1 and len(asked) == len(set(asked)) == report.stats.searches
+    assert report.queries[0] == question and report.queries.count(question) == 1
+    first_select = next(r for r in llm.requests if stage_of(r) == "select")
+    assert section(first_select.last_user, "QUERIES").splitlines()[0] == question
+
+
 # -- replies that are not clean ---------------------------------------------------------------
 
 def test_think_blocks_and_chatty_lists_are_parsed(web: OfflineWeb, llm: ScriptedLLM) -> None:
@@ -213,9 +245,10 @@ def test_think_blocks_and_chatty_lists_are_parsed(web: OfflineWeb, llm: Scripted
     ScriptedResearcher(think=True).install(llm)
     report = research(web, web.topics[3].question, max_sources=3)
     assert report.planner == "llm"
-    assert report.queries[:3] == ["China response Hong Kong protests",
-                                  "Beijing troops Hong Kong",
-                                  "Hong Kong protests markets Alibaba listing"]
+    # After the question as asked, searched first (issue 26): the model's queries.
+    assert report.queries[1:4] == ["China response Hong Kong protests",
+                                   "Beijing troops Hong Kong",
+                                   "Hong Kong protests markets Alibaba listing"]
     assert not [f for f in report.failures if f.stage == "llm"], report.failures
     assert report.writer == "llm" and "<think>" not in report.markdown
     assert all(s.summary and "<think>" not in s.summary for s in report.sources)
@@ -439,6 +472,21 @@ def test_an_unreachable_server_means_the_no_llm_pipeline(web: OfflineWeb, closed
                                             model=None))
     assert report.writer == "template" and report.sources
     assert any(f.stage == "llm" and "could not connect" in f.reason for f in report.failures)
+
+
+def test_a_server_found_unreachable_after_the_question_was_searched(
+        web: OfflineWeb, closed_port: int, llm: ScriptedLLM) -> None:
+    """The question's search goes out before the model's server is found unreachable: the
+    no-LLM pipeline that runs instead leads with its hits and searches nothing twice."""
+    question = web.topics[3].question
+    web.reset_log()
+    report = sleuth.research_sync(question, depth=2,
+                                  **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1",
+                                            model=None))
+    assert (report.planner, report.writer) == ("rules", "template") and report.sources
+    asked = searches(web)
+    assert asked[0] == question == report.queries[0]
+    assert sorted(asked) == sorted(report.queries) and len(asked) == report.stats.searches > 1
 
 
 def test_a_refused_key_exits_2_with_one_line(web: OfflineWeb, llm: ScriptedLLM,

@@ -32,10 +32,12 @@ def test_bad_question_is_refused_before_heavy_imports(question: str, message: st
 def test_the_pipeline_loads_neither_fetching_nor_extraction_before_the_first_search(
         tmp_path: Path) -> None:
     """What a run needs to send its first search: not the fetcher, its SSRF guard, the
-    extraction workers, the HTML/PDF stack or the model SDK (each loads when first used)."""
+    extraction workers, the HTML/PDF stack, the model SDK, or the stages that come after
+    the searches (each loads when first used)."""
     later = ("lxml", "trafilatura", "pypdf", "pebble", "multiprocessing", "openai", "bm25s",
              "sleuth.fetch.fetcher", "sleuth.fetch.guard", "sleuth.extraction.workers",
-             "sleuth.extraction.documents")
+             "sleuth.extraction.documents", "sleuth.llm.client", "sleuth.stages.select",
+             "sleuth.stages.relevance", "sleuth.stages.write", "sleuth.stages.check")
     code = ("import sys\nimport sleuth.cli, sleuth.pipeline.quick, sleuth.search\n"
             f"print('LOADED', sorted(m for m in {later!r} if m in sys.modules))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -287,11 +288,17 @@ def _describe(client: LLMClient) -> str:
 @asynccontextmanager
 async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_progress,
                           failures: list[Failure] | None = None,
-                          cache: ReplyCache | None = None, env: Mapping[str, str] | None = None
+                          cache: ReplyCache | None = None, env: Mapping[str, str] | None = None,
+                          on_chosen: Callable[[], Awaitable[None] | None] | None = None
                           ) -> AsyncIterator[LLMClient | None]:
     """The model's client for research, or None for the no-LLM pipeline; closed on exit.
 
     ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
+    ``on_chosen`` is called once a model is chosen, before the client's module (and the
+    OpenAI SDK, about 0.3 s of CPU) is imported, in a thread: what it starts (the
+    question's search) runs while the SDK loads. When it returns an awaitable, the import
+    starts once that is done (the search's request is out: the import thread would take
+    the interpreter's lock from the search on its way).
     A configured server that cannot be reached, or lists no model, means the
     no-LLM pipeline, with the reason in ``failures`` (the report's Gaps); a refused key
     raises :class:`~sleuth.errors.LLMAuthError`. Wrap the client in a :class:`RunLLM`
@@ -304,7 +311,11 @@ async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_pro
     if config is None:
         yield None
         return
+    started = on_chosen() if on_chosen is not None else None
+    if started is not None:
+        await started
     try:
+        await asyncio.to_thread(importlib.import_module, "sleuth.llm.client")
         from sleuth.llm.client import LLMClient
     except ImportError:
         if explicit:

@@ -20,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sleuth._extras import missing_extra
 from sleuth._question import MAX_QUESTION_CHARS, clean_question
+from sleuth._sent import trace_sent
 from sleuth.budget import Budget
 from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
@@ -49,8 +50,38 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher, RunFetcher
     from sleuth.llm.client import LLMClient, LLMUsage
 
-__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "RunContext", "Services", "check_run",
-           "check_settings", "clean_question", "documents_search", "open_run", "open_services"]
+__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "QuestionSearch", "RunContext", "Services",
+           "check_run", "check_settings", "clean_question", "documents_search", "open_run",
+           "open_services"]
+
+#: The longest the model's client and planning wait for the question's search to be sent
+#: (a loopback or nearby engine takes milliseconds; DNS or a connect may take longer).
+SEND_WAIT_S = 2.0
+
+
+@dataclass
+class QuestionSearch:
+    """The question's own search, sent before the model's SDK is loaded (issue 26).
+
+    A quick research with a model searches the question as asked at once, while the
+    model's client loads and the model plans: the user's first request goes out without
+    waiting for either. ``sent`` is set once its request is written (or it ended).
+    """
+
+    query: str
+    task: asyncio.Future[list[SearchHit]]
+    sent: asyncio.Event
+
+    async def on_the_wire(self) -> None:
+        """Wait until the search's request has been sent (or the search ended), at most
+        :data:`SEND_WAIT_S`: a search engine slow to connect does not hold up the model."""
+        waiter = asyncio.ensure_future(self.sent.wait())
+        racing: list[asyncio.Future[Any]] = [waiter, self.task]
+        try:
+            await asyncio.wait(racing, timeout=SEND_WAIT_S,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
 
 
 def documents_search(settings: Settings) -> Settings:
@@ -145,11 +176,17 @@ class Services:
         self._indexed = False
         self._llm_opened = False
         self._llm: LLMClient | None = None
+        # Runs sharing these wait for the one opening the client (its SDK loads in a
+        # thread): none may take "no model" for an answer while it loads.
+        self._llm_lock = asyncio.Lock()
 
     def search_client(self) -> httpx.AsyncClient:
         """The HTTP client the search providers share (closed with the services)."""
         if self._search_client is None:
             client = make_search_client(self.settings)
+            hooks = client.event_hooks
+            hooks["request"].append(trace_sent)
+            client.event_hooks = hooks
             self._stack.push_async_callback(client.aclose)
             self._search_client = client
         return self._search_client
@@ -170,19 +207,32 @@ class Services:
         if self._indexed:
             return []
         self._indexed = True
+        if self.settings.docs is None:  # nothing to index: no trip through a thread
+            return []
         return await asyncio.to_thread(self.store.index_documents)
 
-    async def llm_client(self, failures: list[Failure]) -> LLMClient | None:
+    async def llm_client(self, failures: list[Failure],
+                         chosen: Callable[[], Awaitable[None] | None] | None = None
+                         ) -> LLMClient | None:
         """The model's client, opened once (None: the no-LLM pipeline runs).
 
         How it was chosen is said on the progress stream; why there is none, when that
         is news (a configured server that cannot be reached), goes to ``failures``.
+        ``chosen`` is called as soon as a model is known to be configured, before its
+        client's SDK loads (or at once when the client is already open); the SDK loads
+        once what it returns, if anything, is awaited.
         """
-        if not self._llm_opened:
-            self._llm_opened = True
-            self._llm = await self._stack.enter_async_context(open_llm_client(
-                self.settings, emit=self.emit, failures=failures,
-                cache=self.store.reply_cache))
+        async with self._llm_lock:
+            if not self._llm_opened:
+                self._llm_opened = True
+                self._llm = await self._stack.enter_async_context(open_llm_client(
+                    self.settings, emit=self.emit, failures=failures,
+                    cache=self.store.reply_cache, on_chosen=chosen))
+                return self._llm
+        if self._llm is not None and chosen is not None:
+            started = chosen()  # the client is open: what it started goes out first all the same
+            if started is not None:
+                await started
         return self._llm
 
     @property
@@ -252,6 +302,8 @@ class RunContext:
     shown: set[str] = field(default_factory=set)
     #: The run's view of the services' fetcher (made on first use by :meth:`fetcher`).
     run_fetcher: RunFetcher | None = None
+    #: The question's own search, when it was sent before the model loaded.
+    question_search: QuestionSearch | None = None
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]
@@ -294,10 +346,15 @@ class RunContext:
 
 @asynccontextmanager
 async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
-                   resume_id: str | None = None, services: Services | None = None
+                   resume_id: str | None = None, services: Services | None = None,
+                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
                    ) -> AsyncIterator[RunContext]:
     """Set up what a run needs: quality rules, budget, the run record, the documents index,
     the model; with its own :class:`Services` unless ``services`` are given.
+
+    ``with_model(ctx)`` is called once a model is known to be configured, before its SDK
+    loads (the quick research sends the question's search there); what it returns, if
+    anything, is awaited before the SDK loads.
 
     The run is recorded ``done`` once the body has passed its report to
     :meth:`RunContext.done`, ``interrupted`` on Ctrl-C or cancellation, ``failed``
@@ -319,11 +376,23 @@ async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
         ctx = RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
                          rules=rules, services=services, record=record)
         async with _finished(ctx):
-            await _prepare(ctx, language)
-            yield ctx
+            try:
+                await _prepare(ctx, language, with_model)
+                yield ctx
+            finally:
+                await _cancel(ctx.question_search)
 
 
-async def _prepare(ctx: RunContext, language: str) -> None:
+async def _cancel(search: QuestionSearch | None) -> None:
+    """Stop the question's search if the run ends before it does (an early exit)."""
+    if search is not None and not search.task.done():
+        search.task.cancel()
+        await asyncio.gather(search.task, return_exceptions=True)
+
+
+async def _prepare(ctx: RunContext, language: str,
+                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
+                   ) -> None:
     """Say the run started, bring the documents index up to date, open the model."""
     record, services, emit = ctx.record, ctx.services, ctx.emit
     if record.run_id is not None:
@@ -334,7 +403,8 @@ async def _prepare(ctx: RunContext, language: str) -> None:
         record.record("documents", services.store.index_record())
         emit(services.store.index_event())
     # The model, when one is configured or a local Ollama answers (else None).
-    client = await services.llm_client(ctx.failures)
+    chosen = (lambda: with_model(ctx)) if with_model is not None else None
+    client = await services.llm_client(ctx.failures, chosen)
     if client is not None:
         ctx.llm = RunLLM(client, question=ctx.topic, language=language, budget=ctx.budget,
                          emit=emit, failures=ctx.failures)

@@ -23,6 +23,7 @@ from sleuth.pipeline.steps import (
     rank_stage,
     read_stage,
     report_stage,
+    search_question,
     search_stage,
     write_stage,
 )
@@ -42,20 +43,29 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
     queries and they are searched and ranked; the fuller ranking then orders what is
     not fetched yet (and the pages kept). The plan is complete before this returns, so
     the report lists every query; no query is selected twice, no page fetched twice.
+
+    The question's own search (:func:`~sleuth.pipeline.steps.search_question`, sent
+    before the model loaded) is the plan's first query and joins the first round; the
+    planning call goes out once its request has.
     """
     assert ctx.llm is not None
     first: asyncio.Future[tuple[list[str], list[SearchHit]]] = (
         asyncio.get_running_loop().create_future())
+    asked = [ctx.question_search.query] if ctx.question_search is not None else []
 
     async def search(queries: list[str]) -> list[SearchHit]:
-        hits = await search_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
+        round_ = list(dict.fromkeys([*asked, *queries] if not first.done() else queries))
+        hits = await search_stage(ctx, Plan(question=ctx.topic, queries=round_, planner="llm"))
         if not first.done():
-            first.set_result((queries, hits))
-        return hits
+            first.set_result((round_, hits))
+        return [hit for hit in hits if hit.query in queries]
 
     async def full_ranking() -> list[Candidate]:
-        plan = await planning
+        plan = _with_asked(await planning, asked)
         return await rank_stage(ctx, plan, await search_stage(ctx, plan))
+
+    if ctx.question_search is not None:
+        await ctx.question_search.on_the_wire()
 
     planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
     fuller: asyncio.Future[list[Candidate]] | None = None
@@ -63,7 +73,7 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         racing: list[asyncio.Future[Any]] = [planning, first]
         await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         if not first.done() or planning.done():  # a rule-based plan, or nothing to overlap
-            plan = await planning
+            plan = _with_asked(await planning, asked)
             candidates = await rank_stage(ctx, plan, await search_stage(ctx, plan))
             return plan, await fetch_stage(ctx, candidates)
         queries, hits = first.result()
@@ -72,9 +82,15 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         fuller = asyncio.ensure_future(full_ranking())
         gathered = await fetch_stage(ctx, early, more=fuller)
         await fuller
-        return await planning, gathered
+        return _with_asked(await planning, asked), gathered
     finally:
         await _stop(planning, fuller, first)
+
+
+def _with_asked(plan: Plan, asked: list[str]) -> Plan:
+    """``plan`` with the queries searched before it was made first (each once)."""
+    queries = list(dict.fromkeys([*asked, *plan.queries]))
+    return plan if queries == plan.queries else plan.model_copy(update={"queries": queries})
 
 
 async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
@@ -139,7 +155,7 @@ async def research(question: str, *, settings: Settings | None = None,
         return await deep_research(topic, settings=settings, on_event=on_event,
                                    resume_id=resume_id, services=services)
     async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
-                        services=services) as ctx:
+                        services=services, with_model=search_question) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)
             gathered = await search_and_fetch(ctx, plan)

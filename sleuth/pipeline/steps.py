@@ -16,9 +16,10 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sleuth._format import plural
+from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
@@ -34,29 +35,25 @@ from sleuth.models import (
     Stats,
 )
 from sleuth.pipeline.cached import CachedProvider
-from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.context import QuestionSearch, RunContext
 from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
-from sleuth.stages.check import check_citations, evidence_of, footer
 from sleuth.stages.plan import llm_plan, make_plan, whole_question
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
-from sleuth.stages.relevance import Relevance
-from sleuth.stages.select import select_candidates
-from sleuth.stages.write import (
-    Confidence,
-    confidence,
-    render_llm_markdown,
-    render_markdown,
-    write_body,
-)
+
+if TYPE_CHECKING:
+    from sleuth.stages.write import Confidence
+
+# The stages after the searches (select, relevance, write, check) are imported by the
+# steps that use them: a run's first search does not wait for their import (issue 26).
 
 __all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
            "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
-           "search_stage", "write_stage"]
+           "search_question", "search_stage", "write_stage"]
 
 
 def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
@@ -82,6 +79,37 @@ async def plan_stage(ctx: RunContext) -> Plan:
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
 
 
+def search_question(ctx: RunContext) -> Awaitable[None]:
+    """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
+
+    The quick research with a model calls it before the model's SDK loads (issue 26:
+    the first request went out only after the SDK, about 0.3 s of CPU, and the planning
+    call); the question is the query the no-LLM pipeline leads with, and GPT
+    Researcher's first search too. Its hits join the first round the model ranks; no
+    later step searches it again (:func:`search_stage` waits for it instead). Returns
+    what waits until its request is on the wire.
+    """
+    sent = asyncio.Event()
+    token = ON_SENT.set(sent.set)
+    try:  # the task copies the context: its request hook sees ON_SENT
+        task = asyncio.ensure_future(search_stage(
+            ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm")))
+    finally:
+        ON_SENT.reset(token)
+    task.add_done_callback(lambda _: sent.set())
+    ctx.question_search = QuestionSearch(ctx.topic, task, sent)
+    return ctx.question_search.on_the_wire()
+
+
+def _in_flight(ctx: RunContext, queries: list[str]) -> dict[str, asyncio.Future[list[SearchHit]]]:
+    """Those of ``queries`` still being searched by the question's search (elsewhere)."""
+    early = ctx.question_search
+    if (early is None or early.task.done() or early.query not in queries
+            or early.task is asyncio.current_task()):
+        return {}
+    return {early.query: early.task}
+
+
 def results_wanted(settings: Settings) -> int:
     """Hits asked per query: ``--results-per-query``, or enough to fill ``--max-sources``
     with a spare half for the pages that fail or are off-topic, when that is more
@@ -100,7 +128,9 @@ async def search_stage(ctx: RunContext, plan: Plan,
     fetching can start).
     """
     settings = ctx.settings
-    queries = [q for q in dict.fromkeys(plan.queries) if q not in ctx.searched]
+    planned = list(dict.fromkeys(plan.queries))
+    waiting = _in_flight(ctx, planned)
+    queries = [q for q in planned if q not in ctx.searched and q not in waiting]
     # --max-time bounds the searches too: none starts after it, none runs past it.
     left = ctx.budget.seconds_left()
     timeout = settings.search_timeout if left is None else min(settings.search_timeout, left)
@@ -125,8 +155,8 @@ async def search_stage(ctx: RunContext, plan: Plan,
             for group in groups))
 
     answers: _Answers = []
-    if lead is not None and len(queries) > 1:
-        answers = await _search_with_lead(search, queries, lead)
+    if lead is not None and len(queries) + len(waiting) > 1:
+        answers = await _search_with_lead(search, planned, queries, lead, ctx, waiting)
     elif queries:
         answers = await search(queries)
     hits = [hit for found, _ in answers for hit in found]
@@ -138,10 +168,17 @@ async def search_stage(ctx: RunContext, plan: Plan,
     ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
     for query in queries:
         ctx.searched[query] = [h for h in hits if h.query == query]
-    return [hit for query in dict.fromkeys(plan.queries) for hit in ctx.searched.get(query, [])]
+    for task in waiting.values():  # its own stage records its hits and failures
+        await task
+    return [hit for query in planned for hit in ctx.searched.get(query, [])]
 
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
+
+
+async def _as_answers(task: asyncio.Future[list[SearchHit]]) -> _Answers:
+    """A search in flight elsewhere, as an answer to race (recorded by its own stage)."""
+    return [(await asyncio.shield(task), [])]
 
 
 def explain_empty_search(ctx: RunContext) -> None:
@@ -196,21 +233,27 @@ def _unreachable_line(settings: Settings, providers: list[str]) -> str:
 
 
 async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
-                            queries: list[str], lead: asyncio.Future[list[SearchHit]]
-                            ) -> _Answers:
-    """Search every query; resolve ``lead`` with the hits of the first query to answer
-    among those that hold the whole question (it, and its templated variants).
+                            planned: list[str], queries: list[str],
+                            lead: asyncio.Future[list[SearchHit]], ctx: RunContext,
+                            waiting: dict[str, asyncio.Future[list[SearchHit]]]) -> _Answers:
+    """Search ``queries`` (of ``planned``); resolve ``lead`` with the hits of the first
+    query to answer among those that hold the whole question (it, and its templated
+    variants), whether searched here, already searched, or still ``waiting``.
 
     Those rank the same pages as the question itself (the fragments of a split
     question do not: ranking their hits first cited more off-topic pages), so
     fetching waits only for the quickest of them.
     """
-    whole = whole_question(queries)
-    tasks = [asyncio.ensure_future(search([query])) for query in whole]
+    whole = whole_question(planned)
+    known = [hit for query in whole for hit in ctx.searched.get(query, [])]
+    if known:
+        lead.set_result(known)
+    tasks = [asyncio.ensure_future(search([query])) for query in whole if query in queries]
     rest = [query for query in queries if query not in whole]
     others = asyncio.ensure_future(search(rest)) if rest else None
     try:
-        for next_answer in asyncio.as_completed(tasks):
+        racing = [*tasks, *(_as_answers(waiting[q]) for q in whole if q in waiting)]
+        for next_answer in asyncio.as_completed(racing):
             hits = [hit for found, _ in await next_answer for hit in found]
             if hits and not lead.done():
                 lead.set_result(hits)
@@ -233,6 +276,8 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
     else:
+        from sleuth.stages.select import select_candidates
+
         candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
                                                      ctx.rules, picked=ctx.picks,
                                                      shown=ctx.shown)
@@ -259,6 +304,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
     branches do without it: a bridge page names the hop, not the question's terms).
     """
+    from sleuth.stages.relevance import Relevance
+
     reader = ctx.page_reader()
     session, recorder = ctx.session, ctx.record.recorder
     if recorder is not None:
@@ -370,6 +417,8 @@ class Draft:
 
 async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
     """Stage 6: with a model, the report body it writes (citations unchecked yet)."""
+    from sleuth.stages.write import confidence, write_body
+
     level, reason = confidence(sources)
     body = None
     if ctx.llm is not None and sources:
@@ -380,6 +429,8 @@ async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
 async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
                       gathered: Gathered) -> Draft:
     """Stage 7: the model's body with only the citations that hold (``--verify``)."""
+    from sleuth.stages.check import check_citations, evidence_of
+
     if draft.body is None or ctx.llm is None:
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
@@ -392,6 +443,9 @@ async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
 def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered,
                  draft: Draft) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
+    from sleuth.stages.check import footer
+    from sleuth.stages.write import render_llm_markdown, render_markdown
+
     level, reason, llm = draft.level, draft.reason, ctx.llm
     if draft.body is not None and draft.citations is not None and llm is not None:
         markdown = render_llm_markdown(ctx.topic, draft.body, sources, ctx.failures, level,

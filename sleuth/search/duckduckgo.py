@@ -10,6 +10,7 @@ import asyncio
 import math
 from typing import Any, ClassVar
 
+from sleuth._sent import request_sent
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.search.jsonapi import seconds
@@ -32,6 +33,7 @@ class DuckDuckGoProvider(SearchProvider):
         """Run ``DDGS().text`` in a thread and map its exceptions to failure reasons."""
         from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
 
+        request_sent()  # handed to ddgs' own HTTP stack: nothing to wait for here
         try:
             rows = await asyncio.to_thread(self._text, query, limit)
         except RatelimitException:
