@@ -9,7 +9,6 @@ process-wide lock; the fetcher runs extraction in worker processes
 
 from __future__ import annotations
 
-import copy
 import importlib
 import itertools
 import logging
@@ -132,7 +131,10 @@ def _drop_hidden(tree: Any, html: str) -> bool:
     if not _HIDDEN_HINT.search(html):
         return False
     changed = _place_streamed(tree, html)
-    total = _readable_chars(tree) or 1
+    # The page's readable text, measured when the first hidden element needs it: most
+    # pages that hint at hidden text (CSS rules in <style> say display:none) have none,
+    # and opening a closed tab changes no text, so it is what it was before the loop.
+    total = 0
     for node in tree.xpath("//body//*[@style or @hidden]"):
         style = node.get("style") or ""
         if node.get("hidden") is None and not _HIDDEN_STYLE.search(style):
@@ -142,7 +144,9 @@ def _drop_hidden(tree: Any, html: str) -> bool:
             node.attrib.pop("hidden", None)
             node.set("style", _HIDDEN_STYLE.sub("", style))
             changed = True
-        elif _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
+            continue
+        total = total or _readable_chars(tree) or 1
+        if _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
     return changed
@@ -379,9 +383,10 @@ def _block_inputs(html: str, url: str | None, tree: Any = None
         if tree is None:
             return None
     try:
-        # trafilatura reads a copy of the tree (it prunes what it reads): a copy costs
-        # a fraction of a second parse of the page.
-        main, comments = _trafilatura(copy.deepcopy(tree), url)
+        # trafilatura copies a tree it is given before it prunes it (a copy costs a
+        # fraction of a second parse of the page), so ours is read as it is, uncopied
+        # (tests/test_extract.py holds trafilatura to that).
+        main, comments = _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
@@ -467,7 +472,7 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     if tree is None:
         return "", None, None
     try:
-        main, _ = _trafilatura(copy.deepcopy(tree), url)
+        main, _ = _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
