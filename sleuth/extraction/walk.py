@@ -150,9 +150,11 @@ class _Walker:
         # A block begun by a block element, before any text: (its tag, stack depth).
         self.pending: tuple[str, int] | None = None
         # White space that arrived with no current block: (text, chars, in link), and
-        # where the block it would have begun lies (see _add).
+        # where the block it would have begun lies (see _add): the pending block then, or
+        # the depth of the stack then (the stack below it stays while spaces are held).
         self.spaces: list[tuple[str, int, bool]] = []
-        self.spaces_at: tuple[str, int] = ("div", 0)
+        self.spaces_pending: tuple[str, int] | None = None
+        self.spaces_depth = 0
         self.elems: list[Any] = []
         self.numbers: list[int] = []
         self.count = 0
@@ -171,19 +173,23 @@ class _Walker:
                                      nodes=tuple(self.numbers[:depth]))
         return block
 
-    def _where(self) -> tuple[str, int]:
-        """The tag and depth of the block that text arriving now begins."""
-        if self.pending is not None:
-            return self.pending
+    def _where(self, pending: tuple[str, int] | None, depth: int) -> tuple[str, int]:
+        """The tag and depth of the block that text begins, arriving when ``pending`` was
+        the pending block and ``depth`` elements were open."""
+        if pending is not None:
+            return pending
         # Text after a block ended: a block of the nearest open block element.
-        states, depth = self.states, len(self.states)
+        states = self.states
         at = next((i for i in range(depth - 1, -1, -1) if states[i][1]), None)
         tag = self.elems[at].tag if at is not None else "div"
         return (tag if isinstance(tag, str) else "div"), depth
 
     def _begin(self) -> Block:
         """Make the current block, where its first text (maybe held white space) arrived."""
-        block = self._make(*(self.spaces_at if self.spaces else self._where()))
+        if self.spaces:
+            block = self._make(*self._where(self.spaces_pending, self.spaces_depth))
+        else:
+            block = self._make(*self._where(self.pending, len(self.states)))
         self.pending = None
         for text, chars, in_link in self.spaces:
             block.parts.append(text)
@@ -210,8 +216,9 @@ class _Walker:
             if text.isspace():
                 # Held, not made a block: most white space between tags never meets a
                 # word, and would make a block only to be dropped.
-                if not self.spaces:
-                    self.spaces_at = self._where()
+                if not self.spaces:  # (where it lies is worked out if a word follows)
+                    pending = self.spaces_pending = self.pending
+                    self.spaces_depth = pending[1] if pending is not None else len(self.states)
                 self.spaces.append((text, len(text), in_link))
                 return
             block = self._begin()
@@ -266,7 +273,8 @@ class _Walker:
         self.states.append((ctx, is_block, in_link, hidden,
                             sig if len(sig) <= 300 else sig[-300:]))
         if is_block:
-            self._flush()
+            if self.current is not None or self.spaces:  # (else there is nothing to flush)
+                self._flush()
             self.pending = (tag, len(self.states))
         elif tag in CELLS and (self.current is not None or self.spaces):
             block = self.current or self._begin()
@@ -279,13 +287,16 @@ class _Walker:
 
     def end(self, elem: Any) -> None:
         is_block = self.states[-1][1]
-        if self.spaces and not is_block and self.spaces_at[1] == len(self.states):
+        if self.spaces and not is_block and self.spaces_depth == len(self.states):
             self._begin()  # held white space whose block lies in what now closes
         self.elems.pop()
         self.numbers.pop()
         self.states.pop()
         if is_block:
-            self._flush()
+            if self.current is not None or self.spaces:
+                self._flush()
+            else:
+                self.pending = None
         elif elem.tag in CELLS:
             if self.current is not None:
                 self.current.parts.append(" ")
