@@ -238,8 +238,7 @@ class _Walker:
         first = (cls or "").split(None, 1)
         return tuple(bumps), first[0] if first else ""
 
-    def start(self, elem: Any) -> None:
-        tag = elem.tag if isinstance(elem.tag, str) else ""
+    def start(self, elem: Any, tag: str) -> None:
         if self.states:
             ctx, _, in_link, hidden, sig = self.states[-1]
         else:
@@ -285,7 +284,7 @@ class _Walker:
         if text:
             self._add(text, in_link)
 
-    def end(self, elem: Any) -> None:
+    def end(self, elem: Any, tag: str) -> None:
         is_block = self.states[-1][1]
         if self.spaces and not is_block and self.spaces_depth == len(self.states):
             self._begin()  # held white space whose block lies in what now closes
@@ -297,7 +296,7 @@ class _Walker:
                 self._flush()
             else:
                 self.pending = None
-        elif elem.tag in CELLS:
+        elif tag in CELLS:
             if self.current is not None:
                 self.current.parts.append(" ")
             elif self.spaces:
@@ -322,14 +321,15 @@ def segment(tree: Any) -> list[Block]:
     walker = _Walker()
     start, end, add, states = walker.start, walker.end, walker._add, walker.states
     for event, elem in etree.iterwalk(root, events=("start", "end")):
-        if not isinstance(elem.tag, str):  # comments and processing instructions
+        tag = elem.tag  # (lxml makes the string anew each time it is asked: asked once)
+        if not isinstance(tag, str):  # comments and processing instructions
             if event == "end" and states and elem.tail:
                 add(elem.tail, states[-1][2])
             continue
         if event == "start":
-            start(elem)
+            start(elem, tag)
         else:
-            end(elem)
+            end(elem, tag)
     walker._flush()
     return walker.blocks
 
