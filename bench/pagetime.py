@@ -20,6 +20,14 @@ Readability page, every 8th Postlight fixture, and WCXB's 12 largest: 21 over 50
 and prints the table. :func:`measure` does it for a runner and
 :func:`table` makes the Markdown table (median, p95 and max per extractor, and
 sleuth / trafilatura).
+
+    python -m bench.pagetime --sample --stages
+
+says where sleuth's time goes instead: the CPU milliseconds of each step of
+``sleuth.extract`` (parse, hidden text, trafilatura, title and date, the block walk,
+features, the model) on the middle half of the sample's pages (by trafilatura's
+time, the pages that set the median), each page's quickest of ``--repeat`` runs, in
+this process.
 """
 
 from __future__ import annotations
@@ -159,6 +167,59 @@ def sample_bodies(data: Path) -> dict[str, bytes]:
     return bodies
 
 
+# The steps of sleuth.extract that --stages times: (module, function) in sleuth.extraction.
+_STAGES = (("html", "_parse_html"), ("html", "_drop_hidden"), ("html", "_trafilatura"),
+           ("html", "_page_meta"), ("blocks", "clean_tree"), ("blocks", "segment"),
+           ("blocks", "features"), ("model", "select_text"))
+
+
+def stages(bodies: dict[str, bytes], repeat: int = 2) -> str:
+    """Mean CPU ms of each step of ``sleuth.extract`` (and of trafilatura.extract) on the
+    middle half of the pages by trafilatura's time, as a Markdown table."""
+    import importlib
+
+    import trafilatura
+
+    import sleuth
+
+    spent: dict[str, float] = {}
+
+    def timed(name: str, run: Callable[..., object]) -> Callable[..., object]:
+        def step(*args: object, **kwargs: object) -> object:
+            start = time.process_time()
+            try:
+                return run(*args, **kwargs)
+            finally:
+                spent[name] = spent.get(name, 0.0) + time.process_time() - start
+        return step
+
+    for module, name in _STAGES:
+        where = importlib.import_module(f"sleuth.extraction.{module}")
+        setattr(where, name, timed(name, getattr(where, name)))
+    rows = []
+    for url, body in sorted(bodies.items()):
+        html = body.decode("utf-8", "replace")
+        best: dict[str, float] = {}
+        for _ in range(max(1, repeat)):
+            spent.clear()
+            traf = _time_one(lambda h, u: trafilatura.extract(h) or "", html, url, 1,
+                             time.process_time)[0]
+            whole = _time_one(lambda h, u: sleuth.extract(h, u).text, html, url, 1,
+                              time.process_time)[0]
+            if not best or whole < best["sleuth.extract"]:
+                best = dict(spent, **{"sleuth.extract": whole, "trafilatura.extract": traf})
+        rows.append(best)
+    rows.sort(key=lambda row: row["trafilatura.extract"])
+    middle = rows[len(rows) // 4: 3 * len(rows) // 4] or rows
+    traf = statistics.mean(row["trafilatura.extract"] for row in middle)
+    lines = [f"| step (middle {len(middle)} pages) | mean CPU ms | / trafilatura.extract |",
+             "|---|---:|---:|"]
+    for name in ["trafilatura.extract", "sleuth.extract"] + [n for _, n in _STAGES]:
+        ms = statistics.mean(row.get(name, 0.0) for row in middle)
+        lines.append(f"| {name} | {1000 * ms:.2f} | {ms / traf:.2f} |")
+    return "\n".join(lines)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.pagetime DIR [--repeat N]``: one JSON line per page;
     ``--sample``: the table for a fixed sample of the benchmark data."""
@@ -170,13 +231,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="CPU time of the process instead of wall time")
     parser.add_argument("--sample", action="store_true",
                         help="time the fixed sample of the benchmark data, print the table")
+    parser.add_argument("--stages", action="store_true",
+                        help="with --sample: CPU time of each step of sleuth.extract")
     args = parser.parse_args(argv)
     if args.sample:
         from bench.data import data_dir, verify
 
         data = data_dir()
         verify(["wcxb-dev", "aeb", "readability", "postlight"], data)
-        print(table(measure(sample_bodies(data), args.repeat, args.cpu)))
+        bodies = sample_bodies(data)
+        print(stages(bodies, args.repeat) if args.stages
+              else table(measure(bodies, args.repeat, args.cpu)))
         return 0
     if args.folder is None:
         parser.error("give a folder, or --sample")

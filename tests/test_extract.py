@@ -694,3 +694,22 @@ def test_an_xhtml_page_with_an_xml_declaration_is_read() -> None:
         result = extract(given)
         assert "Paragraph 5 of the report" in result.text
         assert result.title == "Sea wall"
+
+
+@pytest.mark.parametrize("name", ["ars-1", "digg"])
+def test_trafilatura_reads_the_page_tree_without_changing_it(name: str) -> None:
+    """The page is parsed once: trafilatura and the block walk read the same tree, and
+    trafilatura is given it uncopied because it copies a tree before pruning it. Were a
+    trafilatura release to prune the tree it is given, the block walk would lose the
+    comments, menus and teasers it is trained to tell from main text."""
+    import lxml.html
+
+    from sleuth.extraction import html as extraction_html
+
+    raw, _ = load(name)
+    page = decode_body(raw)
+    tree = extraction_html._reader_tree(page)
+    before = lxml.html.tostring(tree, encoding="unicode")
+    main, _ = extraction_html._trafilatura(tree, "https://example.org/page")
+    assert main
+    assert lxml.html.tostring(tree, encoding="unicode") == before

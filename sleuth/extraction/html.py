@@ -9,12 +9,14 @@ process-wide lock; the fetcher runs extraction in worker processes
 
 from __future__ import annotations
 
-import copy
+import contextlib
+import gc
 import importlib
 import itertools
 import logging
 import re
 import threading
+from collections.abc import Iterator
 from html import unescape
 from typing import Any
 
@@ -132,7 +134,10 @@ def _drop_hidden(tree: Any, html: str) -> bool:
     if not _HIDDEN_HINT.search(html):
         return False
     changed = _place_streamed(tree, html)
-    total = _readable_chars(tree) or 1
+    # The page's readable text, measured when the first hidden element needs it: most
+    # pages that hint at hidden text (CSS rules in <style> say display:none) have none,
+    # and opening a closed tab changes no text, so it is what it was before the loop.
+    total = 0
     for node in tree.xpath("//body//*[@style or @hidden]"):
         style = node.get("style") or ""
         if node.get("hidden") is None and not _HIDDEN_STYLE.search(style):
@@ -142,7 +147,9 @@ def _drop_hidden(tree: Any, html: str) -> bool:
             node.attrib.pop("hidden", None)
             node.set("style", _HIDDEN_STYLE.sub("", style))
             changed = True
-        elif _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
+            continue
+        total = total or _readable_chars(tree) or 1
+        if _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
     return changed
@@ -379,9 +386,10 @@ def _block_inputs(html: str, url: str | None, tree: Any = None
         if tree is None:
             return None
     try:
-        # trafilatura reads a copy of the tree (it prunes what it reads): a copy costs
-        # a fraction of a second parse of the page.
-        main, comments = _trafilatura(copy.deepcopy(tree), url)
+        # trafilatura copies a tree it is given before it prunes it (a copy costs a
+        # fraction of a second parse of the page), so ours is read as it is, uncopied
+        # (tests/test_extract.py holds trafilatura to that).
+        main, comments = _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
@@ -393,6 +401,25 @@ def _block_inputs(html: str, url: str | None, tree: Any = None
     blocks = bx.segment(bx.clean_tree(tree))
     matrix = bx.features(blocks, html, url, head, main, comments)
     return blocks, matrix, main, title, date
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Hold off Python's cycle collector while one page is extracted (callers hold the lock).
+
+    The block walk makes tens of thousands of small objects a page (blocks, their paths,
+    each element's state), and every few hundred of them started a collection pass that
+    found next to nothing: lxml's elements and the blocks hold no reference cycles, so
+    what extraction frees goes by reference counting; the few cycles it leaves (a handled
+    exception's traceback) wait for the collector's next pass, after the page.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 #: Elements of a page that are read; the rest is cut off (see :func:`extract`). Real pages
@@ -440,7 +467,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     html, cut = cut_elements(html, max_elements)
     from sleuth.extraction import model
 
-    with _TRAFILATURA_LOCK:
+    with _TRAFILATURA_LOCK, _cycle_collector_paused():
         try:
             tree = _reader_tree(html)
             if tree is None:
@@ -467,7 +494,7 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     if tree is None:
         return "", None, None
     try:
-        main, _ = _trafilatura(copy.deepcopy(tree), url)
+        main, _ = _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
