@@ -53,9 +53,11 @@ from sleuth.stages.explore import (
     learn,
     llm_subquestions,
     mentions,
+    own_first,
     repeats,
     rule_subquestions,
     terms,
+    titled,
 )
 from sleuth.stages.read import gather_or_cancel
 from sleuth.urls import canonicalize
@@ -273,7 +275,9 @@ class Tree:
         hits = await search_stage(bctx, branch.plan)
         if not hits and self._searches_failed(branch):
             raise _BranchFailed("every search for it failed")
-        ranked = await rank_stage(bctx, branch.plan, hits)
+        # A branch reads a few pages: its select call is shown its best SHOWN results.
+        ranked = own_first(branch.question,
+                           await rank_stage(bctx, branch.plan, hits, show=SHOWN))
         if self.ctx.llm is None and branch.level > 1:
             # A second hop searches a name: a result that does not even mention it is
             # another page that shares a word with it (no model is there to judge).
@@ -299,8 +303,15 @@ class Tree:
         # Without the relevance gate: on the deep bench it dropped the pages a second hop
         # needs (tune all-gold 84% -> 68%) and sent branches further down their rankings
         # (wall / critical path 1.08 -> 1.49); each branch's ranking already decides.
+        # A name's own page (its title carries the name) is what the branch is for: waited
+        # for however slow (the fetch timeout bounds it), not cut for quicker pages.
+        own = [c.canonical_url for c in candidates[:branch.wanted]
+               if titled(c.title, branch.question)][:OWN_PAGES]
+        # Summarised only when it may be kept: a branch's share is small, and summaries of
+        # the pages beyond it were most of deep mode's tokens per cited source.
         gathered = await fetch_stage(bctx, candidates, want=branch.wanted, memo=self.memo,
-                                     gate=False)
+                                     gate=False, own=frozenset(own),
+                                     park=True)
         self.fetches += gathered.attempted
         sources = await read_stage(bctx, branch.plan, gathered)
         kept = {s.url for s in sources}
@@ -343,6 +354,12 @@ class _BranchFailed(Exception):
 
 #: Pages a second hop reads without a model (see :meth:`Tree.run_level`).
 HOP_PAGES = 2
+#: A branch's own pages (titled with its name) waited for until they come, at most.
+OWN_PAGES = 2
+#: Search results a branch's select call is shown (each query's best in turn). A branch
+#: reads its share of a level, 2-5 pages; showing all of its ~20 results made the select
+#: calls a third of deep mode's tokens per cited source (issue 24).
+SHOWN = 10
 
 
 def spread(share: int, found: list[int], cap: int) -> list[int]:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import expect_list, json_values, parse_list, strip_think
-from sleuth.models import Source
+from sleuth.models import Candidate, Source
 from sleuth.stages.plan import MAX_QUERY_CHARS, dedupe
 from sleuth.stages.read import split_passages
 from sleuth.stages.write import sources_block
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
 __all__ = ["Learning", "bridge_entities", "learn", "llm_subquestions", "mentions",
-           "named_things", "quoted_titles", "repeats", "rule_subquestions", "terms"]
+           "named_things", "own_first", "quoted_titles", "repeats", "rule_subquestions",
+           "terms", "titled"]
 
 #: Learnings kept per branch (the prompt asks for at most 8).
 MAX_LEARNINGS = 8
@@ -150,6 +151,29 @@ def mentions(text: str, name: str) -> bool:
     """Whether ``text`` (a result's title and snippet) has every content word of ``name``."""
     words = terms(name)
     return bool(words) and words <= terms(text)
+
+
+def _tier(title: str, name: str) -> int:
+    key = " ".join(name.lower().split())
+    if " ".join(title.lower().split()) == key:
+        return 0
+    return 1 if _base_title(title) == key else 2
+
+
+def titled(title: str, name: str) -> bool:
+    """Whether a page titled ``title`` is the page of ``name`` (a branch's question): its
+    title is the name, but for a qualifier in brackets or after a dash ("Toad Hall
+    (ANU)" for "Toad Hall"; not "Toad Hall Records", nor any page for "What is known
+    about Check?")."""
+    return _tier(title, name) < 2
+
+
+def own_first(name: str, ranked: Sequence[Candidate]) -> list[Candidate]:
+    """``ranked`` with the page titled exactly ``name`` first, then those titled so
+    but for a qualifier, then the others: a name's own page before the pages that also
+    carry its words ("Audrey Williams" before "Audrey Williams (archaeologist)" before
+    "Lee Roy Selmon's"); stable within each."""
+    return sorted(ranked, key=lambda c: _tier(c.title, name))  # stable within a tier
 
 
 def named_things(text: str) -> list[str]:
