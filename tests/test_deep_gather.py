@@ -11,8 +11,9 @@ from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, FetchFailure, Page, Quality, SearchHit
+from sleuth.pipeline.deep import spread
 from sleuth.pipeline.gather import Waits, gather_pages
-from sleuth.stages.explore import own_first, titled
+from sleuth.stages.explore import named_by, named_things, own_first, rule_subquestions, titled
 from sleuth.stages.select import select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import section
@@ -114,6 +115,7 @@ def test_a_names_own_page_comes_first() -> None:
     assert titled("Toad Hall (ANU)", "Toad Hall")
     assert not titled("Sorin Hall (University of Notre Dame)", "Toad Hall")
     assert not titled("Toad Hall Records", "Toad Hall")
+    assert titled("Young, New South Wales", "Young")
     assert not titled("Check", "What is known about Check?")
 
 
@@ -141,3 +143,26 @@ async def test_a_branch_select_call_is_shown_its_best_results_only() -> None:
     # Each query's best in turn, three of them: a (q1), b (q2), c (q1).
     assert re.findall(r"URL: (\S+)", section(prompts[0], "RESULTS")) == URLS[:3]
     assert URLS[6] in re.findall(r"URL: (\S+)", section(prompts[1], "RESULTS"))
+
+
+def test_a_name_keeps_its_number_and_a_year_alone_is_no_name() -> None:
+    found = named_things("It was a Heinkel HD 23, a fighter. At the 2011 census, BWV 1033 "
+                         "was played in Young.")
+    assert "Heinkel HD 23" in found and "BWV 1033" in found
+    assert "2011" not in found and "Heinkel HD" not in found
+    assert rule_subquestions("Heinkel HD 23 was held on what craft?", 4)[1:] == ["Heinkel HD 23"]
+
+
+def test_the_pages_a_question_names_are_its_first_hop() -> None:
+    question = "The person James Woods plays in the film In Love and War won what medal?"
+    assert named_by(question, "In Love and War (1987 film)")
+    assert not named_by(question, "James Stockdale")
+    assert not named_by(question, "(disambiguation)")  # no words: names nothing
+
+
+def test_names_with_a_page_of_their_own_are_dealt_a_page_first() -> None:
+    # Three pages for four hops: the second and fourth found their own page, so they
+    # read before the others, which share what is left in turn.
+    assert spread(3, [2, 2, 2, 2], 2, first=[False, True, False, True]) == [1, 1, 0, 1]
+    assert spread(3, [2, 2, 2, 2], 2) == [1, 1, 1, 0]
+    assert spread(6, [2, 0, 2, 2], 2, first=[False, True, False, False]) == [2, 0, 2, 2]

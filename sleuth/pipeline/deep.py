@@ -53,6 +53,7 @@ from sleuth.stages.explore import (
     learn,
     llm_subquestions,
     mentions,
+    named_by,
     own_first,
     repeats,
     rule_subquestions,
@@ -105,6 +106,8 @@ class Tree:
         self.branches: list[Branch] = []
         #: Canonical URLs of every page some branch read, or that failed for good.
         self.tried: set[str] = set()
+        #: Canonical URLs of downloads cut short (never read whole), see _mark_tried.
+        self.cut: set[str] = set()
         #: Every page fetched in the tree (and every failure), by canonical URL: a page a
         #: branch fetched and did not keep is another branch's without a second download.
         self.memo: dict[str, Page | FetchFailure] = {}
@@ -184,24 +187,43 @@ class Tree:
 
     def next_level(self, level: int) -> list[Branch]:
         """The follow-ups of the last level, narrower: ``breadth / 2**(level-1)`` per
-        question (at least 1), at most ``2 × breadth`` in all, in turn from each question."""
+        question (at least 1), at most ``2 × breadth`` in all, in turn from each question.
+
+        Without a model the follow-ups are names (see :func:`bridge_entities`), two more
+        per question and ``3 × breadth`` in all; the names of a question that read a
+        page the research's question names (its first hop) come before the others.
+        """
         per_parent = max(1, math.ceil(self.settings.breadth / 2 ** (level - 1)))
-        if self.ctx.llm is None:  # names are cheap second hops (HOP_PAGES each)
-            per_parent += 1
+        most = 2 * self.settings.breadth
+        no_llm = self.ctx.llm is None
+        if no_llm:
+            # Names are cheap second hops: a search each, and pages only for those that
+            # have a page of their own first (see run_level).
+            per_parent += 2
+            most = 3 * self.settings.breadth
         known = self.asked()
         offers: list[list[str]] = []
         parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
+        first = [no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages)
+                 for b in parents]
         for parent in parents:
-            if self.ctx.llm is None:
+            if no_llm:
                 pages = [(p.title, p.text) for _, p in parent.pages]
                 parent.follow_ups = bridge_entities(self.ctx.topic, pages, per_parent, known)
             offers.append([q for q in parent.follow_ups if not repeats(q, known)][:per_parent])
         chosen: list[tuple[Branch, str]] = []
+
+        def offer(parent: Branch, question: str) -> None:
+            if len(chosen) < most and not repeats(question, [q for _, q in chosen]):
+                chosen.append((parent, question))
+
+        for parent, offered, early in zip(parents, offers, first, strict=True):
+            for question in offered if early else []:
+                offer(parent, question)
         for turn in range(per_parent):
-            for parent, offered in zip(parents, offers, strict=True):
-                if turn < len(offered) and len(chosen) < 2 * self.settings.breadth and not \
-                        repeats(offered[turn], [q for _, q in chosen]):
-                    chosen.append((parent, offered[turn]))
+            for parent, offered, early in zip(parents, offers, first, strict=True):
+                if turn < len(offered) and not early:
+                    offer(parent, offered[turn])
         made: list[Branch] = []
         for parent in parents:
             mine = [q for p, q in chosen if p is parent]
@@ -218,8 +240,18 @@ class Tree:
         # A second hop without a model looks for one name's page: two pages are enough,
         # and the rest of the level's share goes to the other names.
         cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
-        open_ = [sum(1 for c in r or [] if c.canonical_url not in self.tried) for r in ranked]
-        for branch, wanted in zip(branches, spread(share, open_, cap), strict=True):
+        # A page cut short at an earlier level is its name's page for a later branch:
+        # worth a second request there, and nowhere else.
+        ranked = [[c for c in r if c.canonical_url not in self.cut
+                   or titled(c.title, b.question)] if r is not None else None
+                  for r, b in zip(ranked, branches, strict=True)]
+        open_ = [[c for c in r or [] if c.canonical_url not in self.tried] for r in ranked]
+        # A name with a page of its own is dealt a page first: that page is the hop.
+        named = [bool(o) and titled(o[0].title, b.question)
+                 for o, b in zip(open_, branches, strict=True)]
+        wants = spread(share, [len(o) for o in open_], cap,
+                       first=named if self.ctx.llm is None and branches[0].level > 1 else None)
+        for branch, wanted in zip(branches, wants, strict=True):
             branch.wanted = wanted
         # A page two branches rank alike goes to the narrower question: a name's own page
         # to the branch that searched the name, not to the whole question's.
@@ -332,11 +364,17 @@ class Tree:
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
         # A page fetched whole and not kept stays open to other branches: the memo
-        # answers for it. A download cut short ("not waited for") is not asked again.
+        # answers for it. A download cut short ("not waited for") is asked again only
+        # by a later branch whose own page it is (see run_level).
         self.tried |= {c.canonical_url for c, _ in read}
-        self.tried |= {key for f in gathered.failures if f.url
-                       if (key := canonicalize(f.url)) not in self.memo
-                       or not f.reason.startswith("not waited for")}
+        for failure in gathered.failures:
+            key = canonicalize(failure.url) if failure.url else ""
+            if not key or (key in self.memo and failure.reason.startswith("not waited for")):
+                continue
+            if failure.reason.startswith("not waited for"):
+                self.cut.add(key)
+            else:
+                self.tried.add(key)
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
@@ -362,10 +400,16 @@ OWN_PAGES = 2
 SHOWN = 10
 
 
-def spread(share: int, found: list[int], cap: int) -> list[int]:
+def spread(share: int, found: list[int], cap: int, first: Sequence[bool] | None = None
+           ) -> list[int]:
     """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
-    that found something to read, none over ``cap`` or over what it found."""
+    that found something to read, none over ``cap`` or over what it found; the branches
+    marked in ``first`` are dealt their first page before the others."""
     wants = [0] * len(found)
+    for i, mark in enumerate(first or []):
+        if mark and share > 0 and min(cap, found[i]) > 0:
+            wants[i] = 1
+            share -= 1
     while share > 0:
         dealt = False
         for i, n in enumerate(found):
