@@ -13,15 +13,20 @@ gathered (:mod:`sleuth.pipeline.deep_report`).
 
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
-to the one branch that ranks it best (ties to the earlier branch); a page a branch read
-is never offered again, nor one whose download was cut short; a page fetched whole and
+to the one branch that ranks it best (ties to the narrower question); a page a branch
+read is never offered again; one whose download was cut short is offered again only to
+a later branch whose own page it is (titled with its name); a page fetched whole and
 not kept (or a failure) is in the tree's memo, so a later branch that wants it gets it
 without a download. The assignment waits
 for the level's rankings, so it is the same in a resumed run, which re-walks the tree
 from the store (searches, pages and model replies come from it: nothing is fetched or
 asked again). The level's share of ``--max-sources`` (half of what is left, all of it
-at the last level) is dealt in turn to the branches that found something to read. A
-branch that fails is recorded in the Gaps; the others go on.
+at the last level) is dealt in turn to the branches that found something to read
+(without a model, a second hop whose ranking starts with its own page first). A
+branch puts the page titled with its name first and waits for it however slow (the
+fetch timeout bounds it); it summarises only pages it may keep, and its select call is
+shown its ten best results. A branch that fails is recorded in the Gaps; the others
+go on.
 """
 
 from __future__ import annotations
