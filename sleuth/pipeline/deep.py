@@ -13,15 +13,20 @@ gathered (:mod:`sleuth.pipeline.deep_report`).
 
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
-to the one branch that ranks it best (ties to the earlier branch); a page a branch read
-is never offered again, nor one whose download was cut short; a page fetched whole and
+to the one branch that ranks it best (ties to the narrower question); a page a branch
+read is never offered again; one whose download was cut short is offered again only to
+a later branch whose own page it is (titled with its name); a page fetched whole and
 not kept (or a failure) is in the tree's memo, so a later branch that wants it gets it
 without a download. The assignment waits
 for the level's rankings, so it is the same in a resumed run, which re-walks the tree
 from the store (searches, pages and model replies come from it: nothing is fetched or
 asked again). The level's share of ``--max-sources`` (half of what is left, all of it
-at the last level) is dealt in turn to the branches that found something to read. A
-branch that fails is recorded in the Gaps; the others go on.
+at the last level) is dealt in turn to the branches that found something to read
+(without a model, a second hop whose ranking starts with its own page first). A
+branch puts the page titled with its name first and waits for it however slow (the
+fetch timeout bounds it); it summarises only pages it may keep, and its select call is
+shown its ten best results. A branch that fails is recorded in the Gaps; the others
+go on.
 """
 
 from __future__ import annotations
@@ -53,9 +58,12 @@ from sleuth.stages.explore import (
     learn,
     llm_subquestions,
     mentions,
+    named_by,
+    own_first,
     repeats,
     rule_subquestions,
     terms,
+    titled,
 )
 from sleuth.stages.read import gather_or_cancel
 from sleuth.urls import canonicalize
@@ -103,6 +111,8 @@ class Tree:
         self.branches: list[Branch] = []
         #: Canonical URLs of every page some branch read, or that failed for good.
         self.tried: set[str] = set()
+        #: Canonical URLs of downloads cut short (never read whole), see _mark_tried.
+        self.cut: set[str] = set()
         #: Every page fetched in the tree (and every failure), by canonical URL: a page a
         #: branch fetched and did not keep is another branch's without a second download.
         self.memo: dict[str, Page | FetchFailure] = {}
@@ -182,24 +192,43 @@ class Tree:
 
     def next_level(self, level: int) -> list[Branch]:
         """The follow-ups of the last level, narrower: ``breadth / 2**(level-1)`` per
-        question (at least 1), at most ``2 × breadth`` in all, in turn from each question."""
+        question (at least 1), at most ``2 × breadth`` in all, in turn from each question.
+
+        Without a model the follow-ups are names (see :func:`bridge_entities`), two more
+        per question and ``3 × breadth`` in all; the names of a question that read a
+        page the research's question names (its first hop) come before the others.
+        """
         per_parent = max(1, math.ceil(self.settings.breadth / 2 ** (level - 1)))
-        if self.ctx.llm is None:  # names are cheap second hops (HOP_PAGES each)
-            per_parent += 1
+        most = 2 * self.settings.breadth
+        no_llm = self.ctx.llm is None
+        if no_llm:
+            # Names are cheap second hops: a search each, and pages only for those that
+            # have a page of their own first (see run_level).
+            per_parent += 2
+            most = 3 * self.settings.breadth
         known = self.asked()
         offers: list[list[str]] = []
         parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
+        first = [no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages)
+                 for b in parents]
         for parent in parents:
-            if self.ctx.llm is None:
+            if no_llm:
                 pages = [(p.title, p.text) for _, p in parent.pages]
                 parent.follow_ups = bridge_entities(self.ctx.topic, pages, per_parent, known)
             offers.append([q for q in parent.follow_ups if not repeats(q, known)][:per_parent])
         chosen: list[tuple[Branch, str]] = []
+
+        def offer(parent: Branch, question: str) -> None:
+            if len(chosen) < most and not repeats(question, [q for _, q in chosen]):
+                chosen.append((parent, question))
+
+        for parent, offered, early in zip(parents, offers, first, strict=True):
+            for question in offered if early else []:
+                offer(parent, question)
         for turn in range(per_parent):
-            for parent, offered in zip(parents, offers, strict=True):
-                if turn < len(offered) and len(chosen) < 2 * self.settings.breadth and not \
-                        repeats(offered[turn], [q for _, q in chosen]):
-                    chosen.append((parent, offered[turn]))
+            for parent, offered, early in zip(parents, offers, first, strict=True):
+                if turn < len(offered) and not early:
+                    offer(parent, offered[turn])
         made: list[Branch] = []
         for parent in parents:
             mine = [q for p, q in chosen if p is parent]
@@ -216,8 +245,18 @@ class Tree:
         # A second hop without a model looks for one name's page: two pages are enough,
         # and the rest of the level's share goes to the other names.
         cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
-        open_ = [sum(1 for c in r or [] if c.canonical_url not in self.tried) for r in ranked]
-        for branch, wanted in zip(branches, spread(share, open_, cap), strict=True):
+        # A page cut short at an earlier level is its name's page for a later branch:
+        # worth a second request there, and nowhere else.
+        ranked = [[c for c in r if c.canonical_url not in self.cut
+                   or titled(c.title, b.question)] if r is not None else None
+                  for r, b in zip(ranked, branches, strict=True)]
+        open_ = [[c for c in r or [] if c.canonical_url not in self.tried] for r in ranked]
+        # A name with a page of its own is dealt a page first: that page is the hop.
+        named = [bool(o) and titled(o[0].title, b.question)
+                 for o, b in zip(open_, branches, strict=True)]
+        wants = spread(share, [len(o) for o in open_], cap,
+                       first=named if self.ctx.llm is None and branches[0].level > 1 else None)
+        for branch, wanted in zip(branches, wants, strict=True):
             branch.wanted = wanted
         # A page two branches rank alike goes to the narrower question: a name's own page
         # to the branch that searched the name, not to the whole question's.
@@ -273,7 +312,9 @@ class Tree:
         hits = await search_stage(bctx, branch.plan)
         if not hits and self._searches_failed(branch):
             raise _BranchFailed("every search for it failed")
-        ranked = await rank_stage(bctx, branch.plan, hits)
+        # A branch reads a few pages: its select call is shown its best SHOWN results.
+        ranked = own_first(branch.question,
+                           await rank_stage(bctx, branch.plan, hits, show=SHOWN))
         if self.ctx.llm is None and branch.level > 1:
             # A second hop searches a name: a result that does not even mention it is
             # another page that shares a word with it (no model is there to judge).
@@ -299,8 +340,15 @@ class Tree:
         # Without the relevance gate: on the deep bench it dropped the pages a second hop
         # needs (tune all-gold 84% -> 68%) and sent branches further down their rankings
         # (wall / critical path 1.08 -> 1.49); each branch's ranking already decides.
+        # A name's own page (its title carries the name) is what the branch is for: waited
+        # for however slow (the fetch timeout bounds it), not cut for quicker pages.
+        own = [c.canonical_url for c in candidates[:branch.wanted]
+               if titled(c.title, branch.question)][:OWN_PAGES]
+        # Summarised only when it may be kept: a branch's share is small, and summaries of
+        # the pages beyond it were most of deep mode's tokens per cited source.
         gathered = await fetch_stage(bctx, candidates, want=branch.wanted, memo=self.memo,
-                                     gate=False)
+                                     gate=False, own=frozenset(own),
+                                     park=True)
         self.fetches += gathered.attempted
         sources = await read_stage(bctx, branch.plan, gathered)
         kept = {s.url for s in sources}
@@ -321,11 +369,17 @@ class Tree:
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
         # A page fetched whole and not kept stays open to other branches: the memo
-        # answers for it. A download cut short ("not waited for") is not asked again.
+        # answers for it. A download cut short ("not waited for") is asked again only
+        # by a later branch whose own page it is (see run_level).
         self.tried |= {c.canonical_url for c, _ in read}
-        self.tried |= {key for f in gathered.failures if f.url
-                       if (key := canonicalize(f.url)) not in self.memo
-                       or not f.reason.startswith("not waited for")}
+        for failure in gathered.failures:
+            key = canonicalize(failure.url) if failure.url else ""
+            if not key or (key in self.memo and failure.reason.startswith("not waited for")):
+                continue
+            if failure.reason.startswith("not waited for"):
+                self.cut.add(key)
+            else:
+                self.tried.add(key)
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
@@ -343,12 +397,24 @@ class _BranchFailed(Exception):
 
 #: Pages a second hop reads without a model (see :meth:`Tree.run_level`).
 HOP_PAGES = 2
+#: A branch's own pages (titled with its name) waited for until they come, at most.
+OWN_PAGES = 2
+#: Search results a branch's select call is shown (each query's best in turn). A branch
+#: reads its share of a level, 2-5 pages; showing all of its ~20 results made the select
+#: calls a third of deep mode's tokens per cited source (issue 24).
+SHOWN = 10
 
 
-def spread(share: int, found: list[int], cap: int) -> list[int]:
+def spread(share: int, found: list[int], cap: int, first: Sequence[bool] | None = None
+           ) -> list[int]:
     """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
-    that found something to read, none over ``cap`` or over what it found."""
+    that found something to read, none over ``cap`` or over what it found; the branches
+    marked in ``first`` are dealt their first page before the others."""
     wants = [0] * len(found)
+    for i, mark in enumerate(first or []):
+        if mark and share > 0 and min(cap, found[i]) > 0:
+            wants[i] = 1
+            share -= 1
     while share > 0:
         dealt = False
         for i, n in enumerate(found):

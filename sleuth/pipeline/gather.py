@@ -42,7 +42,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
                        accept: PageCheck | None = None,
                        more: asyncio.Future[list[Candidate]] | None = None,
                        waits: Waits = WAITS, gate: Gate | None = None,
-                       by_rank: bool = False) -> Gathered:
+                       by_rank: bool = False, park: bool = False) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -75,6 +75,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     """
     gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
                          waits, gate or KeepAll(), by_rank)
+    gatherer.park = park and accept is not None
     return await gatherer.run(known or {})
 
 
@@ -103,6 +104,9 @@ class _Gatherer:
         self.window = want + max(2, want // 2)
         self.running: dict[asyncio.Future[Page | FetchFailure], Candidate] = {}
         self.judging: dict[asyncio.Future[str | None], tuple[Candidate, Page]] = {}
+        #: Pages read and not judged yet (``park``): judged only if a better one is rejected.
+        self.parked: dict[str, tuple[Candidate, Page]] = {}
+        self.park = False
         self.done: dict[str, Page] = {}
         self.at_hand: Mapping[str, Page | FetchFailure] = {}
         self.more_taken = False
@@ -159,7 +163,8 @@ class _Gatherer:
         budget = self.budget
         while (self.queue and len(self.done) + self._promised() < self.want
                and self.aside < self.aside_cap
-               and len(self.running) + len(self.judging) + len(self.done) < self.window):
+               and len(self.running) + len(self.judging) + len(self.done) + len(self.parked)
+               < self.window):
             if budget is not None and (reason := budget.exhausted()):
                 self.out.stopped_by = reason
                 return
@@ -176,6 +181,7 @@ class _Gatherer:
 
     async def _loop(self) -> None:
         budget = self.budget
+        self._unpark()
         while (self.running or self.judging or self._coming()) and len(self.done) < self.want:
             timeout = budget.seconds_left() if budget is not None else None
             waiting: list[asyncio.Future[Any]] = [*self.running, *self.judging]
@@ -184,8 +190,9 @@ class _Gatherer:
                 waiting.append(self.more)
             finished, _ = await asyncio.wait(waiting, timeout=timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
-            for task in finished:
+            for task in self._in_rank_order(finished):
                 self._settle(task)
+            self._unpark()
             # Only the time budget cuts pages already in flight; the others stop launches.
             if budget is not None and budget.seconds_left() == 0:
                 self.out.stopped_by = budget.exhausted()
@@ -271,6 +278,7 @@ class _Gatherer:
         aside on arrival). Whatever is still out then is cut as before. Waiting for any
         better-ranked page instead cost more than it found (bench: wall 1.42x the
         critical path without a model).
+        Pages of ``Waits.own`` still out are waited for until they come or fail.
         """
         if len(self.done) < self.want or self.out.stopped_by:
             return
@@ -292,6 +300,10 @@ class _Gatherer:
             ends = [(min(top_end if rank == 0 else grace_end, self._bound(task)), task)
                     for rank, task in self._out_there(position)
                     if rank < top and self.gate.likely(self._candidate_of(task))]
+            # Pages of ``Waits.own``: until they come or fail (the fetch timeout bounds them).
+            own = {task for _, task in self._out_there(position)
+                   if self._candidate_of(task).canonical_url in waits.own}
+            ends = [(math.inf, task) for task in own] + [e for e in ends if e[1] not in own]
             better = [(end, task) for end, task in ends if end > now]
             budget_left = self.budget.seconds_left() if self.budget is not None else None
             left = math.inf if budget_left is None else budget_left
@@ -301,15 +313,19 @@ class _Gatherer:
                 told = True
                 longest = min(max(end for end, _ in better) - now, left)
                 pages = f"{len(better)} better-ranked page{'s' if len(better) > 1 else ''}"
-                self.on_event(Event("info", f"waiting up to {longest:.1f} s for {pages} "
-                                    "still on the way",
-                                    {"pages": len(better), "seconds": round(longest, 3)}))
+                until = ("until they come" if math.isinf(longest)
+                         else f"up to {longest:.1f} s")
+                self.on_event(Event("info", f"waiting {until} for {pages} still on the way",
+                                    {"pages": len(better), "seconds": None
+                                     if math.isinf(longest) else round(longest, 3)}))
             # Awake at the first page's end: from then on it is no longer waited for.
             timeout = min(min(end for end, _ in better) - now, left)
-            finished, _ = await asyncio.wait([task for _, task in better], timeout=timeout,
+            finished, _ = await asyncio.wait([task for _, task in better],
+                                             timeout=None if math.isinf(timeout) else timeout,
                                              return_when=asyncio.FIRST_COMPLETED)
             for task in finished:
                 self._settle(task)
+            self._unpark()
 
     def _bound(self, task: asyncio.Future[Any]) -> float:
         """When waiting for a download still out must end, whatever its rank: its start
@@ -405,15 +421,45 @@ class _Gatherer:
                 return
             if self.accept is None:
                 self.done[candidate.canonical_url] = result
+            elif self.park and self._ahead(candidate) >= self.want:
+                self.parked[candidate.canonical_url] = (candidate, result)
             else:
-                judged = asyncio.ensure_future(self.accept(candidate, result))
-                self.judging[judged] = (candidate, result)
+                self._judge(candidate, result)
             self.on_event(Event("fetched", f"read {result.title or candidate.url}",
                                 {"url": candidate.url, "chars": len(result.text)}))
         else:
             self.out.failures.append(Failure(url=candidate.url, reason=result.reason))
             self.on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
                                 {"url": candidate.url, "reason": result.reason}))
+
+    def _in_rank_order(self, finished: set[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
+        """``finished`` best-ranked first when parking (what is parked depends on it)."""
+        if not self.park:
+            return list(finished)
+        rank = {c.canonical_url: i for i, c in enumerate(self.order)}
+        pairs = dict(self._out_pairs())
+        return sorted(finished, key=lambda t: rank.get(pairs[t].canonical_url, len(rank))
+                      if t in pairs else -1)
+
+    def _judge(self, candidate: Candidate, page: Page) -> None:
+        assert self.accept is not None
+        judged = asyncio.ensure_future(self.accept(candidate, page))
+        self.judging[judged] = (candidate, page)
+
+    def _ahead(self, candidate: Candidate) -> int:
+        """Pages read or being judged that rank above ``candidate``."""
+        rank = {c.canonical_url: i for i, c in enumerate(self.order)}
+        mine = rank.get(candidate.canonical_url, len(rank))
+        judging = [c.canonical_url for c, _ in self.judging.values()]
+        return sum(1 for url in (*self.done, *judging) if rank.get(url, len(rank)) < mine)
+
+    def _unpark(self) -> None:
+        """Judge the best parked pages while fewer than ``want`` are read or being judged
+        (one judged was rejected, or nothing else is on its way)."""
+        while self.parked and len(self.done) + len(self.judging) < self.want:
+            rank = {c.canonical_url: i for i, c in enumerate(self.order)}
+            best = min(self.parked, key=lambda url: rank.get(url, len(rank)))
+            self._judge(*self.parked.pop(best))
 
     def _settle(self, task: asyncio.Future[Any]) -> None:
         if task is self.more:
@@ -447,5 +493,8 @@ class _Gatherer:
             else:
                 out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}",
                                             stage="read"))
+        for candidate, page in self.parked.values():  # likewise a page read, not judged
+            if out.stopped_by and len(self.done) < self.want:
+                self.done[candidate.canonical_url] = page
         if self.running or self.judging:
             await asyncio.gather(*self.running, *self.judging, return_exceptions=True)

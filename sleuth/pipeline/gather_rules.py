@@ -87,6 +87,9 @@ class Waits:
     top_s: float = 3.0
     bound_factor: float = 3.0
     bound_min_s: float = 1.0
+    #: Canonical URLs of pages waited for until they come or fail, wherever they rank: a
+    #: deep research's name branch and the page named so (issue 24); no bound applies.
+    own: frozenset[str] = frozenset()
 
 
 #: Off-topic pages set aside before gathering stops looking further down the ranking: at

@@ -267,11 +267,13 @@ async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
                 task.cancel()
 
 
-async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
+async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit],
+                     show: int | None = None) -> list[Candidate]:
     """Stage 3: candidates in the order they should be fetched.
 
     With a model, its picks come first, then the quality ranking's order (one select
-    call per round of queries; no query or result is asked about twice in a run).
+    call per round of queries; no query or result is asked about twice in a run; at
+    most ``show`` results shown to it, all by default).
     """
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
@@ -280,7 +282,7 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list
 
         candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
                                                      ctx.rules, picked=ctx.picks,
-                                                     shown=ctx.shown)
+                                                     shown=ctx.shown, show=show)
     chosen = f" ({picked} chosen by the model)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
     ctx.emit(Event("rank", found + chosen,
@@ -292,7 +294,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                       more: asyncio.Future[list[Candidate]] | None = None, *,
                       want: int | None = None,
                       memo: dict[str, Page | FetchFailure] | None = None,
-                      gate: bool = True) -> Gathered:
+                      gate: bool = True, own: frozenset[str] = frozenset(),
+                      park: bool = False) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
@@ -303,6 +306,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     fetched and did not keep is never downloaded again for another).
     ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
     branches do without it: a bridge page names the hop, not the question's terms).
+    ``own``: canonical URLs waited for until they come or fail (``Waits.own``); ``park``:
+    summarise only pages that may be kept (see :func:`gather_pages`).
     """
     from sleuth.stages.relevance import Relevance
 
@@ -329,8 +334,8 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
                                   ctx.budget, known=known,
                                   on_result=on_result,
                                   accept=accept, more=more,
-                                  waits=Waits(top_s=ctx.settings.top_wait),
-                                  gate=Relevance(ctx.topic) if gate else None,
+                                  waits=Waits(top_s=ctx.settings.top_wait, own=own),
+                                  gate=Relevance(ctx.topic) if gate else None, park=park,
                                   by_rank=ctx.settings.fetch_order == "rank")
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())

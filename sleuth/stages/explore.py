@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import expect_list, json_values, parse_list, strip_think
-from sleuth.models import Source
+from sleuth.models import Candidate, Source
 from sleuth.stages.plan import MAX_QUERY_CHARS, dedupe
 from sleuth.stages.read import split_passages
 from sleuth.stages.write import sources_block
@@ -38,7 +38,8 @@ if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
 __all__ = ["Learning", "bridge_entities", "learn", "llm_subquestions", "mentions",
-           "named_things", "quoted_titles", "repeats", "rule_subquestions", "terms"]
+           "named_by", "named_things", "own_first", "quoted_titles", "repeats", "rule_subquestions",
+           "terms", "titled"]
 
 #: Learnings kept per branch (the prompt asks for at most 8).
 MAX_LEARNINGS = 8
@@ -152,12 +153,45 @@ def mentions(text: str, name: str) -> bool:
     return bool(words) and words <= terms(text)
 
 
+def _tier(title: str, name: str) -> int:
+    key = " ".join(name.lower().split())
+    if " ".join(title.lower().split()) == key:
+        return 0
+    base = _base_title(title)
+    # "Young, New South Wales": a place qualified by its region, as encyclopedias title them.
+    return 1 if key in (base, base.split(", ", 1)[0]) else 2
+
+
+def named_by(question: str, title: str) -> bool:
+    """Whether ``question`` names the page titled ``title``: every content word of its
+    title, qualifier aside, is in the question (a multi-hop question's first hop)."""
+    words = terms(_base_title(title))
+    return bool(words) and words <= terms(question)
+
+
+def titled(title: str, name: str) -> bool:
+    """Whether a page titled ``title`` is the page of ``name`` (a branch's question): its
+    title is the name, but for a qualifier in brackets, after a dash or a comma ("Toad
+    Hall (ANU)" for "Toad Hall", "Young, New South Wales" for "Young"; not "Toad Hall
+    Records", nor any page for "What is known about Check?")."""
+    return _tier(title, name) < 2
+
+
+def own_first(name: str, ranked: Sequence[Candidate]) -> list[Candidate]:
+    """``ranked`` with the page titled exactly ``name`` first, then those titled so
+    but for a qualifier, then the others: a name's own page before the pages that also
+    carry its words ("Audrey Williams" before "Audrey Williams (archaeologist)" before
+    "Lee Roy Selmon's"); stable within each."""
+    return sorted(ranked, key=lambda c: _tier(c.title, name))  # stable within a tier
+
+
 def named_things(text: str) -> list[str]:
     """Titles in quotes and capitalised names in ``text``, in order of appearance.
 
     A name is a run of capitalised words, with lower-case joiners inside it ("Recovery
-    of Aristotle"); a single capitalised word that starts a sentence ("Note", "The") is
-    not, as it is capitalised for that alone.
+    of Aristotle") and the numbers that follow it ("Heinkel HD 23"); a single
+    capitalised word that starts a sentence ("Note", "The") is not, as it is
+    capitalised for that alone.
     """
     found: list[str] = quoted_titles(text)
     tokens = list(_TOKEN.finditer(text))
@@ -171,6 +205,8 @@ def named_things(text: str) -> list[str]:
             run.pop(0)  # "In Akkadian" is "Akkadian"; "The Exies" keeps its "The"
         if len(run) == 1 and _starts_sentence(text, run[0].start()):
             run.clear()
+        if all(token.group(0).isdigit() for token in run):
+            run.clear()  # "At 2011" is no name once "At" is gone
         if run:
             found.append(_clean_name(text[run[0].start():run[-1].end()]))
         run.clear()
@@ -180,7 +216,8 @@ def named_things(text: str) -> list[str]:
         gap = text[tokens[i - 1].end():token.start()] if i else ""
         if run and (gap.strip() or "\n" in gap):  # punctuation or a line break ends a name
             close()
-        if word[0].isupper() or (run and word.lower() in _JOINERS):
+        # A number after a name is part of it: "Heinkel HD 23", "BWV 1033", "Apollo 11".
+        if word[0].isupper() or (run and (word.lower() in _JOINERS or word.isdigit())):
             run.append(token)
             if _ends_sentence(word):  # "… Jane Alexander. It was" ends at "Alexander"
                 close()
@@ -339,6 +376,7 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
     for rank, (title, text) in enumerate(pages):
         weight = 1.0 / (1 + rank)
         own = _base_title(title)
+        own_terms = terms(own)
         for sentence in split_passages(text)[:12]:
             overlap = len(terms(sentence) & asked)
             titles = {t.lower() for t in quoted_titles(sentence)}
@@ -350,10 +388,11 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
                         or repeats(name, known_list)):
                     continue
                 # A title in quotes is a work (film, song, book): the commonest bridge. A
-                # name sharing the question's words is more often a sibling of what was
-                # read ("Act of War: Gold Edition") than the next hop.
+                # name sharing the words of the page's own title is more often a sibling
+                # of what was read ("Act of War: Gold Edition" on "Act of War: Direct
+                # Action") than the next hop.
                 bonus = (1.5 if len(name.split()) > 1 else 1.0) * (1.5 if key in titles else 1.0)
-                bonus *= 0.5 if words & asked else 1.0
+                bonus *= 0.5 if words & own_terms else 1.0
                 scores[key] = scores.get(key, 0.0) + weight * bonus * (1 + overlap)
                 shown.setdefault(key, name)
     order = list(shown)

@@ -105,13 +105,16 @@ def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[str]
 async def select_candidates(llm: RunLLM, question: str, queries: list[str],
                             hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None,
                             *, picked: dict[str, list[str]] | None = None,
-                            shown: set[str] | None = None) -> tuple[list[Candidate], int]:
+                            shown: set[str] | None = None,
+                            show: int | None = None) -> tuple[list[Candidate], int]:
     """Candidates in fetch order, and how many of them the model picked.
 
     One select call for the queries not asked about yet, over their results that no
-    earlier call showed. ``picked`` holds the picks so far (each query asked → its
-    round's picks, best first) and ``shown`` the canonical URLs already shown; both
-    are updated, so a later round asks only about what is new.
+    earlier call showed (at most ``show`` of them, each query's best in turn: a deep
+    research's branch, which reads a few pages, is not shown every result).
+    ``picked`` holds the picks so far (each query asked → its round's picks, best
+    first) and ``shown`` the canonical URLs already shown; both are updated, so a later
+    round asks only about what is new.
     """
     ranked = rank(hits, rules)
     known = picked if picked is not None else {}
@@ -121,7 +124,7 @@ async def select_candidates(llm: RunLLM, question: str, queries: list[str],
     if not llm.usable or not (todo or known):
         return ranked, 0
     if todo:
-        fresh = _in_turn(todo, hits, ranked, seen)
+        fresh = _in_turn(todo, hits, ranked, seen)[:show]
         try:
             chosen = await _pick(llm, question, todo, fresh) if fresh else []
         except LLMAuthError:
