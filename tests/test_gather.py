@@ -83,3 +83,19 @@ async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes()
             by_rank=by_rank), timeout=60)
         kept = [c.url for c, _ in gathered.pages]
         assert kept == (URLS[:3] if by_rank else URLS[1:4]), by_rank
+
+
+async def test_the_last_candidate_still_out_is_not_waited_for_past_the_runs_own_bound() -> None:
+    """Issue 26: every candidate was tried and fewer pages than wanted are read; the one
+    page still on its way never comes. The run ends at that page's bound (this run's own
+    page times; floors 0 here) with the pages it has, the slow page cut as not waited for,
+    instead of waiting out the download's time cap."""
+    fetcher = Held({URLS[2]})
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0,
+                  bound_min_s=0.0, last_min_s=0.0)
+    gathered = await asyncio.wait_for(gather_pages(
+        [cand(u) for u in URLS[:3]], fetcher, 3, waits=waits),  # type: ignore[arg-type]
+        timeout=60)
+    assert [c.url for c, _ in gathered.pages] == URLS[:2]
+    reasons = {f.url: f.reason for f in gathered.failures}
+    assert reasons[URLS[2]].startswith("not waited for: it took longer than")

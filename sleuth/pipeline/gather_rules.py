@@ -87,6 +87,9 @@ class Waits:
     top_s: float = 3.0
     bound_factor: float = 3.0
     bound_min_s: float = 1.0
+    #: The last downloads, once nothing more can start, get at least this long from their
+    #: start before their bound applies (``_Gatherer._give_up_at``): see bench/README.md.
+    last_min_s: float = 5.0
     #: Canonical URLs of pages waited for until they come or fail, wherever they rank: a
     #: deep research's name branch and the page named so (issue 24); no bound applies.
     own: frozenset[str] = frozenset()
