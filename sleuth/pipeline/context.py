@@ -18,6 +18,7 @@ and chose, its record in the store, and its view of the model (a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -27,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 
 from sleuth._extras import missing_extra
 from sleuth._question import MAX_QUESTION_CHARS, clean_question
-from sleuth._sent import trace_sent
 from sleuth.budget import Budget
 from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
@@ -73,15 +73,11 @@ class QuestionSearch:
     sent: asyncio.Event
 
     async def on_the_wire(self) -> None:
-        """Wait until the search's request has been sent (or the search ended), at most
-        :data:`SEND_WAIT_S`: a search engine slow to connect does not hold up the model."""
-        waiter = asyncio.ensure_future(self.sent.wait())
-        racing: list[asyncio.Future[Any]] = [waiter, self.task]
-        try:
-            await asyncio.wait(racing, timeout=SEND_WAIT_S,
-                               return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            waiter.cancel()
+        """Wait until the search's request has been sent (or the search ended: its task
+        sets ``sent`` when done), at most :data:`SEND_WAIT_S`: a search engine slow to
+        connect does not hold up the model."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.sent.wait(), SEND_WAIT_S)
 
 
 def documents_search(settings: Settings) -> Settings:
@@ -184,9 +180,6 @@ class Services:
         """The HTTP client the search providers share (closed with the services)."""
         if self._search_client is None:
             client = make_search_client(self.settings)
-            hooks = client.event_hooks
-            hooks["request"].append(trace_sent)
-            client.event_hooks = hooks
             self._stack.push_async_callback(client.aclose)
             self._search_client = client
         return self._search_client

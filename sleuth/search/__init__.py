@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
+from sleuth._sent import trace_sent
 from sleuth._tls import client_tls
 from sleuth._version import __version__
 from sleuth.errors import ProviderError
@@ -74,12 +75,14 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     """The HTTP client the providers share.
 
     Search endpoints are chosen by the user (API hosts, their own SearXNG), so no
-    SSRF guard applies here; page fetching has its own guarded client.
+    SSRF guard applies here; page fetching has its own guarded client. Its request hook
+    tells a run waiting for its first search that the request is out (``sleuth._sent``;
+    a no-op otherwise).
     """
     user_agent = settings.user_agent or f"sleuth/{__version__}"
     return httpx.AsyncClient(timeout=httpx.Timeout(settings.search_timeout),
                              headers={"User-Agent": user_agent}, max_redirects=5,
-                             **client_tls())
+                             event_hooks={"request": [trace_sent]}, **client_tls())
 
 
 def _unreachable(exc: Exception) -> bool:
