@@ -313,8 +313,9 @@ def test_top_wait_holds_the_run_for_the_best_ranked_page_up_to_the_runs_own_boun
         max_sources=3, on_event=events.append)
     waits = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
     assert len(waits) == 1 and waits[0]["pages"] == 1
-    # Loopback pages take well under a second: the bound, not --top-wait, ends the wait.
-    assert waits[0]["seconds"] < 60
+    # The bound, not --top-wait, ends the wait: held to --top-wait, the announced wait would
+    # be 600 s less the time gathering had taken, which is less than the whole run took.
+    assert waits[0]["seconds"] < 600 - report.stats.elapsed_s
     reasons = {f.url: f.reason for f in report.failures}
     # (Its deadline may still come first where a loaded machine made every page slow.)
     assert reasons[web.hostile["slow_drip"]] in (

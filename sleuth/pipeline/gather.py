@@ -74,8 +74,7 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     ``_Gatherer._by_rank``).
     """
     gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
-                         waits, gate or KeepAll(), by_rank)
-    gatherer.park = park and accept is not None
+                         waits, gate or KeepAll(), by_rank, park and accept is not None)
     return await gatherer.run(known or {})
 
 
@@ -86,12 +85,12 @@ class _Gatherer:
                  on_event: ProgressCallback, budget: Budget | None,
                  on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
                  accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
-                 waits: Waits = WAITS, gate: Gate | None = None, by_rank: bool = False
-                 ) -> None:
+                 waits: Waits = WAITS, gate: Gate | None = None, by_rank: bool = False,
+                 park: bool = False) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
-        self.waits, self.by_rank = waits, by_rank
+        self.waits, self.by_rank, self.park = waits, by_rank, park
         self.gate: Gate = gate or KeepAll()
         #: Pages the gate set aside as they arrived (they do not count as read).
         self.aside = 0
@@ -106,7 +105,6 @@ class _Gatherer:
         self.judging: dict[asyncio.Future[str | None], tuple[Candidate, Page]] = {}
         #: Pages read and not judged yet (``park``): judged only if a better one is rejected.
         self.parked: dict[str, tuple[Candidate, Page]] = {}
-        self.park = False
         self.done: dict[str, Page] = {}
         self.at_hand: Mapping[str, Page | FetchFailure] = {}
         self.more_taken = False
