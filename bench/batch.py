@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.client import WorldProcess, world  # noqa: E402
+from bench.client import WorldProcess, hotpot_questions, world  # noqa: E402
 from bench.run import HWM_WRAPPER  # noqa: E402  (the child reports its own VmHWM)
 from bench.topics import CANDIDATES  # noqa: E402
 from bench.world import MODEL, data_dir  # noqa: E402
@@ -58,7 +58,7 @@ def batch_questions(n: int) -> list[str]:
     paragraph's subject ("What is known about Demon Dice?") in the corpus's order."""
     topics = [q for _, q, _ in CANDIDATES]
     hotpot = data_dir() / "hotpotqa"
-    data = json.loads((hotpot / "hotpotqa_train.json").read_text("utf-8"))
+    data = hotpot_questions()
     titles = json.loads((hotpot / "hotpotqa_train_corpus.json").read_text("utf-8"))
     subjects = [f"What is known about {title}?" for title in titles]
     return (topics + [q["question"] for q in data] + subjects)[:n]

@@ -7,17 +7,19 @@ endpoints; :func:`cited_urls` reads which sources a report cites.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import httpx
 
-from bench.world import MODEL, REPO
+from bench.world import MODEL, REPO, data_dir
 
 __all__ = ["WorldProcess", "cited_ids", "cited_urls", "world"]
 
@@ -103,3 +105,32 @@ def cited_ids(markdown: str) -> set[int]:
 def cited_urls(report: Any) -> list[str]:
     ids = cited_ids(report.markdown)
     return [s.url for s in report.sources if s.id in ids]
+
+
+def hotpot_questions(n: int | None = None) -> list[dict[str, Any]]:
+    """The HotpotQA questions of the benchmark data (the first ``n``; all when None)."""
+    data = json.loads((data_dir() / "hotpotqa" / "hotpotqa_train.json").read_text("utf-8"))
+    return list(data[:n])
+
+
+def gold_shares(w: WorldProcess, questions: Sequence[dict[str, Any]],
+                options: Callable[[], dict[str, Any]], jobs: int) -> tuple[list[float], float]:
+    """Research each HotpotQA question against ``w`` with ``options()``, ``jobs`` at once:
+    the share of its gold evidence pages each report cites, and the wall time of all."""
+    import sleuth
+
+    by_title = {p["key"]: p["url"] for p in w.pages if p["kind"] == "hotpotqa"}
+
+    async def one(q: dict[str, Any], gate: asyncio.Semaphore) -> float:
+        async with gate:
+            report = await sleuth.research(q["question"], **options())
+        gold = {by_title[t] for t, _ in q["supporting_facts"]}
+        return len(gold & set(cited_urls(report))) / len(gold)
+
+    async def every() -> list[float]:
+        gate = asyncio.Semaphore(jobs)
+        return list(await asyncio.gather(*(one(q, gate) for q in questions)))
+
+    start = time.monotonic()
+    shares = asyncio.run(every())
+    return shares, time.monotonic() - start

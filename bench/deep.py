@@ -18,7 +18,6 @@ Three measures (see bench/README.md, "Deep research"):
 
 from __future__ import annotations
 
-import asyncio
 import json
 import statistics
 import subprocess
@@ -31,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.client import WorldProcess, cited_ids, cited_urls
+from bench.client import WorldProcess, cited_ids, cited_urls, gold_shares, hotpot_questions
 from bench.timing import measure
-from bench.world import REPO, data_dir
+from bench.world import REPO
 
 __all__ = ["DeepRow", "Recall", "deep_path", "deep_rss", "parts_table", "recall_table",
            "run_deep_recall", "run_deep_timing", "summary_line", "timing_table"]
@@ -59,39 +58,23 @@ class Recall:
         return self.all_gold / self.questions if self.questions else float("nan")
 
 
-def _questions() -> list[dict[str, Any]]:
-    return list(json.loads((data_dir() / "hotpotqa" / "hotpotqa_train.json")
-                           .read_text("utf-8")))
-
-
 def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100
                     ) -> list[Recall]:
     """Quick then deep, no model, over the first ``count`` HotpotQA questions."""
-    import sleuth
-
-    by_title = {p["key"]: p["url"] for p in w.pages if p["kind"] == "hotpotqa"}
-    questions = _questions()[:count]
+    questions = hotpot_questions(count)
     rows: list[Recall] = []
     w.scale(scale)
     try:
         for mode in ("quick", "deep"):
-            async def one(q: dict[str, Any], gate: asyncio.Semaphore, mode: str) -> bool:
+            def options(mode: str = mode) -> dict[str, Any]:
                 opts = w.options(False)
                 if mode == "deep":
                     opts.pop("max_sources")  # deep mode's default, 20
                     opts["mode"] = "deep"
-                async with gate:
-                    report = await sleuth.research(q["question"], **opts)
-                gold = {by_title[t] for t, _ in q["supporting_facts"]}
-                return gold <= set(cited_urls(report))
+                return opts
 
-            async def every(mode: str) -> list[bool]:
-                gate = asyncio.Semaphore(jobs)
-                return list(await asyncio.gather(*(one(q, gate, mode) for q in questions)))
-
-            start = time.monotonic()
-            hits = asyncio.run(every(mode))
-            wall = time.monotonic() - start
+            shares, wall = gold_shares(w, questions, options, jobs)
+            hits = [share == 1.0 for share in shares]
             for n, (q, hit) in enumerate(zip(questions, hits, strict=True)):
                 split = "tune" if n < TUNE else "held out"
                 for kind in (q["type"], "all"):

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.client import hotpot_questions
 from bench.world import REPO, data_dir
 
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     if not path.is_file():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
-    questions = [q["question"] for q in json.loads(path.read_text("utf-8"))[:args.questions]]
+    questions = [q["question"] for q in hotpot_questions(args.questions)]
     write_folder(args.folder)
     with tempfile.TemporaryDirectory() as home:
         first, second = asyncio.run(rounds(questions, args.folder, Path(home)))

@@ -68,7 +68,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bench.client import WorldProcess, cited_urls, world
+from bench.client import WorldProcess, cited_urls, hotpot_questions, world
 from bench.world import REPO, data_dir
 from sleuth.testing._corpus import Corpus
 
@@ -135,7 +135,7 @@ def hotpot_plan() -> list[Question]:
     if not file.is_file():
         return []
     out = []
-    for n, q in enumerate(json.loads(file.read_text(encoding="utf-8"))):
+    for n, q in enumerate(hotpot_questions()):
         gold = frozenset(f"hotpotqa:{t}" for t, _ in q["supporting_facts"])
         context = frozenset(f"hotpotqa:{t}" for t, _ in q["context"])
         out.append(Question("hotpotqa", str(n), q["question"],

@@ -41,7 +41,6 @@ and end of every search, page and model call) and the sources the report cites; 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import statistics
 import subprocess
@@ -56,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(REPO))
 
-from bench.client import WorldProcess, cited_urls, world  # noqa: E402
+from bench.client import WorldProcess, gold_shares, hotpot_questions, world  # noqa: E402
 from bench.data import DataMismatch, verify  # noqa: E402
 from bench.docs_scale import measure as measure_docs  # noqa: E402
 from bench.docs_scale import table as docs_table  # noqa: E402
@@ -80,34 +79,14 @@ class Recall:
     wall: float
 
 
-def hotpot_questions(n: int) -> list[dict[str, Any]]:
-    data = json.loads((data_dir() / "hotpotqa" / "hotpotqa_train.json").read_text("utf-8"))
-    return list(data[:n])
-
-
 def run_recall(w: WorldProcess, n: int, jobs: int, scale: float,
                pipelines: Sequence[bool]) -> list[Recall]:
-    import sleuth
-
-    by_title = {p["key"]: p["url"] for p in w.pages if p["kind"] == "hotpotqa"}
     questions = hotpot_questions(n)
     w.scale(scale)
     out = []
     try:
         for llm in pipelines:
-            async def one(q: dict[str, Any], gate: asyncio.Semaphore, llm: bool) -> float:
-                async with gate:
-                    report = await sleuth.research(q["question"], **w.options(llm))
-                gold = {by_title[t] for t, _ in q["supporting_facts"]}
-                return len(gold & set(cited_urls(report))) / len(gold)
-
-            async def every(llm: bool) -> list[float]:
-                gate = asyncio.Semaphore(jobs)
-                return list(await asyncio.gather(*(one(q, gate, llm) for q in questions)))
-
-            start = time.monotonic()
-            shares = asyncio.run(every(llm))
-            wall = time.monotonic() - start
+            shares, wall = gold_shares(w, questions, lambda llm=llm: w.options(llm), jobs)
             out.append(Recall("LLM" if llm else "no-LLM", len(shares),
                               sum(1 for s in shares if s == 1.0),
                               statistics.fmean(shares) if shares else 0.0, wall))
