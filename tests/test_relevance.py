@@ -227,6 +227,44 @@ def test_a_page_an_on_topic_page_names_is_on_topic_after_all() -> None:
     assert [p.url for _, p in kept] == [first.url, second.url] and left_out == []
 
 
+def test_a_name_of_several_words_is_named_only_whole() -> None:
+    """A band's page that "performs multiple shows" was cited for a question on the
+    sitcom "Welcome to the Show": it shared the word "Show" and nothing of the title."""
+    gate = Relevance("Who performed in both Welcome to the Show and the band f(x)?")
+    band = doc("https://myers.example/", "Bill Myers (musician)",
+               "Bill Myers is a musician and bandleader from North Carolina. The band he "
+               "co-founded in 1957 still performs multiple shows each year.")
+    assert gate.check(cand(band.url, band.title), band) is not None
+    sitcom = doc("https://show.example/", "Welcome to the Show (TV series)",
+                 "Welcome to the Show was a 2011 South Korean television sitcom; Sulli "
+                 "starred in it.")
+    member = doc("https://sulli.example/", "Sulli",
+                 "Sulli was a South Korean singer, a member of the girl group f(x), who "
+                 "performed in the sitcom Welcome to the Show.")
+    for page in (sitcom, member):
+        assert gate.check(cand(page.url, page.title), page) is None
+
+
+def test_a_page_scoring_barely_half_the_best_page_is_off_topic() -> None:
+    """A ski jumper "runner-up at the World Championships" was cited beside the racing
+    game for a question on the runner-up of the World Drivers' Championship."""
+    gate = Relevance("The runner-up in the 1999 World Drivers' Championship appears on the "
+                     "front cover of a racing video game developed by what company?")
+    game = doc("https://f1.example/", "Formula One 99",
+               "Formula One 99 is a racing video game developed by Studio Liverpool; its "
+               "cover shows a car of the World Drivers' Championship.")
+    jumper = doc("https://prevc.example/", "Peter Prevc",
+                 "Peter Prevc is a Slovenian ski jumper who appears on stamps; he won the "
+                 "2016 World Cup and was runner-up at the Ski Flying World Championships.")
+    ranked = [(cand(game.url, game.title), game), (cand(jumper.url, jumper.title), jumper)]
+    passed = [(c, p) for c, p in ranked if gate.check(c, p) is None]
+    assert len(passed) == 2  # over the floor: it is the comparison that leaves it out
+    kept, left_out = gate.choose(passed, 5)
+    assert [p.url for _, p in kept] == [game.url]
+    assert [f.url for f in left_out] == [jumper.url]
+    assert "the best page" in left_out[0].reason
+
+
 # -- the scheduler ------------------------------------------------------------------------------
 
 class LateFetcher:

@@ -10,7 +10,9 @@ as read (and, with a model, before it is summarised):
    Saturn's moon Titan" for the Titan page, which says nothing of Europa), or of a
    search query that found it and names the question's subject. Names (capitalised
    words, quoted titles; not demonyms such as "American") weigh twice; a page that
-   names none of a query's names scores 0 for it, and so does one with none of its
+   names none of a query's names scores 0 for it (a name of several words counts
+   only whole, across the small words of a title: "Welcome to the Show" is not named
+   by a page on a band that "performs multiple shows"), and so does one with none of its
    other words ("Beer in Hong Kong" for how China responds to the protests there),
    unless the page is about something the question names (its title is made of the
    question's words: "Audrey Williams"). When the question is plainly about its parts
@@ -59,11 +61,13 @@ __all__ = ["FLOOR", "OFF_TOPIC", "RELATIVE", "Relevance", "name_terms"]
 #: A page covering less of the question's (or its part's) key terms is set aside.
 FLOOR = 0.3
 #: A page scoring under this share of the best page read is off-topic by comparison.
-RELATIVE = 0.5
+RELATIVE = 0.55
 #: Content words past which a page is long: a question's name it says once does not count.
 LONG_PAGE = 400
 #: A search query must cover this much of the question (as a page would) to count.
 QUERY_SHARE = 0.5
+#: Lower-case words a name runs on across ("Welcome to the Show", "Minister for Agriculture").
+_CONNECTORS = frozenset(["of", "to", "the", "for", "de", "del", "du", "von", "van", "la", "le"])
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
 OFF_TOPIC = "read and left out as off-topic"
 _DEMONYMS = frozenset([
@@ -90,15 +94,22 @@ def name_terms(text: str) -> frozenset[str]:
 
 
 def name_phrases(text: str) -> list[frozenset[str]]:
-    """The terms of each name in ``text``: a run of capitalised words ("Grace
-    Krilanovich"), a quoted title; demonyms left out. A page names it when it holds
-    every term of it ("Grace" alone is not "Grace Krilanovich")."""
+    """The terms of each name in ``text``: a run of capitalised words, joined across
+    the small words inside a title ("Grace Krilanovich", "Welcome to the Show"), a
+    quoted title; demonyms left out. A page names it when it holds every term of it
+    ("Grace" alone is not "Grace Krilanovich"; a band's page that "performs multiple
+    shows" does not name the sitcom "Welcome to the Show")."""
     runs: list[list[str]] = [[]]
+    inside: list[str] = []  # connectors after a capitalised word, kept if one follows
     for n, token in enumerate(_TOKEN.findall(text)):
         if token[:1].isupper() and (n > 0 or token.lower() not in STOP):
-            runs[-1].append(token)
+            runs[-1] += [*inside, token]
+            inside = []
+        elif runs[-1] and token.lower() in _CONNECTORS:
+            inside.append(token)
         elif runs[-1]:
             runs.append([])
+            inside = []
     phrases = [content_terms(" ".join(run)) for run in runs]
     phrases += [content_terms(q[0] or q[1]) for q in _QUOTED.findall(text)]
     return [frozenset(p - _DEMONYMS) for p in phrases if p - _DEMONYMS]
