@@ -27,7 +27,8 @@ what sleuth hands a model, not a model's judgement):
 * **on-topic share of cited sources** (target ≥ 95%), and the stricter share that are
   relevant pages;
 * **relevant pages read**: share of the relevant pages that sleuth read (a source of
-  the report, cited or not), and **read → cited** (target ≥ 90%): of those, the share
+  the report, cited or not, or a page it read and left out as off-topic: the gate's
+  own mistakes count against read → cited; before 2026-11-26 they went unseen), and **read → cited** (target ≥ 90%): of those, the share
   it cited;
 * **cited per question**, and **every relevant page cited** (HotpotQA: all-gold) with
   the mean share of relevant pages cited (evidence recall): whether a gate costs recall.
@@ -70,6 +71,8 @@ from typing import Any
 
 from bench.client import WorldProcess, cited_urls, hotpot_questions, world
 from bench.world import REPO, data_dir
+from sleuth.stages.read import NOT_RELEVANT
+from sleuth.stages.relevance import OFF_TOPIC
 from sleuth.testing._corpus import Corpus
 
 __all__ = ["Question", "Score", "questions", "run_relevance", "score", "table"]
@@ -170,7 +173,12 @@ async def _research(w: WorldProcess, q: Question, llm: bool, gate: asyncio.Semap
             report = await sleuth.research(q.question, **w.options(llm, max_sources=max_sources))
         except Exception as exc:  # a run that fails is an outcome to count, not a crash
             return Outcome(q, pipeline, (), (), f"{type(exc).__name__}: {exc}")
-    read = tuple(keys.get(s.url, s.url) for s in report.sources)
+    # Read: the report's sources and the pages it read and left out (as off-topic, or
+    # "not relevant" by the model), so that read -> cited sees a relevant page the gate drops.
+    left_out = [f.url for f in report.failures
+                if f.reason.startswith(OFF_TOPIC) or f.reason == NOT_RELEVANT]
+    read = tuple(keys.get(u, u) for u in dict.fromkeys([*(s.url for s in report.sources),
+                                                        *left_out]))
     return Outcome(q, pipeline, read, tuple(keys.get(u, u) for u in cited_urls(report)))
 
 
