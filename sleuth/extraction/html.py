@@ -372,12 +372,15 @@ def _reader_tree(html: str) -> Any:
     return tree
 
 
-def _block_inputs(html: str, url: str | None, tree: Any = None
-                  ) -> tuple[Any, Any, str, str | None, str | None] | None:
+def _block_inputs(html: str, url: str | None, tree: Any = None, *,
+                  trafilatura: bool | None = None
+                  ) -> tuple[Any, Any, str | None, str | None, str | None] | None:
     """Blocks and their features, plus trafilatura's text, title and date.
 
     ``tree`` is the page parsed (:func:`_reader_tree`); by default ``html`` is parsed
-    as it is. None when the page does not parse at all.
+    as it is. trafilatura runs on pages that say they are articles (its text is then
+    one of the features; None where it did not run), or as ``trafilatura`` says.
+    None when the page does not parse at all.
     """
     from sleuth.extraction import blocks as bx
 
@@ -385,22 +388,30 @@ def _block_inputs(html: str, url: str | None, tree: Any = None
         tree = _parse_html(html)
         if tree is None:
             return None
-    try:
+    # The head goes with clean_tree; what the features need from it is read first.
+    head = bx.read_head(tree)
+    signals = bx.page_signals(html, url, head)
+    main = comments = None
+    if bx.reads_trafilatura(signals) if trafilatura is None else trafilatura:
         # trafilatura copies a tree it is given before it prunes it (a copy costs a
         # fraction of a second parse of the page), so ours is read as it is, uncopied
         # (tests/test_extract.py holds trafilatura to that).
-        main, comments = _trafilatura(tree, url)
+        main, comments = _trafilatura_or_nothing(tree, url)
+    title, date = _page_meta(tree, url)
+    blocks = bx.segment(bx.clean_tree(tree))
+    matrix = bx.features(blocks, head, signals, main, comments)
+    return blocks, matrix, main, title, date
+
+
+def _trafilatura_or_nothing(tree: Any, url: str | None) -> tuple[str, str]:
+    """:func:`_trafilatura`, or no text where it fails."""
+    try:
+        return _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         log.debug("trafilatura failed on %s", url, exc_info=True)
-        main, comments = "", ""
-    title, date = _page_meta(tree, url)
-    # The head goes with clean_tree; what the features need from it is read first.
-    head = bx.read_head(tree)
-    blocks = bx.segment(bx.clean_tree(tree))
-    matrix = bx.features(blocks, html, url, head, main, comments)
-    return blocks, matrix, main, title, date
+        return "", ""
 
 
 @contextlib.contextmanager
@@ -477,6 +488,9 @@ def extract(html: str | bytes, url: str | None = None, *,
             blocks, matrix, main, title, date = got
             text = normalize_text(model.select_text(blocks, matrix))
             if not text:
+                if main is None:  # not run yet: on its own parse (the blocks' is cleaned)
+                    again = _reader_tree(html)
+                    main = _trafilatura_or_nothing(again, url)[0] if again is not None else ""
                 text = normalize_text(model.without_chrome(normalize_text(main), blocks))
         except MemoryError:  # not a reading of the page: the caller must see it
             raise
@@ -493,11 +507,6 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     tree = _reader_tree(html)
     if tree is None:
         return "", None, None
-    try:
-        main, _ = _trafilatura(tree, url)
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception:  # third-party parser on hostile input: any failure means "no text"
-        main = ""
+    main, _ = _trafilatura_or_nothing(tree, url)
     title, date = _page_meta(tree, url)
     return normalize_text(main), title, date
