@@ -5,7 +5,8 @@ marketing pages it drops much of what a reader came for (posts filed as
 "comments", spec tables, item titles). This module gives every run of text on the
 page (a *block*: the inline content of one block-level element) a feature vector
 — its words and links, the tags and class names above it, how often its structure
-repeats on the page, whether trafilatura kept it, what kind of page it sits on —
+repeats on the page, whether trafilatura kept it (on the pages where it runs, see
+:func:`reads_trafilatura`), what kind of page it sits on —
 and a small gradient-boosted tree model (``sleuth/data/block_model.json``, trained on the tune
 part of WCXB by ``bench/train_extractor.py``) says how likely it is main text.
 

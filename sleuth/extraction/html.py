@@ -1,5 +1,7 @@
 """HTML to its main text: hidden text removed, blocks scored by the block model, with
-trafilatura's choice as one of its signals, and title and date from the page's metadata.
+trafilatura's choice as one of its signals on pages that say they are articles or
+products (or have an article's URL), and title and date from the page's metadata.
+trafilatura runs on other pages only when the model keeps nothing there.
 
 Everything here is pure and synchronous. trafilatura (with lxml) has crashed
 natively when called from many threads at once, so every call into it holds one
@@ -461,10 +463,12 @@ def extract(html: str | bytes, url: str | None = None, *,
 
     The page is cut into text blocks and a small trained model keeps the blocks
     that are main text (see :mod:`sleuth.extraction.model`), with trafilatura's own choice as one
-    of its signals. When the model keeps nothing, trafilatura's text is used (less
-    menu and footer lines), and failing that the text of ``<body>`` without
-    scripts, navigation, headers and footers. Elements hidden from readers go first
-    (:func:`without_hidden`). Garbage in gives ``Extracted(text="")``.
+    of its signals where the page says it is an article or a product, or has an article's
+    URL (:func:`sleuth.extraction.blocks.reads_trafilatura`). When the model keeps
+    nothing, trafilatura's text is used (less menu and footer lines), and failing that
+    the text of ``<body>`` without scripts, navigation, headers and footers. Elements
+    hidden from readers go first (:func:`without_hidden`). Garbage in gives
+    ``Extracted(text="")``.
 
     Only the first ``max_elements`` elements are read (:func:`cut_elements`), so a
     page's cost is bounded whatever its markup; a page cut short says so in

@@ -1,8 +1,12 @@
 """Block-level main-text extraction, part two: the block model scores the blocks and picks
 the text.
 
-The trees are a small gradient-boosted ensemble (``sleuth/data/block_model.json``,
-trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extraction.blocks`.
+The trees are small gradient-boosted ensembles (``sleuth/data/block_model.json``,
+trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extraction.blocks`:
+``blocks`` for the pages extracted with trafilatura's text as a feature (those that say
+they are articles or products, or have an article's URL), ``plain`` for the others,
+trained with those columns at 0 (retrained 2026-11-26, bench/README.md: trafilatura was
+more than half of a page's time, and elsewhere the model does as well without it).
 Which blocks to keep is decided per page: those that maximise the page's expected F1
 under the model's own probabilities (:func:`best_keep`); a page that says it is an
 article uses the model's one fixed cutoff. Then the rules a reader would insist on (see
