@@ -82,7 +82,7 @@ def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
     path, url, truth = job
     with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
         html = handle.read()
-    got = _block_inputs(html, url, trafilatura=True)  # (fit zeroes it for the plain model)
+    got = _block_inputs(html, url, with_trafilatura=True)  # (fit zeroes it for the plain model)
     if got is None:
         return {"X": [], "y": [], "texts": []}
     blocks, matrix = got[0], got[1]

@@ -375,13 +375,14 @@ def _reader_tree(html: str) -> Any:
 
 
 def _block_inputs(html: str, url: str | None, tree: Any = None, *,
-                  trafilatura: bool | None = None
+                  with_trafilatura: bool | None = None
                   ) -> tuple[Any, Any, str | None, str | None, str | None] | None:
     """Blocks and their features, plus trafilatura's text, title and date.
 
     ``tree`` is the page parsed (:func:`_reader_tree`); by default ``html`` is parsed
-    as it is. trafilatura runs on pages that say they are articles (its text is then
-    one of the features; None where it did not run), or as ``trafilatura`` says.
+    as it is. trafilatura runs where :func:`sleuth.extraction.blocks.reads_trafilatura`
+    says (its text is then one of the features; None where it did not run), or as
+    ``with_trafilatura`` says.
     None when the page does not parse at all.
     """
     from sleuth.extraction import blocks as bx
@@ -394,7 +395,7 @@ def _block_inputs(html: str, url: str | None, tree: Any = None, *,
     head = bx.read_head(tree)
     signals = bx.page_signals(html, url, head)
     main = comments = None
-    if bx.reads_trafilatura(signals) if trafilatura is None else trafilatura:
+    if bx.reads_trafilatura(signals) if with_trafilatura is None else with_trafilatura:
         # trafilatura copies a tree it is given before it prunes it (a copy costs a
         # fraction of a second parse of the page), so ours is read as it is, uncopied
         # (tests/test_extract.py holds trafilatura to that).
