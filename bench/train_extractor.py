@@ -4,6 +4,11 @@ Two steps (scikit-learn is not a dependency of sleuth: ``pip install -e '.[bench
 
     python bench/train_extractor.py features   # blocks, features, labels -> WORK/blocks.jsonl
     python bench/train_extractor.py fit        # scikit-learn: -> sleuth/data/block_model.json
+    python bench/train_extractor.py fit-plain  # only the ``plain`` ensemble, into that file
+
+The model file holds two ensembles: ``blocks`` reads trafilatura's text (pages that say
+they are articles, where sleuth runs trafilatura) and ``plain`` does without it (every
+other page); ``fit`` trains both, ``fit-plain`` only the second, keeping the first.
 
 The data is ``../shared/data/wcxb-dev`` (``--data`` or ``$SLEUTH_BENCH_DATA`` for its
 parent), checked against ``bench/data.sha256`` before anything is read; ``WORK`` is
@@ -77,7 +82,7 @@ def page_rows(job: tuple[str, str | None, str]) -> dict[str, Any]:
     path, url, truth = job
     with gzip.open(path, "rt", encoding="utf-8", errors="replace") as handle:
         html = handle.read()
-    got = _block_inputs(html, url)
+    got = _block_inputs(html, url, with_trafilatura=True)  # (fit zeroes it for the plain model)
     if got is None:
         return {"X": [], "y": [], "texts": []}
     blocks, matrix = got[0], got[1]
@@ -100,7 +105,7 @@ def build_features(data: Path, work: Path, jobs: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python bench/train_extractor.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=("features", "fit"))
+    parser.add_argument("step", choices=("features", "fit", "fit-plain"))
     parser.add_argument("--data", type=Path, default=None,
                         help="the folder holding wcxb-dev (default ../shared/data)")
     parser.add_argument("--work", type=Path, default=WORK,
@@ -117,6 +122,10 @@ def main() -> int:
         return 1
     if args.step == "features":
         build_features(data, args.work, args.jobs)
+    elif args.step == "fit-plain":
+        from bench._fit_blocks import fit_plain
+
+        fit_plain(args.work / "blocks.jsonl", args.out)
     else:
         from bench._fit_blocks import fit
 

@@ -560,6 +560,20 @@ def test_extraction_bench_skips_cleanly_without_its_data(tmp_path: Path) -> None
     assert "extraction bench skipped" in done.stdout
 
 
+def test_a_page_the_model_keeps_nothing_of_still_gets_trafilaturas_text() -> None:
+    """A shop's JavaScript app shell (as WCXB's express.com clearance page) neither says it
+    is an article or a product nor has an article's URL, so trafilatura is not run for the
+    block model; the model has nothing to keep there (the short ``<noscript>`` is not
+    read), and trafilatura, run then, gives what the reader sees: that the page needs
+    JavaScript, not an empty page."""
+    html = ("<!doctype html><html><head><title>Women's Clearance</title></head><body>"
+            "<noscript>You need to enable JavaScript to run this app.</noscript>"
+            "<main class='content'><div id='root'></div></main></body></html>")
+    result = extract(html, "https://shop.example/clothing/women/clearance")
+    assert result.text == "You need to enable JavaScript to run this app."
+    assert result.title == "Women's Clearance"
+
+
 def test_a_failing_block_model_falls_back_to_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
     from sleuth.extraction import blocks
 

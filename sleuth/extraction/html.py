@@ -1,5 +1,7 @@
 """HTML to its main text: hidden text removed, blocks scored by the block model, with
-trafilatura's choice as one of its signals, and title and date from the page's metadata.
+trafilatura's choice as one of its signals on pages that say they are articles or
+products (or have an article's URL), and title and date from the page's metadata.
+trafilatura runs on other pages only when the model keeps nothing there.
 
 Everything here is pure and synchronous. trafilatura (with lxml) has crashed
 natively when called from many threads at once, so every call into it holds one
@@ -372,12 +374,16 @@ def _reader_tree(html: str) -> Any:
     return tree
 
 
-def _block_inputs(html: str, url: str | None, tree: Any = None
-                  ) -> tuple[Any, Any, str, str | None, str | None] | None:
+def _block_inputs(html: str, url: str | None, tree: Any = None, *,
+                  with_trafilatura: bool | None = None
+                  ) -> tuple[Any, Any, str | None, str | None, str | None] | None:
     """Blocks and their features, plus trafilatura's text, title and date.
 
     ``tree`` is the page parsed (:func:`_reader_tree`); by default ``html`` is parsed
-    as it is. None when the page does not parse at all.
+    as it is. trafilatura runs where :func:`sleuth.extraction.blocks.reads_trafilatura`
+    says (its text is then one of the features; None where it did not run), or as
+    ``with_trafilatura`` says.
+    None when the page does not parse at all.
     """
     from sleuth.extraction import blocks as bx
 
@@ -385,22 +391,30 @@ def _block_inputs(html: str, url: str | None, tree: Any = None
         tree = _parse_html(html)
         if tree is None:
             return None
-    try:
+    # The head goes with clean_tree; what the features need from it is read first.
+    head = bx.read_head(tree)
+    signals = bx.page_signals(html, url, head)
+    main = comments = None
+    if bx.reads_trafilatura(signals) if with_trafilatura is None else with_trafilatura:
         # trafilatura copies a tree it is given before it prunes it (a copy costs a
         # fraction of a second parse of the page), so ours is read as it is, uncopied
         # (tests/test_extract.py holds trafilatura to that).
-        main, comments = _trafilatura(tree, url)
+        main, comments = _trafilatura_or_nothing(tree, url)
+    title, date = _page_meta(tree, url)
+    blocks = bx.segment(bx.clean_tree(tree))
+    matrix = bx.features(blocks, head, signals, main, comments)
+    return blocks, matrix, main, title, date
+
+
+def _trafilatura_or_nothing(tree: Any, url: str | None) -> tuple[str, str]:
+    """:func:`_trafilatura`, or no text where it fails."""
+    try:
+        return _trafilatura(tree, url)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # third-party parser on hostile input: any failure means "no text"
         log.debug("trafilatura failed on %s", url, exc_info=True)
-        main, comments = "", ""
-    title, date = _page_meta(tree, url)
-    # The head goes with clean_tree; what the features need from it is read first.
-    head = bx.read_head(tree)
-    blocks = bx.segment(bx.clean_tree(tree))
-    matrix = bx.features(blocks, html, url, head, main, comments)
-    return blocks, matrix, main, title, date
+        return "", ""
 
 
 @contextlib.contextmanager
@@ -450,10 +464,12 @@ def extract(html: str | bytes, url: str | None = None, *,
 
     The page is cut into text blocks and a small trained model keeps the blocks
     that are main text (see :mod:`sleuth.extraction.model`), with trafilatura's own choice as one
-    of its signals. When the model keeps nothing, trafilatura's text is used (less
-    menu and footer lines), and failing that the text of ``<body>`` without
-    scripts, navigation, headers and footers. Elements hidden from readers go first
-    (:func:`without_hidden`). Garbage in gives ``Extracted(text="")``.
+    of its signals where the page says it is an article or a product, or has an article's
+    URL (:func:`sleuth.extraction.blocks.reads_trafilatura`). When the model keeps
+    nothing, trafilatura's text is used (less menu and footer lines), and failing that
+    the text of ``<body>`` without scripts, navigation, headers and footers. Elements
+    hidden from readers go first (:func:`without_hidden`). Garbage in gives
+    ``Extracted(text="")``.
 
     Only the first ``max_elements`` elements are read (:func:`cut_elements`), so a
     page's cost is bounded whatever its markup; a page cut short says so in
@@ -477,6 +493,9 @@ def extract(html: str | bytes, url: str | None = None, *,
             blocks, matrix, main, title, date = got
             text = normalize_text(model.select_text(blocks, matrix))
             if not text:
+                if main is None:  # not run yet: on its own parse (the blocks' is cleaned)
+                    again = _reader_tree(html)
+                    main = _trafilatura_or_nothing(again, url)[0] if again is not None else ""
                 text = normalize_text(model.without_chrome(normalize_text(main), blocks))
         except MemoryError:  # not a reading of the page: the caller must see it
             raise
@@ -493,11 +512,6 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     tree = _reader_tree(html)
     if tree is None:
         return "", None, None
-    try:
-        main, _ = _trafilatura(tree, url)
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception:  # third-party parser on hostile input: any failure means "no text"
-        main = ""
+    main, _ = _trafilatura_or_nothing(tree, url)
     title, date = _page_meta(tree, url)
     return normalize_text(main), title, date

@@ -1,8 +1,12 @@
 """Block-level main-text extraction, part two: the block model scores the blocks and picks
 the text.
 
-The trees are a small gradient-boosted ensemble (``sleuth/data/block_model.json``,
-trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extraction.blocks`.
+The trees are small gradient-boosted ensembles (``sleuth/data/block_model.json``,
+trained by ``bench/train_extractor.py``) over the features of :mod:`sleuth.extraction.blocks`:
+``blocks`` for the pages extracted with trafilatura's text as a feature (those that say
+they are articles or products, or have an article's URL), ``plain`` for the others,
+trained with those columns at 0 (retrained 2026-11-26, bench/README.md: trafilatura was
+more than half of a page's time, and elsewhere the model does as well without it).
 Which blocks to keep is decided per page: those that maximise the page's expected F1
 under the model's own probabilities (:func:`best_keep`); a page that says it is an
 article uses the model's one fixed cutoff. Then the rules a reader would insist on (see
@@ -21,12 +25,14 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from sleuth.extraction.blocks import (
+    ARTICLE_SIGNALS,
     HEADINGS,
     N_OWN,
     N_PAGE_SIGNALS,
     Block,
     in_chrome,
     is_menu,
+    reads_trafilatura,
     trigrams,
 )
 
@@ -108,7 +114,9 @@ def _load_models() -> dict[str, Any]:
         except OSError:
             return _MODELS
         doc = json.loads(raw)
-        _MODELS.update(trees=_trees(doc["blocks"]), cutoff=(float(doc["cutoff"]),))
+        trees = _trees(doc["blocks"])
+        plain = _trees(doc["plain"]) if "plain" in doc else trees
+        _MODELS.update(trees=trees, plain=plain, cutoff=(float(doc["cutoff"]),))
     return _MODELS
 
 
@@ -144,17 +152,24 @@ def predict(trees: Trees, matrix: np.ndarray) -> np.ndarray:
 
 
 def scores(matrix: np.ndarray) -> np.ndarray:
-    """The model's probability that each block is main text."""
+    """The model's probability that each block is main text.
+
+    A page that says it is an article or a product, or whose URL looks like an
+    article's, is scored by the ensemble that reads trafilatura's text (``blocks``); any
+    other page, extracted without running trafilatura, by the one trained with those
+    columns at 0 (``plain``; see :func:`sleuth.extraction.blocks.reads_trafilatura`).
+    """
     models = _load_models()
     if not models or not len(matrix):
         return np.zeros(len(matrix))
-    return predict(models["trees"], matrix)
+    with_trafilatura = reads_trafilatura(matrix[0, _PAGE_AT:N_OWN])
+    return predict(models["trees" if with_trafilatura else "plain"], matrix)
 
 
 # Column of the block's share in trafilatura's main text; first column of page signals.
 _IN_MAIN = 12
 _PAGE_AT = N_OWN - N_PAGE_SIGNALS
-_ARTICLE_SIGNALS = (_PAGE_AT + 9, _PAGE_AT + 10)  # schema.org Article types, og:type article
+_ARTICLE_SIGNALS = tuple(_PAGE_AT + i for i in ARTICLE_SIGNALS)  # Article types, og:type
 _PRODUCT_SIGNALS = (_PAGE_AT + 6, _PAGE_AT + 11)  # schema.org Product/Offer, og:type product
 _FORUM_SIGNAL = _PAGE_AT + 5  # schema.org DiscussionForumPosting, QAPage, ...
 
