@@ -28,8 +28,8 @@ what sleuth hands a model, not a model's judgement):
   relevant pages;
 * **relevant pages read**: share of the relevant pages that sleuth read (a source of
   the report, cited or not, or a page it read and left out as off-topic: the gate's
-  own mistakes count against read → cited; before 2026-11-26 they went unseen), and **read → cited** (target ≥ 90%): of those, the share
-  it cited;
+  own mistakes count against read → cited; before 2026-11-26 they went unseen), and
+  **read → cited** (target ≥ 90%): of those, the share it cited;
 * **cited per question**, and **every relevant page cited** (HotpotQA: all-gold) with
   the mean share of relevant pages cited (evidence recall): whether a gate costs recall.
 
