@@ -84,7 +84,11 @@ _DIGIT = re.compile(r"\d")
 
 def _ld_types(html: str) -> set[str]:
     types: set[str] = set()
-    for match in re.finditer(r'"@type"\s*:\s*(\[[^\]]*\]|"[^"]*")', html[:2_000_000]):
+    head = html[:2_000_000]
+    # Each pattern searched only where its literal start is (``in`` finds that several
+    # times quicker than the regex does, and most pages have one of the two at most).
+    found = re.finditer(r'"@type"\s*:\s*(\[[^\]]*\]|"[^"]*")', head) if '"@type"' in head else ()
+    for match in found:
         try:
             value = json.loads(match.group(1))
         except ValueError:
@@ -92,8 +96,9 @@ def _ld_types(html: str) -> set[str]:
         for item in value if isinstance(value, list) else [value]:
             if isinstance(item, str):
                 types.add(item.rsplit("/", 1)[-1])
-    for match in re.finditer(r'itemtype="https?://schema\.org/(\w+)"', html[:2_000_000]):
-        types.add(match.group(1))
+    if 'itemtype="http' in head:
+        for match in re.finditer(r'itemtype="https?://schema\.org/(\w+)"', head):
+            types.add(match.group(1))
     return types
 
 
