@@ -156,9 +156,10 @@ def _drop_hidden(tree: Any, html: str) -> bool:
     changed = _place_streamed(tree, html, segments)
     if changed:
         nodes = tree.xpath(_MAY_HIDE)
-    # The page's readable text, measured when the first hidden element needs it: most
-    # pages that hint at hidden text (CSS rules in <style> say display:none) have none,
-    # and opening a closed tab changes no text, so it is what it was before the loop.
+    # The page's readable text, measured when the first hidden element with text needs
+    # it: most pages that hint at hidden text (CSS rules in <style> say display:none)
+    # have none, and neither opening a closed tab nor dropping an element without text
+    # (its tail stays) changes it, so it is what it was before the loop.
     total = 0
     for node in nodes:
         style = node.get("style") or ""
@@ -170,8 +171,10 @@ def _drop_hidden(tree: Any, html: str) -> bool:
             node.set("style", _HIDDEN_STYLE.sub("", style))
             changed = True
             continue
-        total = total or _readable_chars(tree) or 1
-        if _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
+        chars = _readable_chars(node)
+        if chars:  # (an element with no text goes whatever the page holds)
+            total = total or _readable_chars(tree) or 1
+        if chars <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
     return changed
@@ -400,7 +403,7 @@ def extract(html: str | bytes, url: str | None = None, *,
     """
     if isinstance(html, bytes):
         html = decode_body(html)
-    if not html.strip():
+    if not html or html.isspace():  # (as ``not html.strip()``, without copying the page)
         return Extracted()
     html, cut = cut_elements(html, max_elements)
     with _TRAFILATURA_LOCK, _cycle_collector_paused():
