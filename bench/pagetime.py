@@ -169,7 +169,7 @@ def sample_bodies(data: Path) -> dict[str, bytes]:
 
 # The steps of sleuth.extract that --stages times: (module, function) in sleuth.extraction.
 _STAGES = (("html", "_parse_html"), ("html", "_drop_hidden"), ("html", "_trafilatura"),
-           ("html", "_page_meta"), ("blocks", "clean_tree"), ("blocks", "segment"),
+           ("html", "page_meta"), ("blocks", "clean_tree"), ("blocks", "segment"),
            ("blocks", "features"), ("model", "select_text"))
 
 

@@ -19,10 +19,10 @@ import logging
 import re
 import threading
 from collections.abc import Iterator
-from html import unescape
 from typing import Any
 
 from sleuth.extraction.decode import decode_body
+from sleuth.extraction.meta import page_meta, share_justext_stoplist
 from sleuth.extraction.text import Extracted, normalize_text
 
 __all__ = ["MAX_ELEMENTS", "cut_elements", "extract", "without_hidden"]
@@ -80,7 +80,10 @@ def _parse_html(html: str) -> Any:
 
 
 # Elements a reader never sees. Cheap test first: most pages have none of these.
-_HIDDEN_HINT = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden|\shidden[\s>=/]", re.I)
+# Three searches, most often found first: one search of all three (an alternation,
+# case-insensitive) tried each at every character, 0.7 ms on a median page's HTML.
+_HIDDEN_HINTS = (re.compile(r"display\s*:\s*none", re.I), re.compile(r"\shidden[\s>=/]", re.I),
+                 re.compile(r"visibility\s*:\s*hidden", re.I))
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 #: A hidden element holding more of the page's text than this is content a script
 #: reveals (an app shell, an anti-flicker wrapper), not something hidden from readers.
@@ -88,6 +91,11 @@ _HIDDEN_MAX_SHARE = 0.3
 # A closed tab, accordion or collapsed section is hidden only until the reader clicks:
 # a product's description tab, a quickstart's code for each language, FAQ answers.
 _PANEL_HINT = re.compile(r"tab-?pane|tab-?panel|tab-?content|accordion|collaps|faq|answer", re.I)
+
+
+def _hints_hidden(html: str) -> bool:
+    """Whether ``html`` says anywhere that something is hidden (inline style, attribute)."""
+    return any(hint.search(html) for hint in _HIDDEN_HINTS)
 
 
 def _one_click_away(node: Any) -> bool:
@@ -113,7 +121,7 @@ def without_hidden(html: str) -> str:
 
     The string form of :func:`_drop_hidden`, which :func:`extract` applies to its tree.
     """
-    if not _HIDDEN_HINT.search(html):
+    if not _hints_hidden(html):
         return html
     tree = _parse_html(html)
     if tree is None or not _drop_hidden(tree, html):
@@ -121,6 +129,11 @@ def without_hidden(html: str) -> str:
     lxml_html: Any = importlib.import_module("lxml.html")
     cleaned: str = lxml_html.tostring(tree, encoding="unicode")
     return cleaned
+
+
+# The elements of <body> that may be hidden: an inline style or the ``hidden`` attribute.
+# (``//body//*``, said as the one step libxml2 walks quicker.)
+_MAY_HIDE = "//body/descendant::*[@style or @hidden]"
 
 
 def _drop_hidden(tree: Any, html: str) -> bool:
@@ -133,14 +146,22 @@ def _drop_hidden(tree: Any, html: str) -> bool:
     On WCXB this took held-out F1 from 0.876 to 0.879 (whole articles, quickstarts and
     product grids had come out empty), with AEB unchanged.
     """
-    if not _HIDDEN_HINT.search(html):
+    if not _hints_hidden(html):
         return False
-    changed = _place_streamed(tree, html)
-    # The page's readable text, measured when the first hidden element needs it: most
-    # pages that hint at hidden text (CSS rules in <style> say display:none) have none,
-    # and opening a closed tab changes no text, so it is what it was before the loop.
+    nodes = tree.xpath(_MAY_HIDE)
+    # React's segments are among them (one walk of the tree for both); placed, they are
+    # not where they were, so the elements that may hide are looked up again.
+    segments = [node for node in nodes if node.get("hidden") is not None
+                and (node.get("id") or "").startswith("S:")]
+    changed = _place_streamed(tree, html, segments)
+    if changed:
+        nodes = tree.xpath(_MAY_HIDE)
+    # The page's readable text, measured when the first hidden element with text needs
+    # it: most pages that hint at hidden text (CSS rules in <style> say display:none)
+    # have none, and neither opening a closed tab nor dropping an element without text
+    # (its tail stays) changes it, so it is what it was before the loop.
     total = 0
-    for node in tree.xpath("//body//*[@style or @hidden]"):
+    for node in nodes:
         style = node.get("style") or ""
         if node.get("hidden") is None and not _HIDDEN_STYLE.search(style):
             continue
@@ -150,8 +171,10 @@ def _drop_hidden(tree: Any, html: str) -> bool:
             node.set("style", _HIDDEN_STYLE.sub("", style))
             changed = True
             continue
-        total = total or _readable_chars(tree) or 1
-        if _readable_chars(node) <= _HIDDEN_MAX_SHARE * total:
+        chars = _readable_chars(node)
+        if chars:  # (an element with no text goes whatever the page holds)
+            total = total or _readable_chars(tree) or 1
+        if chars <= _HIDDEN_MAX_SHARE * total:
             node.drop_tree()
             changed = True
     return changed
@@ -181,13 +204,13 @@ _STREAMED = re.compile(
     r"""\$R([CS])\(\s*["']([A-Z]:[0-9a-zA-Z]+)["']\s*,\s*["']([A-Z]:[0-9a-zA-Z]+)["']""")
 
 
-def _place_streamed(tree: Any, html: str) -> bool:
-    """Move React's streamed segments where their scripts put them (in place); any moved.
+def _place_streamed(tree: Any, html: str, segments: list[Any]) -> bool:
+    """Move React's streamed ``segments`` (the hidden elements of <body> whose id starts
+    ``S:``, in page order) where their scripts put them (in place); whether there were any.
 
     Saved pages often lack the scripts; React names a segment's placeholder after it
     (``S:f`` goes to ``P:f`` or ``B:f``), so that is the guess when no script says.
     """
-    segments = tree.xpath("//body//*[@hidden][starts-with(@id, 'S:')]")
     if not segments:
         return False
     by_id = {node.get("id"): node for node in tree.xpath("//body//*[@id]")}
@@ -225,17 +248,6 @@ def _keep_tail(node: Any) -> None:
         parent.text = (parent.text or "") + tail
 
 
-def _html_title(tree: Any) -> str | None:
-    if tree is None:
-        return None
-    for xpath in ("//title", "//h1"):
-        for node in tree.xpath(xpath):
-            title = normalize_text(node.text_content())
-            if title:
-                return title
-    return None
-
-
 def _plain_text(tree: Any) -> str:
     """The text of <body> minus scripts, navigation, headers and footers."""
     if tree is None:
@@ -253,67 +265,14 @@ def _plain_text(tree: Any) -> str:
     return normalize_text(root.text_content())
 
 
-_justext_shared = False
-
-
-def _share_justext_stoplist() -> None:
-    """Hold trafilatura's justext stoplist once, as the set justext wants.
-
-    On a page whose language it is not told, trafilatura runs justext with the union
-    of justext's ~100 stoplists (154k words), built on first use as a tuple; justext
-    then makes (and caches) its own lowercased frozenset of it, keyed by the tuple,
-    hashing all 154k words again on every call. So the union was held twice, 31 MB
-    (the largest part of a run's peak memory), from the first page, about one in
-    five, that falls back to justext. Here it is built, still on first use, as the
-    frozenset justext would make, and justext uses that very set as it is; other
-    stoplists go through justext's own conversion. Same words, same classification,
-    15 MB. Called under the trafilatura lock; if either library has changed shape,
-    nothing is touched.
-    """
-    global _justext_shared
-    if _justext_shared:
-        return
-    _justext_shared = True
-    try:
-        import justext.core
-        import trafilatura.external
-        from justext.utils import get_stoplist, get_stoplists
-
-        convert = justext.core.define_stoplist
-        if not callable(getattr(trafilatura.external, "jt_stoplist_init", None)):
-            return
-    except Exception:  # an optimisation only: trafilatura works without it
-        log.debug("justext's stoplist left as trafilatura builds it", exc_info=True)
-        return
-    union: frozenset[str] = frozenset()
-
-    def jt_stoplist_init() -> frozenset[str]:
-        nonlocal union
-        union = frozenset(word.lower() for language in get_stoplists()
-                          for word in get_stoplist(language))
-        # trafilatura types it as a tuple; justext only iterates it or tests membership.
-        trafilatura.external.JT_STOPLIST = union  # type: ignore[assignment]
-        return union
-
-    def define_stoplist(stoplist: Any) -> Any:
-        return stoplist if stoplist is union and union else convert(stoplist)
-
-    if trafilatura.external.JT_STOPLIST:  # trafilatura built its tuple before us:
-        union = convert(trafilatura.external.JT_STOPLIST)  # justext's copy (maybe cached)
-        trafilatura.external.JT_STOPLIST = union
-        getattr(convert, "cache_clear", lambda: None)()  # the tuple's copy goes with it
-    trafilatura.external.jt_stoplist_init = jt_stoplist_init  # type: ignore[assignment]
-    justext.core.define_stoplist = define_stoplist
-
-
 def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
     """trafilatura's main text and its comments (forum posts land there), from the
     page's HTML or its lxml tree (which trafilatura changes)."""
     import trafilatura
 
-    _share_justext_stoplist()
+    share_justext_stoplist()
     # Without trafilatura's metadata pass: its author, category and licence searches
-    # copy the whole tree (~7 ms of ~100 a page); title and date come from _page_meta.
+    # copy the whole tree (~7 ms of ~100 a page); title and date come from page_meta.
     # Without its second opinions (readability, then justext, ``fast``): they cost about
     # a third of its time, and its text is one signal of the block model's, which reads
     # the whole page itself. Measured (2026-11-25): WCXB held-out F1 0.8814 -> 0.8807,
@@ -326,40 +285,6 @@ def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
     if isinstance(doc, dict):  # older trafilatura returned dicts
         return doc.get("text") or "", doc.get("comments") or ""
     return doc.text or "", doc.comments or ""
-
-
-def _page_meta(tree: Any, url: str | None) -> tuple[str | None, str | None]:
-    """The page's title and publication date, found as trafilatura's metadata pass does.
-
-    Title: the page's meta tags (og:title and kin), then its JSON-LD, then its
-    ``<title>`` and headings, and failing those ``_html_title``. Date: htmldate, with
-    the page's own canonical URL. Reads ``tree`` without changing it; never raises.
-    """
-    if tree is None:
-        return None, None
-    try:
-        from htmldate import find_date
-        from trafilatura import metadata as meta_pass
-        from trafilatura.utils import line_processing
-
-        meta = meta_pass.examine_meta(tree)
-        try:
-            meta = meta_pass.extract_meta_json(tree, meta)
-        except MemoryError:  # not a reading of the page: the caller must see it
-            raise
-        except Exception:  # trafilatura guards this call the same way: bad JSON-LD
-            log.debug("JSON-LD metadata unreadable on %s", url, exc_info=True)
-        # As trafilatura's own clean-up: entities, control characters, runs of space.
-        title = line_processing(unescape(meta.title or meta_pass.extract_title(tree) or ""))
-        page_url = meta.url or meta_pass.extract_url(tree, url)
-        # No "extensive search": it reads "Copyright 2024" as a publication date.
-        date = find_date(tree, url=page_url, extensive_search=False, original_date=True)
-        return title or _html_title(tree), date
-    except MemoryError:  # not a reading of the page: the caller must see it
-        raise
-    except Exception:  # metadata is a nicety: a hostile head must not cost the text
-        log.debug("no title or date read from %s", url, exc_info=True)
-        return _html_title(tree), None
 
 
 def _reader_tree(html: str) -> Any:
@@ -400,7 +325,7 @@ def _block_inputs(html: str, url: str | None, tree: Any = None, *,
         # fraction of a second parse of the page), so ours is read as it is, uncopied
         # (tests/test_extract.py holds trafilatura to that).
         main, comments = _trafilatura_or_nothing(tree, url)
-    title, date = _page_meta(tree, url)
+    title, date = page_meta(tree, url)
     blocks = bx.segment(bx.clean_tree(tree))
     matrix = bx.features(blocks, head, signals, main, comments)
     return blocks, matrix, main, title, date
@@ -478,34 +403,46 @@ def extract(html: str | bytes, url: str | None = None, *,
     """
     if isinstance(html, bytes):
         html = decode_body(html)
-    if not html.strip():
+    if not html or html.isspace():  # (as ``not html.strip()``, without copying the page)
         return Extracted()
     html, cut = cut_elements(html, max_elements)
-    from sleuth.extraction import model
-
     with _TRAFILATURA_LOCK, _cycle_collector_paused():
-        try:
-            tree = _reader_tree(html)
-            if tree is None:
-                return Extracted(truncated=cut)
-            got = _block_inputs(html, url, tree)
-            assert got is not None  # a tree was given
-            blocks, matrix, main, title, date = got
-            text = normalize_text(model.select_text(blocks, matrix))
-            if not text:
-                if main is None:  # not run yet: on its own parse (the blocks' is cleaned)
-                    again = _reader_tree(html)
-                    main = _trafilatura_or_nothing(again, url)[0] if again is not None else ""
-                text = normalize_text(model.without_chrome(normalize_text(main), blocks))
-        except MemoryError:  # not a reading of the page: the caller must see it
-            raise
-        except Exception:  # hostile input must not cost the page: fall back to trafilatura
-            log.debug("block extraction failed on %s", url, exc_info=True)
-            text, title, date = _trafilatura_only(html, url)
-        if not text:
-            text = _plain_text(_reader_tree(html))
+        text, title, date = _extract_locked(html, url)
     return Extracted(text=text, title=normalize_text(title) if title else None, date=date,
                      truncated=cut)
+
+
+def _extract_locked(html: str, url: str | None) -> tuple[str, str | None, str | None]:
+    """:func:`extract`'s text, title and date of a page (under the lock, collector paused).
+
+    A function of its own so that the page's tree, blocks and feature matrix are freed
+    when it returns, before the cycle collector is back on: alive then, the tens of
+    thousands of objects made for the page would make its next pass walk them all,
+    about 0.5 ms on a median page, for cycles they do not hold.
+    """
+    from sleuth.extraction import model
+
+    try:
+        tree = _reader_tree(html)
+        if tree is None:
+            return "", None, None
+        got = _block_inputs(html, url, tree)
+        assert got is not None  # a tree was given
+        blocks, matrix, main, title, date = got
+        text = normalize_text(model.select_text(blocks, matrix))
+        if not text:
+            if main is None:  # not run yet: on its own parse (the blocks' is cleaned)
+                again = _reader_tree(html)
+                main = _trafilatura_or_nothing(again, url)[0] if again is not None else ""
+            text = normalize_text(model.without_chrome(normalize_text(main), blocks))
+    except MemoryError:  # not a reading of the page: the caller must see it
+        raise
+    except Exception:  # hostile input must not cost the page: fall back to trafilatura
+        log.debug("block extraction failed on %s", url, exc_info=True)
+        text, title, date = _trafilatura_only(html, url)
+    if not text:
+        text = _plain_text(_reader_tree(html))
+    return text, title, date
 
 
 def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str | None]:
@@ -513,5 +450,5 @@ def _trafilatura_only(html: str, url: str | None) -> tuple[str, str | None, str 
     if tree is None:
         return "", None, None
     main, _ = _trafilatura_or_nothing(tree, url)
-    title, date = _page_meta(tree, url)
+    title, date = page_meta(tree, url)
     return normalize_text(main), title, date

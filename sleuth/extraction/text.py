@@ -33,7 +33,8 @@ _BLANK_LINES = re.compile(r"\n{3,}")
 def normalize_text(text: str) -> str:
     """Collapse runs of spaces, strip every line, keep at most one blank line in a row."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
-    lines = (_SPACES.sub(" ", line).strip() for line in text.split("\n"))
+    # One pass over the whole text: no run of _SPACES crosses a line break.
+    lines = (line.strip() for line in _SPACES.sub(" ", text).split("\n"))
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
 
