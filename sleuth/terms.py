@@ -176,6 +176,10 @@ def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
         j += step
     if step < 0 and j - 1 >= 0 and tokens[j - 1].lower() in _DETERMINERS | _POSSESSIVES:
         j -= 1
+    # "tents, sleeping bags and camp stoves": a word like a verb that opens a list item
+    # (right after its comma or colon) names the item with the noun after it.
+    if step < 0 and j >= 2 and tokens[j - 2] in (",", ":") and _verb_like(tokens[j - 1]):
+        j -= 1
     return (start, j) if step > 0 else (j, start)
 
 

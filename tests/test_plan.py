@@ -34,6 +34,17 @@ def test_one_query_per_moon_and_none_is_a_fragment() -> None:
         assert "NASA" in query, query  # each names the question's subject
 
 
+def test_a_list_item_opened_by_an_ing_word_is_one_part() -> None:
+    """ "tents, sleeping bags and camp stoves" was read as two parts, "bags" and "camp
+    stoves": the camping question's tents page then covered none of them and was left out
+    as off-topic, and no query asked about tents."""
+    queries = rule_queries("What camping gear do you need: tents, sleeping bags and camp "
+                           "stoves?", 2)
+    for part in ("tents", "sleeping bags", "camp stoves"):
+        [query] = [q for q in queries[1:] if q.endswith(part)]
+        assert query.startswith("camping gear"), query
+
+
 def test_a_possessive_part_is_read_with_its_owner() -> None:
     queries = rule_queries("Why is the New York attorney general investigating WeWork and its "
                            "founder Adam Neumann?", 2)

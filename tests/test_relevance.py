@@ -227,6 +227,22 @@ def test_a_page_an_on_topic_page_names_is_on_topic_after_all() -> None:
     assert [p.url for _, p in kept] == [first.url, second.url] and left_out == []
 
 
+def test_each_item_of_a_listed_question_is_a_part_a_page_may_cover() -> None:
+    """The camping question left REI's tents page out as off-topic (0% of the key terms):
+    "tents, sleeping bags and camp stoves" was read as the parts "bags" and "camp
+    stoves", and a page on none of a question's parts scores 0."""
+    gate = Relevance("What camping gear do you need: tents, sleeping bags and camp stoves?")
+    tents = doc("https://rei.example/c/camping-tents", "Camping Tents | REI Co-op",
+                "Shop camping tents for family and car camping: 2-person to 8-person tents, "
+                "with rainflies, footprints and stakes.")
+    stoves = doc("https://rei.example/c/camp-stoves", "Camp Stoves | REI Co-op",
+                 "Shop camp stoves: backpacking stoves, two-burner camp stoves and fuel.")
+    for page in (tents, stoves):
+        assert gate.check(cand(page.url, page.title), page) is None, page.title
+    kept, left_out = gate.choose([(cand(p.url, p.title), p) for p in (tents, stoves)], 5)
+    assert [p.url for _, p in kept] == [tents.url, stoves.url] and left_out == []
+
+
 def test_a_name_of_several_words_is_named_only_whole() -> None:
     """A band's page that "performs multiple shows" was cited for a question on the
     sitcom "Welcome to the Show": it shared the word "Show" and nothing of the title."""
