@@ -501,3 +501,40 @@ def test_run_of_a_dead_process_is_found_and_marked_interrupted(store: Store,
     store.resume_run(orphan)
     assert store.get_run(orphan).status == "running"
     assert store.get_run(orphan).pid == os.getpid()
+
+
+def test_closing_waits_for_a_write_running_in_another_thread(tmp_path: Path) -> None:
+    """A page's cache write still ran in its thread (its task cancelled at the end of the
+    run) when the run closed the store: SQLite crashed the process (a segfault in CI).
+    Closing now waits for the write, which is kept."""
+    home = tmp_path / "home"
+    store = Store(home)
+    inside, release = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def slow_write(conn: sqlite3.Connection) -> None:
+        conn.execute("CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+        inside.set()
+        release.wait(30)
+        conn.execute("INSERT INTO t VALUES (1)")
+
+    def writer() -> None:
+        try:
+            store.write(slow_write)
+        except BaseException as exc:  # the old code closed the connection under it
+            errors.append(exc)
+
+    writing = threading.Thread(target=writer)
+    writing.start()
+    assert inside.wait(30)
+    closing = threading.Thread(target=store.close)
+    closing.start()
+    # Gives the old code time to close the connection under the write; the new close
+    # waits for it (this join then times out), so the order below holds either way.
+    closing.join(timeout=1.0)
+    release.set()
+    writing.join(30)
+    closing.join(30)
+    assert errors == [] and not closing.is_alive()
+    with Store(home) as again:
+        assert again.read(lambda c: c.execute("SELECT x FROM t").fetchall()) == [(1,)]

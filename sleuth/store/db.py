@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DB_NAME = "sleuth.db"
+#: The longest ``Database.close`` waits for transactions running in other threads.
+CLOSE_WAIT_S = 10.0
 _BUSY_WORDS = ("database is locked", "database is busy", "database table is locked")
 _sleep = time.sleep  # tests replace it to act between retries
 
@@ -183,6 +185,9 @@ class Database:
         self._holders_lock = threading.Lock()
         self._pid = os.getpid()
         self._closed = False
+        #: Transactions running now, in any thread (``close`` waits for them).
+        self._running = 0
+        self._quiet = threading.Condition()
         self.read_only = read_only
         self._immutable = False
         #: The first file or disk failure met since opening (None while all is well).
@@ -398,8 +403,13 @@ class Database:
         return holder.conn
 
     def close(self) -> None:
-        """Close every connection this store opened (in all threads)."""
-        self._closed = True
+        """Close every connection this store opened (in all threads), once the transactions
+        running in other threads have ended (at most :data:`CLOSE_WAIT_S`): a page's cache
+        write whose task was cancelled at the end of a run still runs in its thread, and
+        SQLite crashed the process when its connection was closed under it."""
+        with self._quiet:
+            self._closed = True
+            self._quiet.wait_for(lambda: self._running == 0, timeout=CLOSE_WAIT_S)
         with self._holders_lock:
             holders = list(self._holders)
             self._holders = weakref.WeakSet()
@@ -435,15 +445,22 @@ class Database:
         raise AssertionError("unreachable")
 
     def _transaction(self, begin: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        conn = self.conn()
-        conn.execute(begin)
+        with self._quiet:
+            conn = self.conn()  # (raises once the store is closed)
+            self._running += 1
         try:
-            result = fn(conn)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.rollback()
-            raise
-        return result
+            conn.execute(begin)
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.rollback()
+                raise
+            return result
+        finally:
+            with self._quiet:
+                self._running -= 1
+                self._quiet.notify_all()
 
     def write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn(conn)`` in one short write transaction, retried when busy.
