@@ -408,10 +408,14 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     # Its own max_sources (2), not the batch's 5 (the relevance gate and a busy machine's
     # 2 s page timeout may leave fewer).
     assert second.report is not None and 0 < len(second.report.sources) <= 2
-    # Each report counts its own model calls, not the batch's so far.
+    # Each report counts its own model calls, not the batch's so far (counted so, the
+    # second report would hold the first's too and the sum pass what the model answered).
+    # A report counts the replies it received: a summary still on its way when gathering
+    # ends is cut, sent but not counted, so the model may have answered one or two more.
     done = [r for r in got if r.report is not None]
     calls = [r.report.stats.llm_calls for r in done]  # type: ignore[union-attr]
-    assert all(n > 0 for n in calls) and sum(calls) == answered, (calls, answered)
+    assert all(n > 0 for n in calls) and answered - 2 <= sum(calls) <= answered, (
+        calls, answered)
     assert all(r.tokens > 0 for r in done)
     finished = [e.data["question_id"] for e in events if e.kind == "question_done"]
     assert sorted(finished) == sorted(r.id for r in done)
