@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import sleuth
-from sleuth.models import Candidate, FetchFailure, Page, Quality, Report
+from sleuth.models import Candidate, Failure, FetchFailure, Page, Quality, Report
 from sleuth.pipeline.gather import Waits, gather_pages
 from sleuth.stages.read import addresses_a_reader, best_passages
 from sleuth.stages.relevance import OFF_TOPIC, Relevance
@@ -106,6 +106,15 @@ def cand(url: str, title: str = "", queries: list[str] | None = None) -> Candida
 def doc(url: str, title: str, text: str) -> Page:
     return Page(url=url, final_url=url, canonical_url=canonicalize(url), title=title,
                 text=text, content_type="text/html", status=200)
+
+
+def judged(gate: Relevance, *pages: Page, want: int = 5) -> tuple[list[str], list[Failure]]:
+    """``pages`` (in rank order) through the gate as a run passes them: the floor as each
+    arrives, then the choice; the URLs kept, and the pages left out."""
+    ranked = [(cand(p.url, p.title), p) for p in pages]
+    passed = [(c, p) for c, p in ranked if gate.check(c, p) is None]
+    kept, left_out = gate.choose(passed, want)
+    return [p.url for _, p in kept], left_out
 
 
 MOONS = ("What have NASA and astronomers recently found out about the Moon, "
@@ -221,10 +230,7 @@ def test_a_page_an_on_topic_page_names_is_on_topic_after_all() -> None:
     second = doc("https://b.example/", "Boston Beer Company",
                  "The Boston Beer Company was started in 1984 by Jim Koch; Samuel Adams is "
                  "its best-known brand.")
-    ranked = [(cand(first.url, first.title), first), (cand(second.url, second.title), second)]
-    on = [(c, p) for c, p in ranked if gate.check(c, p) is None]
-    kept, left_out = gate.choose(on, 5)
-    assert [p.url for _, p in kept] == [first.url, second.url] and left_out == []
+    assert judged(gate, first, second) == ([first.url, second.url], [])
 
 
 def test_each_item_of_a_listed_question_is_a_part_a_page_may_cover() -> None:
@@ -237,10 +243,7 @@ def test_each_item_of_a_listed_question_is_a_part_a_page_may_cover() -> None:
                 "with rainflies, footprints and stakes.")
     stoves = doc("https://rei.example/c/camp-stoves", "Camp Stoves | REI Co-op",
                  "Shop camp stoves: backpacking stoves, two-burner camp stoves and fuel.")
-    for page in (tents, stoves):
-        assert gate.check(cand(page.url, page.title), page) is None, page.title
-    kept, left_out = gate.choose([(cand(p.url, p.title), p) for p in (tents, stoves)], 5)
-    assert [p.url for _, p in kept] == [tents.url, stoves.url] and left_out == []
+    assert judged(gate, tents, stoves) == ([tents.url, stoves.url], [])
 
 
 def test_a_name_of_several_words_is_named_only_whole() -> None:
@@ -272,12 +275,11 @@ def test_a_page_scoring_barely_half_the_best_page_is_off_topic() -> None:
     jumper = doc("https://prevc.example/", "Peter Prevc",
                  "Peter Prevc is a Slovenian ski jumper who appears on stamps; he won the "
                  "2016 World Cup and was runner-up at the Ski Flying World Championships.")
-    ranked = [(cand(game.url, game.title), game), (cand(jumper.url, jumper.title), jumper)]
-    passed = [(c, p) for c, p in ranked if gate.check(c, p) is None]
-    assert len(passed) == 2  # over the floor: it is the comparison that leaves it out
-    kept, left_out = gate.choose(passed, 5)
-    assert [p.url for _, p in kept] == [game.url]
-    assert [f.url for f in left_out] == [jumper.url]
+    # Over the floor (set aside as it arrived, it would be named as such): it is the
+    # comparison with the best page that leaves it out.
+    assert gate.check(cand(jumper.url, jumper.title), jumper) is None
+    kept, left_out = judged(gate, game, jumper)
+    assert kept == [game.url] and [f.url for f in left_out] == [jumper.url]
     assert "the best page" in left_out[0].reason
 
 
