@@ -58,9 +58,9 @@ from sleuth.extraction.walk import (
 )
 
 __all__ = ["ARTICLE_SIGNALS", "BLOCK_TAGS", "CELLS", "DROP_TAGS", "HEADINGS", "N_FEATURES",
-           "N_LANDMARKS", "N_OWN", "N_PAGE_SIGNALS", "TRAFILATURA_COLUMNS", "Block", "Head",
-           "clean_tree", "features", "in_chrome", "is_menu", "page_signals", "read_head",
-           "reads_trafilatura", "segment", "trigrams"]
+           "N_LANDMARKS", "N_OWN", "N_PAGE_SIGNALS", "PRODUCT_SIGNALS", "TRAFILATURA_COLUMNS",
+           "Block", "Head", "clean_tree", "features", "in_chrome", "is_menu", "page_signals",
+           "read_head", "reads_trafilatura", "segment", "trigrams"]
 
 # URL path / schema.org hints for the kind of page (feature order).
 _URL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(rx)) for n, rx in (
@@ -134,9 +134,9 @@ ARTICLE_SIGNALS = (len(_URL_KINDS) + 4, len(_URL_KINDS) + len(_LD_KINDS))
 
 
 # Page signals (see page_signals): an article-like URL path (blog, news, /2019/, ...),
-# and the schema.org Product/Offer types and og:type product.
+# and which say "product": the schema.org Product/Offer types and og:type product.
 _URL_ARTICLE = 4
-_PRODUCT_SIGNALS = (len(_URL_KINDS) + 1, len(_URL_KINDS) + len(_LD_KINDS) + 1)
+PRODUCT_SIGNALS = (len(_URL_KINDS) + 1, len(_URL_KINDS) + len(_LD_KINDS) + 1)
 
 
 def reads_trafilatura(signals: Any) -> bool:
@@ -151,7 +151,7 @@ def reads_trafilatura(signals: Any) -> bool:
     and products recall (WCXB tune 0.722 -> 0.708): they keep the ensemble that reads it.
     """
     return bool(any(signals[i] for i in ARTICLE_SIGNALS) or signals[_URL_ARTICLE]
-                or any(signals[i] for i in _PRODUCT_SIGNALS))
+                or any(signals[i] for i in PRODUCT_SIGNALS))
 
 
 # ---------------------------------------------------------------- features

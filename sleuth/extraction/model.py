@@ -29,6 +29,7 @@ from sleuth.extraction.blocks import (
     HEADINGS,
     N_OWN,
     N_PAGE_SIGNALS,
+    PRODUCT_SIGNALS,
     Block,
     in_chrome,
     is_menu,
@@ -170,7 +171,7 @@ def scores(matrix: np.ndarray) -> np.ndarray:
 _IN_MAIN = 12
 _PAGE_AT = N_OWN - N_PAGE_SIGNALS
 _ARTICLE_SIGNALS = tuple(_PAGE_AT + i for i in ARTICLE_SIGNALS)  # Article types, og:type
-_PRODUCT_SIGNALS = (_PAGE_AT + 6, _PAGE_AT + 11)  # schema.org Product/Offer, og:type product
+_PRODUCT_SIGNALS = tuple(_PAGE_AT + i for i in PRODUCT_SIGNALS)  # Product/Offer, og:type
 _FORUM_SIGNAL = _PAGE_AT + 5  # schema.org DiscussionForumPosting, QAPage, ...
 
 
