@@ -46,7 +46,8 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
 
     The question's own search (:func:`~sleuth.pipeline.steps.search_question`, sent
     before the model loaded) is the plan's first query and joins the first round; the
-    planning call goes out once its request has.
+    planning call goes out once its request has (the model's client, opened only then,
+    waited for it: :meth:`~sleuth.pipeline.context.Services.llm_client`).
     """
     assert ctx.llm is not None
     first: asyncio.Future[tuple[list[str], list[SearchHit]]] = (
@@ -63,9 +64,6 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
     async def full_ranking() -> list[Candidate]:
         plan = _with_asked(await planning, asked)
         return await rank_stage(ctx, plan, await search_stage(ctx, plan))
-
-    if ctx.question_search is not None:
-        await ctx.question_search.on_the_wire()
 
     planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
     fuller: asyncio.Future[list[Candidate]] | None = None
