@@ -31,8 +31,14 @@ from urllib.parse import urlsplit
 import numpy as np
 
 _WORD = re.compile(r"\w+")
-PARAMS: dict[str, Any] = {"max_iter": 150, "max_leaf_nodes": 16, "learning_rate": 0.12,
-                          "min_samples_leaf": 40, "l2_regularization": 1.0, "random_state": 0}
+PARAMS: dict[str, Any] = {
+    "max_iter": 150,
+    "max_leaf_nodes": 16,
+    "learning_rate": 0.12,
+    "min_samples_leaf": 40,
+    "l2_regularization": 1.0,
+    "random_state": 0,
+}
 TYPES = ("article", "documentation", "service", "forum", "collection", "listing", "product")
 
 
@@ -61,13 +67,19 @@ def load(path: Path) -> list[dict[str, Any]]:
     return pages
 
 
-def _stack(pages: list[dict[str, Any]], key: str = "X"
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _stack(
+    pages: list[dict[str, Any]], key: str = "X"
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     X = np.vstack([p[key] for p in pages if len(p["texts"])])
     y = np.concatenate([p["y"] for p in pages if len(p["texts"])]) >= 0.5
     words = np.concatenate([[sum(b.values()) for b in p["bags"]] for p in pages if len(p["texts"])])
-    totals = np.concatenate([[max(1, sum(sum(b.values()) for b in p["bags"]))] * len(p["texts"])
-                             for p in pages if len(p["texts"])])
+    totals = np.concatenate(
+        [
+            [max(1, sum(sum(b.values()) for b in p["bags"]))] * len(p["texts"])
+            for p in pages
+            if len(p["texts"])
+        ]
+    )
     # Each page weighs about the same (the benchmark macro-averages over pages);
     # within a page, a block weighs its words.
     weight = words / totals + 1e-3
@@ -94,8 +106,9 @@ def _cross_validate(pages: list[dict[str, Any]], key: str, folds: int) -> dict[s
         model = HistGradientBoostingClassifier(**PARAMS).fit(X, y, sample_weight=w)
         for p in pages:
             if fold_of[p["site"]] == k:
-                probs[p["id"]] = (model.predict_proba(p[key])[:, 1] if len(p["texts"])
-                                  else np.zeros(0))
+                probs[p["id"]] = (
+                    model.predict_proba(p[key])[:, 1] if len(p["texts"]) else np.zeros(0)
+                )
     return probs
 
 
@@ -109,15 +122,19 @@ def fit(data: Path, out: Path, folds: int = 3, trained_on: str | None = None) ->
     probs = _cross_validate(pages, "X", folds)
     # The one cutoff serves only the pages that say they are articles: chosen on those.
     articles = [p for p in pages if len(p["texts"]) and _declares_article(p["X"])]
-    best = max((statistics.fmean(page_f1(p, probs[p["id"]] >= c) for p in articles), c)
-               for c in np.arange(0.2, 0.75, 0.05))
+    best = max(
+        (statistics.fmean(page_f1(p, probs[p["id"]] >= c) for p in articles), c)
+        for c in np.arange(0.2, 0.75, 0.05)
+    )
     cutoff = float(round(best[1], 2))
     by_type = defaultdict(list)
     for p in pages:
         by_type[p["kind"]].append(page_f1(p, model_keeps(probs[p["id"]], p["X"], cutoff)))
     overall = statistics.fmean(f for scores in by_type.values() for f in scores)
-    print(f"cross-validated tune F1 {overall:.3f}; cutoff {cutoff} "
-          f"({best[0]:.3f} on the {len(articles)} pages that say they are articles)")
+    print(
+        f"cross-validated tune F1 {overall:.3f}; cutoff {cutoff} "
+        f"({best[0]:.3f} on the {len(articles)} pages that say they are articles)"
+    )
     print("  " + "  ".join(f"{k} {statistics.fmean(by_type[k]):.3f}" for k in TYPES))
     np.save(data.with_name("cvprobs.npy"), np.array([probs], dtype=object), allow_pickle=True)
     X, y, w = _stack(pages)
@@ -155,8 +172,9 @@ def fit_plain(data: Path, out: Path) -> None:
     check_export(plain, out, Z, "plain")
 
 
-def check_export(model: Any, out: Path, X: np.ndarray, key: str = "blocks",
-                 tolerance: float = 1e-4) -> None:
+def check_export(
+    model: Any, out: Path, X: np.ndarray, key: str = "blocks", tolerance: float = 1e-4
+) -> None:
     """Raise unless the written model gives scikit-learn's own probabilities on ``X``.
 
     Leaf values are written to 5 significant digits, so the two differ by ~1e-6; a
@@ -173,9 +191,11 @@ def check_export(model: Any, out: Path, X: np.ndarray, key: str = "blocks",
             f"{out}: the exported trees give probabilities up to {worst:.3g} away from "
             f"scikit-learn {_version('scikit-learn')}'s on the training blocks; its tree "
             "layout is not the one _hgb_trees reads (pyproject.toml's bench extra pins the "
-            "version the trainer was written for)")
-    print(f"checked: the written {key} trees match predict_proba to {worst:.1g} "
-          f"on {len(X):,} blocks")
+            "version the trainer was written for)"
+        )
+    print(
+        f"checked: the written {key} trees match predict_proba to {worst:.1g} on {len(X):,} blocks"
+    )
 
 
 def _version(package: str) -> str | None:
@@ -221,29 +241,41 @@ def _flatten(model: Any) -> dict[str, Any]:
             right.append(base + int(node["right"]) if not leaf else base)
             value.append(float(f"{node['value']:.5g}") if leaf else 0.0)
             depth = max(depth, int(node["depth"]))
-    return {"baseline": baseline, "depth": depth + 1,
-            "roots": roots, "feature": feature, "threshold": threshold, "left": left,
-            "right": right, "value": value}
+    return {
+        "baseline": baseline,
+        "depth": depth + 1,
+        "roots": roots,
+        "feature": feature,
+        "threshold": threshold,
+        "left": left,
+        "right": right,
+        "value": value,
+    }
 
 
-def write_model(models: dict[str, Any], cutoff: float, out: Path,
-                trained_on: str | None = None) -> None:
+def write_model(
+    models: dict[str, Any], cutoff: float, out: Path, trained_on: str | None = None
+) -> None:
     """The ensembles as JSON package data (``sleuth/data/block_model.json``).
 
     One key per line, each array on its line, so a retrained model diffs by array.
     """
     doc: dict[str, Any] = {
         "about": "Trained trees for the block model in sleuth/extraction/model.py "
-                 "(generated by bench/train_extractor.py; do not edit), from the tune split "
-                 "of WCXB v1.0 (Web Content eXtraction Benchmark, Murrough Foley, CC BY 4.0, "
-                 "github.com/Murrough-Foley/web-content-extraction-benchmark). \"blocks\" "
-                 "reads trafilatura's text; \"plain\" is for pages extracted without it "
-                 "(its columns 0).",
+        "(generated by bench/train_extractor.py; do not edit), from the tune split "
+        "of WCXB v1.0 (Web Content eXtraction Benchmark, Murrough Foley, CC BY 4.0, "
+        'github.com/Murrough-Foley/web-content-extraction-benchmark). "blocks" '
+        'reads trafilatura\'s text; "plain" is for pages extracted without it '
+        "(its columns 0).",
         "cutoff": cutoff,
         # What made this file, so that a retraining can be compared with it.
-        "trained_with": {"python": platform.python_version(), "numpy": _version("numpy"),
-                         "scikit-learn": _version("scikit-learn"), "params": PARAMS,
-                         "data": trained_on},
+        "trained_with": {
+            "python": platform.python_version(),
+            "numpy": _version("numpy"),
+            "scikit-learn": _version("scikit-learn"),
+            "params": PARAMS,
+            "data": trained_on,
+        },
     }
     for name, model in models.items():
         doc[name.lower()] = {"features": int(model.n_features_in_), **_flatten(model)}

@@ -65,8 +65,19 @@ def batch_questions(n: int) -> list[str]:
 
 
 def run_args(w: WorldProcess, llm: bool, home: Path) -> list[str]:
-    args = ["--search", "searxng", "--searxng-url", w.base_url, "--allow-private-urls",
-            "--depth", "2", "--max-sources", "5", "--home", str(home)]
+    args = [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        w.base_url,
+        "--allow-private-urls",
+        "--depth",
+        "2",
+        "--max-sources",
+        "5",
+        "--home",
+        str(home),
+    ]
     if llm:
         return [*args, "--base-url", w.llm_url, "--model", MODEL, "--context-window", "32768"]
     return [*args, "--no-llm"]
@@ -111,8 +122,9 @@ class Batch:
     log: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run_batch(w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool,
-              extra: Sequence[str] = ()) -> Batch:
+def run_batch(
+    w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool, extra: Sequence[str] = ()
+) -> Batch:
     """One ``sleuth batch`` in a fresh process and a fresh home; the world's log after."""
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
         qfile, out = Path(tmp) / "q.txt", Path(tmp) / "out"
@@ -122,10 +134,27 @@ def run_batch(w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool,
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         proc = subprocess.Popen(
-            [sys.executable, "-c", HWM_WRAPPER, str(hwm), "batch", str(qfile), "-o", str(out),
-             "--jobs", str(jobs), "--quiet", *run_args(w, llm, Path(tmp) / "home"), *extra],
-            cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"})
+            [
+                sys.executable,
+                "-c",
+                HWM_WRAPPER,
+                str(hwm),
+                "batch",
+                str(qfile),
+                "-o",
+                str(out),
+                "--jobs",
+                str(jobs),
+                "--quiet",
+                *run_args(w, llm, Path(tmp) / "home"),
+                *extra,
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"},
+        )
         peak = 0
         stop = threading.Event()
 
@@ -147,12 +176,20 @@ def run_batch(w: WorldProcess, questions: Sequence[str], jobs: int, llm: bool,
         text = (out / "results.jsonl").read_text("utf-8")
         lines = [json.loads(line) for line in text.splitlines()]
         hwm_kib = int(hwm.read_text().split()[1]) if hwm.exists() else 0
-        return Batch(len(questions), jobs, wall, proc.returncode, hwm_kib / 1024, peak / 1024,
-                     cpu, lines, w.log())
+        return Batch(
+            len(questions),
+            jobs,
+            wall,
+            proc.returncode,
+            hwm_kib / 1024,
+            peak / 1024,
+            cpu,
+            lines,
+            w.log(),
+        )
 
 
-def sequential(w: WorldProcess, questions: Sequence[str], sample: int, llm: bool
-               ) -> list[float]:
+def sequential(w: WorldProcess, questions: Sequence[str], sample: int, llm: bool) -> list[float]:
     """Walls of ``sample`` questions spread through ``questions``, each a fresh ``sleuth``
     process, one after the other, sharing one home (as a shell loop would)."""
     step = max(1, len(questions) // sample)
@@ -161,12 +198,26 @@ def sequential(w: WorldProcess, questions: Sequence[str], sample: int, llm: bool
     with tempfile.TemporaryDirectory(prefix="bench-seq-") as tmp:
         for question in chosen:
             start = time.monotonic()
-            subprocess.run([sys.executable, "-m", "sleuth", question, "--quiet",
-                            *run_args(w, llm, Path(tmp) / "home")], cwd=REPO,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "sleuth",
+                    question,
+                    "--quiet",
+                    *run_args(w, llm, Path(tmp) / "home"),
+                ],
+                cwd=REPO,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                check=False,
+            )
             walls.append(time.monotonic() - start)
-            print(f"  sequential {'LLM' if llm else 'no-LLM'}: {walls[-1]:.1f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  sequential {'LLM' if llm else 'no-LLM'}: {walls[-1]:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     return walls
 
 
@@ -178,42 +229,63 @@ def manners(log: list[dict[str, Any]]) -> tuple[int, int, float | None]:
     for e in pages:
         host = e["key"].split("/")[2]
         starts[host].append(float(e["start"]))
-    gaps = [b - a for s in starts.values() for a, b in zip(sorted(s), sorted(s)[1:],
-                                                           strict=False)]
+    gaps = [b - a for s in starts.values() for a, b in zip(sorted(s), sorted(s)[1:], strict=False)]
     return len(pages), sum(n - 1 for n in counts.values()), min(gaps) if gaps else None
 
 
 def sources(lines: list[dict[str, Any]]) -> dict[str, list[str]]:
-    return {line["id"]: sorted(s["url"] for s in line["report"]["sources"])
-            for line in lines if line["status"] == "done"}
+    return {
+        line["id"]: sorted(s["url"] for s in line["report"]["sources"])
+        for line in lines
+        if line["status"] == "done"
+    }
 
 
 def _say_differences(label: str, first: Batch, other: Batch) -> None:
     """On stderr: each question whose sources differ, what each side cited and why the
     other side's pages were not used (the failures its report records), to trace them."""
     mine, theirs = sources(first.lines), sources(other.lines)
-    why = {line["id"]: line["report"].get("failures", []) for line in other.lines
-           if line["status"] == "done"}
+    why = {
+        line["id"]: line["report"].get("failures", [])
+        for line in other.lines
+        if line["status"] == "done"
+    }
     for key, urls in mine.items():
         if theirs.get(key) == urls:
             continue
-        print(f"{label}: {key}: only first {sorted(set(urls) - set(theirs.get(key, [])))}; "
-              f"only {label} {sorted(set(theirs.get(key, [])) - set(urls))}", file=sys.stderr)
+        print(
+            f"{label}: {key}: only first {sorted(set(urls) - set(theirs.get(key, [])))}; "
+            f"only {label} {sorted(set(theirs.get(key, [])) - set(urls))}",
+            file=sys.stderr,
+        )
         for failure in why.get(key, []):
             print(f"    {label} failure: {json.dumps(failure)[:300]}", file=sys.stderr)
 
 
-def kill_and_rerun(w: WorldProcess, questions: Sequence[str], jobs: int,
-                   seed: int) -> dict[str, Any]:
+def kill_and_rerun(
+    w: WorldProcess, questions: Sequence[str], jobs: int, seed: int
+) -> dict[str, Any]:
     """Kill -9 a batch once a random number of its questions are recorded; rerun it."""
     target = random.Random(seed).randint(1, max(1, len(questions) // 2))
     with tempfile.TemporaryDirectory(prefix="bench-kill-") as tmp:
         qfile, out = Path(tmp) / "q.txt", Path(tmp) / "out"
         qfile.write_text("\n".join(questions) + "\n", "utf-8")
-        args = [sys.executable, "-m", "sleuth", "batch", str(qfile), "-o", str(out),
-                "--jobs", str(jobs), "--quiet", *run_args(w, False, Path(tmp) / "home")]
-        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        args = [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "batch",
+            str(qfile),
+            "-o",
+            str(out),
+            "--jobs",
+            str(jobs),
+            "--quiet",
+            *run_args(w, False, Path(tmp) / "home"),
+        ]
+        proc = subprocess.Popen(
+            args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         results = out / "results.jsonl"
         while proc.poll() is None:
             if results.exists() and results.read_bytes().count(b"\n") >= target:
@@ -222,38 +294,59 @@ def kill_and_rerun(w: WorldProcess, questions: Sequence[str], jobs: int,
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         before = results.read_bytes()
-        code = subprocess.run(args, cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, check=False).returncode
+        code = subprocess.run(
+            args, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+        ).returncode
         text = results.read_text("utf-8")
         ids = Counter(json.loads(line)["id"] for line in text.splitlines())
         statuses = Counter(json.loads(line)["status"] for line in text.splitlines())
-    return {"killed_after": before.count(b"\n"), "torn_tail": not before.endswith(b"\n")
-            and bool(before), "rerun_exit": code, "questions": len(questions),
-            "recorded": len(ids), "twice": sum(1 for n in ids.values() if n > 1),
-            "done": statuses["done"]}
+    return {
+        "killed_after": before.count(b"\n"),
+        "torn_tail": not before.endswith(b"\n") and bool(before),
+        "rerun_exit": code,
+        "questions": len(questions),
+        "recorded": len(ids),
+        "twice": sum(1 for n in ids.values() if n > 1),
+        "done": statuses["done"],
+    }
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.batch", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.batch",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=32)
-    parser.add_argument("--sample", type=int, default=8,
-                        help="sequential no-LLM runs timed (evenly spaced questions)")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=8,
+        help="sequential no-LLM runs timed (evenly spaced questions)",
+    )
     parser.add_argument("--llm-questions", type=int, default=64)
     parser.add_argument("--llm-sample", type=int, default=3)
-    parser.add_argument("--memory", default="50,100,200",
-                        help="batch sizes whose peak RSS is measured")
+    parser.add_argument(
+        "--memory", default="50,100,200", help="batch sizes whose peak RSS is measured"
+    )
     parser.add_argument("--ray", action="store_true", help="also the Ray comparison")
-    parser.add_argument("--again", action="store_true",
-                        help="a second in-process batch: how many questions get the same "
-                             "sources twice without Ray (what timing alone changes)")
-    parser.add_argument("--llm-concurrency", type=int, default=None,
-                        help="--llm-concurrency for the batch with a model (default: "
-                             "sleuth's, 8)")
-    parser.add_argument("--skip", action="append", default=[],
-                        choices=("llm", "memory", "kill", "sequential"))
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="a second in-process batch: how many questions get the same "
+        "sources twice without Ray (what timing alone changes)",
+    )
+    parser.add_argument(
+        "--llm-concurrency",
+        type=int,
+        default=None,
+        help="--llm-concurrency for the batch with a model (default: sleuth's, 8)",
+    )
+    parser.add_argument(
+        "--skip", action="append", default=[], choices=("llm", "memory", "kill", "sequential")
+    )
     return parser.parse_args(argv)
 
 
@@ -265,47 +358,52 @@ def _median_p90(lines: list[dict[str, Any]]) -> str:
     return f"{statistics.median(walls):.1f} / {walls[int(0.9 * (len(walls) - 1))]:.1f} s"
 
 
-def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace
-               ) -> list[str]:
+def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace) -> list[str]:
     """The no-model batch: wall, manners, memory, and the sequential baseline."""
     fetches, dups, gap = manners(run.log)
     done = sum(1 for line in run.lines if line["status"] == "done")
-    rows = [f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
-            f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
-            f"| per question, in the batch: median / p90 wall | {_median_p90(run.lines)} | |",
-            f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
-            f"| smallest start gap, one host | "
-            f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
-            f"| peak memory (main RSS / PSS with extraction workers) | "
-            f"{run.hwm_mb:.0f} / {run.tree_mb:.0f} MB | ≤ 400 MB |"]
+    rows = [
+        f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
+        f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
+        f"| per question, in the batch: median / p90 wall | {_median_p90(run.lines)} | |",
+        f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
+        f"| smallest start gap, one host | "
+        f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
+        f"| peak memory (main RSS / PSS with extraction workers) | "
+        f"{run.hwm_mb:.0f} / {run.tree_mb:.0f} MB | ≤ 400 MB |",
+    ]
     if "sequential" not in args.skip:
         walls = sequential(w, qs, args.sample, False)
         mean = statistics.fmean(walls)
-        rows.append(f"| sequential, no model: {len(walls)} runs, mean {mean:.1f} s "
-                    f"(range {min(walls):.1f}-{max(walls):.1f}) × {len(qs)} | "
-                    f"{mean * len(qs):.0f} s | |")
+        rows.append(
+            f"| sequential, no model: {len(walls)} runs, mean {mean:.1f} s "
+            f"(range {min(walls):.1f}-{max(walls):.1f}) × {len(qs)} | "
+            f"{mean * len(qs):.0f} s | |"
+        )
         rows.append(f"| speed-up, no model | {mean * len(qs) / run.wall:.1f}× | ≥ 15× |")
     return rows
 
 
 def _llm_rows(w: WorldProcess, qs: list[str], args: argparse.Namespace) -> list[str]:
     """The batch with the scripted model against its sequential baseline."""
-    lq = qs[:args.llm_questions]
+    lq = qs[: args.llm_questions]
     print("batch, scripted model...", file=sys.stderr, flush=True)
-    more = [] if args.llm_concurrency is None else ["--llm-concurrency",
-                                                    str(args.llm_concurrency)]
+    more = [] if args.llm_concurrency is None else ["--llm-concurrency", str(args.llm_concurrency)]
     run = run_batch(w, lq, args.jobs, True, more)
     walls = sequential(w, lq, args.llm_sample, True)
     extrapolated = statistics.fmean(walls) * len(lq)
     limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
-    return [f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |",
-            f"| sequential, scripted model: {len(walls)} runs, mean "
-            f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |",
-            f"| speed-up, scripted model | {extrapolated / run.wall:.1f}× | ≥ 10× |"]
+    return [
+        f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |",
+        f"| sequential, scripted model: {len(walls)} runs, mean "
+        f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |",
+        f"| speed-up, scripted model | {extrapolated / run.wall:.1f}× | ≥ 10× |",
+    ]
 
 
-def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
-                       args: argparse.Namespace) -> list[str]:
+def _same_sources_rows(
+    w: WorldProcess, qs: list[str], first: Batch, args: argparse.Namespace
+) -> list[str]:
     """The batch again in-process (--again) and on a local Ray (--ray): same sources?"""
     rows = []
     mine = sources(first.lines)
@@ -315,8 +413,10 @@ def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
         _say_differences("again", first, again)
         theirs = sources(again.lines)
         same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
-        rows.append(f"| in-process batch run twice: questions with the same sources | "
-                    f"{same} / {len(mine)} | |")
+        rows.append(
+            f"| in-process batch run twice: questions with the same sources | "
+            f"{same} / {len(mine)} | |"
+        )
     if args.ray:
         print("batch on local Ray, 2 workers...", file=sys.stderr, flush=True)
         ray_run = run_batch(w, qs, args.jobs // 2, False, ["--ray", "--ray-workers", "2"])
@@ -324,13 +424,15 @@ def _same_sources_rows(w: WorldProcess, qs: list[str], first: Batch,
         theirs = sources(ray_run.lines)
         same = sum(1 for k, v in mine.items() if theirs.get(k) == v)
         rows.append(f"| Ray, 2 workers × {args.jobs // 2} jobs: wall | {ray_run.wall:.0f} s | |")
-        rows.append(f"| Ray: questions with the in-process batch's sources | "
-                    f"{same} / {len(mine)} | all |")
+        rows.append(
+            f"| Ray: questions with the in-process batch's sources | {same} / {len(mine)} | all |"
+        )
     return rows
 
 
-def _memory_rows(w: WorldProcess, qs: list[str], first: Batch, args: argparse.Namespace
-                 ) -> list[str]:
+def _memory_rows(
+    w: WorldProcess, qs: list[str], first: Batch, args: argparse.Namespace
+) -> list[str]:
     rows = []
     for n in (int(x) for x in args.memory.split(",") if x):
         if n == len(qs):
@@ -338,8 +440,10 @@ def _memory_rows(w: WorldProcess, qs: list[str], first: Batch, args: argparse.Na
         else:
             print(f"batch of {n} (memory)...", file=sys.stderr, flush=True)
             b = run_batch(w, qs[:n], args.jobs, False)
-        rows.append(f"| peak memory at {n} questions (main RSS / PSS with workers) | "
-                    f"{b.hwm_mb:.0f} / {b.tree_mb:.0f} MB | ≤ 400 MB, flat |")
+        rows.append(
+            f"| peak memory at {n} questions (main RSS / PSS with workers) | "
+            f"{b.hwm_mb:.0f} / {b.tree_mb:.0f} MB | ≤ 400 MB, flat |"
+        )
     return rows
 
 
@@ -349,8 +453,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no benchmark data at {data_dir()}; nothing to do")
         return 0
     qs = batch_questions(args.questions)
-    print(f"## Batch ({len(qs)} questions, --jobs {args.jobs}, seed {args.seed}, load "
-          f"{os.getloadavg()[0]:.1f} at start)\n")
+    print(
+        f"## Batch ({len(qs)} questions, --jobs {args.jobs}, seed {args.seed}, load "
+        f"{os.getloadavg()[0]:.1f} at start)\n"
+    )
     rows = ["| measure | value | target |", "|---|---:|---:|"]
     with world(args.seed) as w:
         print("batch, no model...", file=sys.stderr, flush=True)
@@ -364,10 +470,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "kill" not in args.skip:
             print("kill -9 and rerun...", file=sys.stderr, flush=True)
             k = kill_and_rerun(w, qs[:60], args.jobs, args.seed)
-            rows.append(f"| kill -9 after {k['killed_after']} lines (torn tail: "
-                        f"{k['torn_tail']}), rerun exit {k['rerun_exit']} | "
-                        f"{k['recorded']}/{k['questions']} recorded, {k['twice']} twice, "
-                        f"{k['done']} done | each once |")
+            rows.append(
+                f"| kill -9 after {k['killed_after']} lines (torn tail: "
+                f"{k['torn_tail']}), rerun exit {k['rerun_exit']} | "
+                f"{k['recorded']}/{k['questions']} recorded, {k['twice']} twice, "
+                f"{k['done']} done | each once |"
+            )
     print("\n".join(rows))
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0

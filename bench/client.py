@@ -30,8 +30,21 @@ class WorldProcess:
 
     def __init__(self, seed: int, scale: float = 1.0, args: Sequence[str] = ()) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bench.world", "--seed", str(seed), "--scale", str(scale),
-             *args], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "bench.world",
+                "--seed",
+                str(seed),
+                "--scale",
+                str(scale),
+                *args,
+            ],
+            cwd=REPO,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
@@ -68,8 +81,13 @@ class WorldProcess:
         """research() keywords for a depth-2, 5-source run against this world (``extra``
         overrides them)."""
         opts: dict[str, Any] = {
-            "search": "searxng", "searxng_url": self.base_url, "allow_private_urls": True,
-            "no_store": True, "depth": 2, "max_sources": 5}
+            "search": "searxng",
+            "searxng_url": self.base_url,
+            "allow_private_urls": True,
+            "no_store": True,
+            "depth": 2,
+            "max_sources": 5,
+        }
         if llm:
             opts.update(base_url=self.llm_url, model=MODEL, context_window=32768)
         else:
@@ -77,11 +95,30 @@ class WorldProcess:
         return {**opts, **extra}
 
     def cli_args(self, llm: bool) -> list[str]:
-        args = ["--search", "searxng", "--searxng-url", self.base_url, "--allow-private-urls",
-                "--no-store", "--depth", "2", "--max-sources", "5", "--format", "json"]
+        args = [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            self.base_url,
+            "--allow-private-urls",
+            "--no-store",
+            "--depth",
+            "2",
+            "--max-sources",
+            "5",
+            "--format",
+            "json",
+        ]
         if llm:
-            return [*args, "--base-url", self.llm_url, "--model", MODEL,
-                    "--context-window", "32768"]
+            return [
+                *args,
+                "--base-url",
+                self.llm_url,
+                "--model",
+                MODEL,
+                "--context-window",
+                "32768",
+            ]
         return [*args, "--no-llm"]
 
 
@@ -113,8 +150,12 @@ def hotpot_questions(n: int | None = None) -> list[dict[str, Any]]:
     return list(data[:n])
 
 
-def gold_shares(w: WorldProcess, questions: Sequence[dict[str, Any]],
-                options: Callable[[], dict[str, Any]], jobs: int) -> tuple[list[float], float]:
+def gold_shares(
+    w: WorldProcess,
+    questions: Sequence[dict[str, Any]],
+    options: Callable[[], dict[str, Any]],
+    jobs: int,
+) -> tuple[list[float], float]:
     """Research each HotpotQA question against ``w`` with ``options()``, ``jobs`` at once:
     the share of its gold evidence pages each report cites, and the wall time of all."""
     import sleuth

@@ -60,19 +60,24 @@ def verify(names: Iterable[str], root: Path | None = None) -> None:
     expected = _manifest()
     for name in names:
         if name not in expected:
-            raise DataMismatch(f"{name} has no checksum in {MANIFEST.name}; record it with "
-                               f"`python -m bench.data --write {name}`")
+            raise DataMismatch(
+                f"{name} has no checksum in {MANIFEST.name}; record it with "
+                f"`python -m bench.data --write {name}`"
+            )
         want_sha, want_count = expected[name]
         if not (root / name).is_dir():
-            raise DataMismatch(f"no {name} data at {root / name} (bench/README.md says where "
-                               "it comes from; $SLEUTH_BENCH_DATA points elsewhere)")
+            raise DataMismatch(
+                f"no {name} data at {root / name} (bench/README.md says where "
+                "it comes from; $SLEUTH_BENCH_DATA points elsewhere)"
+            )
         sha, count = digest(root / name)
         if sha != want_sha:
             raise DataMismatch(
                 f"{root / name} is not the data bench/ was measured on: {count} files, "
                 f"sha256 {sha[:16]}…, where {MANIFEST.name} expects {want_count} files, "
                 f"sha256 {want_sha[:16]}…. Restore it, or record the new data with "
-                f"`python -m bench.data --write {name}` and measure again.")
+                f"`python -m bench.data --write {name}` and measure again."
+            )
 
 
 def _write(names: Sequence[str], root: Path) -> None:
@@ -82,14 +87,20 @@ def _write(names: Sequence[str], root: Path) -> None:
             raise SystemExit(f"no {name} data at {root / name}")
         rows[name] = digest(root / name)
     header = "# sha256  files  dataset   (bench/data.py: python -m bench.data --write NAME)\n"
-    MANIFEST.write_text(header + "".join(f"{sha}  {count}  {name}\n" for name, (sha, count)
-                                         in sorted(rows.items())), encoding="utf-8")
+    MANIFEST.write_text(
+        header
+        + "".join(f"{sha}  {count}  {name}\n" for name, (sha, count) in sorted(rows.items())),
+        encoding="utf-8",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Check the datasets (exit 1 naming the first that differs) or record new digests."""
-    parser = argparse.ArgumentParser(prog="python -m bench.data", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.data",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--data", type=Path, default=None, help="default: ../shared/data")
     parser.add_argument("--write", nargs="+", metavar="NAME", default=None)
     args = parser.parse_args(argv)

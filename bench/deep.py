@@ -34,8 +34,18 @@ from bench.client import WorldProcess, cited_ids, cited_urls, gold_shares, hotpo
 from bench.timing import measure
 from bench.world import REPO
 
-__all__ = ["DeepRow", "Recall", "deep_path", "deep_rss", "parts_table", "recall_table",
-           "run_deep_recall", "run_deep_timing", "summary_line", "timing_table"]
+__all__ = [
+    "DeepRow",
+    "Recall",
+    "deep_path",
+    "deep_rss",
+    "parts_table",
+    "recall_table",
+    "run_deep_recall",
+    "run_deep_timing",
+    "summary_line",
+    "timing_table",
+]
 
 TUNE = 50  # questions [0, 50) tune the no-model second hop; [50, 100) are held out
 PLANTED = ("https://planted.invalid/", "[99]")  # sleuth.testing.researcher's plant
@@ -58,14 +68,14 @@ class Recall:
         return self.all_gold / self.questions if self.questions else float("nan")
 
 
-def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100
-                    ) -> list[Recall]:
+def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100) -> list[Recall]:
     """Quick then deep, no model, over the first ``count`` HotpotQA questions."""
     questions = hotpot_questions(count)
     rows: list[Recall] = []
     w.scale(scale)
     try:
         for mode in ("quick", "deep"):
+
             def options(mode: str = mode) -> dict[str, Any]:
                 opts = w.options(False)
                 if mode == "deep":
@@ -78,15 +88,19 @@ def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100
             for n, (q, hit) in enumerate(zip(questions, hits, strict=True)):
                 split = "tune" if n < TUNE else "held out"
                 for kind in (q["type"], "all"):
-                    row = next((r for r in rows if (r.mode, r.split, r.kind)
-                                == (mode, split, kind)), None)
+                    row = next(
+                        (r for r in rows if (r.mode, r.split, r.kind) == (mode, split, kind)), None
+                    )
                     if row is None:
                         row = Recall(mode, split, kind, wall=wall)
                         rows.append(row)
                     row.questions += 1
                     row.all_gold += hit
-            print(f"  recall {mode}: {sum(hits)}/{len(hits)} ({wall:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  recall {mode}: {sum(hits)}/{len(hits)} ({wall:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
             w.log()
     finally:
         w.scale(1.0)
@@ -94,8 +108,10 @@ def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100
 
 
 def recall_table(rows: Sequence[Recall]) -> str:
-    lines = ["| split | questions | kind | quick (5 sources) | deep (20 sources) |",
-             "|---|---:|---|---:|---:|"]
+    lines = [
+        "| split | questions | kind | quick (5 sources) | deep (20 sources) |",
+        "|---|---:|---|---:|---:|",
+    ]
     for split in dict.fromkeys(r.split for r in rows):
         for kind in ("bridge", "comparison", "all"):
             pair = {r.mode: r for r in rows if (r.split, r.kind) == (split, kind)}
@@ -103,8 +119,10 @@ def recall_table(rows: Sequence[Recall]) -> str:
                 continue
             q, d = pair["quick"], pair["deep"]
             bold = "**" if kind == "all" else ""
-            lines.append(f"| {split} | {q.questions} | {kind} | {q.all_gold} ({q.share:.0%}) "
-                         f"| {bold}{d.all_gold} ({d.share:.0%}){bold} |")
+            lines.append(
+                f"| {split} | {q.questions} | {kind} | {q.all_gold} ({q.share:.0%}) "
+                f"| {bold}{d.all_gold} ({d.share:.0%}){bold} |"
+            )
     return "\n".join(lines)
 
 
@@ -150,22 +168,27 @@ def deep_path(log: list[dict[str, Any]], report: Any) -> tuple[float, dict[str, 
         if e["stage"] == "merge":
             merges[e["key"]] = merges.get(e["key"], 0.0) + _dur(e)
     urls = {s.id: s.url for s in report.sources}
-    parts: dict[str, float] = {"subquestions": max(durations("subquestions").values(),
-                                                   default=0.0)}
+    parts: dict[str, float] = {"subquestions": max(durations("subquestions").values(), default=0.0)}
     for node in report.tree or []:
         if node.status == "skipped":
             continue
         search = max((searches.get(q, 0.0) for q in node.queries), default=0.0)
         select = max((selects.get(q, 0.0) for q in node.queries), default=0.0)
-        read = max((fetches.get(urls[n], 0.0) + summaries.get(urls[n], 0.0)
-                    + merges.get(urls[n], 0.0) for n in node.sources if n in urls),
-                   default=0.0)
+        read = max(
+            (
+                fetches.get(urls[n], 0.0) + summaries.get(urls[n], 0.0) + merges.get(urls[n], 0.0)
+                for n in node.sources
+                if n in urls
+            ),
+            default=0.0,
+        )
         chain = search + select + read + learns.get(node.question, 0.0)
         key = f"level {node.level}"
         parts[key] = max(parts.get(key, 0.0), chain)
     parts["outline"] = max(durations("outline").values(), default=0.0)
-    parts["sections"] = max([*durations("section").values(), *durations("frame").values()],
-                            default=0.0)
+    parts["sections"] = max(
+        [*durations("section").values(), *durations("frame").values()], default=0.0
+    )
     return sum(parts.values()), parts
 
 
@@ -198,8 +221,9 @@ class DeepRow:
         return self.tokens / self.cited if self.cited else float("nan")
 
 
-def _row(name: str, mode: str, report: Any, wall: float, log: list[dict[str, Any]],
-         sizes: dict[str, int]) -> DeepRow:
+def _row(
+    name: str, mode: str, report: Any, wall: float, log: list[dict[str, Any]], sizes: dict[str, int]
+) -> DeepRow:
     whole = Counter(e["key"] for e in log if e["kind"] == "page" and not e.get("left"))
     stats = report.stats
     ids = {s.id for s in report.sources}
@@ -209,14 +233,22 @@ def _row(name: str, mode: str, report: Any, wall: float, log: list[dict[str, Any
         quick = measure(name, "LLM", report, wall, log, sizes)
         crit, parts = quick.crit, quick.parts
     body = report.markdown.split("\n## Sources", 1)[0]
-    return DeepRow(name=name, mode=mode, wall=wall, crit=crit, llm_calls=stats.llm_calls,
-                   tokens=stats.prompt_tokens + stats.completion_tokens,
-                   sources=len(report.sources), cited=len(cited_urls(report)),
-                   fetches=sum(1 for e in log if e["kind"] == "page"),
-                   duplicates=sum(n - 1 for n in whole.values()),
-                   unresolved=len(cited_ids(report.markdown) - ids),
-                   planted_left=any(p in body for p in PLANTED),
-                   nodes=len(report.tree or []), parts=parts)
+    return DeepRow(
+        name=name,
+        mode=mode,
+        wall=wall,
+        crit=crit,
+        llm_calls=stats.llm_calls,
+        tokens=stats.prompt_tokens + stats.completion_tokens,
+        sources=len(report.sources),
+        cited=len(cited_urls(report)),
+        fetches=sum(1 for e in log if e["kind"] == "page"),
+        duplicates=sum(n - 1 for n in whole.values()),
+        unresolved=len(cited_ids(report.markdown) - ids),
+        planted_left=any(p in body for p in PLANTED),
+        nodes=len(report.tree or []),
+        parts=parts,
+    )
 
 
 def run_deep_timing(w: WorldProcess, questions: Sequence[tuple[str, str]]) -> list[DeepRow]:
@@ -240,9 +272,12 @@ def run_deep_timing(w: WorldProcess, questions: Sequence[tuple[str, str]]) -> li
             time.sleep(0.2)  # the world logs the responses that were cut off
             rows.append(_row(label, mode, report, wall, w.log(), w.sizes))
             r = rows[-1]
-            print(f"  {mode:5} {label:14} wall {r.wall:6.2f} s, path {r.crit:6.2f} s, "
-                  f"{r.sources} sources, {r.duplicates} duplicate fetches",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {mode:5} {label:14} wall {r.wall:6.2f} s, path {r.crit:6.2f} s, "
+                f"{r.sources} sources, {r.duplicates} duplicate fetches",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 
@@ -251,28 +286,35 @@ def _f(value: float, digits: int = 2) -> str:
 
 
 def timing_table(rows: Sequence[DeepRow]) -> str:
-    lines = ["| run | mode | wall s | critical path s | wall / path | tree nodes | LLM calls "
-             "| tokens | sources (cited) | tok / cited source | fetches | duplicate "
-             "| unresolved [n] | planted citation left |", "|---|---|" + "---:|" * 12]
+    lines = [
+        "| run | mode | wall s | critical path s | wall / path | tree nodes | LLM calls "
+        "| tokens | sources (cited) | tok / cited source | fetches | duplicate "
+        "| unresolved [n] | planted citation left |",
+        "|---|---|" + "---:|" * 12,
+    ]
     for r in rows:
-        lines.append(f"| {r.name} | {r.mode} | {_f(r.wall)} | {_f(r.crit)} | {_f(r.ratio)} | "
-                     f"{r.nodes or '–'} | {r.llm_calls} | {r.tokens} | {r.sources} "
-                     f"({r.cited}) | {_f(r.per_cited, 0)} | {r.fetches} | {r.duplicates} | "
-                     f"{r.unresolved} | {'yes' if r.planted_left else 'no'} |")
+        lines.append(
+            f"| {r.name} | {r.mode} | {_f(r.wall)} | {_f(r.crit)} | {_f(r.ratio)} | "
+            f"{r.nodes or '–'} | {r.llm_calls} | {r.tokens} | {r.sources} "
+            f"({r.cited}) | {_f(r.per_cited, 0)} | {r.fetches} | {r.duplicates} | "
+            f"{r.unresolved} | {'yes' if r.planted_left else 'no'} |"
+        )
     for mode in ("quick", "deep"):
         group = [r for r in rows if r.mode == mode]
         if not group:
             continue
         wall, crit = sum(r.wall for r in group), sum(r.crit for r in group)
         tokens, cited = sum(r.tokens for r in group), sum(r.cited for r in group)
-        lines.append(f"| **all** | {mode} | {_f(wall)} | {_f(crit)} | **{_f(wall / crit)}** "
-                     f"| | {sum(r.llm_calls for r in group)} | {tokens} | "
-                     f"{sum(r.sources for r in group)} ({cited}) | "
-                     f"**{_f(tokens / cited if cited else float('nan'), 0)}** | "
-                     f"{sum(r.fetches for r in group)} | "
-                     f"**{sum(r.duplicates for r in group)}** | "
-                     f"{sum(r.unresolved for r in group)} | "
-                     f"{sum(r.planted_left for r in group)} |")
+        lines.append(
+            f"| **all** | {mode} | {_f(wall)} | {_f(crit)} | **{_f(wall / crit)}** "
+            f"| | {sum(r.llm_calls for r in group)} | {tokens} | "
+            f"{sum(r.sources for r in group)} ({cited}) | "
+            f"**{_f(tokens / cited if cited else float('nan'), 0)}** | "
+            f"{sum(r.fetches for r in group)} | "
+            f"**{sum(r.duplicates for r in group)}** | "
+            f"{sum(r.unresolved for r in group)} | "
+            f"{sum(r.planted_left for r in group)} |"
+        )
     return "\n".join(lines)
 
 
@@ -281,8 +323,9 @@ def parts_table(rows: Sequence[DeepRow]) -> str:
     lines = ["| run | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
     for r in rows:
         if r.mode == "deep":
-            lines.append(f"| {r.name} | " + " | ".join(_f(r.parts.get(k, 0.0))
-                                                      for k in keys) + " |")
+            lines.append(
+                f"| {r.name} | " + " | ".join(_f(r.parts.get(k, 0.0)) for k in keys) + " |"
+            )
     return "\n".join(lines)
 
 
@@ -296,16 +339,34 @@ def deep_rss(w: WorldProcess, question: str, sources: int = 40) -> tuple[float, 
     at = args.index("--max-sources")
     args[at + 1] = str(sources)
     args += ["--mode", "deep", "--breadth", "6", "--levels", "2"]
-    with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink, \
-            tempfile.NamedTemporaryFile("r", suffix=".json") as out:
+    with (
+        tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink,
+        tempfile.NamedTemporaryFile("r", suffix=".json") as out,
+    ):
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
-                               *args, "-o", out.name, "--quiet"], cwd=REPO,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                HWM_WRAPPER,
+                sink.name,
+                question,
+                *args,
+                "-o",
+                out.name,
+                "--quiet",
+            ],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            check=False,
+        )
         wall = time.perf_counter() - start
         if proc.returncode != 0:
-            raise RuntimeError(f"the deep CLI run failed ({proc.returncode}): "
-                               f"{proc.stderr.decode(errors='replace')[-300:]}")
+            raise RuntimeError(
+                f"the deep CLI run failed ({proc.returncode}): "
+                f"{proc.stderr.decode(errors='replace')[-300:]}"
+            )
         kib = int(sink.read().split()[1])
         # sleuth writes -o by a rename: read the path, not the handle opened before it.
         text = Path(out.name).read_text(encoding="utf-8")

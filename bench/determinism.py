@@ -29,11 +29,13 @@ def write_folder(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if any(folder.iterdir()):
         return
-    corpus = json.loads((data_dir() / "hotpotqa" / "hotpotqa_train_corpus.json")
-                        .read_text(encoding="utf-8"))
+    corpus = json.loads(
+        (data_dir() / "hotpotqa" / "hotpotqa_train_corpus.json").read_text(encoding="utf-8")
+    )
     for n, (title, sentences) in enumerate(corpus.items()):
-        (folder / f"{n:04d}.txt").write_text(f"{title}\n\n{' '.join(sentences)}\n",
-                                             encoding="utf-8")
+        (folder / f"{n:04d}.txt").write_text(
+            f"{title}\n\n{' '.join(sentences)}\n", encoding="utf-8"
+        )
 
 
 async def rounds(questions: list[str], folder: Path, home: Path) -> list[list[list[str]]]:
@@ -43,16 +45,20 @@ async def rounds(questions: list[str], folder: Path, home: Path) -> list[list[li
     for _ in range(2):
         cited = []
         for question in questions:
-            report = await sleuth.research(question, docs=folder, search=["local"],
-                                           home=home, no_llm=True)
+            report = await sleuth.research(
+                question, docs=folder, search=["local"], home=home, no_llm=True
+            )
             cited.append([s.url for s in report.sources])
         out.append(cited)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.determinism", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.determinism",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--questions", type=int, default=100)
     parser.add_argument("--folder", type=Path, default=REPO / "build" / "hotpot-docs")
     args = parser.parse_args(argv)
@@ -65,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as home:
         first, second = asyncio.run(rounds(questions, args.folder, Path(home)))
     same = sum(a == b for a, b in zip(first, second, strict=True))
-    print(f"| questions | same sources both runs | sources per question |\n|---:|---:|---:|\n"
-          f"| {len(questions)} | {same} | {statistics.fmean(map(len, first)):.2f} |")
+    print(
+        f"| questions | same sources both runs | sources per question |\n|---:|---:|---:|\n"
+        f"| {len(questions)} | {same} | {statistics.fmean(map(len, first)):.2f} |"
+    )
     for n, (a, b) in enumerate(zip(first, second, strict=True)):
         if a != b:
             print(f"question {n}: {a} then {b}", file=sys.stderr)

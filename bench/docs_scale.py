@@ -34,9 +34,28 @@ from sleuth.store import Store, index_folder, search_docs  # noqa: E402
 __all__ = ["DocsScale", "generate", "measure", "table"]
 
 PER_FOLDER = 100
-WORDS = ["granite", "basalt", "quartz", "feldspar", "mica", "obsidian", "pumice", "shale",
-         "slate", "marble", "limestone", "sandstone", "gneiss", "schist", "chalk", "flint",
-         "jasper", "agate", "onyx", "opal"]
+WORDS = [
+    "granite",
+    "basalt",
+    "quartz",
+    "feldspar",
+    "mica",
+    "obsidian",
+    "pumice",
+    "shale",
+    "slate",
+    "marble",
+    "limestone",
+    "sandstone",
+    "gneiss",
+    "schist",
+    "chalk",
+    "flint",
+    "jasper",
+    "agate",
+    "onyx",
+    "opal",
+]
 
 
 @dataclass
@@ -61,16 +80,18 @@ def generate(root: Path, files: int) -> None:
         if n % PER_FOLDER == 0:
             folder.mkdir(parents=True)
         words = " ".join(WORDS[(n * 7 + i) % len(WORDS)] for i in range(12))
-        (folder / f"note{n:06d}.md").write_text(f"# Note {n}\n\nAbout {words} number {n}.\n",
-                                                "utf-8")
+        (folder / f"note{n:06d}.md").write_text(
+            f"# Note {n}\n\nAbout {words} number {n}.\n", "utf-8"
+        )
     hour = 3600 * 1_000_000_000
     for path in [root, *root.rglob("*")]:
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - hour))
 
 
-def _timed_index(store: Store, folder: Path, read: DocumentExtractor
-                 ) -> tuple[float, object, float]:
+def _timed_index(
+    store: Store, folder: Path, read: DocumentExtractor
+) -> tuple[float, object, float]:
     """Wall seconds, the report, and CPU seconds (this process: load-independent)."""
     start, cpu = time.perf_counter(), time.process_time()
     report = index_folder(store, folder, read)
@@ -92,39 +113,44 @@ def measure(files: int, repeat: int = 5) -> DocsScale:
             search_docs(store, "basalt quartz number 4242", 8, folder)
             search = time.perf_counter() - start
             edited = folder / "f0003" / "note000300.md"
-            edited.write_text(edited.read_text("utf-8") + "\nEdited: a zircon crystal.\n",
-                              "utf-8")
-            (folder / "f0004" / "added.md").write_text("# Added\n\nA new olivine note.\n",
-                                                       "utf-8")
+            edited.write_text(edited.read_text("utf-8") + "\nEdited: a zircon crystal.\n", "utf-8")
+            (folder / "f0004" / "added.md").write_text("# Added\n\nA new olivine note.\n", "utf-8")
             (folder / "f0005" / "note000500.md").unlink()
             after, report, _ = _timed_index(store, folder, read)
-            found = {h.path.rsplit("/", 1)[-1] for h in search_docs(store, "zircon olivine",
-                                                                    8, folder)}
-            gone = all(not h.path.endswith("note000500.md")
-                       for h in search_docs(store, "number 500", 50, folder))
-            seen = (f"edited {'yes' if 'note000300.md' in found else 'NO'}, "
-                    f"added {'yes' if 'added.md' in found else 'NO'}, "
-                    f"removed {'yes' if gone else 'NO'} ({report})")
+            found = {
+                h.path.rsplit("/", 1)[-1] for h in search_docs(store, "zircon olivine", 8, folder)
+            }
+            gone = all(
+                not h.path.endswith("note000500.md")
+                for h in search_docs(store, "number 500", 50, folder)
+            )
+            seen = (
+                f"edited {'yes' if 'note000300.md' in found else 'NO'}, "
+                f"added {'yes' if 'added.md' in found else 'NO'}, "
+                f"removed {'yes' if gone else 'NO'} ({report})"
+            )
         finally:
             store.close()
-    return DocsScale(files, first, [r[0] for r in runs], [r[2] for r in runs], search, after,
-                     seen)
+    return DocsScale(files, first, [r[0] for r in runs], [r[2] for r in runs], search, after, seen)
 
 
 def table(result: DocsScale) -> str:
     r = result
-    return "\n".join([
-        "| documents folder | value | target |", "|---|---:|---:|",
-        f"| files | {r.files:,} | |",
-        f"| first index | {r.first_index:.1f} s | |",
-        f"| update of the unchanged folder, per run (median of {len(r.unchanged)}) | "
-        f"{r.unchanged_median:.3f} s ({min(r.unchanged):.3f}–{max(r.unchanged):.3f}) "
-        f"| ≤ 0.2 s |",
-        f"| the same, CPU time (median) | {statistics.median(r.unchanged_cpu):.3f} s | |",
-        f"| one FTS5 search | {r.search * 1000:.0f} ms | |",
-        f"| update after 1 edit, 1 addition, 1 removal | {r.after_edit:.3f} s | |",
-        f"| seen after that update | {r.seen.split(' (')[0]} | all yes |",
-    ])
+    return "\n".join(
+        [
+            "| documents folder | value | target |",
+            "|---|---:|---:|",
+            f"| files | {r.files:,} | |",
+            f"| first index | {r.first_index:.1f} s | |",
+            f"| update of the unchanged folder, per run (median of {len(r.unchanged)}) | "
+            f"{r.unchanged_median:.3f} s ({min(r.unchanged):.3f}–{max(r.unchanged):.3f}) "
+            f"| ≤ 0.2 s |",
+            f"| the same, CPU time (median) | {statistics.median(r.unchanged_cpu):.3f} s | |",
+            f"| one FTS5 search | {r.search * 1000:.0f} ms | |",
+            f"| update after 1 edit, 1 addition, 1 removal | {r.after_edit:.3f} s | |",
+            f"| seen after that update | {r.seen.split(' (')[0]} | all yes |",
+        ]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -95,26 +95,70 @@ def wcxb_pages(root: Path) -> list[Page]:
         page_type = ((data.get("_internal") or {}).get("page_type") or {}).get("primary")
         kind = "collection" if page_type == "category" else (page_type or "article")
         url = data.get("url")
-        pages.append(Page(id=gt_file.stem, path=root / "html" / f"{gt_file.stem}.html.gz",
-                          truth=gt.get("main_content") or "", url=url, kind=kind,
-                          split=site_split(url, gt_file.stem)))
+        pages.append(
+            Page(
+                id=gt_file.stem,
+                path=root / "html" / f"{gt_file.stem}.html.gz",
+                truth=gt.get("main_content") or "",
+                url=url,
+                kind=kind,
+                split=site_split(url, gt_file.stem),
+            )
+        )
     return pages
 
 
 def aeb_pages(root: Path) -> list[Page]:
     """Every page of the Article Extraction Benchmark (``kind`` is its split)."""
     truth = json.loads((root / "ground-truth.json").read_text(encoding="utf-8"))
-    return [Page(id=key, path=root / "html" / f"{key}.html.gz",
-                 truth=value.get("articleBody") or "", url=value.get("url"),
-                 kind=site_split(value.get("url"), key))
-            for key, value in sorted(truth.items())]
+    return [
+        Page(
+            id=key,
+            path=root / "html" / f"{key}.html.gz",
+            truth=value.get("articleBody") or "",
+            url=value.get("url"),
+            kind=site_split(value.get("url"), key),
+        )
+        for key, value in sorted(truth.items())
+    ]
 
 
 # Block-level elements: their text is a line of its own in the reference text.
-_REF_BLOCKS = frozenset({
-    "address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption",
-    "figure", "footer", "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main",
-    "ol", "p", "pre", "section", "table", "td", "th", "tr", "ul"})
+_REF_BLOCKS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "br",
+        "dd",
+        "div",
+        "dl",
+        "dt",
+        "figcaption",
+        "figure",
+        "footer",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "li",
+        "main",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "td",
+        "th",
+        "tr",
+        "ul",
+    }
+)
 
 
 def html_text(raw: bytes) -> str:
@@ -128,8 +172,9 @@ def html_text(raw: bytes) -> str:
         if isinstance(node.tag, str) and node.tag in _REF_BLOCKS:
             node.text = "\n" + (node.text or "")
             node.tail = "\n" + (node.tail or "")
-    return "\n".join(" ".join(line.split()) for line in tree.text_content().splitlines()
-                     if line.strip())
+    return "\n".join(
+        " ".join(line.split()) for line in tree.text_content().splitlines() if line.strip()
+    )
 
 
 def readability_pages(root: Path) -> list[Page]:
@@ -140,9 +185,15 @@ def readability_pages(root: Path) -> list[Page]:
         if not (source.is_file() and expected.is_file()):
             continue
         site = re.sub(r"-\d+$", "", case.name)
-        pages.append(Page(id=case.name, path=source, truth=html_text(expected.read_bytes()),
-                          url=f"http://fakehost/{case.name}/",
-                          kind=site_split(None, site)))
+        pages.append(
+            Page(
+                id=case.name,
+                path=source,
+                truth=html_text(expected.read_bytes()),
+                url=f"http://fakehost/{case.name}/",
+                kind=site_split(None, site),
+            )
+        )
     return pages
 
 
@@ -172,8 +223,11 @@ def shingle_counts(predicted: str, reference: str, n: int = 4) -> tuple[float, f
 
     def shingles(text: str) -> Counter[tuple[str, ...]]:
         tokens = _tokens(text, False)
-        return Counter(tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1))
-                       if tokens[i:i + n])
+        return Counter(
+            tuple(tokens[i : i + n])
+            for i in range(max(1, len(tokens) - n + 1))
+            if tokens[i : i + n]
+        )
 
     pred, ref = shingles(predicted), shingles(reference)
     tp = float(sum((pred & ref).values()))
@@ -214,11 +268,14 @@ def _sleuth(html: str, url: str | None) -> str:
 
 
 _RUNNERS: dict[str, Callable[[str, str | None], str]] = {
-    "trafilatura": _plain_trafilatura, "sleuth": _sleuth}
+    "trafilatura": _plain_trafilatura,
+    "sleuth": _sleuth,
+}
 
 
-def _extract_page(job: tuple[str, str | None, tuple[str, ...]]
-                  ) -> dict[str, tuple[str, float, bool]]:
+def _extract_page(
+    job: tuple[str, str | None, tuple[str, ...]],
+) -> dict[str, tuple[str, float, bool]]:
     """In a worker: each extractor's text, seconds taken and whether it raised."""
     path, url, names = job
     # Both benchmarks' own scripts read the pages as UTF-8 text; so do we.
@@ -251,8 +308,9 @@ class Result:
         return self.error or (not self.text.strip() and bool(self.page.truth.strip()))
 
 
-def run_extractors(pages: Sequence[Page], names: Sequence[str], jobs: int,
-                   progress: bool = True) -> dict[str, list[Result]]:
+def run_extractors(
+    pages: Sequence[Page], names: Sequence[str], jobs: int, progress: bool = True
+) -> dict[str, list[Result]]:
     """Extract every page with every named extractor, ``jobs`` pages at a time."""
     results: dict[str, list[Result]] = {name: [] for name in names}
     work = [(str(p.path), p.url, tuple(names)) for p in pages]
@@ -282,8 +340,9 @@ class Row:
     cells: dict[str, tuple[float, float, float, int, float]] = field(default_factory=dict)
 
 
-def _cell(results: Sequence[Result], score: Callable[[Sequence[Result]], tuple[float, float, float]]
-          ) -> tuple[float, float, float, int, float]:
+def _cell(
+    results: Sequence[Result], score: Callable[[Sequence[Result]], tuple[float, float, float]]
+) -> tuple[float, float, float, int, float]:
     p, r, f1 = score(results)
     failures = sum(res.failed for res in results)
     ms = 1000 * statistics.fmean(res.seconds for res in results) if results else 0.0
@@ -303,8 +362,11 @@ def aeb_score(results: Sequence[Result]) -> tuple[float, float, float]:
     return aeb_prf([shingle_counts(res.text, res.page.truth) for res in results])
 
 
-def build_rows(results: dict[str, list[Result]], by_type: bool,
-               score: Callable[[Sequence[Result]], tuple[float, float, float]]) -> list[Row]:
+def build_rows(
+    results: dict[str, list[Result]],
+    by_type: bool,
+    score: Callable[[Sequence[Result]], tuple[float, float, float]],
+) -> list[Row]:
     """One row per page type (when ``by_type``) and one for all pages."""
     groups: dict[str, dict[str, list[Result]]] = defaultdict(lambda: defaultdict(list))
     for name, items in results.items():
@@ -312,8 +374,11 @@ def build_rows(results: dict[str, list[Result]], by_type: bool,
             if by_type:
                 groups[res.page.kind][name].append(res)
             groups["all"][name].append(res)
-    order = [k for k in TYPE_ORDER if k in groups] + sorted(
-        k for k in groups if k not in TYPE_ORDER and k != "all") + ["all"]
+    order = (
+        [k for k in TYPE_ORDER if k in groups]
+        + sorted(k for k in groups if k not in TYPE_ORDER and k != "all")
+        + ["all"]
+    )
     rows = []
     for label in order:
         group = groups[label]
@@ -327,8 +392,12 @@ def build_rows(results: dict[str, list[Result]], by_type: bool,
 def format_table(title: str, rows: Sequence[Row], names: Sequence[str]) -> str:
     """A Markdown table: per row, pages then P/R/F1/failures/ms for each extractor."""
     head = ["pages"] + [f"{n} {c}" for n in names for c in ("P", "R", "F1", "fail", "ms")]
-    lines = [f"### {title}", "", "| group | " + " | ".join(head) + " |",
-             "|---|" + "---:|" * len(head)]
+    lines = [
+        f"### {title}",
+        "",
+        "| group | " + " | ".join(head) + " |",
+        "|---|" + "---:|" * len(head),
+    ]
     for row in rows:
         cells = [str(row.pages)]
         for name in names:
@@ -356,38 +425,82 @@ def _dump(path: Path, results: dict[str, list[Result]]) -> None:
         names = list(results)
         for i, res in enumerate(results[names[0]]):
             page = res.page
-            record: dict[str, object] = {"id": page.id, "kind": page.kind, "split": page.split,
-                                         "url": page.url}
+            record: dict[str, object] = {
+                "id": page.id,
+                "kind": page.kind,
+                "split": page.split,
+                "url": page.url,
+            }
             for name in names:
                 other = results[name][i]
                 tp, fp, fn = shingle_counts(other.text, page.truth)
-                record[name] = {"f1": bag_of_words_prf(other.text, page.truth),
-                                "shingle_pr": [round(tp / (tp + fp), 4) if tp + fp else 0.0,
-                                               round(tp / (tp + fn), 4) if tp + fn else 0.0],
-                                "ms": round(1000 * other.seconds, 1), "text": other.text}
+                record[name] = {
+                    "f1": bag_of_words_prf(other.text, page.truth),
+                    "shingle_pr": [
+                        round(tp / (tp + fp), 4) if tp + fp else 0.0,
+                        round(tp / (tp + fn), 4) if tp + fn else 0.0,
+                    ],
+                    "ms": round(1000 * other.seconds, 1),
+                    "text": other.text,
+                }
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(prog="python -m bench.extraction", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA,
-                        help="the shared data folder (default ../shared/data)")
-    parser.add_argument("--bench", choices=("wcxb", "aeb", "readability", "articles", "all"),
-                        default="all", help="articles: AEB and Readability")
-    parser.add_argument("--split", choices=("tune", "heldout", "both"), default="both",
-                        help="WCXB part to run (default: both, reported separately)")
-    parser.add_argument("--type", dest="kinds", action="append", choices=TYPE_ORDER,
-                        help="only these WCXB page types (repeatable)")
-    parser.add_argument("--sample", type=int, default=None,
-                        help="at most N pages per benchmark/split (spread evenly)")
-    parser.add_argument("--extractors", default=",".join(EXTRACTORS),
-                        help="comma-separated subset of: " + ", ".join(EXTRACTORS))
-    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1),
-                        help="worker processes (default: 2, or 1 on a one-core machine)")
-    parser.add_argument("--dump", type=Path, default=None,
-                        help="write per-page texts and scores to DUMP-<bench>-<split>.jsonl")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.extraction",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="the shared data folder (default ../shared/data)",
+    )
+    parser.add_argument(
+        "--bench",
+        choices=("wcxb", "aeb", "readability", "articles", "all"),
+        default="all",
+        help="articles: AEB and Readability",
+    )
+    parser.add_argument(
+        "--split",
+        choices=("tune", "heldout", "both"),
+        default="both",
+        help="WCXB part to run (default: both, reported separately)",
+    )
+    parser.add_argument(
+        "--type",
+        dest="kinds",
+        action="append",
+        choices=TYPE_ORDER,
+        help="only these WCXB page types (repeatable)",
+    )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="at most N pages per benchmark/split (spread evenly)",
+    )
+    parser.add_argument(
+        "--extractors",
+        default=",".join(EXTRACTORS),
+        help="comma-separated subset of: " + ", ".join(EXTRACTORS),
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=min(2, os.cpu_count() or 1),
+        help="worker processes (default: 2, or 1 on a one-core machine)",
+    )
+    parser.add_argument(
+        "--dump",
+        type=Path,
+        default=None,
+        help="write per-page texts and scores to DUMP-<bench>-<split>.jsonl",
+    )
     return parser.parse_args(argv)
 
 
@@ -399,14 +512,22 @@ def _suites(args: argparse.Namespace) -> Iterable[tuple[str, str, list[Page], bo
             pages = [p for p in pages if p.kind in args.kinds]
         splits = ("tune", "heldout") if args.split == "both" else (args.split,)
         for split in splits:
-            yield "WCXB dev", split, _sample([p for p in pages if p.split == split],
-                                              args.sample), True
+            yield (
+                "WCXB dev",
+                split,
+                _sample([p for p in pages if p.split == split], args.sample),
+                True,
+            )
     # The articles' rows are their tune and held-out splits (and all).
     if args.bench in ("aeb", "articles", "all"):
         yield "AEB", "all", _sample(aeb_pages(args.data / "aeb"), args.sample), True
     if args.bench in ("readability", "articles", "all"):
-        yield ("Readability", "all", _sample(readability_pages(args.data / "readability"),
-                                              args.sample), True)
+        yield (
+            "Readability",
+            "all",
+            _sample(readability_pages(args.data / "readability"), args.sample),
+            True,
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -416,12 +537,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown := set(names) - set(EXTRACTORS):
         print(f"unknown extractor(s): {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    needed = [args.data / d for d, b in (("wcxb-dev", "wcxb"), ("aeb", "aeb"),
-                                         ("readability", "readability"))
-              if args.bench in (b, "all") or (args.bench == "articles" and b != "wcxb")]
+    needed = [
+        args.data / d
+        for d, b in (("wcxb-dev", "wcxb"), ("aeb", "aeb"), ("readability", "readability"))
+        if args.bench in (b, "all") or (args.bench == "articles" and b != "wcxb")
+    ]
     if missing := [str(p) for p in needed if not p.is_dir()]:
-        print(f"extraction bench skipped: no benchmark data at {', '.join(missing)} "
-              "(it lives in ../shared/data beside the checkout)")
+        print(
+            f"extraction bench skipped: no benchmark data at {', '.join(missing)} "
+            "(it lives in ../shared/data beside the checkout)"
+        )
         return 0
     try:
         verify([p.name for p in needed], args.data)
@@ -430,15 +555,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     import trafilatura
 
-    print(f"## Extraction quality (trafilatura {trafilatura.__version__}; "
-          f"{args.jobs} worker process(es))\n")
+    print(
+        f"## Extraction quality (trafilatura {trafilatura.__version__}; "
+        f"{args.jobs} worker process(es))\n"
+    )
     for bench, split, pages, by_type in _suites(args):
         start = time.perf_counter()
         results = run_extractors(pages, names, args.jobs)
         score = wcxb_score if bench.startswith("WCXB") else aeb_score
-        what = {"tune": "tune split (~70% of sites; tuned on)",
-                "heldout": "held-out split (~30% of sites; never tuned on)"}.get(split, "all pages")
-        title = (f"{bench}, {what}: {len(pages)} pages, {time.perf_counter() - start:.0f} s")
+        what = {
+            "tune": "tune split (~70% of sites; tuned on)",
+            "heldout": "held-out split (~30% of sites; never tuned on)",
+        }.get(split, "all pages")
+        title = f"{bench}, {what}: {len(pages)} pages, {time.perf_counter() - start:.0f} s"
         print(format_table(title, build_rows(results, by_type, score), names) + "\n", flush=True)
         if args.dump:
             tag = "wcxb" if bench.startswith("WCXB") else bench.lower()

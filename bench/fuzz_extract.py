@@ -38,22 +38,85 @@ from sleuth.extraction import extract  # noqa: E402
 from sleuth.fetch.guard import address_problem, check_url, is_public_address  # noqa: E402
 from sleuth.urls import canonicalize, host_of, registered_domain  # noqa: E402
 
-_SOUP = st.lists(st.sampled_from([
-    "<html>", "</html>", "<head>", "<body>", "<p>", "</p>", "<div>", "</div>", "<article>",
-    "<script>", "</script>", "<style>", "</style>", "<!--", "-->", "<![CDATA[", "]]>",
-    "<svg>", "<math>", "<table>", "<td>", "<pre>", "<template>", "<noscript>", "<title>",
-    "<meta charset=utf-16>", "<meta charset='x-unknown'>", "<base href='javascript:x'>",
-    "&amp;", "&#0;", "&#x110000;", "&nbsp;", "\x00", "\ufeff", "\u202e", "\r", "\n",
-    "word ", "Ein Satz mit Wörtern. ", "中文句子。", "<a href='//evil'>", "<", ">", "\"", "'",
-]), max_size=400).map("".join)
-_DOCUMENTS = st.one_of(st.text(max_size=5000), st.binary(max_size=5000), _SOUP,
-                       _SOUP.map(lambda s: s.encode("utf-8", "surrogatepass")))
+_SOUP = st.lists(
+    st.sampled_from(
+        [
+            "<html>",
+            "</html>",
+            "<head>",
+            "<body>",
+            "<p>",
+            "</p>",
+            "<div>",
+            "</div>",
+            "<article>",
+            "<script>",
+            "</script>",
+            "<style>",
+            "</style>",
+            "<!--",
+            "-->",
+            "<![CDATA[",
+            "]]>",
+            "<svg>",
+            "<math>",
+            "<table>",
+            "<td>",
+            "<pre>",
+            "<template>",
+            "<noscript>",
+            "<title>",
+            "<meta charset=utf-16>",
+            "<meta charset='x-unknown'>",
+            "<base href='javascript:x'>",
+            "&amp;",
+            "&#0;",
+            "&#x110000;",
+            "&nbsp;",
+            "\x00",
+            "\ufeff",
+            "\u202e",
+            "\r",
+            "\n",
+            "word ",
+            "Ein Satz mit Wörtern. ",
+            "中文句子。",
+            "<a href='//evil'>",
+            "<",
+            ">",
+            '"',
+            "'",
+        ]
+    ),
+    max_size=400,
+).map("".join)
+_DOCUMENTS = st.one_of(
+    st.text(max_size=5000),
+    st.binary(max_size=5000),
+    _SOUP,
+    _SOUP.map(lambda s: s.encode("utf-8", "surrogatepass")),
+)
 _URLISH = st.one_of(
     st.text(max_size=300),
-    st.builds(lambda scheme, rest: f"{scheme}{rest}",
-              st.sampled_from(["http://", "https://", "HTTP://", "http:/", "//", "http:\\\\",
-                               "ftp://", "javascript:", "http://[", "http://0x", "http://0"]),
-              st.text(alphabet="0123456789abcdefx.:/[]%@#?&=\\ \t-_~", max_size=60)),
+    st.builds(
+        lambda scheme, rest: f"{scheme}{rest}",
+        st.sampled_from(
+            [
+                "http://",
+                "https://",
+                "HTTP://",
+                "http:/",
+                "//",
+                "http:\\\\",
+                "ftp://",
+                "javascript:",
+                "http://[",
+                "http://0x",
+                "http://0",
+            ]
+        ),
+        st.text(alphabet="0123456789abcdefx.:/[]%@#?&=\\ \t-_~", max_size=60),
+    ),
 )
 
 
@@ -99,9 +162,12 @@ def _check_blocked_spelling(parts: list[str]) -> None:
     assert ip is None or is_public_address(ip), f"{url} passed the guard ({ip})"
 
 
-_PART = st.one_of(st.integers(0, 2**32 - 1).map(str), st.integers(0, 2**32 - 1).map(hex),
-                  st.integers(0, 2**32 - 1).map(lambda n: "0" + oct(n)[2:]),
-                  st.integers(0, 255).map(str))
+_PART = st.one_of(
+    st.integers(0, 2**32 - 1).map(str),
+    st.integers(0, 2**32 - 1).map(hex),
+    st.integers(0, 2**32 - 1).map(lambda n: "0" + oct(n)[2:]),
+    st.integers(0, 255).map(str),
+)
 
 TARGETS: dict[str, tuple[Callable[..., None], tuple[st.SearchStrategy[object]]]] = {
     "extract": (_check_extract, (_DOCUMENTS,)),
@@ -120,8 +186,13 @@ def fuzz(name: str, examples: int) -> tuple[int, str | None]:
         tried[0] += 1
         check(value)
 
-    runner = settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-                      suppress_health_check=list(HealthCheck))(given(*strategies)(counted))
+    runner = settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        suppress_health_check=list(HealthCheck),
+    )(given(*strategies)(counted))
     try:
         runner()
     except Exception:
@@ -132,8 +203,9 @@ def fuzz(name: str, examples: int) -> tuple[int, str | None]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--examples", type=int, default=20_000, help="examples per target")
-    parser.add_argument("--targets", default=",".join(TARGETS),
-                        help=f"comma-separated, from {', '.join(TARGETS)}")
+    parser.add_argument(
+        "--targets", default=",".join(TARGETS), help=f"comma-separated, from {', '.join(TARGETS)}"
+    )
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.targets.split(",") if n.strip()]
     unknown = [n for n in names if n not in TARGETS]

@@ -36,8 +36,20 @@ __all__ = ["RealPage", "cheap_text", "read_body", "real_pages"]
 CACHE = Path(__file__).resolve().parent / ".cache" / "real-pages-v1.json.gz"
 #: Index text kept per page: enough for BM25, and the snippet comes from its best part.
 _TEXT_LIMIT = 60_000
-_DROP = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside",
-         "form", "svg", "iframe", "select")
+_DROP = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "nav",
+    "header",
+    "footer",
+    "aside",
+    "form",
+    "svg",
+    "iframe",
+    "select",
+)
 
 
 @dataclass(frozen=True)
@@ -97,8 +109,11 @@ def _wcxb(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
             cheap_title, cheap = cheap_text(read_body(str(page)))
             text, title = text if text.strip() else cheap, title.strip() or cheap_title
         path = urlsplit(str(data.get("url") or "")).path or "/"
-        yield gt_file.stem, page, {"title": title, "text": text, "path": path,
-                                   "size": _gz_size(page)}
+        yield (
+            gt_file.stem,
+            page,
+            {"title": title, "text": text, "path": path, "size": _gz_size(page)},
+        )
 
 
 def _readability(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
@@ -110,9 +125,16 @@ def _readability(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
         meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
         own_title, cheap = cheap_text(source.read_bytes())
         text = _html_text(expected) if expected.is_file() else cheap
-        yield case.name, source, {"title": str(meta.get("title") or own_title or case.name),
-                                  "text": text or cheap, "path": f"/{case.name}",
-                                  "size": source.stat().st_size}
+        yield (
+            case.name,
+            source,
+            {
+                "title": str(meta.get("title") or own_title or case.name),
+                "text": text or cheap,
+                "path": f"/{case.name}",
+                "size": source.stat().st_size,
+            },
+        )
 
 
 def _postlight(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
@@ -120,13 +142,23 @@ def _postlight(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
         title, text = cheap_text(source.read_bytes())
         name = source.name.removesuffix(".html")
         # "www.reddit.com--image" -> a path on its own host, as a crawler saved it
-        yield name, source, {"title": html.unescape(title) or name, "text": text,
-                             "path": "/" + quote(name.replace("--", "/"), safe="/.-_"),
-                             "size": source.stat().st_size}
+        yield (
+            name,
+            source,
+            {
+                "title": html.unescape(title) or name,
+                "text": text,
+                "path": "/" + quote(name.replace("--", "/"), safe="/.-_"),
+                "size": source.stat().st_size,
+            },
+        )
 
 
-_SETS = {"wcxb": ("wcxb-dev", _wcxb), "readability": ("readability", _readability),
-         "postlight": ("postlight", _postlight)}
+_SETS = {
+    "wcxb": ("wcxb-dev", _wcxb),
+    "readability": ("readability", _readability),
+    "postlight": ("postlight", _postlight),
+}
 
 
 def _load_cache() -> dict[str, dict[str, object]]:
@@ -145,18 +177,33 @@ def real_pages(data: Path, kinds: tuple[str, ...] = tuple(_SETS)) -> list[RealPa
         folder = data / _SETS[kind][0]
         if not folder.is_dir():
             continue
-        listing = sorted((str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
-                         for p in folder.rglob("*") if p.is_file())
+        listing = sorted(
+            (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in folder.rglob("*")
+            if p.is_file()
+        )
         signature = hashlib.sha256(json.dumps(listing).encode()).hexdigest()
         entry = cache.get(kind)
-        if not isinstance(entry, dict) or entry.get("signature") != signature \
-                or entry.get("folder") != str(folder):
-            found = [asdict(RealPage(kind, key, " ".join(str(meta["title"]).split())[:200],
-                                     str(meta["text"])[:_TEXT_LIMIT], str(meta["path"]),
-                                     int(str(meta["size"])), str(file)))
-                     for key, file, meta in _SETS[kind][1](folder)]
-            entry = cache[kind] = {"signature": signature, "folder": str(folder),
-                                   "pages": found}
+        if (
+            not isinstance(entry, dict)
+            or entry.get("signature") != signature
+            or entry.get("folder") != str(folder)
+        ):
+            found = [
+                asdict(
+                    RealPage(
+                        kind,
+                        key,
+                        " ".join(str(meta["title"]).split())[:200],
+                        str(meta["text"])[:_TEXT_LIMIT],
+                        str(meta["path"]),
+                        int(str(meta["size"])),
+                        str(file),
+                    )
+                )
+                for key, file, meta in _SETS[kind][1](folder)
+            ]
+            entry = cache[kind] = {"signature": signature, "folder": str(folder), "pages": found}
             changed = True
         pages += [RealPage(**row) for row in entry["pages"]]
     if changed:

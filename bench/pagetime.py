@@ -66,12 +66,19 @@ def _extractors() -> dict[str, Callable[[str, str], str]]:
 
     import sleuth
 
-    return {"sleuth": lambda html, url: sleuth.extract(html, url).text,
-            "trafilatura": lambda html, url: trafilatura.extract(html) or ""}
+    return {
+        "sleuth": lambda html, url: sleuth.extract(html, url).text,
+        "trafilatura": lambda html, url: trafilatura.extract(html) or "",
+    }
 
 
-def _time_one(run: Callable[[str, str], str], html: str, url: str, repeat: int,
-              clock: Callable[[], float] = time.perf_counter) -> tuple[float, int]:
+def _time_one(
+    run: Callable[[str, str], str],
+    html: str,
+    url: str,
+    repeat: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[float, int]:
     best, chars = math.inf, 0
     for _ in range(max(1, repeat)):
         start = clock()
@@ -87,19 +94,26 @@ def _time_folder(folder: Path, repeat: int, cpu: bool = False) -> None:
     clock = time.process_time if cpu else time.perf_counter
     index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
     runners = _extractors()
-    pages = [(row, (folder / row["file"]).read_bytes().decode("utf-8", "replace"))
-             for row in index]
+    pages = [(row, (folder / row["file"]).read_bytes().decode("utf-8", "replace")) for row in index]
     if pages:  # warm-up: imports, the block model, trafilatura's first-use setup
         for run in runners.values():
             _time_one(run, pages[0][1], pages[0][0]["url"], 1)
     for n, (row, html) in enumerate(pages):
         order = ["sleuth", "trafilatura"] if n % 2 == 0 else ["trafilatura", "sleuth"]
-        got = {name: _time_one(runners[name], html, row["url"], repeat, clock)
-               for name in order}
-        print(json.dumps({"url": row["url"], "size": row["size"],
-                          "sleuth": got["sleuth"][0], "trafilatura": got["trafilatura"][0],
-                          "sleuth_chars": got["sleuth"][1],
-                          "trafilatura_chars": got["trafilatura"][1]}), flush=True)
+        got = {name: _time_one(runners[name], html, row["url"], repeat, clock) for name in order}
+        print(
+            json.dumps(
+                {
+                    "url": row["url"],
+                    "size": row["size"],
+                    "sleuth": got["sleuth"][0],
+                    "trafilatura": got["trafilatura"][0],
+                    "sleuth_chars": got["sleuth"][1],
+                    "trafilatura_chars": got["trafilatura"][1],
+                }
+            ),
+            flush=True,
+        )
 
 
 def measure(bodies: dict[str, bytes], repeat: int = 2, cpu: bool = False) -> list[PageTime]:
@@ -112,10 +126,14 @@ def measure(bodies: dict[str, bytes], repeat: int = 2, cpu: bool = False) -> lis
             (folder / f"{n}.html").write_bytes(body)
             index.append({"file": f"{n}.html", "url": url, "size": len(body)})
         (folder / "index.json").write_text(json.dumps(index), encoding="utf-8")
-        done = subprocess.run([sys.executable, "-m", "bench.pagetime", str(folder),
-                               "--repeat", str(repeat)] + (["--cpu"] if cpu else []),
-                              cwd=REPO, capture_output=True,
-                              text=True, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.pagetime", str(folder), "--repeat", str(repeat)]
+            + (["--cpu"] if cpu else []),
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
     if done.returncode != 0:
         raise RuntimeError(f"bench.pagetime failed: {done.stderr.strip()[-500:]}")
     return [PageTime(**json.loads(line)) for line in done.stdout.splitlines() if line.strip()]
@@ -132,19 +150,26 @@ def _stats(values: Sequence[float]) -> tuple[float, float, float]:
 
 def table(times: Sequence[PageTime], heavy: int = 500_000) -> str:
     """Median, p95 and max ms per extractor, all pages and the heavy ones; and the ratio."""
-    lines = ["| pages | n | sleuth median / p95 / max ms | trafilatura median / p95 / max ms "
-             "| sleuth / trafilatura: median, p95 (target ≤ 1.2) |", "|---|---:|---|---|---|"]
-    groups = [("all fetched", list(times)),
-              (f"over {heavy // 1000} KB", [t for t in times if t.size > heavy]),
-              (f"up to {heavy // 1000} KB", [t for t in times if t.size <= heavy])]
+    lines = [
+        "| pages | n | sleuth median / p95 / max ms | trafilatura median / p95 / max ms "
+        "| sleuth / trafilatura: median, p95 (target ≤ 1.2) |",
+        "|---|---:|---|---|---|",
+    ]
+    groups = [
+        ("all fetched", list(times)),
+        (f"over {heavy // 1000} KB", [t for t in times if t.size > heavy]),
+        (f"up to {heavy // 1000} KB", [t for t in times if t.size <= heavy]),
+    ]
     for name, group in groups:
         if not group:
             continue
         s = _stats([1000 * t.sleuth for t in group])
         t = _stats([1000 * t.trafilatura for t in group])
-        lines.append(f"| {name} | {len(group)} | {s[0]:.0f} / {s[1]:.0f} / {s[2]:.0f} | "
-                     f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | "
-                     f"**{s[0] / t[0]:.2f}**, **{s[1] / t[1]:.2f}** |")
+        lines.append(
+            f"| {name} | {len(group)} | {s[0]:.0f} / {s[1]:.0f} / {s[2]:.0f} | "
+            f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | "
+            f"**{s[0] / t[0]:.2f}**, **{s[1] / t[1]:.2f}** |"
+        )
     return "\n".join(lines)
 
 
@@ -153,24 +178,38 @@ def sample_bodies(data: Path) -> dict[str, bytes]:
     import gzip
 
     wcxb = sorted((data / "wcxb-dev" / "html").glob("*.html.gz"))
-    files = (wcxb[::30] + sorted((data / "aeb" / "html").glob("*.html.gz"))[::6]
-             + sorted((data / "readability" / "test" / "test-pages").glob("*/source.html"))[::6]
-             + sorted((data / "postlight" / "fixtures").glob("*.html"))[::8]
-             + sorted(wcxb, key=lambda p: p.stat().st_size)[-12:])
+    files = (
+        wcxb[::30]
+        + sorted((data / "aeb" / "html").glob("*.html.gz"))[::6]
+        + sorted((data / "readability" / "test" / "test-pages").glob("*/source.html"))[::6]
+        + sorted((data / "postlight" / "fixtures").glob("*.html"))[::8]
+        + sorted(wcxb, key=lambda p: p.stat().st_size)[-12:]
+    )
     bodies = {}
     for path in dict.fromkeys(files):
         raw = path.read_bytes()
-        name = (path.parent.name if path.name == "source.html"
-                else path.name.removesuffix(".gz").removesuffix(".html"))
+        name = (
+            path.parent.name
+            if path.name == "source.html"
+            else path.name.removesuffix(".gz").removesuffix(".html")
+        )
         bodies[f"http://{path.parts[-3]}.example/{name}"] = (
-            gzip.decompress(raw) if path.suffix == ".gz" else raw)
+            gzip.decompress(raw) if path.suffix == ".gz" else raw
+        )
     return bodies
 
 
 # The steps of sleuth.extract that --stages times: (module, function) in sleuth.extraction.
-_STAGES = (("html", "_parse_html"), ("html", "_drop_hidden"), ("html", "_trafilatura"),
-           ("html", "page_meta"), ("blocks", "clean_tree"), ("blocks", "segment"),
-           ("blocks", "features"), ("model", "select_text"))
+_STAGES = (
+    ("html", "_parse_html"),
+    ("html", "_drop_hidden"),
+    ("html", "_trafilatura"),
+    ("html", "page_meta"),
+    ("blocks", "clean_tree"),
+    ("blocks", "segment"),
+    ("blocks", "features"),
+    ("model", "select_text"),
+)
 
 
 def stages(bodies: dict[str, bytes], repeat: int = 2) -> str:
@@ -191,6 +230,7 @@ def stages(bodies: dict[str, bytes], repeat: int = 2) -> str:
                 return run(*args, **kwargs)
             finally:
                 spent[name] = spent.get(name, 0.0) + time.process_time() - start
+
         return step
 
     for module, name in _STAGES:
@@ -202,18 +242,22 @@ def stages(bodies: dict[str, bytes], repeat: int = 2) -> str:
         best: dict[str, float] = {}
         for _ in range(max(1, repeat)):
             spent.clear()
-            traf = _time_one(lambda h, u: trafilatura.extract(h) or "", html, url, 1,
-                             time.process_time)[0]
-            whole = _time_one(lambda h, u: sleuth.extract(h, u).text, html, url, 1,
-                              time.process_time)[0]
+            traf = _time_one(
+                lambda h, u: trafilatura.extract(h) or "", html, url, 1, time.process_time
+            )[0]
+            whole = _time_one(
+                lambda h, u: sleuth.extract(h, u).text, html, url, 1, time.process_time
+            )[0]
             if not best or whole < best["sleuth.extract"]:
                 best = dict(spent, **{"sleuth.extract": whole, "trafilatura.extract": traf})
         rows.append(best)
     rows.sort(key=lambda row: row["trafilatura.extract"])
-    middle = rows[len(rows) // 4: 3 * len(rows) // 4] or rows
+    middle = rows[len(rows) // 4 : 3 * len(rows) // 4] or rows
     traf = statistics.mean(row["trafilatura.extract"] for row in middle)
-    lines = [f"| step (middle {len(middle)} pages) | mean CPU ms | / trafilatura.extract |",
-             "|---|---:|---:|"]
+    lines = [
+        f"| step (middle {len(middle)} pages) | mean CPU ms | / trafilatura.extract |",
+        "|---|---:|---:|",
+    ]
     for name in ["trafilatura.extract", "sleuth.extract"] + [n for _, n in _STAGES]:
         ms = statistics.mean(row.get(name, 0.0) for row in middle)
         lines.append(f"| {name} | {1000 * ms:.2f} | {ms / traf:.2f} |")
@@ -223,16 +267,26 @@ def stages(bodies: dict[str, bytes], repeat: int = 2) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.pagetime DIR [--repeat N]``: one JSON line per page;
     ``--sample``: the table for a fixed sample of the benchmark data."""
-    parser = argparse.ArgumentParser(prog="python -m bench.pagetime", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.pagetime",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("folder", type=Path, nargs="?")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--cpu", action="store_true",
-                        help="CPU time of the process instead of wall time")
-    parser.add_argument("--sample", action="store_true",
-                        help="time the fixed sample of the benchmark data, print the table")
-    parser.add_argument("--stages", action="store_true",
-                        help="with --sample: CPU time of each step of sleuth.extract")
+    parser.add_argument(
+        "--cpu", action="store_true", help="CPU time of the process instead of wall time"
+    )
+    parser.add_argument(
+        "--sample",
+        action="store_true",
+        help="time the fixed sample of the benchmark data, print the table",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="with --sample: CPU time of each step of sleuth.extract",
+    )
     args = parser.parse_args(argv)
     if args.sample:
         from bench.data import data_dir, verify
@@ -240,8 +294,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = data_dir()
         verify(["wcxb-dev", "aeb", "readability", "postlight"], data)
         bodies = sample_bodies(data)
-        print(stages(bodies, args.repeat) if args.stages
-              else table(measure(bodies, args.repeat, args.cpu)))
+        print(
+            stages(bodies, args.repeat)
+            if args.stages
+            else table(measure(bodies, args.repeat, args.cpu))
+        )
         return 0
     if args.folder is None:
         parser.error("give a folder, or --sample")

@@ -82,19 +82,27 @@ CORPUS_TUNE = ("stadia", "moons", "trade-war", "firefox")
 EXTRA: tuple[tuple[str, str], ...] = (
     ("engadget-xbox-one-x-review", "Is the Xbox One X console as powerful as a gaming PC?"),
     ("arstechnica-minecraft-exploit", "How does the Minecraft exploit crash game servers?"),
-    ("v8-standalone-webassembly",
-     "How does Emscripten build standalone WebAssembly binaries that run outside the web?"),
+    (
+        "v8-standalone-webassembly",
+        "How does Emscripten build standalone WebAssembly binaries that run outside the web?",
+    ),
     ("nytimes-yahoo-verizon-sale", "What say do Yahoo shareholders have in its sale to Verizon?"),
     ("wikipedia-hermitian-matrix", "What is a Hermitian matrix and what are its properties?"),
     ("nbcnews-spacex-hold-up", "Why are SpaceX's launches being held up?"),
-    ("wired-rosetta-comet",
-     "Why did the Rosetta spacecraft end its mission by crashing into a comet?"),
-    ("fool-esports-amazon-activision",
-     "Why are Amazon and Activision Blizzard betting on eSports?"),
+    (
+        "wired-rosetta-comet",
+        "Why did the Rosetta spacecraft end its mission by crashing into a comet?",
+    ),
+    (
+        "fool-esports-amazon-activision",
+        "Why are Amazon and Activision Blizzard betting on eSports?",
+    ),
     ("reuters-fed-lifts-rates", "Why did the Fed raise interest rates in Trump's first year?"),
     ("newyorker-quantum-cryptography", "How will quantum computing break today's cryptography?"),
-    ("dense-passage-retrieval",
-     "How does dense passage retrieval work for open-domain question answering?"),
+    (
+        "dense-passage-retrieval",
+        "How does dense passage retrieval work for open-domain question answering?",
+    ),
 )
 SPLITS = ("tune", "heldout", "heldout2")
 HOTPOT_TUNE = 50  # questions [0, 50) tune, [50, 100) held out
@@ -141,8 +149,16 @@ def hotpot_plan() -> list[Question]:
     for n, q in enumerate(hotpot_questions()):
         gold = frozenset(f"hotpotqa:{t}" for t, _ in q["supporting_facts"])
         context = frozenset(f"hotpotqa:{t}" for t, _ in q["context"])
-        out.append(Question("hotpotqa", str(n), q["question"],
-                            "tune" if n < HOTPOT_TUNE else "heldout", gold, gold | context))
+        out.append(
+            Question(
+                "hotpotqa",
+                str(n),
+                q["question"],
+                "tune" if n < HOTPOT_TUNE else "heldout",
+                gold,
+                gold | context,
+            )
+        )
     return out
 
 
@@ -163,8 +179,14 @@ class Outcome:
     error: str = ""
 
 
-async def _research(w: WorldProcess, q: Question, llm: bool, gate: asyncio.Semaphore,
-                    keys: dict[str, str], max_sources: int) -> Outcome:
+async def _research(
+    w: WorldProcess,
+    q: Question,
+    llm: bool,
+    gate: asyncio.Semaphore,
+    keys: dict[str, str],
+    max_sources: int,
+) -> Outcome:
     import sleuth
 
     pipeline = "LLM" if llm else "no-LLM"
@@ -175,22 +197,26 @@ async def _research(w: WorldProcess, q: Question, llm: bool, gate: asyncio.Semap
             return Outcome(q, pipeline, (), (), f"{type(exc).__name__}: {exc}")
     # Read: the report's sources and the pages it read and left out (as off-topic, or
     # "not relevant" by the model), so that read -> cited sees a relevant page the gate drops.
-    left_out = [f.url for f in report.failures
-                if f.reason.startswith(OFF_TOPIC) or f.reason == NOT_RELEVANT]
-    read = tuple(keys.get(u, u) for u in dict.fromkeys([*(s.url for s in report.sources),
-                                                        *left_out]))
+    left_out = [
+        f.url for f in report.failures if f.reason.startswith(OFF_TOPIC) or f.reason == NOT_RELEVANT
+    ]
+    read = tuple(
+        keys.get(u, u) for u in dict.fromkeys([*(s.url for s in report.sources), *left_out])
+    )
     return Outcome(q, pipeline, read, tuple(keys.get(u, u) for u in cited_urls(report)))
 
 
-def run_all(w: WorldProcess, qs: Sequence[Question], llm: bool, jobs: int,
-            max_sources: int) -> list[Outcome]:
+def run_all(
+    w: WorldProcess, qs: Sequence[Question], llm: bool, jobs: int, max_sources: int
+) -> list[Outcome]:
     """Research every question, ``jobs`` at a time, in this process."""
     keys = {p["url"]: f"{p['kind']}:{p['key']}" for p in w.pages}
 
     async def every() -> list[Outcome]:
         gate = asyncio.Semaphore(jobs)
-        return list(await asyncio.gather(
-            *(_research(w, q, llm, gate, keys, max_sources) for q in qs)))
+        return list(
+            await asyncio.gather(*(_research(w, q, llm, gate, keys, max_sources) for q in qs))
+        )
 
     return asyncio.run(every())
 
@@ -215,11 +241,24 @@ class Score:
     wall: float
 
 
-def score(outcomes: Sequence[Outcome], part: str, split: str, pipeline: str,
-          wall: float) -> Score:
+def score(outcomes: Sequence[Outcome], part: str, split: str, pipeline: str, wall: float) -> Score:
     """Pooled counts over the outcomes (shares are computed from them in :func:`table`)."""
-    s = Score(part, split, pipeline, len(outcomes), 0, 0, 0, 0, 0, 0, 0, 0.0,
-              sum(bool(o.error) for o in outcomes), wall)
+    s = Score(
+        part,
+        split,
+        pipeline,
+        len(outcomes),
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0.0,
+        sum(bool(o.error) for o in outcomes),
+        wall,
+    )
     shares = []
     for o in outcomes:
         cited, read, rel = set(o.cited), set(o.read), o.question.relevant
@@ -241,10 +280,12 @@ def _pct(a: int, b: int) -> str:
 
 def table(scores: Sequence[Score]) -> str:
     """The Markdown table of :func:`score` rows."""
-    lines = ["| part | split | pipeline | questions | cited / question | on-topic share of "
-             "cited (≥ 95%) | relevant share of cited | relevant read | read → cited "
-             "(≥ 90%) | every relevant page cited | evidence recall | errors | wall s |",
-             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| part | split | pipeline | questions | cited / question | on-topic share of "
+        "cited (≥ 95%) | relevant share of cited | relevant read | read → cited "
+        "(≥ 90%) | every relevant page cited | evidence recall | errors | wall s |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for s in scores:
         lines.append(
             f"| {s.part} | {s.split} | {s.pipeline} | {s.questions} | "
@@ -253,14 +294,20 @@ def table(scores: Sequence[Score]) -> str:
             f"{_pct(s.relevant_read, s.relevant)} | "
             f"{_pct(s.relevant_read_cited, s.relevant_read)} | "
             f"{_pct(s.all_relevant, s.questions)} | {s.recall:.2f} | {s.errors} | "
-            f"{s.wall:.0f} |")
+            f"{s.wall:.0f} |"
+        )
     return "\n".join(lines)
 
 
-def run_relevance(seed: int = 8, scale: float = 0.25, jobs: int = 5,
-                  pipelines: Sequence[bool] = (False, True), parts: Sequence[str] = PARTS,
-                  splits: Sequence[str] = SPLITS, max_sources: int = 5
-                  ) -> tuple[list[Score], list[Outcome]]:
+def run_relevance(
+    seed: int = 8,
+    scale: float = 0.25,
+    jobs: int = 5,
+    pipelines: Sequence[bool] = (False, True),
+    parts: Sequence[str] = PARTS,
+    splits: Sequence[str] = SPLITS,
+    max_sources: int = 5,
+) -> tuple[list[Score], list[Outcome]]:
     """Run the benchmark; the scores (part × split × pipeline) and every outcome."""
     every, drop = questions()
     chosen = [q for q in every if q.part in parts and q.split in splits]
@@ -276,12 +323,14 @@ def run_relevance(seed: int = 8, scale: float = 0.25, jobs: int = 5,
             outcomes += got
             for part in parts:
                 for split in splits:
-                    mine = [o for o in got if o.question.part == part
-                            and o.question.split == split]
+                    mine = [o for o in got if o.question.part == part and o.question.split == split]
                     if mine:
                         scores.append(score(mine, part, split, pipeline, wall))
-            print(f"  relevance {pipeline}: {len(got)} questions ({wall:.0f} s)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  relevance {pipeline}: {len(got)} questions ({wall:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
     return scores, outcomes
 
 
@@ -297,18 +346,23 @@ def _offenders(outcomes: Sequence[Outcome], limit: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.relevance``: print the table (and ``--json`` every outcome)."""
-    parser = argparse.ArgumentParser(prog="python -m bench.relevance", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.relevance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--scale", type=float, default=0.25)
     parser.add_argument("--jobs", type=int, default=5)
     parser.add_argument("--max-sources", type=int, default=5)
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
     parser.add_argument("--part", choices=(*PARTS, "both"), default="both")
-    parser.add_argument("--split", choices=(*SPLITS, "both"), default="both",
-                        help="both: every split")
-    parser.add_argument("--offenders", type=int, default=0,
-                        help="also list the N off-topic pages cited most often")
+    parser.add_argument(
+        "--split", choices=(*SPLITS, "both"), default="both", help="both: every split"
+    )
+    parser.add_argument(
+        "--offenders", type=int, default=0, help="also list the N off-topic pages cited most often"
+    )
     parser.add_argument("--json", default=None, help="write every outcome here")
     args = parser.parse_args(argv)
     if not (data_dir() / "hotpotqa").is_dir():
@@ -317,17 +371,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
     parts = PARTS if args.part == "both" else (args.part,)
     splits = SPLITS if args.split == "both" else (args.split,)
-    scores, outcomes = run_relevance(args.seed, args.scale, args.jobs, pipelines, parts,
-                                     splits, args.max_sources)
-    print(f"## Relevance (seed {args.seed}, latency ×{args.scale:g}, {args.jobs} at once, "
-          f"--max-sources {args.max_sources})\n\n{table(scores)}\n")
+    scores, outcomes = run_relevance(
+        args.seed, args.scale, args.jobs, pipelines, parts, splits, args.max_sources
+    )
+    print(
+        f"## Relevance (seed {args.seed}, latency ×{args.scale:g}, {args.jobs} at once, "
+        f"--max-sources {args.max_sources})\n\n{table(scores)}\n"
+    )
     if args.offenders:
         print(f"Off-topic pages cited most often:\n{_offenders(outcomes, args.offenders)}\n")
     if args.json:
         rows: list[dict[str, Any]] = [
-            {"part": o.question.part, "id": o.question.id, "split": o.question.split,
-             "pipeline": o.pipeline, "read": o.read, "cited": o.cited, "error": o.error,
-             "relevant": sorted(o.question.relevant)} for o in outcomes]
+            {
+                "part": o.question.part,
+                "id": o.question.id,
+                "split": o.question.split,
+                "pipeline": o.pipeline,
+                "read": o.read,
+                "cited": o.cited,
+                "error": o.error,
+                "relevant": sorted(o.question.relevant),
+            }
+            for o in outcomes
+        ]
         with open(args.json, "w", encoding="utf-8") as sink:
             json.dump({"scores": [vars(s) for s in scores], "outcomes": rows}, sink, indent=1)
     return 0

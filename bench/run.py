@@ -79,19 +79,30 @@ class Recall:
     wall: float
 
 
-def run_recall(w: WorldProcess, n: int, jobs: int, scale: float,
-               pipelines: Sequence[bool]) -> list[Recall]:
+def run_recall(
+    w: WorldProcess, n: int, jobs: int, scale: float, pipelines: Sequence[bool]
+) -> list[Recall]:
     questions = hotpot_questions(n)
     w.scale(scale)
     out = []
     try:
         for llm in pipelines:
             shares, wall = gold_shares(w, questions, lambda llm=llm: w.options(llm), jobs)
-            out.append(Recall("LLM" if llm else "no-LLM", len(shares),
-                              sum(1 for s in shares if s == 1.0),
-                              statistics.fmean(shares) if shares else 0.0, wall))
-            print(f"  recall {out[-1].pipeline}: {out[-1].all_gold}/{out[-1].questions} "
-                  f"({wall:.0f} s)", file=sys.stderr, flush=True)
+            out.append(
+                Recall(
+                    "LLM" if llm else "no-LLM",
+                    len(shares),
+                    sum(1 for s in shares if s == 1.0),
+                    statistics.fmean(shares) if shares else 0.0,
+                    wall,
+                )
+            )
+            print(
+                f"  recall {out[-1].pipeline}: {out[-1].all_gold}/{out[-1].questions} "
+                f"({wall:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
             w.log()
     finally:
         w.scale(1.0)
@@ -99,12 +110,16 @@ def run_recall(w: WorldProcess, n: int, jobs: int, scale: float,
 
 
 def recall_table(rows: list[Recall], scale: float, jobs: int) -> str:
-    lines = ["| pipeline | questions | cite every gold page | evidence recall | "
-             f"suite wall s (latency ×{scale:g}, {jobs} at once) |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| pipeline | questions | cite every gold page | evidence recall | "
+        f"suite wall s (latency ×{scale:g}, {jobs} at once) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        lines.append(f"| {r.pipeline} | {r.questions} | {r.all_gold} "
-                     f"({r.all_gold / r.questions:.0%}) | {r.gold_share:.2f} | {r.wall:.0f} |")
+        lines.append(
+            f"| {r.pipeline} | {r.questions} | {r.all_gold} "
+            f"({r.all_gold / r.questions:.0%}) | {r.gold_share:.2f} | {r.wall:.0f} |"
+        )
     return "\n".join(lines)
 
 
@@ -119,8 +134,9 @@ def help_time(repeat: int = 5) -> float:
     times = []
     for n in range(repeat + 1):
         start = time.perf_counter()
-        subprocess.run([*_sleuth_command(), "--help"], check=True, stdout=subprocess.DEVNULL,
-                       cwd=REPO)
+        subprocess.run(
+            [*_sleuth_command(), "--help"], check=True, stdout=subprocess.DEVNULL, cwd=REPO
+        )
         if n:
             times.append(time.perf_counter() - start)
     return statistics.median(times)
@@ -148,9 +164,13 @@ def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
 
     with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
         start = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", HWM_WRAPPER, sink.name, question,
-                               *w.cli_args(llm)], cwd=REPO, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-c", HWM_WRAPPER, sink.name, question, *w.cli_args(llm)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         wall = time.perf_counter() - start
         if proc.returncode != 0:
             raise RuntimeError(f"the sleuth CLI run failed with exit code {proc.returncode}")
@@ -162,16 +182,24 @@ def footprint_table(w: WorldProcess) -> str:
     from sleuth.testing._corpus import Corpus
 
     # The corpus topic the footprint has always been measured on, to compare with older figures.
-    question = next(t.question for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
-                    if t.id == "stadia")
+    question = next(
+        t.question
+        for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
+        if t.id == "stadia"
+    )
     help_s = help_time()
-    lines = ["| measure | value | target |", "|---|---:|---:|",
-             f"| `sleuth --help` start (median of 5) | {help_s:.3f} s | ≤ 0.3 s |"]
+    lines = [
+        "| measure | value | target |",
+        "|---|---:|---:|",
+        f"| `sleuth --help` start (median of 5) | {help_s:.3f} s | ≤ 0.3 s |",
+    ]
     for llm in (False, True):
         rss, wall = peak_rss(w, question, llm)
         kind = "LLM" if llm else "no-LLM"
-        lines.append(f"| peak RSS, depth 2, 5 sources, {kind} (CLI, {wall:.1f} s) | "
-                     f"{rss:.0f} MB | ≤ 150 MB |")
+        lines.append(
+            f"| peak RSS, depth 2, 5 sources, {kind} (CLI, {wall:.1f} s) | "
+            f"{rss:.0f} MB | ≤ 150 MB |"
+        )
     return "\n".join(lines)
 
 
@@ -202,69 +230,129 @@ def run_deep_part(w: WorldProcess, args: argparse.Namespace) -> dict[str, Any]:
 
     print("deep: HotpotQA recall without a model, quick then deep...", file=sys.stderr)
     recall = deep.run_deep_recall(w, args.deep_jobs, args.deep_scale, args.deep_questions)
-    print(f"## Deep research: HotpotQA all-gold recall, no model (latency ×"
-          f"{args.deep_scale:g}, {args.deep_jobs} at once)\n\n{deep.recall_table(recall)}\n",
-          flush=True)
+    print(
+        f"## Deep research: HotpotQA all-gold recall, no model (latency ×"
+        f"{args.deep_scale:g}, {args.deep_jobs} at once)\n\n{deep.recall_table(recall)}\n",
+        flush=True,
+    )
     print("deep: timing with the scripted model...", file=sys.stderr)
-    rows = deep.run_deep_timing(w, timing_questions("heavy")[:args.deep_timing])
-    print(f"## Deep research: timing with the scripted model (full latency)\n\n"
-          f"{deep.timing_table(rows)}\n\nDeep critical path, its parts (s):\n\n"
-          f"{deep.parts_table(rows)}\n", flush=True)
+    rows = deep.run_deep_timing(w, timing_questions("heavy")[: args.deep_timing])
+    print(
+        f"## Deep research: timing with the scripted model (full latency)\n\n"
+        f"{deep.timing_table(rows)}\n\nDeep critical path, its parts (s):\n\n"
+        f"{deep.parts_table(rows)}\n",
+        flush=True,
+    )
     print("deep: memory of a 40-source run...", file=sys.stderr)
     question = timing_questions("heavy")[0][1]
     rss, wall, read = deep.deep_rss(w, question)
     quick_rss, quick_wall = peak_rss(w, question, True)
-    print(f"## Deep research: memory\n\n| measure | value | target |\n|---|---:|---:|\n"
-          f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
-          f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |\n"
-          f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
-          f"| {quick_rss:.0f} MB | |\n", flush=True)
-    return {"recall": [vars(r) for r in recall], "timing": [vars(r) for r in rows],
-            "rss_mb": rss, "rss_sources": read, "quick_rss_mb": quick_rss}
+    print(
+        f"## Deep research: memory\n\n| measure | value | target |\n|---|---:|---:|\n"
+        f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
+        f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |\n"
+        f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
+        f"| {quick_rss:.0f} MB | |\n",
+        flush=True,
+    )
+    return {
+        "recall": [vars(r) for r in recall],
+        "timing": [vars(r) for r in rows],
+        "rss_mb": rss,
+        "rss_sources": read,
+        "quick_rss_mb": quick_rss,
+    }
 
 
 # -- main -----------------------------------------------------------------------------------
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
-    parser.add_argument("--kinds", default=None,
-                        help="the world's page sets (bench.world --kinds; default: all of "
-                        "them, the heavy world; hotpotqa,corpus is the light one)")
-    parser.add_argument("--only", action="append",
-                        choices=("timing", "recall", "footprint", "extraction", "relevance",
-                                 "deep", "startup", "docs", "batch"),
-                        help="run only these parts (repeatable; relevance, deep and batch run "
-                             "only when named: ~1.5, ~6 and ~10 min; batch is also "
-                             "python -m bench.batch, with its own options)")
+    parser.add_argument(
+        "--kinds",
+        default=None,
+        help="the world's page sets (bench.world --kinds; default: all of "
+        "them, the heavy world; hotpotqa,corpus is the light one)",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=(
+            "timing",
+            "recall",
+            "footprint",
+            "extraction",
+            "relevance",
+            "deep",
+            "startup",
+            "docs",
+            "batch",
+        ),
+        help="run only these parts (repeatable; relevance, deep and batch run "
+        "only when named: ~1.5, ~6 and ~10 min; batch is also "
+        "python -m bench.batch, with its own options)",
+    )
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
-    parser.add_argument("--timing-set", choices=tuple(TIMING_SETS), default="heavy",
-                        help="the timing questions (bench/topics.py): heavy (default), "
-                             "heldout (judge now and then, never tune on it), corpus (the "
-                             "three corpus topics of the figures before 2026-11-25's heavy "
-                             "world)")
-    parser.add_argument("--page-repeat", type=int, default=2,
-                        help="times each fetched page is extracted for its timing (quickest "
-                             "kept); 0 skips the per-page extraction table")
+    parser.add_argument(
+        "--timing-set",
+        choices=tuple(TIMING_SETS),
+        default="heavy",
+        help="the timing questions (bench/topics.py): heavy (default), "
+        "heldout (judge now and then, never tune on it), corpus (the "
+        "three corpus topics of the figures before 2026-11-25's heavy "
+        "world)",
+    )
+    parser.add_argument(
+        "--page-repeat",
+        type=int,
+        default=2,
+        help="times each fetched page is extracted for its timing (quickest "
+        "kept); 0 skips the per-page extraction table",
+    )
     parser.add_argument("--recall-questions", type=int, default=30)
     parser.add_argument("--recall-jobs", type=int, default=5)
     parser.add_argument("--recall-scale", type=float, default=1.0)
-    parser.add_argument("--extraction", choices=("sample", "full", "none"), default="sample",
-                        help="sample: WCXB held-out sample + AEB (~15 s); full: ~2 min")
+    parser.add_argument(
+        "--extraction",
+        choices=("sample", "full", "none"),
+        default="sample",
+        help="sample: WCXB held-out sample + AEB (~15 s); full: ~2 min",
+    )
     parser.add_argument("--extraction-sample", type=int, default=150)
     parser.add_argument("--relevance-scale", type=float, default=0.25)
     parser.add_argument("--relevance-jobs", type=int, default=5)
-    parser.add_argument("--deep-scale", type=float, default=0.25,
-                        help="latency scale of the deep part's recall runs")
+    parser.add_argument(
+        "--deep-scale",
+        type=float,
+        default=0.25,
+        help="latency scale of the deep part's recall runs",
+    )
     parser.add_argument("--deep-jobs", type=int, default=4)
-    parser.add_argument("--deep-questions", type=int, default=100,
-                        help="HotpotQA questions of the deep recall (50 tune + 50 held out)")
-    parser.add_argument("--deep-timing", type=int, default=3,
-                        help="timing questions (heavy set) of the deep part's timing")
-    parser.add_argument("--startup-repeat", type=int, default=7,
-                        help="fresh processes timed per start-up set-up (median reported)")
-    parser.add_argument("--docs-files", type=int, default=50_000,
-                        help="files in the generated documents folder")
+    parser.add_argument(
+        "--deep-questions",
+        type=int,
+        default=100,
+        help="HotpotQA questions of the deep recall (50 tune + 50 held out)",
+    )
+    parser.add_argument(
+        "--deep-timing",
+        type=int,
+        default=3,
+        help="timing questions (heavy set) of the deep part's timing",
+    )
+    parser.add_argument(
+        "--startup-repeat",
+        type=int,
+        default=7,
+        help="fresh processes timed per start-up set-up (median reported)",
+    )
+    parser.add_argument(
+        "--docs-files", type=int, default=50_000, help="files in the generated documents folder"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     return parser.parse_args(argv)
 
@@ -278,8 +366,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
     try:  # what the world serves (bench/world.py), as far as it is there
-        verify([name for name in ("hotpotqa", "aeb", "wcxb-dev", "readability", "postlight")
-                if (data_dir() / name).is_dir()])
+        verify(
+            [
+                name
+                for name in ("hotpotqa", "aeb", "wcxb-dev", "readability", "postlight")
+                if (data_dir() / name).is_dir()
+            ]
+        )
     except DataMismatch as mismatch:
         print(mismatch, file=sys.stderr)
         return 1
@@ -294,24 +387,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("timing runs (depth 2, 5 sources, real latencies)...", file=sys.stderr)
             rows = run_timing(w, pipelines, timing_questions(args.timing_set))
             out["timing"] = [vars(r) for r in rows]
-            print(f"\n## Timing (depth 2, 5 sources; {args.timing_set} questions, seed "
-                  f"{args.seed})\n\n{timing_table(rows)}\n")
-            print(f"Critical path, the slowest chain's parts (s):\n\n{parts_table(rows)}\n",
-                  flush=True)
+            print(
+                f"\n## Timing (depth 2, 5 sources; {args.timing_set} questions, seed "
+                f"{args.seed})\n\n{timing_table(rows)}\n"
+            )
+            print(
+                f"Critical path, the slowest chain's parts (s):\n\n{parts_table(rows)}\n",
+                flush=True,
+            )
             if args.page_repeat > 0:
                 print("extraction time of the pages fetched...", file=sys.stderr)
                 times = page_times(w, rows, args.page_repeat)
                 out["page_times"] = [vars(t) for t in times]
-                print("Extraction time per page fetched whole by the runs above (each page "
-                      f"once, the quickest of {args.page_repeat}):\n\n{pagetime_table(times)}\n",
-                      flush=True)
+                print(
+                    "Extraction time per page fetched whole by the runs above (each page "
+                    f"once, the quickest of {args.page_repeat}):\n\n{pagetime_table(times)}\n",
+                    flush=True,
+                )
         if "recall" in parts:
             print("HotpotQA recall...", file=sys.stderr)
-            recall = run_recall(w, args.recall_questions, args.recall_jobs, args.recall_scale,
-                                pipelines)
+            recall = run_recall(
+                w, args.recall_questions, args.recall_jobs, args.recall_scale, pipelines
+            )
             out["recall"] = [vars(r) for r in recall]
-            print(f"## HotpotQA evidence recall\n\n"
-                  f"{recall_table(recall, args.recall_scale, args.recall_jobs)}\n", flush=True)
+            print(
+                f"## HotpotQA evidence recall\n\n"
+                f"{recall_table(recall, args.recall_scale, args.recall_jobs)}\n",
+                flush=True,
+            )
         if "footprint" in parts:
             print("start time and memory...", file=sys.stderr)
             table = footprint_table(w)
@@ -323,25 +426,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("start-up to the first request...", file=sys.stderr)
             starts = measure_startup(w, args.startup_repeat)
             out["startup"] = [{"label": r.label, "times": r.times} for r in starts]
-            print(f"## Start-up (fresh process to the world's first request, median of "
-                  f"{args.startup_repeat})\n\n{startup_table(starts)}\n", flush=True)
+            print(
+                f"## Start-up (fresh process to the world's first request, median of "
+                f"{args.startup_repeat})\n\n{startup_table(starts)}\n",
+                flush=True,
+            )
     if "docs" in parts:
         out["docs"] = docs_part(args.docs_files)
     if "relevance" in parts:
         print("relevance (its own world)...", file=sys.stderr)
-        scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs,
-                                  pipelines)
+        scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs, pipelines)
         out["relevance"] = [vars(s) for s in scores]
-        print(f"## Relevance (latency ×{args.relevance_scale:g}, {args.relevance_jobs} at "
-              f"once, 5 sources)\n\n{relevance_table(scores)}\n", flush=True)
+        print(
+            f"## Relevance (latency ×{args.relevance_scale:g}, {args.relevance_jobs} at "
+            f"once, 5 sources)\n\n{relevance_table(scores)}\n",
+            flush=True,
+        )
     if "batch" in parts:
         from bench.batch import main as batch_main
 
         print("sleuth batch (its own worlds)...", file=sys.stderr)
         batch_main(["--seed", str(args.seed)])
     if "extraction" in parts:
-        which = ("WCXB held-out sample of "
-                 f"{args.extraction_sample} + AEB" if args.extraction == "sample" else "all")
+        which = (
+            f"WCXB held-out sample of {args.extraction_sample} + AEB"
+            if args.extraction == "sample"
+            else "all"
+        )
         print(f"extraction ({which})...", file=sys.stderr)
         table = run_extraction(args.extraction, args.extraction_sample)
         out["extraction"] = table

@@ -73,8 +73,9 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def first_request(w: WorldProcess, args: list[str], env: dict[str, str], n: int,
-                  limit: float = 30.0) -> tuple[float, float | None]:
+def first_request(
+    w: WorldProcess, args: list[str], env: dict[str, str], n: int, limit: float = 30.0
+) -> tuple[float, float | None]:
     """Seconds from starting ``sleuth QUESTION args`` to the world's first request from it,
     and the CPU seconds the process had used by then (sampled every few milliseconds).
 
@@ -83,16 +84,24 @@ def first_request(w: WorldProcess, args: list[str], env: dict[str, str], n: int,
     """
     w.log()  # empty it
     start = time.time()
-    proc = subprocess.Popen([*sleuth_command(), f"{QUESTION} (take {n})", *args], cwd=REPO,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*sleuth_command(), f"{QUESTION} (take {n})", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     samples: list[tuple[float, float | None]] = []
     try:
         while time.time() - start < limit:
             samples.append((time.time(), _cpu_seconds(proc.pid)))
             # The world logs a request when it ends (after its latency): wait for it. A
             # stopped repeat's requests may end after the log was emptied: not ours.
-            entries = [e for e in w.log(clear=False)
-                       if e.get("kind") in FIRST_KINDS and float(e["start"]) >= start]
+            entries = [
+                e
+                for e in w.log(clear=False)
+                if e.get("kind") in FIRST_KINDS and float(e["start"]) >= start
+            ]
             if entries:
                 first = min(float(e["start"]) for e in entries)
                 # The last sample taken before the request arrived.
@@ -100,8 +109,9 @@ def first_request(w: WorldProcess, args: list[str], env: dict[str, str], n: int,
                 return first - start, (cpu[-1] if cpu else None)
             if proc.poll() is not None:
                 err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                raise RuntimeError(f"sleuth exited ({proc.returncode}) before any request: "
-                                   f"{err.strip()[-300:]}")
+                raise RuntimeError(
+                    f"sleuth exited ({proc.returncode}) before any request: {err.strip()[-300:]}"
+                )
             time.sleep(0.005)
         raise RuntimeError(f"no request from sleuth in {limit:.0f} s")
     finally:
@@ -115,8 +125,14 @@ def refusal_time(env: dict[str, str]) -> tuple[float, float]:
     seconds."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    proc = subprocess.run([*sleuth_command(), ""], cwd=REPO, env=env, check=False,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*sleuth_command(), ""],
+        cwd=REPO,
+        env=env,
+        check=False,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 2:
@@ -140,8 +156,11 @@ def measure(w: WorldProcess, repeat: int = 7, against: Path | None = None) -> li
         # Each tree its own store: an older sleuth refuses a newer one's database.
         trees = {"": {**base, "SLEUTH_HOME": str(Path(home) / "this")}}
         if against is not None:
-            trees[" (against)"] = {**base, "SLEUTH_HOME": str(Path(home) / "against"),
-                                   "PYTHONPATH": str(against)}
+            trees[" (against)"] = {
+                **base,
+                "SLEUTH_HOME": str(Path(home) / "against"),
+                "PYTHONPATH": str(against),
+            }
         rows = []
         take = iter(range(10**6))
         for llm in (False, True):
@@ -154,11 +173,19 @@ def measure(w: WorldProcess, repeat: int = 7, against: Path | None = None) -> li
                     for tree, env in trees.items():
                         runs[tree].append(first_request(w, args, env, next(take)))
                 for tree, got in runs.items():
-                    label = (f"{'LLM' if llm else 'no-LLM'}, "
-                             f"{'store' if store else '--no-store'}: first "
-                             f"{'request' if llm else 'search'}{tree}")
-                    rows.append(Startup(label, [t for t, _ in got], 0.5 if llm else 0.3,
-                                        [c for _, c in got if c is not None]))
+                    label = (
+                        f"{'LLM' if llm else 'no-LLM'}, "
+                        f"{'store' if store else '--no-store'}: first "
+                        f"{'request' if llm else 'search'}{tree}"
+                    )
+                    rows.append(
+                        Startup(
+                            label,
+                            [t for t, _ in got],
+                            0.5 if llm else 0.3,
+                            [c for _, c in got if c is not None],
+                        )
+                    )
         refusals: dict[str, list[tuple[float, float]]] = {t: [] for t in trees}
         for env in trees.values():
             refusal_time(env)
@@ -166,19 +193,29 @@ def measure(w: WorldProcess, repeat: int = 7, against: Path | None = None) -> li
             for tree, env in trees.items():
                 refusals[tree].append(refusal_time(env))
         for tree, got2 in refusals.items():
-            rows.append(Startup(f"empty question refused (exit 2){tree}",
-                                [t for t, _ in got2], 0.3, [c for _, c in got2]))
+            rows.append(
+                Startup(
+                    f"empty question refused (exit 2){tree}",
+                    [t for t, _ in got2],
+                    0.3,
+                    [c for _, c in got2],
+                )
+            )
     w.log()
     return rows
 
 
 def table(rows: list[Startup]) -> str:
-    lines = ["| process start to | median s | range s | CPU s (median) | target |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| process start to | median s | range s | CPU s (median) | target |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
         cpu = f"{statistics.median(r.cpu):.2f}" if r.cpu else "–"
-        lines.append(f"| {r.label} | {r.median:.3f} | {min(r.times):.3f}–{max(r.times):.3f} "
-                     f"| {cpu} | ≤ {r.target:g} s |")
+        lines.append(
+            f"| {r.label} | {r.median:.3f} | {min(r.times):.3f}–{max(r.times):.3f} "
+            f"| {cpu} | ≤ {r.target:g} s |"
+        )
     return "\n".join(lines)
 
 
@@ -190,8 +227,12 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__)
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--against", type=Path, default=None,
-                        help="another checkout of sleuth, measured alternately (before/after)")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        default=None,
+        help="another checkout of sleuth, measured alternately (before/after)",
+    )
     parser.add_argument("--seed", type=int, default=8)
     args = parser.parse_args(argv)
     with world(args.seed) as w:

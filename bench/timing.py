@@ -23,8 +23,15 @@ from bench.topics import HEAVY
 from bench.world import REPO
 from sleuth.testing._corpus import Corpus
 
-__all__ = ["Row", "critical_path", "measure", "page_times", "parts_table", "run_timing",
-           "timing_table"]
+__all__ = [
+    "Row",
+    "critical_path",
+    "measure",
+    "page_times",
+    "parts_table",
+    "run_timing",
+    "timing_table",
+]
 
 RESULTS_PER_QUERY = 8  # sleuth's default: the hits of a search it looks at
 
@@ -70,10 +77,10 @@ def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
     for entry in log:
         if entry["kind"] == "search" and not entry.get("left"):
             searches.setdefault(entry["key"], entry)
-    first_round = [e for e in searches.values()
-                   if refine is None or e["start"] < refine["start"]]
-    follow_wait = ((max((_dur(e) for e in first_round), default=0.0) + _dur(refine))
-                   if refine else 0.0)
+    first_round = [e for e in searches.values() if refine is None or e["start"] < refine["start"]]
+    follow_wait = (
+        (max((_dur(e) for e in first_round), default=0.0) + _dur(refine)) if refine else 0.0
+    )
     # One select call ranks a round's queries (its key lists them, one per line), so it
     # waits for the slowest of their searches: query -> (that search, the select call).
     selects: dict[str, tuple[float, float]] = {}
@@ -95,8 +102,9 @@ def critical_path(log: list[dict[str, Any]], cited: Sequence[str]) -> Path_:
             wait = follow_wait if refine is not None and entry["start"] >= refine["start"] else 0
             search, select = selects.get(query, (0.0, 0.0))
             search = max(search, _dur(entry))
-            options.append((wait + search + select,
-                            {"refine": wait, "search": search, "select": select}))
+            options.append(
+                (wait + search + select, {"refine": wait, "search": search, "select": select})
+            )
         found, parts = min(options, key=lambda o: o[0]) if options else (0.0, {})
         summaries = [_dur(e) for e in llm if e["stage"] == "summarize" and e["key"] == url]
         merges = [_dur(e) for e in llm if e["stage"] == "merge" and e["key"] == url]
@@ -146,8 +154,14 @@ class Row:
         return total / self.cited if self.cited else float("nan")
 
 
-def measure(name: str, pipeline: str, report: Any, wall: float,
-            log: list[dict[str, Any]], sizes: dict[str, int] | None = None) -> Row:
+def measure(
+    name: str,
+    pipeline: str,
+    report: Any,
+    wall: float,
+    log: list[dict[str, Any]],
+    sizes: dict[str, int] | None = None,
+) -> Row:
     """One run's row from its report, wall time and the world's log (``sizes``: page
     URL -> bytes, for the heavy-page columns)."""
     cited = cited_urls(report)
@@ -158,15 +172,26 @@ def measure(name: str, pipeline: str, report: Any, wall: float,
     path = critical_path(log, cited)
     stats = report.stats
     size = (sizes or {}).get
-    return Row(name=name, pipeline=pipeline, wall=wall, crit=path.total,
-               llm_calls=stats.llm_calls, prompt_tokens=stats.prompt_tokens,
-               completion_tokens=stats.completion_tokens,
-               searches=sum(1 for e in log if e["kind"] == "search"), fetches=len(urls),
-               duplicates=len(urls) - len(set(urls)), wasted=len(set(urls) - used),
-               sources=len(report.sources), cited=len(cited), parts=path.parts,
-               heavy_fetched=sum(size(u, 0) > HEAVY for u in whole),
-               heavy_read=sum(size(u, 0) > HEAVY for u in used),
-               fetched_mb=sum(size(u, 0) for u in whole) / 1e6, fetched_urls=whole)
+    return Row(
+        name=name,
+        pipeline=pipeline,
+        wall=wall,
+        crit=path.total,
+        llm_calls=stats.llm_calls,
+        prompt_tokens=stats.prompt_tokens,
+        completion_tokens=stats.completion_tokens,
+        searches=sum(1 for e in log if e["kind"] == "search"),
+        fetches=len(urls),
+        duplicates=len(urls) - len(set(urls)),
+        wasted=len(set(urls) - used),
+        sources=len(report.sources),
+        cited=len(cited),
+        parts=path.parts,
+        heavy_fetched=sum(size(u, 0) > HEAVY for u in whole),
+        heavy_read=sum(size(u, 0) > HEAVY for u in used),
+        fetched_mb=sum(size(u, 0) for u in whole) / 1e6,
+        fetched_urls=whole,
+    )
 
 
 def timed_run(w: WorldProcess, question: str, llm: bool, name: str) -> Row:
@@ -186,9 +211,11 @@ def _f(value: float, digits: int = 2) -> str:
 
 def timing_table(rows: list[Row]) -> str:
     """One line per run and a total per pipeline (see bench/README.md for the columns)."""
-    head = ("| run | pipeline | wall s | critical path s | wall / path | LLM calls | "
-            "prompt tok | completion tok | tok / cited source | searches | fetches | "
-            "duplicate | wasted | sources (cited) | >500 KB fetched (read) | MB fetched |")
+    head = (
+        "| run | pipeline | wall s | critical path s | wall / path | LLM calls | "
+        "prompt tok | completion tok | tok / cited source | searches | fetches | "
+        "duplicate | wasted | sources (cited) | >500 KB fetched (read) | MB fetched |"
+    )
     lines = [head, "|" + "---|" * 2 + "---:|" * 14]
     for r in rows:
         lines.append(
@@ -196,7 +223,8 @@ def timing_table(rows: list[Row]) -> str:
             f"{r.llm_calls} | {r.prompt_tokens} | {r.completion_tokens} | "
             f"{_f(r.tokens_per_cited, 0)} | {r.searches} | {r.fetches} | {r.duplicates} | "
             f"{r.wasted} | {r.sources} ({r.cited}) | {r.heavy_fetched} ({r.heavy_read}) | "
-            f"{r.fetched_mb:.1f} |")
+            f"{r.fetched_mb:.1f} |"
+        )
     for pipeline in dict.fromkeys(r.pipeline for r in rows):
         group = [r for r in rows if r.pipeline == pipeline]
         wall, crit = sum(r.wall for r in group), sum(r.crit for r in group)
@@ -211,7 +239,8 @@ def timing_table(rows: list[Row]) -> str:
             f"{sum(r.duplicates for r in group)} | {sum(r.wasted for r in group)} | "
             f"{sum(r.sources for r in group)} ({cited}) | "
             f"{sum(r.heavy_fetched for r in group)} ({sum(r.heavy_read for r in group)}) | "
-            f"{sum(r.fetched_mb for r in group):.1f} |")
+            f"{sum(r.fetched_mb for r in group):.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -219,18 +248,25 @@ def parts_table(rows: list[Row]) -> str:
     keys = ["plan", "refine", "search", "select", "fetch", "summary", "report"]
     lines = ["| run | pipeline | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
     for r in rows:
-        lines.append(f"| {r.name} | {r.pipeline} | "
-                     + " | ".join(_f(r.parts.get(k, 0.0)) for k in keys) + " |")
+        lines.append(
+            f"| {r.name} | {r.pipeline} | "
+            + " | ".join(_f(r.parts.get(k, 0.0)) for k in keys)
+            + " |"
+        )
     return "\n".join(lines)
 
 
-def run_timing(w: WorldProcess, pipelines: Sequence[bool],
-               questions: Sequence[tuple[str, str]]) -> list[Row]:
+def run_timing(
+    w: WorldProcess, pipelines: Sequence[bool], questions: Sequence[tuple[str, str]]
+) -> list[Row]:
     """Each ``(label, question)`` once per pipeline, at full latency, one at a time."""
     import sleuth
 
-    warm_up = next(t.question for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
-                   if t.id == "firefox")
+    warm_up = next(
+        t.question
+        for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
+        if t.id == "firefox"
+    )
     rows = []
     for llm in pipelines:
         # One untimed run first, at a tenth of the latencies: the rows then compare runs,
@@ -241,9 +277,13 @@ def run_timing(w: WorldProcess, pipelines: Sequence[bool],
         w.log()
         for label, question in questions:
             rows.append(timed_run(w, question, llm, label))
-            print(f"  {rows[-1].pipeline:6} {label:14} wall {rows[-1].wall:6.2f} s, "
-                  f"critical path {rows[-1].crit:6.2f} s, {rows[-1].heavy_fetched} pages "
-                  f"over 500 KB", file=sys.stderr, flush=True)
+            print(
+                f"  {rows[-1].pipeline:6} {label:14} wall {rows[-1].wall:6.2f} s, "
+                f"critical path {rows[-1].crit:6.2f} s, {rows[-1].heavy_fetched} pages "
+                f"over 500 KB",
+                file=sys.stderr,
+                flush=True,
+            )
     return rows
 
 

@@ -61,8 +61,11 @@ CANDIDATES: tuple[tuple[str, str, int], ...] = (
     ("dental", "What dental habits give you a healthier smile?", 3),
     ("stripe", "How does Stripe handle online payments and charges?", 4),
     ("ai-seo", "How is AI changing SEO and digital marketing?", 3),
-    ("trade-war",
-     "How are tariffs in the US-China trade war affecting markets and trade talks?", 2),
+    (
+        "trade-war",
+        "How are tariffs in the US-China trade war affecting markets and trade talks?",
+        2,
+    ),
     ("apple", "Which Apple MacBook, iPad or AirPods should I buy?", 2),
     ("movies", "What are the best movies of 2025 according to critics?", 2),
     ("analytics", "Which data analytics tools do businesses use?", 2),
@@ -107,8 +110,7 @@ def check(candidates: Sequence[tuple[str, str, int]]) -> int:
 
     world = World(Latency())
     size = {f"{p.kind}:{p.key}": p.size for p in world.pages}
-    index = SearchIndex([IndexEntry(f"{p.kind}:{p.key}", p.title, p.text)
-                         for p in world.pages])
+    index = SearchIndex([IndexEntry(f"{p.kind}:{p.key}", p.title, p.text) for p in world.pages])
     wrong = 0
     for label, question, recorded in candidates:
         hits = index.search(question)[:8]
@@ -123,10 +125,16 @@ def check(candidates: Sequence[tuple[str, str, int]]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bench.topics``: the sets, and the search check of step 2."""
-    parser = argparse.ArgumentParser(prog="python -m bench.topics", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true",
-                        help="print every candidate's best hits (needs ../shared/data)")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.topics",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="print every candidate's best hits (needs ../shared/data)",
+    )
     args = parser.parse_args(argv)
     if args.check and not (data_dir() / "wcxb-dev").is_dir():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to check")

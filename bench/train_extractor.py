@@ -67,10 +67,10 @@ def block_labels(texts: list[str], truth: str) -> list[float]:
         # autojunk off: frequent words ("the", a repeated "Add to cart") must still align.
         runs = difflib.SequenceMatcher(None, page, truth_words, autojunk=False)
         for start, _, size in runs.get_matching_blocks():
-            matched[start:start + size] = [True] * size
+            matched[start : start + size] = [True] * size
     labels, at = [], 0
     for words in tokens:
-        labels.append(sum(matched[at:at + len(words)]) / max(1, len(words)))
+        labels.append(sum(matched[at : at + len(words)]) / max(1, len(words)))
         at += len(words)
     return labels
 
@@ -103,15 +103,24 @@ def build_features(data: Path, work: Path, jobs: int) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="python bench/train_extractor.py", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python bench/train_extractor.py",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("step", choices=("features", "fit", "fit-plain"))
-    parser.add_argument("--data", type=Path, default=None,
-                        help="the folder holding wcxb-dev (default ../shared/data)")
-    parser.add_argument("--work", type=Path, default=WORK,
-                        help="where features go (default build/train-extractor)")
-    parser.add_argument("--out", type=Path, default=MODEL,
-                        help="the model file to write (default: the shipped one)")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="the folder holding wcxb-dev (default ../shared/data)",
+    )
+    parser.add_argument(
+        "--work", type=Path, default=WORK, help="where features go (default build/train-extractor)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=MODEL, help="the model file to write (default: the shipped one)"
+    )
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     data = args.data or data_dir()
@@ -130,8 +139,11 @@ def main() -> int:
         from bench._fit_blocks import fit
 
         sha, files = digest(data / "wcxb-dev")
-        fit(args.work / "blocks.jsonl", args.out, trained_on=f"wcxb-dev: {files} files, "
-            f"sha256 {sha} (bench/data.sha256), tune split")
+        fit(
+            args.work / "blocks.jsonl",
+            args.out,
+            trained_on=f"wcxb-dev: {files} files, sha256 {sha} (bench/data.sha256), tune split",
+        )
     return 0
 
 

@@ -103,36 +103,59 @@ def _wiki_page(title: str, sentences: list[str]) -> bytes:
     """A HotpotQA paragraph as an encyclopedia page, with the chrome real ones have."""
     esc = html.escape
     text = esc("".join(sentences).strip())
-    nav = "".join(f'<li><a href="/wiki/{p}">{p.replace("_", " ")}</a></li>'
-                  for p in ("Main_Page", "Contents", "Current_events", "Random_article",
-                            "About", "Contact_us", "Donate", "Help"))
-    return (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(title)} - Wikipedia</title></head><body>"
-            f"<header><nav><ul>{nav}</ul></nav><form><input name=\"search\" "
-            f"placeholder=\"Search Wikipedia\"></form></header>"
-            f"<main><article><h1>{esc(title)}</h1>"
-            f"<p class=\"tagline\">From Wikipedia, the free encyclopedia</p>"
-            f"<p>{text}</p></article></main>"
-            f"<footer><p>Text is available under the Creative Commons Attribution-ShareAlike "
-            f"License; additional terms may apply.</p><ul><li><a href=\"/privacy\">Privacy "
-            f"policy</a></li><li><a href=\"/about\">About Wikipedia</a></li><li><a "
-            f"href=\"/disclaimers\">Disclaimers</a></li></ul></footer></body></html>"
-            ).encode()
+    nav = "".join(
+        f'<li><a href="/wiki/{p}">{p.replace("_", " ")}</a></li>'
+        for p in (
+            "Main_Page",
+            "Contents",
+            "Current_events",
+            "Random_article",
+            "About",
+            "Contact_us",
+            "Donate",
+            "Help",
+        )
+    )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        f"<title>{esc(title)} - Wikipedia</title></head><body>"
+        f'<header><nav><ul>{nav}</ul></nav><form><input name="search" '
+        f'placeholder="Search Wikipedia"></form></header>'
+        f"<main><article><h1>{esc(title)}</h1>"
+        f'<p class="tagline">From Wikipedia, the free encyclopedia</p>'
+        f"<p>{text}</p></article></main>"
+        f"<footer><p>Text is available under the Creative Commons Attribution-ShareAlike "
+        f'License; additional terms may apply.</p><ul><li><a href="/privacy">Privacy '
+        f'policy</a></li><li><a href="/about">About Wikipedia</a></li><li><a '
+        f'href="/disclaimers">Disclaimers</a></li></ul></footer></body></html>'
+    ).encode()
 
 
 def _gunzip(file: Path) -> bytes:
     return gzip.decompress(file.read_bytes())
 
 
-def _load_pages(data: Path, kinds: tuple[str, ...] = tuple(KINDS),
-                drop: frozenset[str] = frozenset()) -> list[PageEntry]:
+def _load_pages(
+    data: Path, kinds: tuple[str, ...] = tuple(KINDS), drop: frozenset[str] = frozenset()
+) -> list[PageEntry]:
     """The pages of ``kinds``, without those named ``kind:key`` in ``drop``."""
     pages = _light_pages(data)
     heavy = tuple(k for k in kinds if k in ("wcxb", "readability", "postlight"))
     served = _corpus_sources()
-    pages += [PageEntry(p.kind, p.key, p.title, p.text, p.path, partial(read_body, p.file),
-                        size=p.size, latency_key=f"/{p.kind}/{p.key}{p.path}")
-              for p in real_pages(data, heavy) if f"{p.kind}:{p.key}" not in served]
+    pages += [
+        PageEntry(
+            p.kind,
+            p.key,
+            p.title,
+            p.text,
+            p.path,
+            partial(read_body, p.file),
+            size=p.size,
+            latency_key=f"/{p.kind}/{p.key}{p.path}",
+        )
+        for p in real_pages(data, heavy)
+        if f"{p.kind}:{p.key}" not in served
+    ]
     return [p for p in pages if p.kind in kinds and f"{p.kind}:{p.key}" not in drop]
 
 
@@ -154,36 +177,65 @@ def _light_pages(data: Path) -> list[PageEntry]:
     if corpus_file.is_file():
         paragraphs: dict[str, list[str]] = json.loads(corpus_file.read_text(encoding="utf-8"))
         for title, sentences in paragraphs.items():
-            pages.append(PageEntry(
-                "hotpotqa", title, title, "".join(sentences).strip(), f"/wiki/{_slug(title)}",
-                body=partial(_wiki_page, title, sentences),
-                size=len(_wiki_page(title, sentences))))
+            pages.append(
+                PageEntry(
+                    "hotpotqa",
+                    title,
+                    title,
+                    "".join(sentences).strip(),
+                    f"/wiki/{_slug(title)}",
+                    body=partial(_wiki_page, title, sentences),
+                    size=len(_wiki_page(title, sentences)),
+                )
+            )
     corpus = Corpus.load(REPO / "tests" / "data" / "corpus")
     seen_urls: set[str] = set()
     for doc in corpus.docs:
         if doc.original_url:
             seen_urls.add(doc.original_url.split("?")[0].rstrip("/"))
-        pages.append(PageEntry("corpus", doc.id, doc.title, doc.text, doc.path,
-                               body=partial(corpus.body, doc.file),
-                               content_type=doc.content_type, size=len(corpus.body(doc.file))))
+        pages.append(
+            PageEntry(
+                "corpus",
+                doc.id,
+                doc.title,
+                doc.text,
+                doc.path,
+                body=partial(corpus.body, doc.file),
+                content_type=doc.content_type,
+                size=len(corpus.body(doc.file)),
+            )
+        )
     aeb = data / "aeb"
     if (aeb / "ground-truth.json").is_file():
         truth: dict[str, dict[str, str]] = json.loads(
-            (aeb / "ground-truth.json").read_text(encoding="utf-8"))
+            (aeb / "ground-truth.json").read_text(encoding="utf-8")
+        )
         for page_id, entry in sorted(truth.items()):
             url = str(entry.get("url", "")).split("?")[0].rstrip("/")
             file = aeb / "html" / f"{page_id}.html.gz"
-            if not url or any(url.startswith(s) or s.startswith(url) for s in seen_urls) \
-                    or not file.is_file():
+            if (
+                not url
+                or any(url.startswith(s) or s.startswith(url) for s in seen_urls)
+                or not file.is_file()
+            ):
                 continue  # already served as a corpus page
             raw = gzip.decompress(file.read_bytes())
             found = re.search(rb"<title[^>]*>(.*?)</title>", raw, re.DOTALL | re.IGNORECASE)
-            title = (html.unescape(found.group(1).decode("utf-8", "replace")).strip()
-                     if found else "") or page_id[:12]
+            title = (
+                html.unescape(found.group(1).decode("utf-8", "replace")).strip() if found else ""
+            ) or page_id[:12]
             path = urlsplit(str(entry.get("url", ""))).path or f"/{page_id}"
-            pages.append(PageEntry("aeb", page_id, " ".join(title.split())[:200],
-                                   str(entry.get("articleBody", "")), path,
-                                   body=partial(_gunzip, file), size=len(raw)))
+            pages.append(
+                PageEntry(
+                    "aeb",
+                    page_id,
+                    " ".join(title.split())[:200],
+                    str(entry.get("articleBody", "")),
+                    path,
+                    body=partial(_gunzip, file),
+                    size=len(raw),
+                )
+            )
     return pages
 
 
@@ -204,14 +256,14 @@ class _State:
 
 async def _hold(seconds: float | None, receive: Receive) -> bool:
     """Wait ``seconds`` (None: until the client leaves); True if the client left first."""
+
     async def left() -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
 
     watcher = asyncio.ensure_future(left())
     try:
-        await asyncio.wait_for(asyncio.shield(watcher),
-                               _HOLD_LIMIT if seconds is None else seconds)
+        await asyncio.wait_for(asyncio.shield(watcher), _HOLD_LIMIT if seconds is None else seconds)
         return True
     except TimeoutError:
         return False
@@ -238,9 +290,13 @@ class _Timed(Response):
 class World:
     """The pages, the search index and the model; :meth:`app` is the ASGI app."""
 
-    def __init__(self, latency: Latency, data: Path | None = None,
-                 kinds: tuple[str, ...] = tuple(KINDS), drop: frozenset[str] = frozenset()
-                 ) -> None:
+    def __init__(
+        self,
+        latency: Latency,
+        data: Path | None = None,
+        kinds: tuple[str, ...] = tuple(KINDS),
+        drop: frozenset[str] = frozenset(),
+    ) -> None:
         self.state = _State(latency)
         self.pages = _load_pages(data or data_dir(), kinds, drop)
         self.by_url: dict[str, PageEntry] = {}
@@ -251,22 +307,28 @@ class World:
         # timing part checks are gone from the report.
         self.researcher = ScriptedResearcher(plant=True)
         for name in PROMPTS:
-            self.llm.add(self._timed(name, getattr(self.researcher, name)),
-                         contains=MARKERS[name], times=None)
+            self.llm.add(
+                self._timed(name, getattr(self.researcher, name)),
+                contains=MARKERS[name],
+                times=None,
+            )
         self.index: SearchIndex | None = None
         self.sockets: list[socket.socket] = []
 
     # -- the model -------------------------------------------------------------------------
-    def _timed(self, stage: str, reply: Callable[[dict[str, Any]], str]
-               ) -> Callable[[dict[str, Any]], Response]:
+    def _timed(
+        self, stage: str, reply: Callable[[dict[str, Any]], str]
+    ) -> Callable[[dict[str, Any]], Response]:
         def answer(body: dict[str, Any]) -> Response:
             start = time.time()
             text = reply(body)
             messages = body.get("messages") or []
             prompt = sum(tokens(str(m.get("content", ""))) + 4 for m in messages)
             completion = tokens(text)
-            user = next((str(m.get("content", "")) for m in reversed(messages)
-                         if m.get("role") == "user"), "")
+            user = next(
+                (str(m.get("content", "")) for m in reversed(messages) if m.get("role") == "user"),
+                "",
+            )
             about = ""
             if stage in ("summarize", "merge"):
                 found = re.search(r"^URL: (\S+)", section(user, "PAGE") or user, re.MULTILINE)
@@ -277,12 +339,23 @@ class World:
                 about = section(user, "SUBQUESTION")
             elif stage == "section":
                 about = section(user, "SECTION").split("\n", 1)[0]
-            usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-                     "total_tokens": prompt + completion}
-            entry = {"kind": "llm", "stage": stage, "key": about, "start": start,
-                     "prompt_tokens": prompt, "completion_tokens": completion}
-            return _Timed(_completion(text, str(body.get("model") or MODEL), "stop", usage),
-                          self.state, entry)
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+            entry = {
+                "kind": "llm",
+                "stage": stage,
+                "key": about,
+                "start": start,
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+            }
+            return _Timed(
+                _completion(text, str(body.get("model") or MODEL), "stop", usage), self.state, entry
+            )
+
         return answer
 
     # -- serving ---------------------------------------------------------------------------
@@ -337,8 +410,16 @@ class World:
         left = await _hold(seconds, receive)
         if not left:
             await Response(page.body(), media_type=page.content_type)(scope, receive, send)
-        self.state.record({"kind": "page", "key": page.url, "start": start, "end": time.time(),
-                           "left": left, "hang": seconds is None})
+        self.state.record(
+            {
+                "kind": "page",
+                "key": page.url,
+                "start": start,
+                "end": time.time(),
+                "left": left,
+                "hang": seconds is None,
+            }
+        )
 
     async def _main(self, scope: Scope, receive: Receive, path: str) -> Response:
         params = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
@@ -346,12 +427,18 @@ class World:
             start = time.time()
             query = params.get("q", "").strip()
             assert self.index is not None
-            payload = searxng_payload(self.index, query, max(1, int(params.get("pageno", 1))),
-                                      20)
+            payload = searxng_payload(self.index, query, max(1, int(params.get("pageno", 1))), 20)
             left = await _hold(self.state.latency.search(query), receive)
-            self.state.record({"kind": "search", "key": query, "start": start,
-                               "end": time.time(), "left": left,
-                               "urls": [hit["url"] for hit in payload["results"]]})
+            self.state.record(
+                {
+                    "kind": "search",
+                    "key": query,
+                    "start": start,
+                    "end": time.time(),
+                    "left": left,
+                    "urls": [hit["url"] for hit in payload["results"]],
+                }
+            )
             return JSONResponse(payload)
         if path == "/_bench/log":
             with self.state.lock:
@@ -360,8 +447,12 @@ class World:
                     self.state.log.clear()
             return JSONResponse(log)
         if path == "/_bench/pages":
-            return JSONResponse([{"url": p.url, "kind": p.kind, "key": p.key, "title": p.title,
-                                  "size": p.size} for p in self.pages])
+            return JSONResponse(
+                [
+                    {"url": p.url, "kind": p.kind, "key": p.key, "title": p.title, "size": p.size}
+                    for p in self.pages
+                ]
+            )
         if path == "/_bench/body":  # for timing extraction outside a run: no latency
             page = self.by_url.get(params.get("url", ""))
             if page is None:
@@ -380,32 +471,57 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--ttft", type=float, default=Latency.ttft)
     parser.add_argument("--tokens-per-s", type=float, default=Latency.tokens_per_s)
-    parser.add_argument("--kinds", default=",".join(KINDS),
-                        help=f"the page sets to serve, comma-separated (of {', '.join(KINDS)})")
-    parser.add_argument("--drop", action="append", default=[], metavar="KIND:KEY",
-                        help="leave this page out (repeatable)")
+    parser.add_argument(
+        "--kinds",
+        default=",".join(KINDS),
+        help=f"the page sets to serve, comma-separated (of {', '.join(KINDS)})",
+    )
+    parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="KIND:KEY",
+        help="leave this page out (repeatable)",
+    )
     args = parser.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     if unknown := [k for k in kinds if k not in KINDS]:
         parser.error(f"unknown kinds: {', '.join(unknown)}")
-    world = World(Latency(seed=args.seed, scale=args.scale, ttft=args.ttft,
-                          tokens_per_s=args.tokens_per_s), kinds=kinds, drop=frozenset(args.drop))
+    world = World(
+        Latency(seed=args.seed, scale=args.scale, ttft=args.ttft, tokens_per_s=args.tokens_per_s),
+        kinds=kinds,
+        drop=frozenset(args.drop),
+    )
     world.bind()
-    config = uvicorn.Config(world.app, lifespan="off", log_config=None, log_level="warning",
-                            access_log=False, http="h11", ws="none", loop="asyncio",
-                            interface="asgi3",
-                            timeout_keep_alive=30, backlog=256)
+    config = uvicorn.Config(
+        world.app,
+        lifespan="off",
+        log_config=None,
+        log_level="warning",
+        access_log=False,
+        http="h11",
+        ws="none",
+        loop="asyncio",
+        interface="asgi3",
+        timeout_keep_alive=30,
+        backlog=256,
+    )
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=world.sockets)),
-                              daemon=True)
+    thread = threading.Thread(
+        target=lambda: asyncio.run(server.serve(sockets=world.sockets)), daemon=True
+    )
     thread.start()
     while not server.started:
         if not thread.is_alive():
             return 1
         time.sleep(0.01)
     base = f"http://{world.main[0]}:{world.main[1]}"
-    print(json.dumps({"base_url": base, "llm_url": base + "/v1", "model": MODEL,
-                      "pages": len(world.pages)}), flush=True)
+    print(
+        json.dumps(
+            {"base_url": base, "llm_url": base + "/v1", "model": MODEL, "pages": len(world.pages)}
+        ),
+        flush=True,
+    )
     sys.stdin.read()  # the runner closes our stdin to stop us
     server.should_exit = True
     thread.join(5)

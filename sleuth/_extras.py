@@ -63,8 +63,7 @@ def install_hint(extra: str, *, cwd: Path | None = None, root: Path | None = Non
     ``root`` is the folder holding the ``sleuth`` package (default: this one's).
     """
     try:
-        folder, editable = _source(Path(__file__).resolve().parents[1] if root is None
-                                   else root)
+        folder, editable = _source(Path(__file__).resolve().parents[1] if root is None else root)
     except OSError:
         folder, editable = None, False
     if folder is None:
@@ -80,8 +79,9 @@ def install_hint(extra: str, *, cwd: Path | None = None, root: Path | None = Non
 
 def missing_extra(extra: str, package: str, what: str = "this command") -> ConfigError:
     """The one-line error for a missing optional package, with the command that adds it."""
-    return ConfigError(f"{what} needs the '{extra}' extra ({package} is not installed): "
-                       f"{install_hint(extra)}")
+    return ConfigError(
+        f"{what} needs the '{extra}' extra ({package} is not installed): {install_hint(extra)}"
+    )
 
 
 @contextmanager

@@ -17,8 +17,17 @@ _FILE = Path(__file__).resolve().parent / "data" / "cli_options.json"
 
 #: The groups ``--help`` lists options in, in this order (each setting names its group in
 #: the settings table; options of one command only name theirs where they are made).
-HELP_GROUPS = ("Research", "Search", "Fetching", "Model", "Output", "Store", "Budgets",
-               "Agent mode", "Server")
+HELP_GROUPS = (
+    "Research",
+    "Search",
+    "Fetching",
+    "Model",
+    "Output",
+    "Store",
+    "Budgets",
+    "Agent mode",
+    "Server",
+)
 
 
 @lru_cache(maxsize=1)

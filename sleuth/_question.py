@@ -25,7 +25,8 @@ def clean_question(question: str) -> str:
         raise ConfigError("the question is empty")
     if len(text) > MAX_QUESTION_CHARS:
         raise ConfigError(
-            f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}")
+            f"the question is {len(text)} characters long; the limit is {MAX_QUESTION_CHARS}"
+        )
     if not any(ch.isalnum() for ch in text):
         raise ConfigError("the question has no words in it")
     return text

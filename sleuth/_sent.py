@@ -22,7 +22,8 @@ __all__ = ["ON_SENT", "request_sent", "trace_sent"]
 
 #: Set by the task whose first request is awaited (tasks it starts see it too).
 ON_SENT: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar(
-    "sleuth_on_sent", default=None)
+    "sleuth_on_sent", default=None
+)
 
 
 def request_sent() -> None:

@@ -51,11 +51,12 @@ class LazyTransport(httpx.AsyncBaseTransport):
 
     def _transport(self, tls: bool) -> httpx.AsyncHTTPTransport:
         if tls not in self._made:
-            context = (ssl_context(self._trust_env) if tls
-                       else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
-            self._made[tls] = httpx.AsyncHTTPTransport(verify=context,
-                                                       trust_env=self._trust_env,
-                                                       **self._options)
+            context = (
+                ssl_context(self._trust_env) if tls else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            )
+            self._made[tls] = httpx.AsyncHTTPTransport(
+                verify=context, trust_env=self._trust_env, **self._options
+            )
         return self._made[tls]
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

@@ -63,6 +63,7 @@ class SleuthError(Exception):
 
 # ---------------------------------------------------------------- bad input
 
+
 class ConfigError(SleuthError, ValueError):
     """Invalid input or settings; the message is one line a user can act on."""
 
@@ -77,6 +78,7 @@ class RunNotFoundError(ConfigError):
 
 # ---------------------------------------------------------------- the run store
 
+
 class StoreError(ConfigError):
     """The database's file or disk cannot be used: full, read-only, unreadable, damaged."""
 
@@ -90,6 +92,7 @@ class StoreBusyError(SleuthError):
 
 
 # ---------------------------------------------------------------- searches and pages
+
 
 class ProviderFailure(SleuthError):
     """One provider could not answer one query; ``reason`` is a short line for the user.
@@ -122,6 +125,7 @@ class BlockedURLError(FetchError):
 
 # ---------------------------------------------------------------- agent mode
 
+
 class WorkspaceError(SleuthError):
     """A file operation the sandbox refused; the message is meant for the model."""
 
@@ -130,6 +134,7 @@ class WorkspaceError(SleuthError):
 # Everything the openai SDK raises is translated into these at the boundary
 # (sleuth.llm.client), so the stages catch LLMError and nothing else.
 
+
 class LLMError(SleuthError):
     """A model call failed; the message is one line a user can act on.
 
@@ -137,8 +142,7 @@ class LLMError(SleuthError):
     trying again later could help (rate limits, 5xx, timeouts).
     """
 
-    def __init__(self, message: str, *, status: int | None = None,
-                 retryable: bool = False) -> None:
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable

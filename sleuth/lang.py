@@ -17,13 +17,31 @@ from dataclasses import dataclass
 from sleuth.errors import ConfigError
 
 _CODES = {
-    "en": "English", "zh": "Simplified Chinese", "zh-cn": "Simplified Chinese",
-    "zh-hans": "Simplified Chinese", "zh-sg": "Simplified Chinese",
-    "zh-tw": "Traditional Chinese", "zh-hk": "Traditional Chinese",
-    "zh-hant": "Traditional Chinese", "ja": "Japanese", "ko": "Korean", "de": "German",
-    "fr": "French", "es": "Spanish", "pt": "Portuguese", "it": "Italian", "nl": "Dutch",
-    "ru": "Russian", "uk": "Ukrainian", "pl": "Polish", "tr": "Turkish", "ar": "Arabic",
-    "hi": "Hindi", "vi": "Vietnamese", "id": "Indonesian", "sv": "Swedish",
+    "en": "English",
+    "zh": "Simplified Chinese",
+    "zh-cn": "Simplified Chinese",
+    "zh-hans": "Simplified Chinese",
+    "zh-sg": "Simplified Chinese",
+    "zh-tw": "Traditional Chinese",
+    "zh-hk": "Traditional Chinese",
+    "zh-hant": "Traditional Chinese",
+    "ja": "Japanese",
+    "ko": "Korean",
+    "de": "German",
+    "fr": "French",
+    "es": "Spanish",
+    "pt": "Portuguese",
+    "it": "Italian",
+    "nl": "Dutch",
+    "ru": "Russian",
+    "uk": "Ukrainian",
+    "pl": "Polish",
+    "tr": "Turkish",
+    "ar": "Arabic",
+    "hi": "Hindi",
+    "vi": "Vietnamese",
+    "id": "Indonesian",
+    "sv": "Swedish",
 }
 SAME_AS_QUESTION = "the same language as the question"
 _NAME = re.compile(r"[^\W\d_][\w \-()]{0,39}")
@@ -56,13 +74,31 @@ class Labels:
 LABELS: dict[str, Labels] = {
     "English": Labels(),
     "Simplified Chinese": Labels(
-        research="研究", confidence="可信度", sources="参考来源", gaps="未能获取的内容",
-        no_sources="_无。_", no_gaps="_所有尝试的来源都已读取。_", unverified="*（未核实）*",
-        check_title="引用核查", contents="目录", introduction="引言", conclusion="结论"),
+        research="研究",
+        confidence="可信度",
+        sources="参考来源",
+        gaps="未能获取的内容",
+        no_sources="_无。_",
+        no_gaps="_所有尝试的来源都已读取。_",
+        unverified="*（未核实）*",
+        check_title="引用核查",
+        contents="目录",
+        introduction="引言",
+        conclusion="结论",
+    ),
     "Traditional Chinese": Labels(
-        research="研究", confidence="可信度", sources="參考來源", gaps="未能取得的內容",
-        no_sources="_無。_", no_gaps="_所有嘗試的來源都已讀取。_", unverified="*（未核實）*",
-        check_title="引用核查", contents="目錄", introduction="引言", conclusion="結論"),
+        research="研究",
+        confidence="可信度",
+        sources="參考來源",
+        gaps="未能取得的內容",
+        no_sources="_無。_",
+        no_gaps="_所有嘗試的來源都已讀取。_",
+        unverified="*（未核實）*",
+        check_title="引用核查",
+        contents="目錄",
+        introduction="引言",
+        conclusion="結論",
+    ),
 }
 
 
@@ -77,8 +113,10 @@ def language_name(lang: str | None, question: str = "") -> str:
         if code in _CODES:
             return _CODES[code]
         if not _NAME.fullmatch(value):
-            raise ConfigError(f"invalid value for --lang: {lang!r} is not a language code or "
-                              "name (e.g. en, zh, German)")
+            raise ConfigError(
+                f"invalid value for --lang: {lang!r} is not a language code or "
+                "name (e.g. en, zh, German)"
+            )
         return value[:1].upper() + value[1:]
     for pattern, name in _SCRIPTS:
         if pattern.search(question):

@@ -85,8 +85,9 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     loose = tool.fn_metadata.arg_model
     strict = create_model(loose.__name__, __base__=(loose, _StrictArgs), __module__=__name__)
     metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
-    return tool.model_copy(update={"fn_metadata": metadata,
-                                   "parameters": strict.model_json_schema(by_alias=True)})
+    return tool.model_copy(
+        update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)}
+    )
 
 
 def _check_research_args(depth: int, max_sources: int, mode: str = "quick") -> int:
@@ -108,8 +109,9 @@ async def _report_events(stream: EventStream, ctx: Context[Any, Any, Any]) -> No
         await ctx.report_progress(step, None, valid_text(f"{event.kind}: {event.message}"))
 
 
-async def _with_progress(work: Callable[[EventStream], Awaitable[Any]],
-                         ctx: Context[Any, Any, Any]) -> Any:
+async def _with_progress(
+    work: Callable[[EventStream], Awaitable[Any]], ctx: Context[Any, Any, Any]
+) -> Any:
     """Run ``work(on_event)`` while its events go to the client as progress notifications."""
     stream = EventStream()
     task = stream.close_when_done(asyncio.ensure_future(work(stream)))
@@ -143,8 +145,9 @@ def _model_configured(settings: Settings) -> bool:
         return False
 
 
-async def _call_agent(fn: Callable[..., Any], query: str, settings: Settings,
-                      on_event: EventStream) -> str:
+async def _call_agent(
+    fn: Callable[..., Any], query: str, settings: Settings, on_event: EventStream
+) -> str:
     """Call the agent with the keywords it accepts and turn its result into Markdown."""
     accepted = inspect.signature(fn).parameters
     # MCP searches get their own agent session, apart from the CLI's "default" one.
@@ -170,8 +173,14 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
     agent = agent_function()
     if agent is not None and _model_configured(settings):
         tools.append(strict_tool(_web_search_tool(agent, settings)))
-    server = FastMCP("sleuth", instructions=INSTRUCTIONS, host=LOOPBACK, port=port,
-                     log_level="WARNING", tools=tools)
+    server = FastMCP(
+        "sleuth",
+        instructions=INSTRUCTIONS,
+        host=LOOPBACK,
+        port=port,
+        log_level="WARNING",
+        tools=tools,
+    )
     # FastMCP takes no version and the SDK then reports its own (mcp's): the client
     # should see which sleuth it talks to. (mcp 1.x: the low-level server's attribute.)
     server._mcp_server.version = __version__
@@ -187,13 +196,21 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
     async def web_research(
         topic: Annotated[str, Field(description="The research topic or question.")],
         depth: Annotated[int, Field(description="1 quick, 2 moderate, 3 thorough.")] = 2,
-        max_sources: Annotated[int, Field(
-            description="Sources to read and cite; at most 10 (larger values are capped); "
-                        "in deep mode, for the whole tree, at most 30.")] = 5,
-        mode: Annotated[str, Field(
-            description="quick: one pass of searches, a short report; deep: sub-questions "
-                        "and follow-ups researched in parallel, a long sectioned report "
-                        "(minutes).")] = "quick",
+        max_sources: Annotated[
+            int,
+            Field(
+                description="Sources to read and cite; at most 10 (larger values are capped); "
+                "in deep mode, for the whole tree, at most 30."
+            ),
+        ] = 5,
+        mode: Annotated[
+            str,
+            Field(
+                description="quick: one pass of searches, a short report; deep: sub-questions "
+                "and follow-ups researched in parallel, a long sectioned report "
+                "(minutes)."
+            ),
+        ] = "quick",
         *,
         ctx: Context[Any, Any, Any],
     ) -> str:
@@ -207,8 +224,16 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
 
         sources = _check_research_args(depth, max_sources, mode)
         report = await _with_progress(
-            lambda on_event: research(topic, settings=settings, on_event=on_event, depth=depth,
-                                      max_sources=sources, mode=mode), ctx)
+            lambda on_event: research(
+                topic,
+                settings=settings,
+                on_event=on_event,
+                depth=depth,
+                max_sources=sources,
+                mode=mode,
+            ),
+            ctx,
+        )
         return valid_text(str(report.markdown))
 
     async def fetch_page(
@@ -233,8 +258,9 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
     return [web_research, fetch_page]
 
 
-def _web_search_tool(agent: Callable[..., Any],
-                     settings: Settings) -> Callable[..., Awaitable[str]]:
+def _web_search_tool(
+    agent: Callable[..., Any], settings: Settings
+) -> Callable[..., Awaitable[str]]:
     async def web_search(
         query: Annotated[str, Field(description="What to find out.")],
         *,
@@ -243,8 +269,13 @@ def _web_search_tool(agent: Callable[..., Any],
         """Agent mode: a model searches, reads and decides until it can answer, with citations."""
         if not query.strip():
             raise ToolError("query is empty")
-        return valid_text(str(await _with_progress(
-            lambda on_event: _call_agent(agent, query, settings, on_event), ctx)))
+        return valid_text(
+            str(
+                await _with_progress(
+                    lambda on_event: _call_agent(agent, query, settings, on_event), ctx
+                )
+            )
+        )
 
     return web_search
 
@@ -287,8 +318,9 @@ def _valid_message(message: SessionMessage) -> SessionMessage:
     return message
 
 
-async def _forward_valid(source: MemoryObjectReceiveStream[SessionMessage],
-                         sink: MemoryObjectSendStream[SessionMessage]) -> None:
+async def _forward_valid(
+    source: MemoryObjectReceiveStream[SessionMessage], sink: MemoryObjectSendStream[SessionMessage]
+) -> None:
     async with source, sink:
         async for message in source:
             await sink.send(_valid_message(message))
@@ -297,10 +329,13 @@ async def _forward_valid(source: MemoryObjectReceiveStream[SessionMessage],
 async def _run_stdio(server: FastMCP) -> None:
     """FastMCP's stdio loop, with :class:`_ValidLines` in front and a last guard behind:
     a message the SDK's writer could not encode would end the server for every client."""
-    stdin = anyio.wrap_file(cast(IO[str], _ValidLines(
-        TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))))
-    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8",
-                                           errors="replace"))
+    stdin = anyio.wrap_file(
+        cast(
+            IO[str],
+            _ValidLines(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")),
+        )
+    )
+    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace"))
     lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs (mcp 1.x)
     async with stdio_server(stdin, stdout) as (read, write):
         send, outgoing = anyio.create_memory_object_stream[SessionMessage](0)

@@ -32,8 +32,7 @@ class ValidText(BaseModel):
     def _valid_strings(cls, value: Any) -> Any:
         return valid_data(value)
 
-    def model_copy(self, *, update: Mapping[str, Any] | None = None,
-                   deep: bool = False) -> Self:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy, with ``update`` made valid text first."""
         if update:
             update = {key: valid_data(item) for key, item in update.items()}

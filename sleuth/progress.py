@@ -24,19 +24,34 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 EventKind = Literal[
-    "plan", "search", "search_failed", "rank", "fetch_start", "fetched", "fetch_failed",
-    "read", "report", "info",
+    "plan",
+    "search",
+    "search_failed",
+    "rank",
+    "fetch_start",
+    "fetched",
+    "fetch_failed",
+    "read",
+    "report",
+    "info",
     # deep mode: a node of the question tree started, read a page, or ended
     # (data: node, parent, level, question, status, read, wanted)
     "branch",
     # one model call answered (tokens in data: prompt_tokens, completion_tokens)
     "llm",
     # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end
-    "round", "round_failed", "tool", "tool_failed", "agent",
+    "round",
+    "round_failed",
+    "tool",
+    "tool_failed",
+    "agent",
     # a batch (sleuth batch, research_many): a question starts, ends with a report, fails,
     # or is not started (a batch budget is spent); data["question_id"] says which. The
     # events of each question's run carry its question_id too.
-    "question_start", "question_done", "question_failed", "question_skipped",
+    "question_start",
+    "question_done",
+    "question_failed",
+    "question_skipped",
 ]
 
 

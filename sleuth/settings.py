@@ -78,7 +78,10 @@ def format_duration(seconds: float) -> str:
 
 
 def _meta(
-    flag: str, env: str | tuple[str, ...] | None, *, short: str | None = None,
+    flag: str,
+    env: str | tuple[str, ...] | None,
+    *,
+    short: str | None = None,
     group: str = "Research",
 ) -> dict[str, Any]:
     """A field's CLI flag, environment variable(s), short flag and ``--help`` group
@@ -109,8 +112,8 @@ class Settings(BaseModel):
     mode: Literal["quick", "deep"] = Field(
         "quick",
         description="quick: one pass of searches and one report; deep: a tree of "
-                    "sub-questions and follow-ups, and a long report written section by "
-                    "section (same as 'sleuth deep').",
+        "sub-questions and follow-ups, and a long report written section by "
+        "section (same as 'sleuth deep').",
         json_schema_extra=_meta("--mode", "SLEUTH_MODE"),
     )
     breadth: int = Field(
@@ -118,7 +121,7 @@ class Settings(BaseModel):
         ge=1,
         le=8,
         description="Deep mode: sub-questions explored at the first level (later levels "
-                    "explore fewer follow-ups).",
+        "explore fewer follow-ups).",
         json_schema_extra=_meta("--breadth", "SLEUTH_BREADTH"),
     )
     levels: int = Field(
@@ -126,7 +129,7 @@ class Settings(BaseModel):
         ge=1,
         le=4,
         description="Deep mode: levels of the question tree (1: the sub-questions only; "
-                    "each further level explores the follow-ups the one before left open).",
+        "each further level explores the follow-ups the one before left open).",
         json_schema_extra=_meta("--levels", "SLEUTH_LEVELS"),
     )
     search: list[str] = Field(
@@ -159,8 +162,9 @@ class Settings(BaseModel):
     allow_private_urls: bool = Field(
         False,
         description="Let URLs from searches reach loopback, private and link-local addresses.",
-        json_schema_extra=_meta("--allow-private-urls", "SLEUTH_ALLOW_PRIVATE_URLS",
-                              group="Fetching"),
+        json_schema_extra=_meta(
+            "--allow-private-urls", "SLEUTH_ALLOW_PRIVATE_URLS", group="Fetching"
+        ),
     )
     fetch_engine: Literal["httpx", "playwright"] = Field(
         "httpx",
@@ -179,8 +183,8 @@ class Settings(BaseModel):
         ge=0,
         le=600,
         description="Once enough pages are read, seconds from the start of fetching that the "
-                    "best-ranked page still on its way is waited for (0: not waited for "
-                    "beyond the others).",
+        "best-ranked page still on its way is waited for (0: not waited for "
+        "beyond the others).",
         json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT", group="Fetching"),
     )
     search_timeout: float = Field(
@@ -215,8 +219,9 @@ class Settings(BaseModel):
         ge=1,
         le=16,
         description="Pages fetched at once from one host.",
-        json_schema_extra=_meta("--per-host-concurrency", "SLEUTH_PER_HOST_CONCURRENCY",
-                              group="Fetching"),
+        json_schema_extra=_meta(
+            "--per-host-concurrency", "SLEUTH_PER_HOST_CONCURRENCY", group="Fetching"
+        ),
     )
     user_agent: str = Field(
         "",
@@ -235,25 +240,25 @@ class Settings(BaseModel):
         ge=1,
         le=10_000,
         description="Pages requested from one host per run; more are skipped.",
-        json_schema_extra=_meta("--max-pages-per-host", "SLEUTH_MAX_PAGES_PER_HOST",
-                              group="Fetching"),
+        json_schema_extra=_meta(
+            "--max-pages-per-host", "SLEUTH_MAX_PAGES_PER_HOST", group="Fetching"
+        ),
     )
     respect_robots: bool = Field(
         False,
         description="Skip pages a site's robots.txt disallows for sleuth's User-Agent (off: "
-                    "sleuth reads pages a person asked about, as a browser does, not a crawl).",
+        "sleuth reads pages a person asked about, as a browser does, not a crawl).",
         json_schema_extra=_meta("--respect-robots", "SLEUTH_RESPECT_ROBOTS", group="Fetching"),
     )
     allow_domains: list[str] = Field(
         default_factory=list,
         description="Fetch pages only from these domains and their subdomains, "
-                    "comma-separated; their private addresses are allowed too.",
+        "comma-separated; their private addresses are allowed too.",
         json_schema_extra=_meta("--allow-domains", "SLEUTH_ALLOW_DOMAINS", group="Fetching"),
     )
     deny_domains: list[str] = Field(
         default_factory=list,
-        description="Never fetch pages from these domains or their subdomains, "
-                    "comma-separated.",
+        description="Never fetch pages from these domains or their subdomains, comma-separated.",
         json_schema_extra=_meta("--deny-domains", "SLEUTH_DENY_DOMAINS", group="Fetching"),
     )
     max_chars: int = Field(
@@ -267,7 +272,7 @@ class Settings(BaseModel):
         gt=0,
         le=600,
         description="Seconds allowed for extracting one page's text; a page that takes "
-                    "longer is a gap ('too complex to extract').",
+        "longer is a gap ('too complex to extract').",
         json_schema_extra=_meta("--extract-timeout", "SLEUTH_EXTRACT_TIMEOUT", group="Fetching"),
     )
     extract_memory_mb: int = Field(
@@ -275,24 +280,25 @@ class Settings(BaseModel):
         ge=10,
         le=100_000,
         description="Memory (MB) one page's extraction may take beyond an idle worker's "
-                    "(enforced on Linux); a page that needs more is a gap.",
-        json_schema_extra=_meta("--extract-memory-mb", "SLEUTH_EXTRACT_MEMORY_MB",
-                              group="Fetching"),
+        "(enforced on Linux); a page that needs more is a gap.",
+        json_schema_extra=_meta(
+            "--extract-memory-mb", "SLEUTH_EXTRACT_MEMORY_MB", group="Fetching"
+        ),
     )
     extract_workers: int = Field(
         2,
         ge=0,
         le=64,
         description="Worker processes that extract page text (0: in this process, "
-                    "without the time and memory limits).",
+        "without the time and memory limits).",
         json_schema_extra=_meta("--extract-workers", "SLEUTH_EXTRACT_WORKERS", group="Fetching"),
     )
     fetch_order: Literal["auto", "fastest", "rank"] = Field(
         "auto",
         description="Which pages read become sources: 'fastest' (the first read, after a "
-                    "short wait for the best-ranked), 'rank' (the best-ranked that can be "
-                    "read, waiting for each until it is read or fails: the same sources "
-                    "every run), 'auto' (rank in a batch, fastest for one question).",
+        "short wait for the best-ranked), 'rank' (the best-ranked that can be "
+        "read, waiting for each until it is read or fails: the same sources "
+        "every run), 'auto' (rank in a batch, fastest for one question).",
         json_schema_extra=_meta("--fetch-order", "SLEUTH_FETCH_ORDER", group="Fetching"),
     )
     quality_rules: Path | None = Field(
@@ -332,8 +338,9 @@ class Settings(BaseModel):
     base_url: str | None = Field(
         None,
         description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1.",
-        json_schema_extra=_meta("--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"),
-                              group="Model"),
+        json_schema_extra=_meta(
+            "--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"), group="Model"
+        ),
     )
     context_window: int | None = Field(
         None,
@@ -345,7 +352,7 @@ class Settings(BaseModel):
         2500,
         ge=0,
         description="Tokens of a page the model reads: a longer page is read as its passages "
-                    "most relevant to the question; 0 reads every page whole.",
+        "most relevant to the question; 0 reads every page whole.",
         json_schema_extra=_meta("--read-tokens", "SLEUTH_READ_TOKENS", group="Model"),
     )
     llm_concurrency: int = Field(
@@ -359,8 +366,7 @@ class Settings(BaseModel):
         180.0,
         gt=0,
         le=3600,
-        description="Seconds allowed for one model call, its whole reply and any retries "
-        "included.",
+        description="Seconds allowed for one model call, its whole reply and any retries included.",
         json_schema_extra=_meta("--llm-timeout", "SLEUTH_LLM_TIMEOUT", group="Model"),
     )
     no_llm: bool = Field(
@@ -371,7 +377,7 @@ class Settings(BaseModel):
     verify: Literal["lexical", "llm"] = Field(
         "lexical",
         description="How cited sentences are checked against their sources: lexical (their "
-                    "figures and key terms must be there) or llm (the summary model judges).",
+        "figures and key terms must be there) or llm (the summary model judges).",
         json_schema_extra=_meta("--verify", "SLEUTH_VERIFY", group="Model"),
     )
     words: int = Field(
@@ -463,7 +469,7 @@ class Settings(BaseModel):
     agent_protocol: Literal["auto", "tools", "json"] = Field(
         "auto",
         description="Agent mode: function calling, JSON actions in text, or auto (tools, "
-                    "else JSON).",
+        "else JSON).",
         json_schema_extra=_meta("--agent-protocol", "SLEUTH_AGENT_PROTOCOL", group="Agent mode"),
     )
 
@@ -509,8 +515,7 @@ class Settings(BaseModel):
     def _quick_sources(self) -> Settings:
         # 60 sources are for deep mode's tree; one pass of searches reads 50 at most.
         if self.mode == "quick" and self.max_sources > QUICK_MAX_SOURCES:
-            raise ValueError(f"--max-sources is at most {QUICK_MAX_SOURCES} "
-                             "(60 with --mode deep)")
+            raise ValueError(f"--max-sources is at most {QUICK_MAX_SOURCES} (60 with --mode deep)")
         return self
 
     @field_validator("searxng_url", "base_url")
@@ -655,8 +660,12 @@ def settings_markdown() -> str:
         names = [name for name in Settings.model_fields if field_meta(name)["group"] == group]
         if not names:
             continue
-        rows = [f"**{group}**", "", "| option | environment | default | meaning |",
-                "|---|---|---|---|"]
+        rows = [
+            f"**{group}**",
+            "",
+            "| option | environment | default | meaning |",
+            "|---|---|---|---|",
+        ]
         for name in names:
             meta = field_meta(name)
             default = _default_text(name)
@@ -678,11 +687,20 @@ def cli_options_table() -> list[dict[str, Any]]:
     for name, info in Settings.model_fields.items():
         meta = field_meta(name)
         is_flag = info.annotation is bool
-        rows.append({"name": name, "flag": meta["flag"], "short": meta["short"],
-                     "env": meta["env"], "help": info.description, "is_flag": is_flag,
-                     "default": None if is_flag else _default_text(name),
-                     "metavar": _metavar(name), "choices": _choices(name),
-                     "group": meta["group"]})
+        rows.append(
+            {
+                "name": name,
+                "flag": meta["flag"],
+                "short": meta["short"],
+                "env": meta["env"],
+                "help": info.description,
+                "is_flag": is_flag,
+                "default": None if is_flag else _default_text(name),
+                "metavar": _metavar(name),
+                "choices": _choices(name),
+                "group": meta["group"],
+            }
+        )
     return rows
 
 
@@ -690,5 +708,6 @@ def write_cli_options(path: Path = CLI_OPTIONS_FILE) -> None:
     """Regenerate ``sleuth/data/cli_options.json`` after changing the settings table."""
     import json
 
-    path.write_text(json.dumps(cli_options_table(), ensure_ascii=False, indent=1) + "\n",
-                    encoding="utf-8")
+    path.write_text(
+        json.dumps(cli_options_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )

@@ -21,8 +21,16 @@ import re
 from dataclasses import dataclass
 from functools import cache
 
-__all__ = ["Parsed", "content_terms", "is_subphrase", "keywords", "parse", "phrase_words",
-           "stem", "terms_of"]
+__all__ = [
+    "Parsed",
+    "content_terms",
+    "is_subphrase",
+    "keywords",
+    "parse",
+    "phrase_words",
+    "stem",
+    "terms_of",
+]
 
 # Words (with inner apostrophes, hyphens, dots: "US-China", "2.0"), initials ("E."), marks.
 _TOKEN = re.compile(r"[^\W\d_]\.(?=\s+[^\W\d_])|[^\W_](?:[\w'’.\-&]*[^\W_])?|[^\w\s]")
@@ -40,17 +48,56 @@ were what whatever when whenever where whether which while who whom whose why wi
 within without would yet you your yours
 """
 #: Words that carry no topic: function words and the vague words questions are made of.
-STOP = frozenset(_FUNCTION_WORDS.split()) | frozenset([
-    "recently", "currently", "actually", "really", "first", "second", "third", "last", "latest",
-    "new", "recent", "today", "now", "vs", "versus", "etc", "like", "including", "include",
-    "includes",
-])
+STOP = frozenset(_FUNCTION_WORDS.split()) | frozenset(
+    [
+        "recently",
+        "currently",
+        "actually",
+        "really",
+        "first",
+        "second",
+        "third",
+        "last",
+        "latest",
+        "new",
+        "recent",
+        "today",
+        "now",
+        "vs",
+        "versus",
+        "etc",
+        "like",
+        "including",
+        "include",
+        "includes",
+    ]
+)
 #: Words that introduce a title: "the film Kiss and Tell" is one name, not two parts.
-_TITLE_NOUNS = frozenset([
-    "album", "band", "book", "film", "movie", "musical", "novel", "opera", "play", "poem",
-    "series", "show", "single", "song", "episode", "game", "magazine", "newspaper", "painting",
-    "sitcom", "documentary",
-])
+_TITLE_NOUNS = frozenset(
+    [
+        "album",
+        "band",
+        "book",
+        "film",
+        "movie",
+        "musical",
+        "novel",
+        "opera",
+        "play",
+        "poem",
+        "series",
+        "show",
+        "single",
+        "song",
+        "episode",
+        "game",
+        "magazine",
+        "newspaper",
+        "painting",
+        "sitcom",
+        "documentary",
+    ]
+)
 _DETERMINERS = frozenset(["a", "an", "the"])
 _POSSESSIVES = frozenset(["its", "their", "his", "her", "our", "my", "your"])
 _CONJUNCTIONS = frozenset({"and", "or", "vs", "vs.", "versus", "&"})
@@ -80,8 +127,7 @@ def stem(word: str) -> str:
     elif len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
     # "release" and "released" meet at "releas" (a silent e, then the suffix).
-    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") \
-        else word
+    return word[:-1] if len(word) > 4 and word.endswith("e") and not word.endswith("ee") else word
 
 
 def terms_of(text: str) -> list[str]:
@@ -90,7 +136,7 @@ def terms_of(text: str) -> list[str]:
     for token in _TOKEN.findall(text):
         if _CJK.search(token):
             run = "".join(c for c in token if _CJK.match(c))
-            out += [run[i:i + 2] for i in range(max(1, len(run) - 1))]
+            out += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
         elif _is_word(token):
             for piece in re.split(r"[-&.]", token):
                 if piece and piece.lower() not in STOP and (len(piece) > 1 or piece.isdigit()):
@@ -113,7 +159,7 @@ def is_subphrase(short: str, long: str) -> bool:
     small, big = phrase_words(short), phrase_words(long)
     if not small or len(small) > len(big):
         return False
-    return any(big[i:i + len(small)] == small for i in range(len(big) - len(small) + 1))
+    return any(big[i : i + len(small)] == small for i in range(len(big) - len(small) + 1))
 
 
 @dataclass(frozen=True)
@@ -148,15 +194,21 @@ def _breaks(tokens: list[str], i: int, first: int) -> bool:
 
 def _verb_like(token: str) -> bool:
     low = token.lower()
-    return (not _capital(token) and len(low) > 4
-            and (low.endswith(("ing", "ly")) or (low.endswith("ed") and not low.endswith("eed"))))
+    return (
+        not _capital(token)
+        and len(low) > 4
+        and (low.endswith(("ing", "ly")) or (low.endswith("ed") and not low.endswith("eed")))
+    )
 
 
 def _inside_name(tokens: list[str], i: int) -> bool:
     """A small word between two capitalised words: "First for Women", "Act of War"."""
-    return (0 < i < len(tokens) - 1 and tokens[i].lower() in ("of", "for", "the", "in", "de",
-                                                             "von", "van", "la", "le", "del")
-            and _capital(tokens[i - 1]) and _capital(tokens[i + 1]))
+    return (
+        0 < i < len(tokens) - 1
+        and tokens[i].lower() in ("of", "for", "the", "in", "de", "von", "van", "la", "le", "del")
+        and _capital(tokens[i - 1])
+        and _capital(tokens[i + 1])
+    )
 
 
 def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
@@ -165,14 +217,18 @@ def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
     i = start
     if step > 0 and i < n and tokens[i].lower() in _DETERMINERS | _POSSESSIVES:
         i += 1
-    if not (0 <= i < n) or not _is_word(tokens[i]) or (_breaks(tokens, i, 0) \
-            and not _verb_like(tokens[i])):
+    if (
+        not (0 <= i < n)
+        or not _is_word(tokens[i])
+        or (_breaks(tokens, i, 0) and not _verb_like(tokens[i]))
+    ):
         return start, start - step
     if _verb_like(tokens[i]):
         return (start, i) if step > 0 else (i, start)
     j = i
-    while 0 <= j + step < n and (not _breaks(tokens, j + step, 0)
-                                 or _inside_name(tokens, j + step)):
+    while 0 <= j + step < n and (
+        not _breaks(tokens, j + step, 0) or _inside_name(tokens, j + step)
+    ):
         j += step
     if step < 0 and j - 1 >= 0 and tokens[j - 1].lower() in _DETERMINERS | _POSSESSIVES:
         j -= 1
@@ -184,9 +240,11 @@ def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
 
 
 def _title_and(tokens: list[str], left: tuple[int, int]) -> bool:
-    """"the film Kiss and Tell": an "and" after a title noun and a capitalised word."""
-    return any(tokens[k].lower() in _TITLE_NOUNS and _capital(tokens[k + 1])
-               for k in range(max(0, left[0] - 1), left[1]))
+    """ "the film Kiss and Tell": an "and" after a title noun and a capitalised word."""
+    return any(
+        tokens[k].lower() in _TITLE_NOUNS and _capital(tokens[k + 1])
+        for k in range(max(0, left[0] - 1), left[1])
+    )
 
 
 def _coordinations(tokens: list[str]) -> list[tuple[tuple[int, int], list[tuple[int, int]]]]:
@@ -201,10 +259,10 @@ def _coordinations(tokens: list[str]) -> list[tuple[tuple[int, int], list[tuple[
         if left[1] < left[0] or right[1] < right[0] or _title_and(tokens, left):
             continue
         items = [left, right]
-        capital = any(_capital(t) for t in tokens[right[0]:right[1] + 1])
+        capital = any(_capital(t) for t in tokens[right[0] : right[1] + 1])
         while token.lower() == "and" and items[0][0] >= 2 and tokens[items[0][0] - 1] == ",":
             more = _extent(tokens, items[0][0] - 2, -1)
-            named = any(_capital(t) for t in tokens[more[0]:more[1] + 1])
+            named = any(_capital(t) for t in tokens[more[0] : more[1] + 1])
             if more[1] < more[0] or named != capital:
                 break
             items.insert(0, more)
@@ -213,7 +271,7 @@ def _coordinations(tokens: list[str]) -> list[tuple[tuple[int, int], list[tuple[
 
 
 def _item_words(tokens: list[str], span: tuple[int, int], owner: list[str]) -> list[str]:
-    words = [t for t in tokens[span[0]:span[1] + 1] if t not in (",", "'", "’")]
+    words = [t for t in tokens[span[0] : span[1] + 1] if t not in (",", "'", "’")]
     if words and words[0].lower() in _POSSESSIVES:
         return owner + words[1:]
     if words and words[0].lower() in _DETERMINERS and len(words) > 1:
@@ -233,7 +291,7 @@ def parse(question: str) -> Parsed:
 
     def weight(entry: tuple[tuple[int, int], list[tuple[int, int]]]) -> tuple[int, int, int]:
         span, items = entry
-        named = any(_capital(t) for a, b in items for t in tokens[a:b + 1])
+        named = any(_capital(t) for a, b in items for t in tokens[a : b + 1])
         return (len(items), int(named), span[0])
 
     main = max(found, key=weight)
@@ -241,10 +299,18 @@ def parse(question: str) -> Parsed:
     for span in main[1]:
         owner = _head(tokens, resolved[0]) if resolved else []
         resolved.append(tuple(_item_words(tokens, span, owner)))
-    others = tuple((span, tuple(tuple(_item_words(tokens, s, [])) for s in items))
-                   for span, items in found if span != main[0])
-    return Parsed(tuple(tokens), tuple(" ".join(words) for words in resolved),
-                  tuple(resolved), main[0], others)
+    others = tuple(
+        (span, tuple(tuple(_item_words(tokens, s, [])) for s in items))
+        for span, items in found
+        if span != main[0]
+    )
+    return Parsed(
+        tuple(tokens),
+        tuple(" ".join(words) for words in resolved),
+        tuple(resolved),
+        main[0],
+        others,
+    )
 
 
 def _head(tokens: list[str], words: tuple[str, ...]) -> list[str]:

@@ -19,10 +19,21 @@ import idna
 __all__ = ["TRACKING_PARAMS", "canonicalize", "host_of", "registered_domain"]
 
 #: Query parameters that only say where a click came from, never what the page is.
-TRACKING_PARAMS = frozenset({
-    "gclid", "fbclid", "mc_cid", "mc_eid", "ref", "ref_src", "igshid", "msclkid",
-    "_hsenc", "_hsmi", "yclid",
-})
+TRACKING_PARAMS = frozenset(
+    {
+        "gclid",
+        "fbclid",
+        "mc_cid",
+        "mc_eid",
+        "ref",
+        "ref_src",
+        "igshid",
+        "msclkid",
+        "_hsenc",
+        "_hsmi",
+        "yclid",
+    }
+)
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
@@ -152,8 +163,9 @@ def canonicalize(url: str) -> str:
     try:
         parts = _split(url)
         scheme = parts.scheme.lower()
-        return urlunsplit((scheme, _netloc(parts, scheme), _path(parts.path),
-                           _query(parts.query), ""))
+        return urlunsplit(
+            (scheme, _netloc(parts, scheme), _path(parts.path), _query(parts.query), "")
+        )
     except ValueError:
         return url.strip()
 

@@ -19,8 +19,7 @@ MODEL = "scripted-model"
 
 
 @pytest.fixture(autouse=True)
-def sleuth_home(tmp_path_factory: pytest.TempPathFactory,
-                monkeypatch: pytest.MonkeyPatch) -> Path:
+def sleuth_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A fresh run store for every test: nothing ever reaches the user's real cache.
 
     ``XDG_CACHE_HOME`` too, for subprocesses started without the ``SLEUTH_*`` variables.
@@ -32,9 +31,18 @@ def sleuth_home(tmp_path_factory: pytest.TempPathFactory,
 
 
 #: Model settings a developer's shell may hold; no test may inherit them.
-LLM_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "SLEUTH_BASE_URL", "SLEUTH_MODEL",
-           "SLEUTH_PLAN_MODEL", "SLEUTH_SUMMARY_MODEL", "SLEUTH_REPORT_MODEL", "SLEUTH_NO_LLM",
-           "SLEUTH_CONTEXT_WINDOW", "OLLAMA_CONTEXT_LENGTH")
+LLM_ENV = (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "SLEUTH_BASE_URL",
+    "SLEUTH_MODEL",
+    "SLEUTH_PLAN_MODEL",
+    "SLEUTH_SUMMARY_MODEL",
+    "SLEUTH_REPORT_MODEL",
+    "SLEUTH_NO_LLM",
+    "SLEUTH_CONTEXT_WINDOW",
+    "OLLAMA_CONTEXT_LENGTH",
+)
 
 
 @pytest.fixture(scope="session")
@@ -91,6 +99,7 @@ def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
 def error_line(capsys: pytest.CaptureFixture[str]) -> Callable[[], str]:
     """Reads the single ``sleuth: error:`` line the last command printed, checking that
     nothing went to stdout and that no traceback was shown."""
+
     def read() -> str:
         out, err = capsys.readouterr()
         assert out == ""
@@ -98,6 +107,7 @@ def error_line(capsys: pytest.CaptureFixture[str]) -> Callable[[], str]:
         assert len(lines) == 1, err
         assert lines[0].startswith("sleuth: error: ") and "Traceback" not in err
         return lines[0]
+
     return read
 
 

@@ -33,16 +33,31 @@ def llm() -> Any:
 
 
 def cli_args(web: OfflineWeb, llm: ScriptedLLM, home: Path, *extra: str) -> list[str]:
-    return ["agent", "--home", str(home), "--base-url", llm.base_url, "--model", MODEL,
-            "--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", "5", *extra]
+    return [
+        "agent",
+        "--home",
+        str(home),
+        "--base-url",
+        llm.base_url,
+        "--model",
+        MODEL,
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "5",
+        *extra,
+    ]
 
 
-def test_cli_prints_status_result_and_dashboard(web: OfflineWeb, llm: ScriptedLLM,
-                                                tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    Script(llm).calls(("update_dashboard", {"content": "status: in progress\nFound: FACT-1"})) \
-        .calls(("all_finished", {"result": "The answer is FACT-1."}))
+def test_cli_prints_status_result_and_dashboard(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Script(llm).calls(
+        ("update_dashboard", {"content": "status: in progress\nFound: FACT-1"})
+    ).calls(("all_finished", {"result": "The answer is FACT-1."}))
     code = run(cli_args(web, llm, tmp_path / "home", "--max-rounds", "3", "Titan?"))
     out, err = capsys.readouterr()
     assert code == 0
@@ -54,12 +69,26 @@ def test_cli_prints_status_result_and_dashboard(web: OfflineWeb, llm: ScriptedLL
         assert line in err
 
 
-def test_cli_json_and_stopped_exit_code(web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_json_and_stopped_exit_code(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     Script(llm).calls(("search", {"query": "titan"})).say("next")
     out_file = tmp_path / "result.json"
-    code = run(cli_args(web, llm, tmp_path / "home", "--max-rounds", "1", "--format", "json",
-                        "-o", str(out_file), "-q", "Titan?"))
+    code = run(
+        cli_args(
+            web,
+            llm,
+            tmp_path / "home",
+            "--max-rounds",
+            "1",
+            "--format",
+            "json",
+            "-o",
+            str(out_file),
+            "-q",
+            "Titan?",
+        )
+    )
     assert code == 1  # stopped by a limit: the dashboard is still written
     data = json.loads(out_file.read_text(encoding="utf-8"))
     assert data["status"] == "max_rounds" and data["rounds"] == 1 and data["tool_calls"] == 1
@@ -68,18 +97,22 @@ def test_cli_json_and_stopped_exit_code(web: OfflineWeb, llm: ScriptedLLM, tmp_p
     assert capsys.readouterr().err == ""
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["agent"], "give a GOAL"),
-    (["agent", "--resume", "/nonexistent/ws"], "cannot resume"),
-    (["agent", "--resume", "/x", "--session", "s"], "--session names a new search"),
-    (["agent", "--resume", "/x", "a goal"], "do not give a GOAL"),
-    (["agent", "--max-rounds", "0", "q"], "invalid value for --max-rounds"),
-    (["agent", "--round-minutes", "soon", "q"], "invalid value for --round-minutes"),
-    (["agent", "--agent-protocol", "xml", "q"], "invalid value for --agent-protocol"),
-    (["agent", "--no-llm", "q"], "agent mode needs a model"),
-])
-def test_cli_bad_input_exits_2(args: list[str], message: str, tmp_path: Path,
-                               capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["agent"], "give a GOAL"),
+        (["agent", "--resume", "/nonexistent/ws"], "cannot resume"),
+        (["agent", "--resume", "/x", "--session", "s"], "--session names a new search"),
+        (["agent", "--resume", "/x", "a goal"], "do not give a GOAL"),
+        (["agent", "--max-rounds", "0", "q"], "invalid value for --max-rounds"),
+        (["agent", "--round-minutes", "soon", "q"], "invalid value for --round-minutes"),
+        (["agent", "--agent-protocol", "xml", "q"], "invalid value for --agent-protocol"),
+        (["agent", "--no-llm", "q"], "agent mode needs a model"),
+    ],
+)
+def test_cli_bad_input_exits_2(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run([*args, "--home", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("sleuth: error: ") and message in err and err.count("\n") == 1
@@ -100,20 +133,24 @@ def _wait_for_round_end(home: Path, proc: subprocess.Popen[bytes], round_no: int
 
 @pytest.mark.slow
 def test_resume_after_the_process_is_killed_between_rounds(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     # The first process: round 1 records a finding and ends; round 2's model call hangs.
     first = Script(llm, model="slow-model")
-    first.calls(("search", {"query": "europa plumes"})) \
-        .calls(("update_dashboard", {"content": "status: in progress\nFINDING-KILL-1"})) \
-        .say("end of round 1")
+    first.calls(("search", {"query": "europa plumes"})).calls(
+        ("update_dashboard", {"content": "status: in progress\nFINDING-KILL-1"})
+    ).say("end of round 1")
     llm.add("never answered in time", model="slow-model", delay=60, times=None)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     args = cli_args(web, llm, home, "--max-rounds", "4", "-q", "What is on Europa?")
     args[args.index(MODEL)] = "slow-model"
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         workspace = _wait_for_round_end(home, proc, 1)
         proc.send_signal(signal.SIGKILL)
@@ -124,8 +161,9 @@ def test_resume_after_the_process_is_killed_between_rounds(
     # The second process resumes from the dashboard and the history (settings recorded,
     # the model named again to pick the second script).
     Script(llm, model="fast-model").calls(("all_finished", {"result": "Europa has plumes."}))
-    code = run(["agent", "--resume", str(workspace), "--model", "fast-model", "-q",
-                "--format", "json"])
+    code = run(
+        ["agent", "--resume", str(workspace), "--model", "fast-model", "-q", "--format", "json"]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["status"] == "finished" and data["result"] == "Europa has plumes."
     assert data["workspace"] == str(workspace)
@@ -134,11 +172,15 @@ def test_resume_after_the_process_is_killed_between_rounds(
     # The round count continues, and round 1's finding reached the resumed round.
     assert "Round 2 of at most 4" in resumed[0].last_user
     assert "FINDING-KILL-1" in resumed[0].last_user
-    assert data["rounds"] == 2 and data["tool_calls"] == 3 and data["queries"] == [
-        "europa plumes"]
-    records = [json.loads(line) for line in
-               (workspace / "history.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert data["rounds"] == 2 and data["tool_calls"] == 3 and data["queries"] == ["europa plumes"]
+    records = [
+        json.loads(line)
+        for line in (workspace / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     assert [r["type"] for r in records].count("start") == 1
     assert "resume" in [r["type"] for r in records]
-    assert data["tokens"] == sum(r.get("prompt_tokens", 0) + r.get("completion_tokens", 0)
-                                 for r in records if r["type"] == "llm")
+    assert data["tokens"] == sum(
+        r.get("prompt_tokens", 0) + r.get("completion_tokens", 0)
+        for r in records
+        if r["type"] == "llm"
+    )

@@ -37,12 +37,26 @@ LAYERS: list[tuple[str, set[str]]] = [  # lowest first
 #: Imports within one layer that are part of the design: the local search provider
 #: searches the store's documents index; agent mode's --report uses the pipeline's steps;
 #: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
-SIDEWAYS = {("search", "store"), ("agent", "pipeline"), ("cli", "mcp_server"), ("cli", "web"),
-            ("__main__", "cli")}
+SIDEWAYS = {
+    ("search", "store"),
+    ("agent", "pipeline"),
+    ("cli", "mcp_server"),
+    ("cli", "web"),
+    ("__main__", "cli"),
+}
 #: explore (deep mode's sub-questions, learnings, follow-ups) shows sources as the writer
 #: does; sections (deep mode's sectioned writer) checks each section as it is written.
-STAGE_ORDER = ["plan", "rank", "select", "read", "relevance", "write", "explore", "check",
-               "sections"]
+STAGE_ORDER = [
+    "plan",
+    "rank",
+    "select",
+    "read",
+    "relevance",
+    "write",
+    "explore",
+    "check",
+    "sections",
+]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [
     # The documents index is given its extractor; the store never extracts.
@@ -196,26 +210,30 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
     assert cycles(import_graph()) == []
 
 
-@pytest.mark.parametrize(("src", "dst"), [
-    ("sleuth.stages.read", "sleuth.pipeline.context"),   # a stage reaching for a driver
-    ("sleuth.stages.write", "sleuth.stages.check"),      # a stage calling a later one
-    ("sleuth.store.docs", "sleuth.extraction.html"),        # the store extracting
-    ("sleuth.store.docs", "sleuth.fetch.fetcher"),       # the store fetching
-    ("sleuth.pipeline.recorder", "sleuth.stages.read"),  # the recorder computing passages
-    ("sleuth.fetch.fetcher", "sleuth.search"),           # services side by side
-    ("sleuth.settings", "sleuth.llm.config"),            # the core reaching up
-    ("sleuth.pipeline.quick", "sleuth.agent.api"),       # research is below agent's reach
-    ("sleuth.cli.runs", "sleuth.testing.web"),
-])
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ("sleuth.stages.read", "sleuth.pipeline.context"),  # a stage reaching for a driver
+        ("sleuth.stages.write", "sleuth.stages.check"),  # a stage calling a later one
+        ("sleuth.store.docs", "sleuth.extraction.html"),  # the store extracting
+        ("sleuth.store.docs", "sleuth.fetch.fetcher"),  # the store fetching
+        ("sleuth.pipeline.recorder", "sleuth.stages.read"),  # the recorder computing passages
+        ("sleuth.fetch.fetcher", "sleuth.search"),  # services side by side
+        ("sleuth.settings", "sleuth.llm.config"),  # the core reaching up
+        ("sleuth.pipeline.quick", "sleuth.agent.api"),  # research is below agent's reach
+        ("sleuth.cli.runs", "sleuth.testing.web"),
+    ],
+)
 def test_the_check_catches_a_wrong_import(src: str, dst: str) -> None:
     assert problems([(src, dst)]) != []
 
 
-def test_the_check_sees_function_level_imports_and_not_type_checking_ones(
-        tmp_path: Path) -> None:
-    source = ("from typing import TYPE_CHECKING\n"
-              "if TYPE_CHECKING:\n    from sleuth.pipeline import context\n"
-              "def f():\n    from sleuth.pipeline.steps import write_stage\n")
+def test_the_check_sees_function_level_imports_and_not_type_checking_ones(tmp_path: Path) -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from sleuth.pipeline import context\n"
+        "def f():\n    from sleuth.pipeline.steps import write_stage\n"
+    )
     path = tmp_path / "probe.py"
     path.write_text(source, encoding="utf-8")
     found = set(imports_of("sleuth.stages.probe", path, all_modules()))

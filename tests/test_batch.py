@@ -36,8 +36,16 @@ WAIT_S = 90.0
 
 
 def web_args(web: OfflineWeb, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", "2", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "2",
+        *extra,
+    ]
 
 
 def batch(web: OfflineWeb, questions: Path | str, outdir: Path, *extra: str) -> int:
@@ -68,9 +76,10 @@ def questions(web: OfflineWeb, n: int) -> list[str]:
 
 # ---------------------------------------------------------------- inputs
 
+
 def test_a_text_file_gives_a_report_per_question_each_its_own_run(
-        web: OfflineWeb, tmp_path: Path, sleuth_home: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     asked = questions(web, 4)
     qfile = tmp_path / "questions.txt"
     qfile.write_text("# to research this week\n\n" + "\n\n".join(asked) + "\n", "utf-8")
@@ -99,7 +108,8 @@ def test_a_text_file_gives_a_report_per_question_each_its_own_run(
 
 
 def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     q = questions(web, 5)
     lines = [
         json.dumps({"id": "few", "question": q[0], "max_sources": 2}),
@@ -136,11 +146,10 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
 
 
 def test_csv_from_stdin_with_id_and_option_columns(
-        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     q = questions(web, 2)
-    data = ("ID,Question,max_sources\n"
-            f'first,"{q[0]}",1\n'
-            f'second,"{q[1]}",\n').encode()
+    data = (f'ID,Question,max_sources\nfirst,"{q[0]}",1\nsecond,"{q[1]}",\n').encode()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     out = tmp_path / "out"
     assert batch(web, "-", out, "--no-llm", "--format", "json") == 0
@@ -152,8 +161,9 @@ def test_csv_from_stdin_with_id_and_option_columns(
     assert saved == got["first"]["report"] and (out / "reports" / "first.md").exists()
 
 
-def test_the_same_question_twice_is_asked_once(web: OfflineWeb, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_same_question_twice_is_asked_once(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     q = questions(web, 1)[0]
     qfile = tmp_path / "q.txt"
     qfile.write_text(f"{q}\n{q}\n", "utf-8")
@@ -163,25 +173,36 @@ def test_the_same_question_twice_is_asked_once(web: OfflineWeb, tmp_path: Path,
     assert "line 2 repeats line 1" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("content", "extra", "message"), [
-    ("", [], "holds no questions"),
-    ("# only a comment\n\n", [], "holds no questions"),
-    (None, [], "cannot read"),
-    ("DIR", [], "it is a folder"),
-    ('{"id": "a", "question": "one?"}\n{"id": "a", "question": "two?"}\n', [],
-     "line 2: id 'a' is already used on line 1"),
-    ("id,topic\n1,what?\n", ["--format", "markdown"], "no 'question' column"),
-    (b"caf\xe9 au lait?\n", [], "not UTF-8 text"),
-    ("What is WAL?\n", ["OUTFILE"], "it is a file"),
-    ("What is WAL?\n", ["--jobs", "0"], "--jobs"),
-    ("What is WAL?\n", ["--batch-max-time", "soon"], "invalid duration"),
-    ("What is WAL?\n", ["--batch-max-cost", "0"], "--batch-max-cost must be more than 0"),
-    ("What is WAL?\n", ["--depth", "9"], "invalid value for --depth"),
-    ("What is WAL?\n", ["--search", "nosuch"], "unknown search provider 'nosuch'"),
-])
+@pytest.mark.parametrize(
+    ("content", "extra", "message"),
+    [
+        ("", [], "holds no questions"),
+        ("# only a comment\n\n", [], "holds no questions"),
+        (None, [], "cannot read"),
+        ("DIR", [], "it is a folder"),
+        (
+            '{"id": "a", "question": "one?"}\n{"id": "a", "question": "two?"}\n',
+            [],
+            "line 2: id 'a' is already used on line 1",
+        ),
+        ("id,topic\n1,what?\n", ["--format", "markdown"], "no 'question' column"),
+        (b"caf\xe9 au lait?\n", [], "not UTF-8 text"),
+        ("What is WAL?\n", ["OUTFILE"], "it is a file"),
+        ("What is WAL?\n", ["--jobs", "0"], "--jobs"),
+        ("What is WAL?\n", ["--batch-max-time", "soon"], "invalid duration"),
+        ("What is WAL?\n", ["--batch-max-cost", "0"], "--batch-max-cost must be more than 0"),
+        ("What is WAL?\n", ["--depth", "9"], "invalid value for --depth"),
+        ("What is WAL?\n", ["--search", "nosuch"], "unknown search provider 'nosuch'"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        content: str | bytes | None, extra: list[str], message: str) -> None:
+    web: OfflineWeb,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    content: str | bytes | None,
+    extra: list[str],
+    message: str,
+) -> None:
     qfile = tmp_path / ("questions.csv" if "topic" in str(content) else "questions.txt")
     if content == "DIR":
         qfile.mkdir()
@@ -204,9 +225,10 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 
 # ---------------------------------------------------------------- resuming
 
+
 def test_a_rerun_skips_what_is_done_and_cuts_a_torn_last_line(
-        web: OfflineWeb, tmp_path: Path, sleuth_home: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     asked = questions(web, 3)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked[:2]) + "\n", "utf-8")
@@ -215,9 +237,10 @@ def test_a_rerun_skips_what_is_done_and_cuts_a_torn_last_line(
     first = by_id(out)
     # As a kill in the middle of writing the third line would leave it.
     whole = (out / "results.jsonl").read_bytes()
-    torn = json.dumps({"id": "x", "question": asked[2], "status": "done",
-                       "report": {"markdown": "# cut"}}).encode()
-    (out / "results.jsonl").write_bytes(whole + torn[:len(torn) // 2])
+    torn = json.dumps(
+        {"id": "x", "question": asked[2], "status": "done", "report": {"markdown": "# cut"}}
+    ).encode()
+    (out / "results.jsonl").write_bytes(whole + torn[: len(torn) // 2])
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
     capsys.readouterr()
     web.reset_log()
@@ -233,7 +256,8 @@ def test_a_rerun_skips_what_is_done_and_cuts_a_torn_last_line(
 
 @pytest.mark.slow
 def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
-        web: OfflineWeb, tmp_path: Path, sleuth_home: Path) -> None:
+    web: OfflineWeb, tmp_path: Path, sleuth_home: Path
+) -> None:
     asked = questions(web, 6)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
@@ -241,9 +265,13 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
     args = ["batch", str(qfile), "-o", str(out), *web_args(web, "--no-llm", "--jobs", "2")]
     web.latency = 0.3  # seconds a page: the batch is mid-way for a while
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", *args],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
             _wait_for_lines(out / "results.jsonl", 1, proc)
         finally:
@@ -278,17 +306,28 @@ def _wait_for_lines(path: Path, count: int, proc: subprocess.Popen[bytes]) -> No
 
 
 def test_failed_questions_are_skipped_until_retry_failed(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     q = questions(web, 2)
     qfile = tmp_path / "q.jsonl"
-    qfile.write_text(json.dumps({"id": "ok", "question": q[0]}) + "\n"
-                     + json.dumps({"id": "fix-me", "question": q[1], "depth": 7}) + "\n", "utf-8")
+    qfile.write_text(
+        json.dumps({"id": "ok", "question": q[0]})
+        + "\n"
+        + json.dumps({"id": "fix-me", "question": q[1], "depth": 7})
+        + "\n",
+        "utf-8",
+    )
     out = tmp_path / "out"
     assert batch(web, qfile, out, "--no-llm") == 1
     assert by_id(out)["fix-me"]["status"] == "failed"
     # The user fixes the line; a plain rerun leaves the failed question alone.
-    qfile.write_text(json.dumps({"id": "ok", "question": q[0]}) + "\n"
-                     + json.dumps({"id": "fix-me", "question": q[1], "depth": 1}) + "\n", "utf-8")
+    qfile.write_text(
+        json.dumps({"id": "ok", "question": q[0]})
+        + "\n"
+        + json.dumps({"id": "fix-me", "question": q[1], "depth": 1})
+        + "\n",
+        "utf-8",
+    )
     capsys.readouterr()
     web.reset_log()
     assert batch(web, qfile, out, "--no-llm") == 1
@@ -302,8 +341,10 @@ def test_failed_questions_are_skipped_until_retry_failed(
 
 # ---------------------------------------------------------------- budgets
 
+
 def test_the_batch_time_budget_stops_starting_questions(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     asked = questions(web, 4)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
@@ -323,8 +364,7 @@ def test_the_batch_time_budget_stops_starting_questions(
 @pytest.fixture
 def priced_llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
     """A scripted model answering every research prompt as gpt-4o-mini (a known price)."""
-    previous, web.llm = web.llm, ScriptedResearcher().install(
-        ScriptedLLM(models=("gpt-4o-mini",)))
+    previous, web.llm = web.llm, ScriptedResearcher().install(ScriptedLLM(models=("gpt-4o-mini",)))
     try:
         yield web.llm
     finally:
@@ -332,14 +372,25 @@ def priced_llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
 
 
 def test_the_batch_cost_budget_stops_starting_questions(
-        web: OfflineWeb, priced_llm: ScriptedLLM, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, priced_llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     asked = questions(web, 3)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
     out = tmp_path / "out"
-    code = batch(web, qfile, out, "--base-url", web.llm_url, "--model", "gpt-4o-mini",
-                 "--jobs", "1", "--batch-max-cost", "0.0000001")
+    code = batch(
+        web,
+        qfile,
+        out,
+        "--base-url",
+        web.llm_url,
+        "--model",
+        "gpt-4o-mini",
+        "--jobs",
+        "1",
+        "--batch-max-cost",
+        "0.0000001",
+    )
     assert code == 1
     recorded = list(by_id(out).values())
     assert len(recorded) == 1, "a question started after the batch's budget was spent"
@@ -351,6 +402,7 @@ def test_the_batch_cost_budget_stops_starting_questions(
 
 # ---------------------------------------------------------------- manners and sharing
 
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[OfflineWeb]:
     """Every corpus page on one site: many pages of one host."""
@@ -358,8 +410,7 @@ def site() -> Iterator[OfflineWeb]:
         yield world
 
 
-def test_one_politeness_clock_per_host_across_questions(
-        site: OfflineWeb, tmp_path: Path) -> None:
+def test_one_politeness_clock_per_host_across_questions(site: OfflineWeb, tmp_path: Path) -> None:
     asked = questions(site, 4)
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
@@ -367,8 +418,21 @@ def test_one_politeness_clock_per_host_across_questions(
     host = urlsplit(site.page_urls[0]).netloc
     site.reset_log()
     delay = 0.3
-    assert batch(site, qfile, out, "--no-llm", "--jobs", "4", "--host-delay", str(delay),
-                 "--max-pages-per-host", "1") == 0
+    assert (
+        batch(
+            site,
+            qfile,
+            out,
+            "--no-llm",
+            "--jobs",
+            "4",
+            "--host-delay",
+            str(delay),
+            "--max-pages-per-host",
+            "1",
+        )
+        == 0
+    )
     starts = sorted(r.time for r in site.requests if r.host == host)
     gaps = [b - a for a, b in pairwise(starts)]
     # Four questions at once, one site: its requests still come one --host-delay apart
@@ -387,17 +451,31 @@ def test_one_politeness_clock_per_host_across_questions(
 
 
 async def test_research_many_yields_each_question_with_its_own_usage(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     web_llm, web.llm = web.llm, ScriptedResearcher().install(ScriptedLLM())
     try:
         asked = questions(web, 3)
         events: list[sleuth.Event] = []
-        got = [result async for result in sleuth.research_many(
-            [asked[0], {"id": "second", "question": asked[1], "max_sources": 2},
-             {"question": asked[2], "depth": "deep"}],
-            jobs=3, on_event=events.append, search="searxng", searxng_url=web.searxng_url,
-            allow_private_urls=True, timeout=2, home=str(tmp_path / "home"),
-            base_url=web.llm_url, model="scripted-model")]
+        got = [
+            result
+            async for result in sleuth.research_many(
+                [
+                    asked[0],
+                    {"id": "second", "question": asked[1], "max_sources": 2},
+                    {"question": asked[2], "depth": "deep"},
+                ],
+                jobs=3,
+                on_event=events.append,
+                search="searxng",
+                searxng_url=web.searxng_url,
+                allow_private_urls=True,
+                timeout=2,
+                home=str(tmp_path / "home"),
+                base_url=web.llm_url,
+                model="scripted-model",
+            )
+        ]
         answered = len(web.llm.requests)
     finally:
         web.llm = web_llm
@@ -414,8 +492,7 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     # ends is cut, sent but not counted, so the model may have answered one or two more.
     done = [r for r in got if r.report is not None]
     calls = [r.report.stats.llm_calls for r in done]  # type: ignore[union-attr]
-    assert all(n > 0 for n in calls) and answered - 2 <= sum(calls) <= answered, (
-        calls, answered)
+    assert all(n > 0 for n in calls) and answered - 2 <= sum(calls) <= answered, (calls, answered)
     assert all(r.tokens > 0 for r in done)
     finished = [e.data["question_id"] for e in events if e.kind == "question_done"]
     assert sorted(finished) == sorted(r.id for r in done)
@@ -423,8 +500,9 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     assert tagged == {r.id for r in done}
 
 
-def test_quiet_prints_the_summary_only(web: OfflineWeb, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_quiet_prints_the_summary_only(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(questions(web, 2)) + "\n", "utf-8")
     assert batch(web, qfile, tmp_path / "out", "--no-llm", "--quiet") == 0
@@ -433,8 +511,11 @@ def test_quiet_prints_the_summary_only(web: OfflineWeb, tmp_path: Path,
 
 
 def test_ray_without_the_extra_is_one_line_and_exit_2(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     qfile = tmp_path / "q.txt"
     qfile.write_text("What is WAL?\n", "utf-8")
@@ -456,16 +537,29 @@ def test_an_id_naming_another_folder_stays_in_reports(web: OfflineWeb, tmp_path:
     assert not list(tmp_path.glob("escaped*")) and not list(out.glob("escaped*"))
 
 
-def test_a_line_can_ask_for_deep_research_beside_quick_ones(web: OfflineWeb,
-                                                          tmp_path: Path) -> None:
+def test_a_line_can_ask_for_deep_research_beside_quick_ones(
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     """Per-line options are any research setting, so ``mode: deep`` works in a batch: that
     question gets its tree and sectioned report, the others stay quick, over one fetcher."""
     q = questions(web, 2)
     qfile = tmp_path / "questions.jsonl"
     qfile.write_text(
-        json.dumps({"id": "deep", "question": q[0], "mode": "deep", "breadth": 2, "levels": 1,
-                    "max_sources": 4}) + "\n" + json.dumps({"id": "quick", "question": q[1]})
-        + "\n", "utf-8")
+        json.dumps(
+            {
+                "id": "deep",
+                "question": q[0],
+                "mode": "deep",
+                "breadth": 2,
+                "levels": 1,
+                "max_sources": 4,
+            }
+        )
+        + "\n"
+        + json.dumps({"id": "quick", "question": q[1]})
+        + "\n",
+        "utf-8",
+    )
     out = tmp_path / "out"
     web.reset_log()
     assert batch(web, qfile, out, "--no-llm", "--format", "json") == 0
@@ -482,6 +576,7 @@ def test_a_line_can_ask_for_deep_research_beside_quick_ones(web: OfflineWeb,
 
 # ---------------------------------------------------------------- which pages are sources
 
+
 def _corpus_sources(outdir: Path, web: OfflineWeb) -> list[str]:
     [line] = results(outdir)
     assert line["status"] == "done", line["error"]
@@ -489,7 +584,8 @@ def _corpus_sources(outdir: Path, web: OfflineWeb) -> list[str]:
 
 
 def test_rank_not_the_cache_decides_a_batch_questions_sources(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Issue 25: the same question in two batches, one with a fresh store and one whose
     cache already holds pages ranked below the best two (read by an earlier run that could
     not reach those): both batches cite the same pages. Arrival order differs between the
@@ -505,9 +601,16 @@ def test_rank_not_the_cache_decides_a_batch_questions_sources(
     assert len(best) == 2
     # Another run, denied the best two pages' sites, reads (and caches) the pages below.
     report = sleuth.research_sync(
-        question, search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=2, home=str(tmp_path / "warm-home"), no_llm=True, max_sources=20,
-        deny_domains=[urlsplit(url).hostname for url in best])
+        question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=2,
+        home=str(tmp_path / "warm-home"),
+        no_llm=True,
+        max_sources=20,
+        deny_domains=[urlsplit(url).hostname for url in best],
+    )
     below = {s.url for s in report.sources}
     assert below and not below & set(best)
     capsys.readouterr()

@@ -24,8 +24,7 @@ ray = pytest.importorskip("ray")
 def cluster() -> Iterator[None]:
     """A local Ray with 2 CPUs; 127.0.0.1 as its address, so it never probes the network."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1",
-             log_to_driver=False)
+    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
     try:
         yield
     finally:
@@ -39,29 +38,55 @@ def _sources(outdir: Path, pages: set[str]) -> dict[str, list[str]]:
     assert text.endswith("\n")
     lines: list[dict[str, Any]] = [json.loads(line) for line in text.splitlines()]
     assert len(lines) == len({line["id"] for line in lines}), "a question twice"
-    return {line["id"]: sorted(s["url"] for s in line["report"]["sources"] if s["url"] in pages)
-            for line in lines if line["status"] == "done"}
+    return {
+        line["id"]: sorted(s["url"] for s in line["report"]["sources"] if s["url"] in pages)
+        for line in lines
+        if line["status"] == "done"
+    }
 
 
 def test_a_batch_on_two_ray_workers_finds_the_same_sources_as_in_process(
-        cluster: None, web: OfflineWeb, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    cluster: None, web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     asked = [topic.question for topic in web.topics[:4]]
     qfile = tmp_path / "q.txt"
     qfile.write_text("\n".join(asked) + "\n", "utf-8")
-    common = ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-              "--timeout", "5", "--no-llm", "--jobs", "2",
-              # Every candidate read (none left out because enough others came first):
-              # which pages a question reads depends on its search results, not on timing.
-              "--max-sources", "20"]
+    common = [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "5",
+        "--no-llm",
+        "--jobs",
+        "2",
+        # Every candidate read (none left out because enough others came first):
+        # which pages a question reads depends on its search results, not on timing.
+        "--max-sources",
+        "20",
+    ]
     local, remote = tmp_path / "local", tmp_path / "ray"
     assert run(["batch", str(qfile), "-o", str(local), *common]) == 0
     capsys.readouterr()
     web.reset_log()
     # The workers keep stores of their own (another home): nothing comes from the cache
     # the in-process batch filled.
-    code = run(["batch", str(qfile), "-o", str(remote), *common, "--ray", "--ray-workers",
-                "2", "--home", str(tmp_path / "ray-home")])
+    code = run(
+        [
+            "batch",
+            str(qfile),
+            "-o",
+            str(remote),
+            *common,
+            "--ray",
+            "--ray-workers",
+            "2",
+            "--home",
+            str(tmp_path / "ray-home"),
+        ]
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "Ray: 2 workers" in err and "batch: 4 done, 0 failed" in err
@@ -74,7 +99,9 @@ def test_a_batch_on_two_ray_workers_finds_the_same_sources_as_in_process(
     assert {url for urls in got.values() for url in urls} <= fetched
     # The driver wrote every report; a rerun on the same folder has nothing left to do.
     assert sorted(p.name for p in (remote / "reports").iterdir()) == sorted(
-        f"{qid}.md" for qid in got)
-    assert run(["batch", str(qfile), "-o", str(remote), *common, "--ray",
-                "--ray-workers", "2"]) == 0
+        f"{qid}.md" for qid in got
+    )
+    assert (
+        run(["batch", str(qfile), "-o", str(remote), *common, "--ray", "--ray-workers", "2"]) == 0
+    )
     assert "0 done, 0 failed, 4 skipped (4 done before)" in capsys.readouterr().err

@@ -36,8 +36,9 @@ from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings
 
 pytest.importorskip("playwright.async_api", reason="playwright is not installed")
-if not any(shutil.which(name) for name in ("chromium", "chromium-browser",
-                                           "chromium-headless-shell")):
+if not any(
+    shutil.which(name) for name in ("chromium", "chromium-browser", "chromium-headless-shell")
+):
     pytest.skip("no Chromium installed (apt-get install chromium)", allow_module_level=True)
 
 ATTACKER_IP = "127.0.4.1"
@@ -47,8 +48,10 @@ SECRET = "INTERNAL-ADMIN-SECRET"
 TIMEOUT = 10.0  # generous: a loaded CI box starts Chromium slowly, and no case waits it out
 ARTICLE = ("Tidal locking makes the Moon show one face to the Earth. " * 6).strip()
 #: A page that is all script: what the automatic fallback re-renders.
-SHELL = ("<!DOCTYPE html><html><head><title>App</title>{head}</head><body><div id='root'>"
-         "</div><script>{script}</script></body></html>")
+SHELL = (
+    "<!DOCTYPE html><html><head><title>App</title>{head}</head><body><div id='root'>"
+    "</div><script>{script}</script></body></html>"
+)
 
 
 @dataclass
@@ -112,8 +115,13 @@ class _Server(socketserver.ThreadingTCPServer):
         return True
 
 
-def send(handler: BaseHTTPRequestHandler, status: int, mime: str, body: str,
-         headers: dict[str, str] | None = None) -> None:
+def send(
+    handler: BaseHTTPRequestHandler,
+    status: int,
+    mime: str,
+    body: str,
+    headers: dict[str, str] | None = None,
+) -> None:
     data = body.encode("utf-8")
     handler.send_response(status)
     handler.send_header("Content-Type", f"{mime}; charset=utf-8")
@@ -134,8 +142,10 @@ def redirect(to: str) -> Callable[[BaseHTTPRequestHandler], None]:
 
 
 def page(body: str, head: str = "") -> str:
-    return (f"<!DOCTYPE html><html><head><title>Attacker page</title>{head}</head><body>"
-            f"<article><p>{ARTICLE}</p></article>{body}</body></html>")
+    return (
+        f"<!DOCTYPE html><html><head><title>Attacker page</title>{head}</head><body>"
+        f"<article><p>{ARTICLE}</p></article>{body}</body></html>"
+    )
 
 
 def settled(site: Site) -> list[str]:
@@ -157,8 +167,8 @@ def settled(site: Site) -> list[str]:
                 sentinels.append(f"udp {udp.getsockname()}")
         with site.changed:
             assert site.changed.wait_for(
-                lambda: all(s in site.connections for s in sentinels), timeout=10), \
-                "a sentinel never arrived"
+                lambda: all(s in site.connections for s in sentinels), timeout=10
+            ), "a sentinel never arrived"
             site.connections[:] = [c for c in site.connections if c not in sentinels]
             return list(site.connections)
 
@@ -181,8 +191,9 @@ def _start(ip: str, stack: list[_Server]) -> Site:
     site = Site(base="")
     server = _Server((ip, 0), site)
     site.base = f"http://{ip}:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                     daemon=True).start()
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     stack.append(server)
     return site
 
@@ -200,12 +211,18 @@ def _listen_udp(site: Site, udp: socket.socket) -> None:
 
 
 def _internal_routes(internal: Site) -> None:
-    internal.routes.update({
-        "/admin": html(page(f"<p>{SECRET}: the admin console of the internal service.</p>")),
-        "/lib.js": lambda h: send(h, 200, "application/javascript",
-                                  f"document.body.insertAdjacentText('beforeend', '{SECRET}');"),
-        "/ws": html("no websocket here"),
-    })
+    internal.routes.update(
+        {
+            "/admin": html(page(f"<p>{SECRET}: the admin console of the internal service.</p>")),
+            "/lib.js": lambda h: send(
+                h,
+                200,
+                "application/javascript",
+                f"document.body.insertAdjacentText('beforeend', '{SECRET}');",
+            ),
+            "/ws": html("no websocket here"),
+        }
+    )
 
 
 def _attacker_routes(web: Web, dead_port: int) -> None:
@@ -221,37 +238,73 @@ def _attacker_routes(web: Web, dead_port: int) -> None:
         else:
             html(SHELL.format(head="", script="location.href = '/hop';"))(handler)
 
-    attacker.routes.update({
-        "/doc-redirect": chrome_gets_a_redirect,
-        "/script-nav": html(page("<script>location.href = '/hop';</script>")),
-        "/script-nav-shell": html(SHELL.format(head="", script="location.href = '/hop';")),
-        "/hop": redirect(admin),
-        "/subresource": html(page("<script src='/lib.js'></script>")),
-        "/lib.js": redirect(internal.url("/lib.js")),
-        "/iframe": html(page(f"<iframe src='{admin}'></iframe>")),
-        "/meta-refresh": html(page("", f"<meta http-equiv='refresh' content='0;url={admin}'>")),
-        "/form": html(page(f"<form method='post' action='{admin}'><input name='a' value='b'>"
-                           "</form><script>document.forms[0].submit();</script>")),
-        "/websocket": html(page(f"<script>new WebSocket('{ws}/ws');</script>")),
-        "/preconnect": html(page("", head=f"<link rel='preconnect' href='{internal.base}'>"
-                                          f"<link rel='prefetch' href='{admin}'>")),
-        "/fetch": html(page(f"<script>fetch('{admin}', {{mode: 'no-cors'}});"
-                            f"navigator.sendBeacon('{admin}', 'x');</script>")),
-        # STUN over UDP and TURN over TCP, both at the internal host.
-        "/webrtc": html(page(
-            "<script>const pc = new RTCPeerConnection({iceServers: ["
-            f"{{urls: 'stun:{INTERNAL_IP}:{internal.udp_port}'}}, {{urls: "
-            f"'turn:{urlsplit(internal.base).netloc}?transport=tcp', username: 'u', "
-            "credential: 'p'}]}); pc.createDataChannel('x');"
-            "pc.createOffer().then(offer => pc.setLocalDescription(offer));</script>")),
-        "/blocked-nav": html(page(f"<script>location.href = '{admin}';</script>")),
-        "/dead-nav": html(page(f"<script>location.href = 'http://{ATTACKER_IP}:{dead_port}/';"
-                               "</script>")),
-        "/search": lambda h: send(h, 200, "application/json", json.dumps({"results": [
-            {"url": url, "title": f"Tidal locking explained {n}",
-             "content": "Why the Moon shows one face to the Earth: tidal locking."}
-            for n, url in enumerate((attacker.url("/doc-redirect"), news.url("/app")))]})),
-    })
+    attacker.routes.update(
+        {
+            "/doc-redirect": chrome_gets_a_redirect,
+            "/script-nav": html(page("<script>location.href = '/hop';</script>")),
+            "/script-nav-shell": html(SHELL.format(head="", script="location.href = '/hop';")),
+            "/hop": redirect(admin),
+            "/subresource": html(page("<script src='/lib.js'></script>")),
+            "/lib.js": redirect(internal.url("/lib.js")),
+            "/iframe": html(page(f"<iframe src='{admin}'></iframe>")),
+            "/meta-refresh": html(page("", f"<meta http-equiv='refresh' content='0;url={admin}'>")),
+            "/form": html(
+                page(
+                    f"<form method='post' action='{admin}'><input name='a' value='b'>"
+                    "</form><script>document.forms[0].submit();</script>"
+                )
+            ),
+            "/websocket": html(page(f"<script>new WebSocket('{ws}/ws');</script>")),
+            "/preconnect": html(
+                page(
+                    "",
+                    head=f"<link rel='preconnect' href='{internal.base}'>"
+                    f"<link rel='prefetch' href='{admin}'>",
+                )
+            ),
+            "/fetch": html(
+                page(
+                    f"<script>fetch('{admin}', {{mode: 'no-cors'}});"
+                    f"navigator.sendBeacon('{admin}', 'x');</script>"
+                )
+            ),
+            # STUN over UDP and TURN over TCP, both at the internal host.
+            "/webrtc": html(
+                page(
+                    "<script>const pc = new RTCPeerConnection({iceServers: ["
+                    f"{{urls: 'stun:{INTERNAL_IP}:{internal.udp_port}'}}, {{urls: "
+                    f"'turn:{urlsplit(internal.base).netloc}?transport=tcp', username: 'u', "
+                    "credential: 'p'}]}); pc.createDataChannel('x');"
+                    "pc.createOffer().then(offer => pc.setLocalDescription(offer));</script>"
+                )
+            ),
+            "/blocked-nav": html(page(f"<script>location.href = '{admin}';</script>")),
+            "/dead-nav": html(
+                page(f"<script>location.href = 'http://{ATTACKER_IP}:{dead_port}/';</script>")
+            ),
+            "/search": lambda h: send(
+                h,
+                200,
+                "application/json",
+                json.dumps(
+                    {
+                        "results": [
+                            {
+                                "url": url,
+                                "title": f"Tidal locking explained {n}",
+                                "content": (
+                                    "Why the Moon shows one face to the Earth: tidal locking."
+                                ),
+                            }
+                            for n, url in enumerate(
+                                (attacker.url("/doc-redirect"), news.url("/app"))
+                            )
+                        ]
+                    }
+                ),
+            ),
+        }
+    )
 
 
 def _news_routes(web: Web) -> None:
@@ -260,21 +313,31 @@ def _news_routes(web: Web) -> None:
         web.go_on.wait(10)
         send(handler, 200, "application/javascript", "")
 
-    web.news.routes.update({
-        # A real single-page app: its script is behind a redirect, its text arrives by fetch().
-        "/app": html(SHELL.format(head="<script src='/app.js'></script>", script="")),
-        "/app.js": redirect("/static/app.js"),
-        "/static/app.js": lambda h: send(h, 200, "application/javascript", (
-            "document.addEventListener('DOMContentLoaded', async () => {"
-            " const data = await (await fetch('/data.json')).json();"
-            " const root = document.getElementById('root');"
-            " root.innerHTML = '<article><h1>' + data.title + '</h1><p>' + data.text + '</p>"
-            "</article>'; });")),
-        "/data.json": lambda h: send(h, 200, "application/json", json.dumps(
-            {"title": "Tidal locking", "text": ARTICLE})),
-        "/hang": html(SHELL.format(head="<script src='/slow.js'></script>", script="")),
-        "/slow.js": slow_script,
-    })
+    web.news.routes.update(
+        {
+            # A real single-page app: its script is behind a redirect, its text arrives by fetch().
+            "/app": html(SHELL.format(head="<script src='/app.js'></script>", script="")),
+            "/app.js": redirect("/static/app.js"),
+            "/static/app.js": lambda h: send(
+                h,
+                200,
+                "application/javascript",
+                (
+                    "document.addEventListener('DOMContentLoaded', async () => {"
+                    " const data = await (await fetch('/data.json')).json();"
+                    " const root = document.getElementById('root');"
+                    " root.innerHTML = '<article><h1>' + data.title + '</h1><p>'"
+                    " + data.text + '</p>"
+                    "</article>'; });"
+                ),
+            ),
+            "/data.json": lambda h: send(
+                h, 200, "application/json", json.dumps({"title": "Tidal locking", "text": ARTICLE})
+            ),
+            "/hang": html(SHELL.format(head="<script src='/slow.js'></script>", script="")),
+            "/slow.js": slow_script,
+        }
+    )
 
 
 @pytest.fixture(scope="module")
@@ -302,8 +365,11 @@ def web() -> Iterator[Web]:
 def settings(**overrides: object) -> Settings:
     """The attacker's and the news site's hosts allowed by name (they are private),
     and nothing else private: not the internal host."""
-    values: dict[str, object] = {"allow_domains": [ATTACKER_IP, NEWS_IP], "timeout": TIMEOUT,
-                                 "host_delay": 0}
+    values: dict[str, object] = {
+        "allow_domains": [ATTACKER_IP, NEWS_IP],
+        "timeout": TIMEOUT,
+        "host_delay": 0,
+    }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]
 
@@ -363,8 +429,15 @@ async def test_no_other_door_reaches_the_internal_host(web: Web) -> None:
     One browser for all (a Chromium start is most of each case's time).
     """
     async with Fetcher(settings(fetch_engine="playwright")) as fetcher:
-        for path in ("/iframe", "/meta-refresh", "/form", "/websocket", "/webrtc",
-                     "/preconnect", "/fetch"):
+        for path in (
+            "/iframe",
+            "/meta-refresh",
+            "/form",
+            "/websocket",
+            "/webrtc",
+            "/preconnect",
+            "/fetch",
+        ):
             web.reset()
             result = await fetcher.fetch(web.attacker.url(path))
             assert_not_reached(web, result, path)
@@ -388,7 +461,8 @@ async def test_a_failed_navigation_is_never_a_chrome_error_source(web: Web) -> N
 
 
 async def test_a_browser_crash_is_one_line_and_the_next_page_gets_a_new_browser(
-        web: Web, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]) -> None:
+    web: Web, caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
     web.reset()
     web.asked.clear()
     web.go_on.clear()
@@ -407,8 +481,12 @@ async def test_a_browser_crash_is_one_line_and_the_next_page_gets_a_new_browser(
     assert isinstance(crashed, FetchFailure) and crashed.reason == "no main text"
     assert isinstance(after, Page) and after.engine == "playwright", after
     # No traceback anywhere, no warning of ours, nor of asyncio about a task left failing.
-    assert [r for r in caplog.records if r.exc_info or (
-        r.levelno >= logging.WARNING and r.name.split(".")[0] in ("sleuth", "asyncio"))] == []
+    assert [
+        r
+        for r in caplog.records
+        if r.exc_info
+        or (r.levelno >= logging.WARNING and r.name.split(".")[0] in ("sleuth", "asyncio"))
+    ] == []
     assert any("the browser failed" in r.getMessage() for r in caplog.records)
     assert "Traceback" not in capfd.readouterr().err
 
@@ -421,8 +499,8 @@ def chromium_browser_pids() -> list[int]:
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 stat = (entry / "stat").read_text()
-                names[int(entry.name)] = stat[stat.index("(") + 1:stat.rindex(")")]
-                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2:].split()[1])
+                names[int(entry.name)] = stat[stat.index("(") + 1 : stat.rindex(")")]
+                parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
 
     def ours(pid: int) -> bool:
         while pid > 1:
@@ -431,8 +509,13 @@ def chromium_browser_pids() -> list[int]:
                 return True
         return False
 
-    found = [pid for pid, name in names.items() if name.startswith("chromium") and ours(pid)
-             and not names.get(parents.get(pid, 0), "").startswith("chromium")]
+    found = [
+        pid
+        for pid, name in names.items()
+        if name.startswith("chromium")
+        and ours(pid)
+        and not names.get(parents.get(pid, 0), "").startswith("chromium")
+    ]
     assert found, "no Chromium of ours is running"
     return found
 
@@ -447,17 +530,38 @@ async def test_the_automatic_fallback_is_not_a_way_in(web: Web) -> None:
 
 @pytest.mark.slow
 def test_a_research_meeting_the_attack_cites_nothing_internal_and_prints_no_traceback(
-        web: Web, tmp_path: Path) -> None:
+    web: Web, tmp_path: Path
+) -> None:
     web.reset()
     out = tmp_path / "report.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     env["SLEUTH_HOME"] = str(tmp_path / "home")
     proc = subprocess.run(
-        [sys.executable, "-m", "sleuth", "Why does the Moon show one face to the Earth?",
-         "--search", "searxng", "--searxng-url", web.attacker.base, "--allow-domains",
-         f"{ATTACKER_IP},{NEWS_IP}", "--timeout", str(TIMEOUT), "--no-llm", "--format", "json",
-         "-o", str(out)],
-        env=env, capture_output=True, text=True, timeout=120, check=False)
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "Why does the Moon show one face to the Earth?",
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.attacker.base,
+            "--allow-domains",
+            f"{ATTACKER_IP},{NEWS_IP}",
+            "--timeout",
+            str(TIMEOUT),
+            "--no-llm",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "unexpected error" not in proc.stderr, proc.stderr
     report = json.loads(out.read_text(encoding="utf-8"))

@@ -32,13 +32,26 @@ DAY = 86_400.0
 
 
 def base_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--no-llm",
-            "--timeout", str(PAGE_TIMEOUT), "--home", str(home), "--quiet",
-            "--format", "json", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--no-llm",
+        "--timeout",
+        str(PAGE_TIMEOUT),
+        "--home",
+        str(home),
+        "--quiet",
+        "--format",
+        "json",
+        *extra,
+    ]
 
 
-def research(web: OfflineWeb, home: Path, out: Path, question: str, *extra: str
-             ) -> tuple[int, dict[str, Any]]:
+def research(
+    web: OfflineWeb, home: Path, out: Path, question: str, *extra: str
+) -> tuple[int, dict[str, Any]]:
     code = run([*base_args(web, home, *extra), "-o", str(out), question])
     data = json.loads(out.read_text(encoding="utf-8"))
     assert isinstance(data, dict)
@@ -62,16 +75,15 @@ def cached_run(web: OfflineWeb, tmp_path: Path) -> tuple[Path, str, dict[str, An
     # A topic whose pages all answer at once (stadia's slow drip would hold every second
     # run that is refused the cited pages until its 5 s deadline).
     question = web.topics[3].question
-    code, first = research(web, home, tmp_path / "first.json", question,
-                           "--allow-private-urls")
+    code, first = research(web, home, tmp_path / "first.json", question, "--allow-private-urls")
     assert code == 0 and first["sources"], "the first run read nothing to cache"
     return home, question, first
 
 
 @pytest.mark.parametrize("rules", ["default", "deny", "allow"])
 def test_a_page_cached_under_other_rules_is_refused_without_a_request(
-        rules: str, web: OfflineWeb, tmp_path: Path,
-        cached_run: tuple[Path, str, dict[str, Any]]) -> None:
+    rules: str, web: OfflineWeb, tmp_path: Path, cached_run: tuple[Path, str, dict[str, Any]]
+) -> None:
     home, question, first = cached_run
     cited = [s["url"] for s in first["sources"]]
     refused_hosts = {host(url) for url in cited}
@@ -86,10 +98,12 @@ def test_a_page_cached_under_other_rules_is_refused_without_a_request(
         expected = "blocked: domain "
     web.reset_log()
     _code, second = research(web, home, tmp_path / "second.json", question, *extra)
-    assert not [r for r in page_requests(web) if host(r) in refused_hosts], \
+    assert not [r for r in page_requests(web) if host(r) in refused_hosts], (
         "a refused page was requested"
-    assert not {host(s["url"]) for s in second["sources"]} & refused_hosts, \
+    )
+    assert not {host(s["url"]) for s in second["sources"]} & refused_hosts, (
         "a page these settings refuse was cited from the cache"
+    )
     reasons = {f["url"]: f["reason"] for f in second["failures"]}
     # Each cited page the second run came to is a named refusal; without any private
     # address allowed, it comes to every one (nothing else can be read).
@@ -100,20 +114,31 @@ def test_a_page_cached_under_other_rules_is_refused_without_a_request(
 
 
 def test_a_resumed_run_applies_its_own_rules_to_the_cache(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        cached_run: tuple[Path, str, dict[str, Any]]) -> None:
+    web: OfflineWeb,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    cached_run: tuple[Path, str, dict[str, Any]],
+) -> None:
     """A resumed run reuses what the store has whatever its age, but only what its own
     settings (here the defaults: no private addresses) let it fetch."""
     home, question, first = cached_run
-    strict = load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                            "no_llm": True, "timeout": PAGE_TIMEOUT}, env={})
+    strict = load_settings(
+        {
+            "search": "searxng",
+            "searxng_url": web.searxng_url,
+            "no_llm": True,
+            "timeout": PAGE_TIMEOUT,
+        },
+        env={},
+    )
     with Store(home) as store:
         run_id = store.create_run(question, run_options(strict))
         store.finish_run(run_id, "interrupted")
     web.reset_log()
     out = tmp_path / "resumed.json"
-    code = run(["resume", run_id, "--home", str(home), "--quiet", "--format", "json",
-                "-o", str(out)])
+    code = run(
+        ["resume", run_id, "--home", str(home), "--quiet", "--format", "json", "-o", str(out)]
+    )
     resumed = json.loads(out.read_text(encoding="utf-8"))
     assert page_requests(web) == [], "the resumed run sent a request for a refused page"
     assert code == 1 and resumed["run_id"] == run_id and resumed["sources"] == []
@@ -125,8 +150,10 @@ def test_a_resumed_run_applies_its_own_rules_to_the_cache(
 
 # ---------------------------------------------------------------- the fetcher's cache
 
+
 async def test_a_page_read_from_a_private_address_is_not_served_under_stricter_rules(
-        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A name (not a literal address) that resolved to loopback when the page was read:
     the cache remembers where the page came from, so a run without
     ``--allow-private-urls`` does not reuse it; its own fetch is refused by the guard."""
@@ -146,8 +173,7 @@ async def test_a_page_read_from_a_private_address_is_not_served_under_stricter_r
         for allow_private in (True, True, False):
             settings = Settings(allow_private_urls=allow_private, timeout=PAGE_TIMEOUT)
             web.reset_log()
-            async with Fetcher(settings, cache=StorePageCache.for_run(store, settings)
-                               ) as fetcher:
+            async with Fetcher(settings, cache=StorePageCache.for_run(store, settings)) as fetcher:
                 result = await fetcher.fetch(url)
             served.append((result, fetcher.cache_hits, len(web.requests)))
     (first, _, first_asked), (again, again_hits, again_asked), strict = served
@@ -160,27 +186,34 @@ async def test_a_page_read_from_a_private_address_is_not_served_under_stricter_r
 
 
 async def test_a_cached_page_whose_redirect_ends_in_a_denied_domain_is_not_served(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     asked: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         asked.append(str(request.url))
         if request.url.host == "short.example":
             return httpx.Response(301, headers={"location": "https://ads.example/landing"})
-        return httpx.Response(200, html="<html><head><title>Landing</title></head><body>"
-                              "<article><p>" + "A page about the Moon and its orbit. " * 20
-                              + "</p></article></body></html>")
+        return httpx.Response(
+            200,
+            html="<html><head><title>Landing</title></head><body>"
+            "<article><p>"
+            + "A page about the Moon and its orbit. " * 20
+            + "</p></article></body></html>",
+        )
 
     url = "https://short.example/x"
     with Store(tmp_path / "home") as store:
         for deny in ([], ["ads.example"]):
             settings = Settings(deny_domains=deny)
-            async with Fetcher(settings, transport=httpx.MockTransport(handler),
-                               cache=StorePageCache.for_run(store, settings)) as fetcher:
+            async with Fetcher(
+                settings,
+                transport=httpx.MockTransport(handler),
+                cache=StorePageCache.for_run(store, settings),
+            ) as fetcher:
                 result = await fetcher.fetch(url)
     assert isinstance(result, FetchFailure)
     assert result.reason == "blocked: domain ads.example is denied (--deny-domains ads.example)"
     # The denied site itself was asked only by the first, permissive run.
     assert asked == [url, "https://ads.example/landing", url]
     assert fetcher.cache_hits == 0
-

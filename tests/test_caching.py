@@ -34,9 +34,11 @@ from sleuth.testing.llm import ScriptedLLM
 
 DAY = 86_400.0
 URL = "https://docs.example.org/guide"
-BODY = ("<html><head><title>The guide</title></head><body><article><p>"
-        + "Write-ahead logging keeps readers and the writer apart. " * 20
-        + "</p></article></body></html>")
+BODY = (
+    "<html><head><title>The guide</title></head><body><article><p>"
+    + "Write-ahead logging keeps readers and the writer apart. " * 20
+    + "</p></article></body></html>"
+)
 
 
 class Clock:
@@ -58,8 +60,9 @@ class Site:
         self.asked: list[dict[str, str]] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
-        conditional = {k: v for k, v in request.headers.items()
-                       if k in ("if-none-match", "if-modified-since")}
+        conditional = {
+            k: v for k, v in request.headers.items() if k in ("if-none-match", "if-modified-since")
+        }
         self.asked.append(conditional)
         headers = {"content-type": "text/html; charset=utf-8"}
         if self.etag:
@@ -67,7 +70,8 @@ class Site:
         if self.last_modified:
             headers["last-modified"] = self.last_modified
         unchanged = (self.etag and conditional.get("if-none-match") == self.etag) or (
-            self.last_modified and conditional.get("if-modified-since") == self.last_modified)
+            self.last_modified and conditional.get("if-modified-since") == self.last_modified
+        )
         if unchanged:
             return httpx.Response(304, headers=headers)
         return httpx.Response(self.status, headers=headers, text=self.body)
@@ -84,8 +88,9 @@ def store(tmp_path: Path, clock: Clock) -> Iterator[Store]:
         yield opened
 
 
-async def fetch(site: Site, cache: StorePageCache, url: str = URL
-                ) -> tuple[Page | FetchFailure, int]:
+async def fetch(
+    site: Site, cache: StorePageCache, url: str = URL
+) -> tuple[Page | FetchFailure, int]:
     settings = Settings(max_chars=cache.max_chars)
     async with Fetcher(settings, transport=httpx.MockTransport(site), cache=cache) as fetcher:
         result = await fetcher.fetch(url)
@@ -93,6 +98,7 @@ async def fetch(site: Site, cache: StorePageCache, url: str = URL
 
 
 # ---------------------------------------------------------------- pages
+
 
 async def test_fresh_page_comes_from_the_cache_without_a_request(store: Store) -> None:
     site = Site()
@@ -147,8 +153,9 @@ async def test_refresh_skips_reads_but_still_stores(store: Store) -> None:
     site = Site()
     await fetch(site, StorePageCache(store, max_age_s=DAY, max_chars=30_000))
     site.body = BODY.replace("Write-ahead logging", "Refreshed text")
-    result, hits = await fetch(site, StorePageCache(store, max_age_s=DAY, max_chars=30_000,
-                                                    read=False))
+    result, hits = await fetch(
+        site, StorePageCache(store, max_age_s=DAY, max_chars=30_000, read=False)
+    )
     assert hits == 0 and len(site.asked) == 2 and site.asked[-1] == {}
     assert isinstance(result, Page) and "Refreshed text" in result.text
     entry = store.get_page(URL)
@@ -166,7 +173,8 @@ async def test_a_page_cut_shorter_than_wanted_is_fetched_whole(store: Store) -> 
 
 
 async def test_failures_stand_for_a_time_that_depends_on_the_failure(
-        store: Store, clock: Clock) -> None:
+    store: Store, clock: Clock
+) -> None:
     site = Site()
     site.status, site.etag = 404, None
     cache = StorePageCache(store, max_age_s=DAY, max_chars=30_000)
@@ -194,8 +202,12 @@ def test_failure_ttl_rules() -> None:
 
     assert ttl("HTTP 404", 404) == ttl("binary content", 200) == ttl("no main text") == DAY
     assert ttl("HTTP 429", 429) == ttl("HTTP 503", 503) == TRANSIENT_FAILURE_TTL_S
-    assert ttl("timed out after 15s") == ttl("could not connect (refused)") \
-        == ttl("too large (over 5,000,000 bytes)", 200) == TRANSIENT_FAILURE_TTL_S
+    assert (
+        ttl("timed out after 15s")
+        == ttl("could not connect (refused)")
+        == ttl("too large (over 5,000,000 bytes)", 200)
+        == TRANSIENT_FAILURE_TTL_S
+    )
     assert failure_ttl(FetchFailure(url=URL, reason="HTTP 404"), 60) == 60
 
 
@@ -217,18 +229,23 @@ async def test_a_broken_cache_costs_a_download_not_the_page(store: Store) -> Non
 
 # ---------------------------------------------------------------- local documents
 
+
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     root = tmp_path / "docs"
     root.mkdir()
-    (root / "wal.md").write_text("# WAL notes\n\nWrite-ahead logging lets readers run while "
-                                 "one writer appends to the log.\n", encoding="utf-8")
+    (root / "wal.md").write_text(
+        "# WAL notes\n\nWrite-ahead logging lets readers run while "
+        "one writer appends to the log.\n",
+        encoding="utf-8",
+    )
     (tmp_path / "outside.md").write_text("# Outside\n\nNot to be read.\n", encoding="utf-8")
     return root
 
 
 async def test_file_urls_are_read_from_the_index_only_inside_the_folder(
-        store: Store, folder: Path) -> None:
+    store: Store, folder: Path
+) -> None:
     report = index_folder(store, folder, DocumentExtractor())
     reader = DocumentReader(store, report.folder, max_chars=30_000)
     transport = httpx.MockTransport(lambda request: pytest.fail(f"network: {request.url}"))
@@ -252,10 +269,21 @@ async def test_file_urls_are_refused_without_a_documents_folder(folder: Path) ->
 
 
 def test_local_documents_each_count_as_their_own_site_and_rank_primary(folder: Path) -> None:
-    hits = [SearchHit(title=f"doc {n}", url=file_url(folder / f"doc{n}.md"), rank=n,
-                      provider="local", query="q") for n in range(1, 5)]
-    hits.append(SearchHit(title="blog", url="https://someblog.example/post", rank=1,
-                          provider="searxng", query="q"))
+    hits = [
+        SearchHit(
+            title=f"doc {n}",
+            url=file_url(folder / f"doc{n}.md"),
+            rank=n,
+            provider="local",
+            query="q",
+        )
+        for n in range(1, 5)
+    ]
+    hits.append(
+        SearchHit(
+            title="blog", url="https://someblog.example/post", rank=1, provider="searxng", query="q"
+        )
+    )
     candidates = rank(hits)
     local = [c for c in candidates if c.url.startswith("file://")]
     assert len(local) == 4, "every local document is kept, not one per 'domain'"
@@ -264,6 +292,7 @@ def test_local_documents_each_count_as_their_own_site_and_rank_primary(folder: P
 
 
 # ---------------------------------------------------------------- searches
+
 
 class Counting(SearchProvider):
     name = "counting"
@@ -277,15 +306,23 @@ class Counting(SearchProvider):
         self.calls += 1
         if self.fail:
             raise ProviderFailure("down")
-        return [SearchHit(title="t", url=f"https://example.org/{query}", rank=1,
-                          provider=self.name, query=query)]
+        return [
+            SearchHit(
+                title="t",
+                url=f"https://example.org/{query}",
+                rank=1,
+                provider=self.name,
+                query=query,
+            )
+        ]
 
 
 async def test_searches_are_cached_for_the_ttl(store: Store, clock: Clock) -> None:
     inner = Counting()
     answers: list[tuple[str, str, bool]] = []
-    cached = CachedProvider(inner, store, max_age_s=DAY,
-                            on_answer=lambda p, q, h, c: answers.append((p, q, c)))
+    cached = CachedProvider(
+        inner, store, max_age_s=DAY, on_answer=lambda p, q, h, c: answers.append((p, q, c))
+    )
     assert cached.name == "counting"
     first = await cached.search("wal", limit=5)
     second = await cached.search("wal", limit=5)
@@ -295,8 +332,12 @@ async def test_searches_are_cached_for_the_ttl(store: Store, clock: Clock) -> No
     clock.now += DAY + 1
     await cached.search("wal", limit=5)
     assert inner.calls == 3
-    assert answers == [("counting", "wal", False), ("counting", "wal", True),
-                       ("counting", "wal", False), ("counting", "wal", False)]
+    assert answers == [
+        ("counting", "wal", False),
+        ("counting", "wal", True),
+        ("counting", "wal", False),
+        ("counting", "wal", False),
+    ]
     refreshing = CachedProvider(inner, store, max_age_s=DAY, read=False)
     await refreshing.search("wal", limit=5)
     assert inner.calls == 4 and refreshing.hits_served == 0
@@ -317,6 +358,7 @@ async def test_failed_searches_are_not_cached(store: Store) -> None:
 
 # ---------------------------------------------------------------- LLM replies
 
+
 async def test_llm_client_with_the_store_cache_asks_the_model_once(tmp_path: Path) -> None:
     messages = [{"role": "user", "content": "Plan searches about WAL mode"}]
     with ScriptedLLM.serve() as llm:
@@ -334,4 +376,8 @@ async def test_llm_client_with_the_store_cache_asks_the_model_once(tmp_path: Pat
         assert len(llm.requests) == 1
     assert not first.cached and second.cached
     assert (second.text, second.model, second.prompt_tokens, second.completion_tokens) == (
-        first.text, first.model, first.prompt_tokens, first.completion_tokens)
+        first.text,
+        first.model,
+        first.prompt_tokens,
+        first.completion_tokens,
+    )

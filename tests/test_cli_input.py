@@ -10,28 +10,40 @@ import pytest
 from sleuth.cli import run
 
 
-@pytest.mark.parametrize(("argv", "message"), [
-    ([""], "the question is empty"),
-    (["   \t "], "the question is empty"),
-    (["?!?!"], "no words"),
-    (["x" * 5000], "characters long"),
-    (["--depth", "7", "q"], "invalid value for --depth"),
-    (["--depth", "two", "q"], "invalid value for --depth"),
-    (["--max-sources", "0", "q"], "invalid value for --max-sources"),
-    (["--read-tokens", "100", "q"], "--read-tokens: must be 0 (read pages whole) or at least 256"),
-    (["--search", "nosuch", "q"], "unknown search provider 'nosuch'"),
-    (["--search", "serper", "q"], "SERPER_API_KEY"),
-    (["--search", "searxng", "q"], "searxng"),
-    (["--format", "yaml", "q"], "invalid value for --format"),
-    (["--searxng-url", "ftp://x", "--search", "searxng", "q"], "invalid value for --searxng-url"),
-    (["--no-such-option", "q"], "no-such-option"),
-    ([], "QUESTION"),
-    (["--quality-rules", "/nonexistent/rules.toml", "q"], "cannot read quality rules"),
-    (["-o", "/nonexistent-dir/report.md", "q"], "does not exist"),
-])
-def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
-                                          capsys: pytest.CaptureFixture[str],
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([""], "the question is empty"),
+        (["   \t "], "the question is empty"),
+        (["?!?!"], "no words"),
+        (["x" * 5000], "characters long"),
+        (["--depth", "7", "q"], "invalid value for --depth"),
+        (["--depth", "two", "q"], "invalid value for --depth"),
+        (["--max-sources", "0", "q"], "invalid value for --max-sources"),
+        (
+            ["--read-tokens", "100", "q"],
+            "--read-tokens: must be 0 (read pages whole) or at least 256",
+        ),
+        (["--search", "nosuch", "q"], "unknown search provider 'nosuch'"),
+        (["--search", "serper", "q"], "SERPER_API_KEY"),
+        (["--search", "searxng", "q"], "searxng"),
+        (["--format", "yaml", "q"], "invalid value for --format"),
+        (
+            ["--searxng-url", "ftp://x", "--search", "searxng", "q"],
+            "invalid value for --searxng-url",
+        ),
+        (["--no-such-option", "q"], "no-such-option"),
+        ([], "QUESTION"),
+        (["--quality-rules", "/nonexistent/rules.toml", "q"], "cannot read quality rules"),
+        (["-o", "/nonexistent-dir/report.md", "q"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    argv: list[str],
+    message: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("SERPER_API_KEY", raising=False)
     monkeypatch.delenv("SLEUTH_SEARXNG_URL", raising=False)
     assert run(argv) == 2
@@ -43,8 +55,9 @@ def test_bad_input_is_one_line_and_exit_2(argv: list[str], message: str,
     assert message in lines[0]
 
 
-def test_bad_environment_value_is_reported_by_name(capsys: pytest.CaptureFixture[str],
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_environment_value_is_reported_by_name(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("SLEUTH_ALLOW_PRIVATE_URLS", "perhaps")
     assert run(["q"]) == 2
     assert "SLEUTH_ALLOW_PRIVATE_URLS" in capsys.readouterr().err
@@ -57,8 +70,17 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
     assert __version__ in capsys.readouterr().out
     assert run(["--help"]) == 0
     out = capsys.readouterr().out
-    for flag in ["--depth", "--max-sources", "--search", "--searxng-url", "--format", "--output",
-                 "--allow-private-urls", "--fetch-engine", "SLEUTH_SEARCH"]:
+    for flag in [
+        "--depth",
+        "--max-sources",
+        "--search",
+        "--searxng-url",
+        "--format",
+        "--output",
+        "--allow-private-urls",
+        "--fetch-engine",
+        "SLEUTH_SEARCH",
+    ]:
         assert flag in out
     # Agent-only options are kept for `sleuth agent --help`, where they mean something.
     assert "--round-minutes" not in out
@@ -74,21 +96,30 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_subprocess_has_no_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "sleuth", "--depth", "7", "question"],
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sleuth", "--depth", "7", "question"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr.strip() == ("sleuth: error: invalid value for --depth: "
-                                   "Input should be less than or equal to 3")
+    assert proc.stderr.strip() == (
+        "sleuth: error: invalid value for --depth: Input should be less than or equal to 3"
+    )
 
 
 def test_help_loads_no_heavy_library(tmp_path: Path) -> None:
     """`sleuth --help` must start fast: the event loop, HTTP and extraction load lazily."""
-    code = ("import sys\nfrom sleuth.cli import run\nrun(['--help'])\n"
-            "heavy = ('asyncio', 'httpx', 'openai', 'trafilatura', 'lxml', 'numpy', 'bm25s',"
-            " 'rich', 'sqlite3', 'mcp', 'starlette', 'pydantic')\n"
-            "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    code = (
+        "import sys\nfrom sleuth.cli import run\nrun(['--help'])\n"
+        "heavy = ('asyncio', 'httpx', 'openai', 'trafilatura', 'lxml', 'numpy', 'bm25s',"
+        " 'rich', 'sqlite3', 'mcp', 'starlette', 'pydantic')\n"
+        "print('LOADED', sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "LOADED []"

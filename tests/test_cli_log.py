@@ -57,11 +57,31 @@ main()
 def research(web: OfflineWeb, home: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     urls = [*BLOCKED, web.hostile["undefined_charset"]]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
-    args = ["--search", "broken,fixed", "--allow-private-urls", "--no-llm", "--depth", "1",
-            "--max-sources", "10", "--timeout", "5", "--home", str(home), "--quiet", *extra,
-            "How do soybean farmers see the phase one trade deal?"]
-    return subprocess.run([sys.executable, "-c", PROGRAM, ",".join(urls), *args],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=home)
+    args = [
+        "--search",
+        "broken,fixed",
+        "--allow-private-urls",
+        "--no-llm",
+        "--depth",
+        "1",
+        "--max-sources",
+        "10",
+        "--timeout",
+        "5",
+        "--home",
+        str(home),
+        "--quiet",
+        *extra,
+        "How do soybean farmers see the phase one trade deal?",
+    ]
+    return subprocess.run(
+        [sys.executable, "-c", PROGRAM, ",".join(urls), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=home,
+    )
 
 
 @pytest.mark.slow

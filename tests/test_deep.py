@@ -50,9 +50,13 @@ def llm(web: OfflineWeb) -> Iterator[ScriptedLLM]:
 
 
 def options(web: OfflineWeb, model: bool = True, **extra: Any) -> dict[str, Any]:
-    opts: dict[str, Any] = {"search": "searxng", "searxng_url": web.searxng_url,
-                            "allow_private_urls": True, "timeout": PAGE_TIMEOUT,
-                            "mode": "deep"}
+    opts: dict[str, Any] = {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": PAGE_TIMEOUT,
+        "mode": "deep",
+    }
     if model:
         opts.update(base_url=web.llm_url, model=MODEL)
     else:
@@ -62,13 +66,15 @@ def options(web: OfflineWeb, model: bool = True, **extra: Any) -> dict[str, Any]
 
 def page_requests(web: OfflineWeb) -> Counter[str]:
     main = urlsplit(web.base_url).netloc
-    return Counter(f"http://{r.host}{r.path}" for r in web.requests
-                   if r.method == "GET" and r.host != main)
+    return Counter(
+        f"http://{r.host}{r.path}" for r in web.requests if r.method == "GET" and r.host != main
+    )
 
 
 def searched(web: OfflineWeb) -> Counter[str]:
-    return Counter(" ".join(str(r.query).lower().split()) for r in web.requests
-                   if r.path == "/search")
+    return Counter(
+        " ".join(str(r.query).lower().split()) for r in web.requests if r.path == "/search"
+    )
 
 
 def cited(markdown: str) -> set[int]:
@@ -78,16 +84,41 @@ def cited(markdown: str) -> set[int]:
 
 # -- the tree, the report, the JSON --------------------------------------------------------
 
+
 def test_deep_cli_json_has_the_tree_contents_and_checked_sections(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     ScriptedResearcher(plant=True).install(llm)
     web.reset_log()
     out = tmp_path / "deep.json"
-    code = run(["deep", "--search", "searxng", "--searxng-url", web.searxng_url,
-                "--allow-private-urls", "--timeout", str(PAGE_TIMEOUT), "--base-url",
-                web.llm_url, "--model", MODEL, "--breadth", "3", "--levels", "2",
-                "--max-sources", "12", "--quiet", "--format", "json", "-o", str(out),
-                web.topics[1].question])
+    code = run(
+        [
+            "deep",
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--timeout",
+            str(PAGE_TIMEOUT),
+            "--base-url",
+            web.llm_url,
+            "--model",
+            MODEL,
+            "--breadth",
+            "3",
+            "--levels",
+            "2",
+            "--max-sources",
+            "12",
+            "--quiet",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            web.topics[1].question,
+        ]
+    )
     assert code == 0
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["mode"] == "deep" and report["writer"] == "llm"
@@ -130,8 +161,9 @@ def test_deep_cli_json_has_the_tree_contents_and_checked_sections(
     check = report["citations"]
     assert check["unknown_citations_removed"] >= len(report["sections"])
     assert check["invented_urls_removed"] >= len(report["sections"])
-    stages = Counter(name for r in llm.requests for name, marker in MARKERS.items()
-                     if marker in r.last_user)
+    stages = Counter(
+        name for r in llm.requests for name, marker in MARKERS.items() if marker in r.last_user
+    )
     assert stages["subquestions"] == 1 and stages["outline"] == 1 and stages["frame"] == 1
     assert stages["section"] == len(report["sections"])
     assert stages["report"] == 0 and stages["plan"] == 0  # quick mode's prompts are not used
@@ -139,23 +171,29 @@ def test_deep_cli_json_has_the_tree_contents_and_checked_sections(
 
 def test_one_level_stops_after_the_sub_questions(web: OfflineWeb, llm: ScriptedLLM) -> None:
     ScriptedResearcher().install(llm)
-    report = sleuth.research_sync(web.topics[3].question,
-                                  **options(web, breadth=2, levels=1, max_sources=4))
+    report = sleuth.research_sync(
+        web.topics[3].question, **options(web, breadth=2, levels=1, max_sources=4)
+    )
     assert report.tree is not None
     assert {n.level for n in report.tree} == {1} and len(report.tree) <= 2
     # The model was asked for learnings and follow-ups; no follow-up was explored.
     assert any(MARKERS["learn"] in r.last_user for r in llm.requests)
 
 
-def test_follow_ups_that_repeat_the_question_end_the_tree(web: OfflineWeb,
-                                                         llm: ScriptedLLM) -> None:
+def test_follow_ups_that_repeat_the_question_end_the_tree(
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     question = web.topics[3].question
-    llm.add(json.dumps({"learnings": [], "follow_ups": [question, question.upper()]}),
-            contains=MARKERS["learn"], times=None)
+    llm.add(
+        json.dumps({"learnings": [], "follow_ups": [question, question.upper()]}),
+        contains=MARKERS["learn"],
+        times=None,
+    )
     ScriptedResearcher().install(llm)
     events: list[Event] = []
-    report = sleuth.research_sync(question, on_event=events.append,
-                                  **options(web, breadth=2, levels=3, max_sources=6))
+    report = sleuth.research_sync(
+        question, on_event=events.append, **options(web, breadth=2, levels=3, max_sources=6)
+    )
     assert report.tree is not None and {n.level for n in report.tree} == {1}
     assert any("repeat what is known" in e.message for e in events if e.kind == "info")
 
@@ -164,24 +202,27 @@ def test_a_failing_branch_is_in_the_gaps_and_the_others_go_on(web: OfflineWeb) -
     question = web.topics[0].question
     web.search_failures = 1  # the first search of the tree answers 500
     try:
-        report = sleuth.research_sync(question, **options(web, model=False, breadth=3,
-                                                           levels=1, max_sources=6))
+        report = sleuth.research_sync(
+            question, **options(web, model=False, breadth=3, levels=1, max_sources=6)
+        )
     finally:
         web.search_failures = 0
     assert report.tree is not None
     failed = [n for n in report.tree if n.status == "failed"]
     assert len(failed) == 1 and failed[0].note
-    assert any(failed[0].question in f.reason and "could not be researched" in f.reason
-               for f in report.failures)
+    assert any(
+        failed[0].question in f.reason and "could not be researched" in f.reason
+        for f in report.failures
+    )
     gaps = report.markdown.split("## Gaps", 1)[1]
     assert "could not be researched" in gaps
     assert [n for n in report.tree if n.status == "done"] and report.sources
 
 
 def test_a_budget_cuts_the_tree_and_says_so(web: OfflineWeb) -> None:
-    report = sleuth.research_sync(web.topics[4].question,
-                                  **options(web, model=False, breadth=2, levels=3,
-                                            max_fetches=2))
+    report = sleuth.research_sync(
+        web.topics[4].question, **options(web, model=False, breadth=2, levels=3, max_fetches=2)
+    )
     assert report.tree is not None
     assert report.stopped_by is not None and "--max-fetches 2" in report.stopped_by
     assert not [n for n in report.tree if n.level == 3 and n.status != "skipped"]
@@ -191,16 +232,20 @@ def test_a_budget_cuts_the_tree_and_says_so(web: OfflineWeb) -> None:
 
 def test_without_a_model_the_report_is_grouped_by_sub_question(web: OfflineWeb) -> None:
     web.reset_log()
-    report = sleuth.research_sync(web.topics[1].question,
-                                  **options(web, model=False, breadth=3, levels=2))
+    report = sleuth.research_sync(
+        web.topics[1].question, **options(web, model=False, breadth=3, levels=2)
+    )
     assert report.writer == "template" and report.tree is not None and report.sources
     assert len(report.sources) <= 20  # deep mode's default
     firsts = [n for n in report.tree if n.level == 1 and n.sources]
     markdown = report.markdown
     assert "## Contents" in markdown and "## Introduction" in markdown
     for node in firsts:
-        assert f"\n## {node.question}\n" in markdown or f"\n## {node.question.rstrip('?')}" \
-            in markdown or node.question in markdown
+        assert (
+            f"\n## {node.question}\n" in markdown
+            or f"\n## {node.question.rstrip('?')}" in markdown
+            or node.question in markdown
+        )
     assert cited(markdown) == {s.id for s in report.sources}
     assert max(page_requests(web).values()) == 1
 
@@ -210,19 +255,19 @@ def test_without_a_model_the_report_is_grouped_by_sub_question(web: OfflineWeb) 
 BRIDGE_DOCS = {
     # The question's own page: it names the composer, the bridge.
     "glass-orchard.md": "# The Glass Orchard\n\nThe Glass Orchard is an opera in three acts "
-                        "first staged in 1921. Its music was written by Ilsa Varenne, and "
-                        "its libretto by the poet Tomas Quell.\n",
+    "first staged in 1921. Its music was written by Ilsa Varenne, and "
+    "its libretto by the poet Tomas Quell.\n",
     # The bridge page: the answer, with no word of the question in it.
     "ilsa-varenne.md": "# Ilsa Varenne\n\nIlsa Varenne (1880-1944) grew up in Brackwater, "
-                       "a mill village on the river Tamsel, and studied in Vienna. Her songs "
-                       "were sung in Brackwater's chapel for decades.\n",
+    "a mill village on the river Tamsel, and studied in Vienna. Her songs "
+    "were sung in Brackwater's chapel for decades.\n",
     # Pages that share the question's words and do not help.
     "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Straw covers "
-                       "keep frost off young trees; the town orchard was born of a gift.\n",
+    "keep frost off young trees; the town orchard was born of a gift.\n",
     "glassblowing.md": "# Glassblowing\n\nGlass is blown in a furnace. A composer of glass "
-                       "art works in a studio; a town glassworks was born in 1900.\n",
+    "art works in a studio; a town glassworks was born in 1900.\n",
     "operas.md": "# Operas of the 1920s\n\nMany operas were staged in the 1920s. An opera "
-                 "composer of the time was often born in a capital.\n",
+    "composer of the time was often born in a capital.\n",
 }
 BRIDGE_QUESTION = "In which town was the composer of The Glass Orchard born?"
 
@@ -236,10 +281,12 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
     # branch that reads one page reads its best, not the first to arrive.
     common = {"docs": str(folder), "no_llm": True, "top_wait": 3.0}
     quick = sleuth.research_sync(BRIDGE_QUESTION, max_sources=3, **common)
-    assert not [s for s in quick.sources if s.title == "Ilsa Varenne"], \
+    assert not [s for s in quick.sources if s.title == "Ilsa Varenne"], (
         "the fixture is wrong: one hop already finds the bridge page"
-    deep = sleuth.research_sync(BRIDGE_QUESTION, mode="deep", breadth=2, levels=2,
-                                max_sources=6, **common)
+    )
+    deep = sleuth.research_sync(
+        BRIDGE_QUESTION, mode="deep", breadth=2, levels=2, max_sources=6, **common
+    )
     assert deep.tree is not None
     hop = [n for n in deep.tree if n.level == 2 and n.question == "Ilsa Varenne"]
     assert hop and hop[0].status == "done" and hop[0].sources
@@ -251,8 +298,10 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
 
 # -- resume ------------------------------------------------------------------------------
 
+
 async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     ScriptedResearcher().install(llm)
     home = tmp_path / "home"
     question = web.topics[2].question
@@ -262,8 +311,7 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
         if event.kind == "branch" and event.data.get("level") == 2:
             second_level.set()
 
-    opts = options(web, home=str(home), breadth=2, levels=2, max_sources=6,
-                   concurrency=1)
+    opts = options(web, home=str(home), breadth=2, levels=2, max_sources=6, concurrency=1)
     web.reset_log()
     web.latency = 0.3
     try:
@@ -296,22 +344,36 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
 
 # -- the web page ------------------------------------------------------------------------
 
-def test_the_web_page_runs_a_deep_research_and_streams_the_tree(web: OfflineWeb,
-                                                                tmp_path: Path) -> None:
+
+def test_the_web_page_runs_a_deep_research_and_streams_the_tree(
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     from starlette.testclient import TestClient
 
     from sleuth.settings import load_settings
     from sleuth.web.app import create_app
 
-    settings = load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                              "allow_private_urls": True, "timeout": 2, "top_wait": 0,
-                              "no_llm": True, "home": str(tmp_path), "breadth": 2}, env={})
+    settings = load_settings(
+        {
+            "search": "searxng",
+            "searxng_url": web.searxng_url,
+            "allow_private_urls": True,
+            "timeout": 2,
+            "top_wait": 0,
+            "no_llm": True,
+            "home": str(tmp_path),
+            "breadth": 2,
+        },
+        env={},
+    )
     with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as client:
         page = client.get("/").text
         assert '<option value="deep">Deep</option>' in page and 'id="ui-tree"' in page
         assert client.get("/api/config").json()["mode"] == "quick"
-        started = client.post("/api/runs", json={"question": web.topics[3].question,
-                                                 "mode": "deep", "max_sources": "4"})
+        started = client.post(
+            "/api/runs",
+            json={"question": web.topics[3].question, "mode": "deep", "max_sources": "4"},
+        )
         assert started.status_code == 201
         body = client.get(started.json()["events"]).text
     events = [json.loads(line[6:]) for line in body.splitlines() if line.startswith("data: ")]
@@ -324,14 +386,19 @@ def test_the_web_page_runs_a_deep_research_and_streams_the_tree(web: OfflineWeb,
 
 # -- options -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--max-sources", "55", "q"], "--max-sources is at most 50 (60 with --mode deep)"),
-    (["deep", "--max-sources", "61", "q"], "invalid value for --max-sources"),
-    (["deep", "--levels", "5", "q"], "invalid value for --levels"),
-    (["--mode", "deeper", "q"], "invalid value for --mode"),
-])
-def test_bad_deep_options_are_one_line_and_exit_2(args: list[str], message: str,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--max-sources", "55", "q"], "--max-sources is at most 50 (60 with --mode deep)"),
+        (["deep", "--max-sources", "61", "q"], "invalid value for --max-sources"),
+        (["deep", "--levels", "5", "q"], "invalid value for --levels"),
+        (["--mode", "deeper", "q"], "invalid value for --mode"),
+    ],
+)
+def test_bad_deep_options_are_one_line_and_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run([*args[:-1], "--no-store", args[-1]]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
@@ -350,7 +417,8 @@ def test_deep_defaults_apply_only_where_the_user_set_nothing() -> None:
 
 @pytest.mark.slow
 def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     import os
     import signal
     import subprocess
@@ -359,10 +427,29 @@ def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
 
     home = tmp_path / "home"
     question = web.topics[4].question
-    args = ["deep", "--search", "searxng", "--searxng-url", web.searxng_url,
-            "--allow-private-urls", "--timeout", "10", "--home", str(home), "--quiet",
-            "--no-llm", "--concurrency", "1", "--breadth", "2", "--levels", "2",
-            "--max-sources", "6", question]
+    args = [
+        "deep",
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "10",
+        "--home",
+        str(home),
+        "--quiet",
+        "--no-llm",
+        "--concurrency",
+        "1",
+        "--breadth",
+        "2",
+        "--levels",
+        "2",
+        "--max-sources",
+        "6",
+        question,
+    ]
 
     def level_one_done() -> str | None:
         if not (home / "sleuth.db").exists():
@@ -376,9 +463,13 @@ def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
     web.reset_log()
     web.latency = 0.4  # slow pages: the second level is still being fetched when killed
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"},
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", *args],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             deadline, run_id = time.monotonic() + WAIT_S, None
             while run_id is None and time.monotonic() < deadline and proc.poll() is None:
@@ -398,8 +489,10 @@ def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
     assert fetched and fetched <= set(page_requests(web))
     web.reset_log()
     out = tmp_path / "report.json"
-    assert run(["resume", run_id, "--home", str(home), "--quiet", "--format", "json",
-                "-o", str(out)]) == 0
+    assert (
+        run(["resume", run_id, "--home", str(home), "--quiet", "--format", "json", "-o", str(out)])
+        == 0
+    )
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["mode"] == "deep" and report["run_id"] == run_id and report["sources"]
     again = set(page_requests(web)) & fetched

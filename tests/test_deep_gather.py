@@ -21,15 +21,28 @@ from sleuth.urls import canonicalize
 
 
 def candidate(url: str, title: str | None = None) -> Candidate:
-    return Candidate(url=url, canonical_url=canonicalize(url), domain=url.split("/")[2],
-                     title=title or url, quality=Quality.UNVERIFIED, quality_score=2,
-                     frequency=1, score=1.0)
+    return Candidate(
+        url=url,
+        canonical_url=canonicalize(url),
+        domain=url.split("/")[2],
+        title=title or url,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        frequency=1,
+        score=1.0,
+    )
 
 
 def page(url: str) -> Page:
-    return Page(url=url, final_url=url, canonical_url=canonicalize(url), title=url,
-                text="Some text about the question. " * 20, content_type="text/html",
-                status=200)
+    return Page(
+        url=url,
+        final_url=url,
+        canonical_url=canonicalize(url),
+        title=url,
+        text="Some text about the question. " * 20,
+        content_type="text/html",
+        status=200,
+    )
 
 
 class InstantFetcher:
@@ -68,9 +81,16 @@ async def test_pages_beyond_the_share_are_not_summarised_unless_needed() -> None
         judged.append(c.url)
         return "not relevant" if c.url == URLS[0] else None
 
-    gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u) for u in URLS], InstantFetcher(), 2, accept=accept,  # type: ignore[arg-type]
-        park=True), timeout=10)
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [candidate(u) for u in URLS],
+            InstantFetcher(),
+            2,
+            accept=accept,  # type: ignore[arg-type]
+            park=True,
+        ),
+        timeout=10,
+    )
     # a is rejected, so c (the best page left) is summarised in its place; d-g never are.
     assert [c.url for c, _ in gathered.pages] == [URLS[1], URLS[2]]
     assert sorted(judged) == URLS[:3]
@@ -83,9 +103,10 @@ async def test_without_parking_every_page_that_arrives_is_summarised() -> None:
         judged.append(c.url)
         return None
 
-    gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u) for u in URLS], InstantFetcher(), 2, accept=accept),  # type: ignore[arg-type]
-        timeout=10)
+    gathered = await asyncio.wait_for(
+        gather_pages([candidate(u) for u in URLS], InstantFetcher(), 2, accept=accept),  # type: ignore[arg-type]
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == URLS[:2]
     assert len(judged) == 4  # the window (quick mode, unchanged)
 
@@ -94,24 +115,32 @@ async def test_a_names_own_page_is_waited_for_however_slow() -> None:
     short = Waits(grace_min_s=0.01, grace_share=0.0, top_s=0.01)
     # c, ranked third of four wanted, is past every wait: cut for quicker pages ...
     fetcher = SlowFetcher(URLS[2], 4)
-    gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u) for u in URLS], fetcher, 4, waits=short), timeout=10)  # type: ignore[arg-type]
+    gathered = await asyncio.wait_for(
+        gather_pages([candidate(u) for u in URLS], fetcher, 4, waits=short), timeout=10
+    )  # type: ignore[arg-type]
     assert URLS[2] not in [c.url for c, _ in gathered.pages]
     # ... unless it is the branch's own page: then it is read, in its place.
     fetcher = SlowFetcher(URLS[2], 4)
-    own = Waits(grace_min_s=0.01, grace_share=0.0, top_s=0.01,
-                own=frozenset({canonicalize(URLS[2])}))
-    gathered = await asyncio.wait_for(gather_pages(
-        [candidate(u) for u in URLS], fetcher, 4, waits=own), timeout=10)  # type: ignore[arg-type]
+    own = Waits(
+        grace_min_s=0.01, grace_share=0.0, top_s=0.01, own=frozenset({canonicalize(URLS[2])})
+    )
+    gathered = await asyncio.wait_for(
+        gather_pages([candidate(u) for u in URLS], fetcher, 4, waits=own), timeout=10
+    )  # type: ignore[arg-type]
     assert [c.url for c, _ in gathered.pages] == URLS[:4]
 
 
 def test_a_names_own_page_comes_first() -> None:
-    ranked = [candidate("https://a.example/1", "Audrey Williams (archaeologist)"),
-              candidate("https://a.example/2", "Audrey Williams"),
-              candidate("https://a.example/3", "Lee Roy Selmon's")]
+    ranked = [
+        candidate("https://a.example/1", "Audrey Williams (archaeologist)"),
+        candidate("https://a.example/2", "Audrey Williams"),
+        candidate("https://a.example/3", "Lee Roy Selmon's"),
+    ]
     assert [c.title for c in own_first("Audrey Williams", ranked)] == [
-        "Audrey Williams", "Audrey Williams (archaeologist)", "Lee Roy Selmon's"]
+        "Audrey Williams",
+        "Audrey Williams (archaeologist)",
+        "Lee Roy Selmon's",
+    ]
     assert titled("Toad Hall (ANU)", "Toad Hall")
     assert not titled("Sorin Hall (University of Notre Dame)", "Toad Hall")
     assert not titled("Toad Hall Records", "Toad Hall")
@@ -120,9 +149,12 @@ def test_a_names_own_page_comes_first() -> None:
 
 
 async def test_a_branch_select_call_is_shown_its_best_results_only() -> None:
-    hits = [SearchHit(title=u, url=u, rank=n, provider="searxng", query=q)
-            for q in ("q1", "q2") for n, u in enumerate(URLS, start=1)
-            if (q == "q1") == (n % 2 == 1)]  # q1: a c e g, q2: b d f
+    hits = [
+        SearchHit(title=u, url=u, rank=n, provider="searxng", query=q)
+        for q in ("q1", "q2")
+        for n, u in enumerate(URLS, start=1)
+        if (q == "q1") == (n % 2 == 1)
+    ]  # q1: a c e g, q2: b d f
     with ScriptedLLM.serve(models=["small"]) as served:
         served.add("[2]")
         served.add("[1]")
@@ -130,15 +162,17 @@ async def test_a_branch_select_call_is_shown_its_best_results_only() -> None:
         config = LLMConfig(base_url=served.base_url, model="small")
         async with LLMClient(config, sleep=lambda s: asyncio.sleep(0)) as client:
             llm = RunLLM(client, question="q", language="English")
-            ranked, _ = await select_candidates(llm, "q?", ["q1", "q2"], hits, shown=shown,
-                                                show=3)
+            ranked, _ = await select_candidates(llm, "q?", ["q1", "q2"], hits, shown=shown, show=3)
             # What was not shown is still a candidate, ranked after the picks.
             assert sorted(c.url for c in ranked) == URLS
             # A later call (more queries) may show what the first one did not.
-            await select_candidates(llm, "q?", ["q1", "q2", "q3"],
-                                    [*hits, SearchHit(title="x", url=URLS[6], rank=1,
-                                                      provider="searxng", query="q3")],
-                                    shown=shown)
+            await select_candidates(
+                llm,
+                "q?",
+                ["q1", "q2", "q3"],
+                [*hits, SearchHit(title="x", url=URLS[6], rank=1, provider="searxng", query="q3")],
+                shown=shown,
+            )
         prompts = [r.last_user for r in served.requests]
     # Each query's best in turn, three of them: a (q1), b (q2), c (q1).
     assert re.findall(r"URL: (\S+)", section(prompts[0], "RESULTS")) == URLS[:3]
@@ -146,8 +180,9 @@ async def test_a_branch_select_call_is_shown_its_best_results_only() -> None:
 
 
 def test_a_name_keeps_its_number_and_a_year_alone_is_no_name() -> None:
-    found = named_things("It was a Heinkel HD 23, a fighter. At the 2011 census, BWV 1033 "
-                         "was played in Young.")
+    found = named_things(
+        "It was a Heinkel HD 23, a fighter. At the 2011 census, BWV 1033 was played in Young."
+    )
     assert "Heinkel HD 23" in found and "BWV 1033" in found
     assert "2011" not in found and "Heinkel HD" not in found
     assert rule_subquestions("Heinkel HD 23 was held on what craft?", 4)[1:] == ["Heinkel HD 23"]

@@ -104,6 +104,7 @@ def _names(hits: list[Any]) -> list[str]:
 
 # ---------------------------------------------------------------- indexing
 
+
 def test_folder_is_indexed_and_a_corrupt_pdf_is_reported(store: Store, folder: Path) -> None:
     report = index_folder(store, folder, READ)
     assert (report.added, report.updated, report.unchanged, report.removed) == (5, 0, 0, 0)
@@ -117,10 +118,15 @@ def test_folder_is_indexed_and_a_corrupt_pdf_is_reported(store: Store, folder: P
     html = get_doc(store, folder.resolve() / "guide.html")
     assert html is not None and html.title == "Sourdough baking guide"
     assert "wild yeast" in html.text and "Copyright the bakers" not in html.text
-    titles = {name: getattr(get_doc(store, folder.resolve() / name), "title", None)
-              for name in ("notes.md", "sub/tides.rst", "kelp.txt")}
-    assert titles == {"notes.md": "Rust ownership notes", "sub/tides.rst": "Tides",
-                      "kelp.txt": "Kelp forests and photosynthesis"}
+    titles = {
+        name: getattr(get_doc(store, folder.resolve() / name), "title", None)
+        for name in ("notes.md", "sub/tides.rst", "kelp.txt")
+    }
+    assert titles == {
+        "notes.md": "Rust ownership notes",
+        "sub/tides.rst": "Tides",
+        "kelp.txt": "Kelp forests and photosynthesis",
+    }
     assert store.integrity_check() == "ok"
 
 
@@ -137,8 +143,9 @@ def test_unreadable_file_is_reported_and_the_rest_indexed(store: Store, folder: 
     assert report.added == 5
 
 
-def test_read_error_on_one_file_is_not_fatal(store: Store, folder: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_error_on_one_file_is_not_fatal(
+    store: Store, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Same as above, for any user: reading one file fails with EACCES."""
     real = Path.read_bytes
 
@@ -154,8 +161,9 @@ def test_read_error_on_one_file_is_not_fatal(store: Store, folder: Path,
     assert search_docs(store, "kelp photosynthesis", 5) == []
 
 
-def test_reindex_reads_only_what_changed(store: Store, folder: Path,
-                                         extraction_spy: Callable[[], list[str]]) -> None:
+def test_reindex_reads_only_what_changed(
+    store: Store, folder: Path, extraction_spy: Callable[[], list[str]]
+) -> None:
     index_folder(store, folder, READ)
     extracted = extraction_spy()
     again = index_folder(store, folder, READ)
@@ -195,13 +203,15 @@ def _age(folder: Path, seconds: int = 3600, recent_only: bool = False) -> None:
     for path in [folder, *folder.rglob("*")]:
         st = path.lstat()
         if not recent_only or st.st_mtime_ns > recent:
-            os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000),
-                     follow_symlinks=False)
+            os.utime(
+                path,
+                ns=(st.st_atime_ns, st.st_mtime_ns - seconds * 1_000_000_000),
+                follow_symlinks=False,
+            )
 
 
 def _fingerprints(store: Store) -> int:
-    return int(store.read(lambda c: c.execute("SELECT count(*) FROM docs_folders")
-                          .fetchone()[0]))
+    return int(store.read(lambda c: c.execute("SELECT count(*) FROM docs_folders").fetchone()[0]))
 
 
 def _change(folder: Path, change: str) -> tuple[str, str | None]:
@@ -232,11 +242,21 @@ def _change(folder: Path, change: str) -> tuple[str, str | None]:
     return "kelp", "seaweed.txt"
 
 
-@pytest.mark.parametrize("change", [
-    "edit in place", "edit in place, same size", "edit through a symlink", "add",
-    "add in a new folder", "remove", "rename"])
+@pytest.mark.parametrize(
+    "change",
+    [
+        "edit in place",
+        "edit in place, same size",
+        "edit through a symlink",
+        "add",
+        "add in a new folder",
+        "remove",
+        "rename",
+    ],
+)
 def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
-        store: Store, tmp_path: Path, change: str, extraction_spy: Callable[[], list[str]]) -> None:
+    store: Store, tmp_path: Path, change: str, extraction_spy: Callable[[], list[str]]
+) -> None:
     folder = tmp_path / "clean"
     _write(folder / "notes.md", NOTES_MD)
     _write(folder / "kelp.txt", KELP_TXT)
@@ -274,15 +294,20 @@ def test_missing_or_unusable_folder_is_a_config_error(store: Store, tmp_path: Pa
 
 # ---------------------------------------------------------------- searching
 
-@pytest.mark.parametrize(("query", "best"), [
-    ("how long does sourdough bulk fermentation take", "guide.html"),
-    ("borrow checker lifetimes", "notes.md"),
-    ("kelp photosynthesis", "kelp.txt"),
-    ("what causes spring tides", "tides.rst"),
-    ("product development quality assurance", "module.pdf"),
-])
-def test_search_ranks_the_right_file_first(store: Store, folder: Path, query: str,
-                                           best: str) -> None:
+
+@pytest.mark.parametrize(
+    ("query", "best"),
+    [
+        ("how long does sourdough bulk fermentation take", "guide.html"),
+        ("borrow checker lifetimes", "notes.md"),
+        ("kelp photosynthesis", "kelp.txt"),
+        ("what causes spring tides", "tides.rst"),
+        ("product development quality assurance", "module.pdf"),
+    ],
+)
+def test_search_ranks_the_right_file_first(
+    store: Store, folder: Path, query: str, best: str
+) -> None:
     index_folder(store, folder, READ)
     hits = search_docs(store, query, 5)
     assert _names(hits)[0] == best
@@ -300,8 +325,7 @@ def test_query_syntax_in_user_text_is_harmless(store: Store, folder: Path) -> No
     assert fts_query("the what") == '"the" OR "what"'  # only stopwords: keep them
 
 
-def test_search_can_be_limited_to_one_folder(store: Store, folder: Path,
-                                             tmp_path: Path) -> None:
+def test_search_can_be_limited_to_one_folder(store: Store, folder: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     _write(other / "bread.md", "# Rye bread\nSourdough rye needs a long fermentation.")
     index_folder(store, folder, READ)
@@ -320,6 +344,7 @@ def test_file_urls_round_trip(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- the provider
+
 
 class DocsSettings(Settings):
     """Settings with the fields this feature proposes (until settings.py has them)."""
@@ -362,7 +387,8 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_local_provider_returns_file_hits_without_network(
-        tmp_path: Path, folder: Path, no_network: list[str]) -> None:
+    tmp_path: Path, folder: Path, no_network: list[str]
+) -> None:
     requests: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -370,19 +396,23 @@ async def test_local_provider_returns_file_hits_without_network(
         return httpx.Response(500)
 
     settings = DocsSettings.model_validate(
-        {"search": ["local"], "docs": folder, "home": tmp_path / "home"})
+        {"search": ["local"], "docs": folder, "home": tmp_path / "home"}
+    )
     kelp_url = _url_in(folder, "kelp.txt")
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         assert get_provider("local") is LocalSearch
         providers = build_providers(settings, client, env={})
-        hits, failures = await run_searches(["sourdough starter", "rust borrow checker"],
-                                            providers, limit=3, timeout=30)
+        hits, failures = await run_searches(
+            ["sourdough starter", "rust borrow checker"], providers, limit=3, timeout=30
+        )
         provider = providers[0]
         assert isinstance(provider, LocalSearch)
         again = await provider.search("kelp", limit=2)
     assert failures == []
     assert [Path(str(path_from_file_url(h.url))).name for h in hits if h.rank == 1] == [
-        "guide.html", "notes.md"]
+        "guide.html",
+        "notes.md",
+    ]
     assert all(h.url.startswith("file:///") and h.provider == "local" for h in hits)
     assert all(_is_file(h.url) for h in hits)
     assert hits[0].title == "Sourdough baking guide" and hits[0].query == "sourdough starter"

@@ -89,8 +89,22 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[Any]]:
 
 
 def research_docs(folder: Path, home: Path, out: Path, *extra: str) -> dict[str, Any]:
-    code = run(["--docs", str(folder), "--home", str(home), "--no-llm", "--quiet",
-                "--format", "json", "-o", str(out), *extra, QUESTION])
+    code = run(
+        [
+            "--docs",
+            str(folder),
+            "--home",
+            str(home),
+            "--no-llm",
+            "--quiet",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            *extra,
+            QUESTION,
+        ]
+    )
     assert code == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert isinstance(data, dict)
@@ -102,8 +116,8 @@ def _gaps(report: dict[str, Any]) -> str:
 
 
 def test_a_folder_is_researched_without_the_network_and_bad_files_are_gaps(
-        folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        no_network: list[Any]) -> None:
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[Any]
+) -> None:
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\ngarbage\n")
     private = _write(folder / "private.md", "# Private sourdough notes\nstarter secrets")
     real_read = Path.read_bytes
@@ -133,9 +147,9 @@ def test_a_folder_is_researched_without_the_network_and_bad_files_are_gaps(
         assert len(indexed.payload["failed"]) == 2
 
 
-def test_a_changed_file_is_the_only_one_read_again(folder: Path, tmp_path: Path,
-                                                   extraction_spy: Callable[[], list[str]],
-                                                   no_network: list[Any]) -> None:
+def test_a_changed_file_is_the_only_one_read_again(
+    folder: Path, tmp_path: Path, extraction_spy: Callable[[], list[str]], no_network: list[Any]
+) -> None:
     home = tmp_path / "home"
     research_docs(folder, home, tmp_path / "first.json")
     starter = folder / "starter.md"
@@ -150,8 +164,9 @@ def test_a_changed_file_is_the_only_one_read_again(folder: Path, tmp_path: Path,
     assert no_network == []
 
 
-def test_no_store_indexes_in_a_scratch_folder(folder: Path, tmp_path: Path,
-                                              no_network: list[Any]) -> None:
+def test_no_store_indexes_in_a_scratch_folder(
+    folder: Path, tmp_path: Path, no_network: list[Any]
+) -> None:
     home = tmp_path / "home"
     report = research_docs(folder, home, tmp_path / "report.json", "--no-store")
     assert report["sources"] and report["run_id"] is None
@@ -162,14 +177,38 @@ def test_no_store_indexes_in_a_scratch_folder(folder: Path, tmp_path: Path,
 def test_local_and_web_are_searched_together(web: OfflineWeb, tmp_path: Path) -> None:
     topic = web.topics[0]
     docs = tmp_path / "docs"
-    _write(docs / "stadia.md", f"# My notes on Stadia\n\n{topic.question} Google Stadia is a "
-                               "cloud game streaming service; my notes on its launch.\n")
+    _write(
+        docs / "stadia.md",
+        f"# My notes on Stadia\n\n{topic.question} Google Stadia is a "
+        "cloud game streaming service; my notes on its launch.\n",
+    )
     web.reset_log()
     out = tmp_path / "report.json"
-    assert run(["--docs", str(docs), "--search", "local,searxng", "--searxng-url",
-                web.searxng_url, "--allow-private-urls", "--timeout", "2", "--no-llm",
-                "--home", str(tmp_path / "home"), "--quiet", "--format", "json", "-o", str(out),
-                topic.question]) == 0
+    assert (
+        run(
+            [
+                "--docs",
+                str(docs),
+                "--search",
+                "local,searxng",
+                "--searxng-url",
+                web.searxng_url,
+                "--allow-private-urls",
+                "--timeout",
+                "2",
+                "--no-llm",
+                "--home",
+                str(tmp_path / "home"),
+                "--quiet",
+                "--format",
+                "json",
+                "-o",
+                str(out),
+                topic.question,
+            ]
+        )
+        == 0
+    )
     report = json.loads(out.read_text(encoding="utf-8"))
     urls = [s["url"] for s in report["sources"]]
     assert urls[0] == (docs.resolve() / "stadia.md").as_uri()
@@ -177,8 +216,9 @@ def test_local_and_web_are_searched_together(web: OfflineWeb, tmp_path: Path) ->
     assert any(r.path == "/search" for r in web.requests)
 
 
-def test_documents_mode_errors_are_one_line(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_documents_mode_errors_are_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(["--docs", str(tmp_path / "missing"), "--no-llm", QUESTION]) == 2
     assert run(["--search", "local", "--no-llm", QUESTION]) == 2
     err = capsys.readouterr().err.splitlines()
@@ -188,24 +228,43 @@ def test_documents_mode_errors_are_one_line(tmp_path: Path,
 
 
 def test_a_folder_with_nothing_on_the_question_says_so(
-        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        no_network: list[Any]) -> None:
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], no_network: list[Any]
+) -> None:
     """The report said "see Gaps" and Gaps said every source could be read: now it says
     that nothing in the folder matched (or that the folder holds nothing to read)."""
     out = tmp_path / "report.json"
-    for docs, said in ((folder, f"nothing in the documents folder {folder} matched the "
-                                "question"),
-                       (tmp_path / "empty", f"the documents folder {tmp_path / 'empty'} "
-                                            "holds no file sleuth can read")):
+    for docs, said in (
+        (folder, f"nothing in the documents folder {folder} matched the question"),
+        (
+            tmp_path / "empty",
+            f"the documents folder {tmp_path / 'empty'} holds no file sleuth can read",
+        ),
+    ):
         docs.mkdir(exist_ok=True)
-        assert run(["--docs", str(docs), "--home", str(tmp_path / "home"), "--no-llm",
-                    "--quiet", "--format", "json", "-o", str(out),
-                    "How does the Rust borrow checker work?"]) == 1
+        assert (
+            run(
+                [
+                    "--docs",
+                    str(docs),
+                    "--home",
+                    str(tmp_path / "home"),
+                    "--no-llm",
+                    "--quiet",
+                    "--format",
+                    "json",
+                    "-o",
+                    str(out),
+                    "How does the Rust borrow checker work?",
+                ]
+            )
+            == 1
+        )
         report = json.loads(out.read_text(encoding="utf-8"))
         assert report["sources"] == []
         assert [f["reason"] for f in report["failures"]] == [said]
         gaps = _gaps(report)
         assert "Every source that was tried could be read" not in gaps
         assert said.replace(str(tmp_path), "") in gaps.replace(
-            str(tmp_path).replace("_", "\\_"), "")
+            str(tmp_path).replace("_", "\\_"), ""
+        )
     assert no_network == []

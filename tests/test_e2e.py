@@ -38,15 +38,25 @@ PAGE_TIMEOUT = 2.0
 
 
 def web_args(web: OfflineWeb, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", str(PAGE_TIMEOUT), "--quiet", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        str(PAGE_TIMEOUT),
+        "--quiet",
+        *extra,
+    ]
 
 
 def page_requests(web: OfflineWeb) -> Counter[str]:
     """GETs that reached a page host (not the search endpoint), by URL."""
     main = urlsplit(web.base_url).netloc
-    return Counter(f"http://{r.host}{r.path}" for r in web.requests
-                   if r.method == "GET" and r.host != main)
+    return Counter(
+        f"http://{r.host}{r.path}" for r in web.requests if r.method == "GET" and r.host != main
+    )
 
 
 def test_cli_json_report_cites_only_fetched_pages(web: OfflineWeb, tmp_path: Path) -> None:
@@ -55,8 +65,16 @@ def test_cli_json_report_cites_only_fetched_pages(web: OfflineWeb, tmp_path: Pat
     out = tmp_path / "report.json"
     assert run(web_args(web, "--format", "json", "-o", str(out), topic.question)) == 0
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert set(report) >= {"topic", "depth", "queries", "sources", "failures", "confidence",
-                           "markdown", "stats"}
+    assert set(report) >= {
+        "topic",
+        "depth",
+        "queries",
+        "sources",
+        "failures",
+        "confidence",
+        "markdown",
+        "stats",
+    }
     assert report["topic"] == topic.question and report["queries"][0] == topic.question
     assert 1 <= len(report["sources"]) <= 5
     fetched = page_requests(web)
@@ -74,22 +92,32 @@ def test_the_right_pages_are_found(web: OfflineWeb) -> None:
     """A topic's expected pages are among its sources: ranking and reading work together."""
     for topic in web.topics[:3]:
         report = sleuth.research_sync(
-            topic.question, search="searxng", searxng_url=web.searxng_url,
-            allow_private_urls=True, timeout=PAGE_TIMEOUT, max_sources=5)
+            topic.question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=PAGE_TIMEOUT,
+            max_sources=5,
+        )
         expected = {web.doc(doc_id).url for doc_id in topic.expected}
         cited = {s.url for s in report.sources}
         assert len(cited & expected) >= 3, (topic.id, cited, expected)
         assert report.confidence in ("MEDIUM", "HIGH")
 
 
-def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(
-        web: OfflineWeb) -> None:
+def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(web: OfflineWeb) -> None:
     seen: dict[str, str] = {}
     for topic in web.topics:
         web.reset_log()
         report = sleuth.research_sync(
-            topic.question, search="searxng", searxng_url=web.searxng_url,
-            allow_private_urls=True, timeout=PAGE_TIMEOUT, max_sources=20, depth=1)
+            topic.question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=PAGE_TIMEOUT,
+            max_sources=20,
+            depth=1,
+        )
         counts = page_requests(web)
         # (A later topic's pages may all be in the store already: none fetched at all.)
         assert max(counts.values(), default=1) == 1, counts.most_common(3)
@@ -110,8 +138,13 @@ def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(
 def test_pdf_and_mislabelled_charset_are_read(web: OfflineWeb) -> None:
     report = sleuth.research_sync(
         "LayoutParser unified toolkit deep learning document image analysis",
-        search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=PAGE_TIMEOUT, max_sources=10, depth=1)
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        max_sources=10,
+        depth=1,
+    )
     # max_sources above the candidate count: every candidate is fetched, so the
     # assertion does not depend on which pages happen to finish first.
     assert web.hostile["pdf"] in {s.url for s in report.sources}
@@ -120,18 +153,34 @@ def test_pdf_and_mislabelled_charset_are_read(web: OfflineWeb) -> None:
 def test_private_addresses_are_refused_by_default(web: OfflineWeb) -> None:
     """Without --allow-private-urls, search results pointing at loopback are not fetched."""
     web.reset_log()
-    report = sleuth.research_sync(web.topics[0].question, search="searxng",
-                                  searxng_url=web.searxng_url, timeout=PAGE_TIMEOUT, depth=1)
+    report = sleuth.research_sync(
+        web.topics[0].question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        timeout=PAGE_TIMEOUT,
+        depth=1,
+    )
     assert report.sources == []
     assert report.failures and all("blocked" in f.reason for f in report.failures if f.url)
     assert not page_requests(web), "a blocked URL reached the network"
     assert report.confidence == "LOW"
 
 
-def test_no_source_at_all_exits_1_with_gaps(web: OfflineWeb,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
-    code = run(["--search", "searxng", "--searxng-url", web.searxng_url, "--quiet",
-                "--depth", "1", web.topics[1].question])
+def test_no_source_at_all_exits_1_with_gaps(
+    web: OfflineWeb, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = run(
+        [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--quiet",
+            "--depth",
+            "1",
+            web.topics[1].question,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "## Gaps" in out and "blocked" in out and "## Confidence: LOW" in out
@@ -140,9 +189,13 @@ def test_no_source_at_all_exits_1_with_gaps(web: OfflineWeb,
 def test_search_outage_is_recorded_not_fatal(web: OfflineWeb) -> None:
     web.search_failures = 100
     try:
-        report = sleuth.research_sync(web.topics[2].question, search="searxng",
-                                      searxng_url=web.searxng_url, allow_private_urls=True,
-                                      depth=1)
+        report = sleuth.research_sync(
+            web.topics[2].question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            depth=1,
+        )
     finally:
         web.search_failures = 0
     assert report.sources == []
@@ -155,7 +208,12 @@ def test_subprocess_markdown_report(web: OfflineWeb, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
     proc = subprocess.run(
         [sys.executable, "-m", "sleuth", *web_args(web)[:-1], web.topics[3].question],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"# Research: {web.topics[3].question}")
     assert "## Key Findings" in proc.stdout and "## Sources" in proc.stdout
@@ -166,9 +224,16 @@ def test_subprocess_markdown_report(web: OfflineWeb, tmp_path: Path) -> None:
 
 def test_fetch_budget_stops_gathering_and_still_reports(web: OfflineWeb) -> None:
     web.reset_log()
-    report = sleuth.research_sync(web.topics[4].question, search="searxng",
-                                  searxng_url=web.searxng_url, allow_private_urls=True,
-                                  timeout=PAGE_TIMEOUT, max_sources=10, max_fetches=2, depth=1)
+    report = sleuth.research_sync(
+        web.topics[4].question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        max_sources=10,
+        max_fetches=2,
+        depth=1,
+    )
     assert report.stats.fetches == 2 and sum(page_requests(web).values()) <= 2
     assert report.stopped_by == "fetch budget reached (--max-fetches 2)"
     assert "fetch budget reached" in report.markdown.split("## Gaps", 1)[1]
@@ -179,9 +244,15 @@ def test_time_budget_ends_a_run_waiting_on_a_slow_page(web: OfflineWeb) -> None:
     """With every page slow, --max-time ends gathering at the budget, not the page deadline."""
     web.latency = 30.0
     try:
-        report = sleuth.research_sync(web.topics[5].question, search="searxng",
-                                      searxng_url=web.searxng_url, allow_private_urls=True,
-                                      timeout=60, max_time="1s", depth=1)
+        report = sleuth.research_sync(
+            web.topics[5].question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=60,
+            max_time="1s",
+            depth=1,
+        )
     finally:
         web.latency = 0.0
     # Every page comes after 30 s: none read, and the budget, not a page, ended the run.
@@ -190,7 +261,8 @@ def test_time_budget_ends_a_run_waiting_on_a_slow_page(web: OfflineWeb) -> None:
 
 
 async def test_pages_download_while_slower_queries_are_still_searched(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The question's own results are fetched without waiting for its variant queries."""
     from sleuth.search import base as search_base
     from sleuth.search.searxng import SearxngProvider
@@ -214,15 +286,24 @@ async def test_pages_download_while_slower_queries_are_still_searched(
     monkeypatch.setitem(search_base._REGISTRY, "gated", Gated)
     topic = web.topics[0]
     report = await sleuth.research(
-        topic.question, search="gated", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+        topic.question,
+        search="gated",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        depth=2,
+        max_sources=3,
+        no_store=True,
+        on_event=on_event,
+    )
     assert len(report.queries) > 1
     assert not [f for f in report.failures if f.stage == "search"], report.failures
     assert len(report.sources) == 3
 
 
 async def test_a_variant_holding_the_whole_question_can_start_the_fetching(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """When the keyword query ("China responding protests Hong Kong") answers before the
     question itself, its hits are fetched at once: they rank the same pages, so there is
     nothing to wait for."""
@@ -250,15 +331,24 @@ async def test_a_variant_holding_the_whole_question_can_start_the_fetching(
 
     monkeypatch.setitem(search_base._REGISTRY, "gated", Gated)
     report = await sleuth.research(
-        topic.question, search="gated", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+        topic.question,
+        search="gated",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        depth=2,
+        max_sources=3,
+        no_store=True,
+        on_event=on_event,
+    )
     assert report.queries == [topic.question, keywords]
     assert not [f for f in report.failures if f.stage == "search"], report.failures
     assert len(report.sources) == 3
 
 
 async def test_the_sides_of_a_split_question_never_start_the_fetching(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The parts' queries ("… markets", "… trade talks") rank one part's pages first:
     even when they answer first, fetching waits for a query that holds the whole question."""
     from sleuth.search import base as search_base
@@ -289,15 +379,24 @@ async def test_the_sides_of_a_split_question_never_start_the_fetching(
 
     monkeypatch.setitem(search_base._REGISTRY, "ordered", Ordered)
     report = await sleuth.research(
-        topic.question, search="ordered", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=PAGE_TIMEOUT, depth=2, max_sources=3, no_store=True, on_event=on_event)
+        topic.question,
+        search="ordered",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        depth=2,
+        max_sources=3,
+        no_store=True,
+        on_event=on_event,
+    )
     assert len(fragments) == 2 and order[:2] == ["fragment", "fragment"]
     assert order.index("fetch") > order.index("whole"), order
     assert len(report.sources) == 3
 
 
 def test_top_wait_holds_the_run_for_the_best_ranked_page_up_to_the_runs_own_bound(
-        web: OfflineWeb) -> None:
+    web: OfflineWeb,
+) -> None:
     """--top-wait: the slow-drip page ranks first for this topic and is still coming when
     enough pages are read; given up to 600 s it is waited for, but not past the bound this
     run's own page times set (issue 26: a few times as long as its pages took), so it is
@@ -308,9 +407,16 @@ def test_top_wait_holds_the_run_for_the_best_ranked_page_up_to_the_runs_own_boun
     too."""
     events: list[Any] = []
     report = sleuth.research_sync(
-        web.topics[0].question, search="searxng", searxng_url=web.searxng_url,
-        allow_private_urls=True, timeout=3 * PAGE_TIMEOUT, no_store=True, top_wait=600,
-        max_sources=3, on_event=events.append)
+        web.topics[0].question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=3 * PAGE_TIMEOUT,
+        no_store=True,
+        top_wait=600,
+        max_sources=3,
+        on_event=events.append,
+    )
     waits = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
     assert len(waits) == 1 and waits[0]["pages"] == 1
     # The bound, not --top-wait, ends the wait: held to --top-wait, the announced wait would
@@ -319,5 +425,7 @@ def test_top_wait_holds_the_run_for_the_best_ranked_page_up_to_the_runs_own_boun
     reasons = {f.url: f.reason for f in report.failures}
     # (Its deadline may still come first where a loaded machine made every page slow.)
     assert reasons[web.hostile["slow_drip"]] in (
-        "not waited for: enough sources were read first", f"timed out after {3 * PAGE_TIMEOUT:g}s")
+        "not waited for: enough sources were read first",
+        f"timed out after {3 * PAGE_TIMEOUT:g}s",
+    )
     assert report.sources

@@ -9,10 +9,18 @@ from sleuth.stages.explore import bridge_entities, named_things, repeats, rule_s
 
 
 def test_names_end_at_a_sentence_but_not_at_an_abbreviation() -> None:
-    text = ("The film stars James Woods and Jane Alexander. It was directed by M. Ward in "
-            "St. Moritz. The Recovery of Aristotle came later.\nLater Works\nIt ended.")
-    assert named_things(text) == ["James Woods", "Jane Alexander", "M. Ward", "St. Moritz",
-                                  "The Recovery of Aristotle", "Later Works"]
+    text = (
+        "The film stars James Woods and Jane Alexander. It was directed by M. Ward in "
+        "St. Moritz. The Recovery of Aristotle came later.\nLater Works\nIt ended."
+    )
+    assert named_things(text) == [
+        "James Woods",
+        "Jane Alexander",
+        "M. Ward",
+        "St. Moritz",
+        "The Recovery of Aristotle",
+        "Later Works",
+    ]
 
 
 def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:
@@ -20,8 +28,11 @@ def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:
     assert subs[0] == "Which plant is larger, the Pterocarya or the Cotula?"
     assert set(subs[1:]) == {"Pterocarya", "Cotula"}
     # A nationality describes; it is not a thing to research.
-    subs = rule_subquestions("The Curse of the Jade Scorpion is a 2001 film featuring an "
-                             "American actress who starred in what?", 4)
+    subs = rule_subquestions(
+        "The Curse of the Jade Scorpion is a 2001 film featuring an "
+        "American actress who starred in what?",
+        4,
+    )
     assert "American" not in subs and "The Curse of the Jade Scorpion" in subs
     assert len(rule_subquestions("Compare A, B, C, D and E in Paris, London, Rome", 2)) == 2
 
@@ -35,10 +46,15 @@ def test_repeats() -> None:
 
 def test_bridge_names_are_what_the_pages_give_and_the_question_does_not() -> None:
     question = "In which town was the composer of The Glass Orchard born?"
-    pages = [("The Glass Orchard", "The Glass Orchard is an opera first staged in 1921. Its "
-              "music was written by Ilsa Varenne, and its libretto by Tomas Quell. It was "
-              "revived as The Glass Orchard: Second Edition."),
-             ("Tomas Quell", "Tomas Quell was a poet.")]
+    pages = [
+        (
+            "The Glass Orchard",
+            "The Glass Orchard is an opera first staged in 1921. Its "
+            "music was written by Ilsa Varenne, and its libretto by Tomas Quell. It was "
+            "revived as The Glass Orchard: Second Edition.",
+        ),
+        ("Tomas Quell", "Tomas Quell was a poet."),
+    ]
     names = bridge_entities(question, pages, 3)
     assert names[0] == "Ilsa Varenne"
     assert "Tomas Quell" not in names  # a page already read
@@ -47,8 +63,16 @@ def test_bridge_names_are_what_the_pages_give_and_the_question_does_not() -> Non
 
 
 def _candidate(url: str) -> Candidate:
-    return Candidate(url=url, canonical_url=url, domain="x", title=url,
-                     quality=Quality.UNVERIFIED, quality_score=2, frequency=1, score=1.0)
+    return Candidate(
+        url=url,
+        canonical_url=url,
+        domain="x",
+        title=url,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        frequency=1,
+        score=1.0,
+    )
 
 
 def test_each_page_goes_to_one_branch_and_none_that_was_read() -> None:

@@ -27,17 +27,25 @@ from sleuth.fetch import extract
 from sleuth.models import Report
 from sleuth.testing import OfflineWeb
 
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="RLIMIT_DATA and /proc are Linux's")
+linux_only = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="RLIMIT_DATA and /proc are Linux's"
+)
 #: Far above what the floods need once cut (about 200 MB), far below what they took before.
 RSS_BOUND_MB = 1000
 
 
 def research(web: OfflineWeb, case: str, **extra: Any) -> Report:
     """A research (no model) whose question is the case's own title: it ranks first."""
-    options: dict[str, Any] = {"search": "searxng", "searxng_url": web.searxng_url,
-                               "allow_private_urls": True, "timeout": 10.0, "depth": 1,
-                               "max_sources": 20, "no_store": True, **extra}
+    options: dict[str, Any] = {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": 10.0,
+        "depth": 1,
+        "max_sources": 20,
+        "no_store": True,
+        **extra,
+    }
     return sleuth.research_sync(web.corpus.hostile[case].title, **options)
 
 
@@ -56,8 +64,11 @@ def eventually(check: Callable[[], bool], seconds: float = 60.0) -> bool:
 
 
 def test_a_page_is_read_up_to_its_element_limit() -> None:
-    page = "<html><body>" + "".join(f"<p>Paragraph number {n} of the page.</p>"
-                                    for n in range(1, 41)) + "</body></html>"
+    page = (
+        "<html><body>"
+        + "".join(f"<p>Paragraph number {n} of the page.</p>" for n in range(1, 41))
+        + "</body></html>"
+    )
     whole, cut = extract(page), extract(page, max_elements=12)
     assert "Paragraph number 40 " in whole.text and not whole.truncated
     assert "Paragraph number 5 " in cut.text and "Paragraph number 40 " not in cut.text
@@ -72,8 +83,10 @@ def test_a_page_over_the_memory_limit_is_a_gap_and_the_run_goes_on(web: OfflineW
     report = research(web, "div_flood", extract_memory_mb=20, max_sources=5)
     # libxml2 may abort() on a failed allocation instead of reporting it: either way the
     # page is a gap with a reason, and the run goes on.
-    assert gap_reason(report, url) in ("too complex to extract: needed over 20 MB",
-                                       "extraction crashed (signal 6)")
+    assert gap_reason(report, url) in (
+        "too complex to extract: needed over 20 MB",
+        "extraction crashed (signal 6)",
+    )
     assert url in report.markdown.split("## Gaps", 1)[1]
     assert report.sources, "the other pages were still read"
 
@@ -104,8 +117,10 @@ async def test_cancelling_an_extraction_kills_the_worker_running_it(tmp_path: Pa
     await asyncio.wrap_future(entry.ready)
     noted = tmp_path / "pid"
     # A page that never ends: the worker notes its pid, then sleeps for an hour.
-    forever = (f"import os, pathlib, time; pathlib.Path({str(noted)!r}).write_text("
-               "str(os.getpid())); time.sleep(3600)")
+    forever = (
+        f"import os, pathlib, time; pathlib.Path({str(noted)!r}).write_text("
+        "str(os.getpid())); time.sleep(3600)"
+    )
     task = asyncio.create_task(run_bounded(exec, forever, {}, limits=limits))
     assert await asyncio.to_thread(eventually, lambda: noted.exists() and noted.read_text())
     pid = int(noted.read_text())
@@ -143,9 +158,11 @@ def test_a_script_without_a_main_guard_runs_once(tmp_path: Path) -> None:
         "from sleuth.extraction.workers import ExtractLimits, run_bounded\n"
         "print('script ran', flush=True)\n"
         "pid = asyncio.run(run_bounded(os.getpid, limits=ExtractLimits(workers=2)))\n"
-        "print('worker is another process:', pid != os.getpid(), flush=True)\n")
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
-                          timeout=120, cwd=tmp_path)
+        "print('worker is another process:', pid != os.getpid(), flush=True)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["script ran", "worker is another process: True"]
 
@@ -165,8 +182,14 @@ def _marked(mark: str) -> list[int]:
 
 def _run_cli(args: list[str], env: dict[str, str], cwd: Path) -> tuple[int, float, str]:
     """Run the CLI to its end: exit code, peak RSS in MB (its own), stderr."""
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=cwd, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     try:
         err = proc.stderr.read()  # to its end: the CLI has exited or closed it
@@ -189,10 +212,28 @@ def test_max_time_ends_the_run_and_its_extraction(web: OfflineWeb, tmp_path: Pat
     env["SLEUTH_TEST_MARK"] = mark
     out = tmp_path / "report.md"
     code, rss_mb, err = _run_cli(
-        ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-         "--no-llm", "--quiet", "--no-store", "--depth", "1", "--max-sources", "20",
-         "--max-time", "5", "-o", str(out), web.corpus.hostile["div_flood"].title],
-        env, tmp_path)
+        [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--no-llm",
+            "--quiet",
+            "--no-store",
+            "--depth",
+            "1",
+            "--max-sources",
+            "20",
+            "--max-time",
+            "5",
+            "-o",
+            str(out),
+            web.corpus.hostile["div_flood"].title,
+        ],
+        env,
+        tmp_path,
+    )
     assert code in (0, 1), err
     assert "Traceback" not in err
     report = out.read_text(encoding="utf-8")

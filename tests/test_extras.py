@@ -20,16 +20,25 @@ from sleuth._extras import install_hint
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run_without(package: str, argv: list[str], home: Path, cwd: Path = ROOT,
-                **env: str) -> subprocess.CompletedProcess[str]:
+def run_without(
+    package: str, argv: list[str], home: Path, cwd: Path = ROOT, **env: str
+) -> subprocess.CompletedProcess[str]:
     """``sleuth ARGV`` in a subprocess in which ``package`` cannot be imported."""
-    code = (f"import sys\nsys.modules[{package!r}] = None\n"
-            "from sleuth.cli import run\nsys.exit(run(sys.argv[1:]))\n")
-    environ = {k: v for k, v in os.environ.items()
-               if not k.startswith(("SLEUTH_", "OPENAI_"))}
+    code = (
+        f"import sys\nsys.modules[{package!r}] = None\n"
+        "from sleuth.cli import run\nsys.exit(run(sys.argv[1:]))\n"
+    )
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     environ.update(SLEUTH_HOME=str(home), PYTHONPATH=str(ROOT), **env)
-    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True,
-                          timeout=60, cwd=cwd, env=environ, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=environ,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_hint(proc: subprocess.CompletedProcess[str], extra: str) -> None:
@@ -44,23 +53,39 @@ def assert_hint(proc: subprocess.CompletedProcess[str], extra: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("package", "argv", "extra"), [
-    ("openai", ["agent", "What is WAL mode?"], "llm"),
-    ("mcp", ["mcp"], "mcp"),
-    ("starlette", ["serve", "--port", "0"], "web"),
-    ("uvicorn", ["serve", "--port", "0"], "web"),
-])
-def test_every_entry_point_names_the_missing_extra(package: str, argv: list[str], extra: str,
-                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("package", "argv", "extra"),
+    [
+        ("openai", ["agent", "What is WAL mode?"], "llm"),
+        ("mcp", ["mcp"], "mcp"),
+        ("starlette", ["serve", "--port", "0"], "web"),
+        ("uvicorn", ["serve", "--port", "0"], "web"),
+    ],
+)
+def test_every_entry_point_names_the_missing_extra(
+    package: str, argv: list[str], extra: str, tmp_path: Path
+) -> None:
     assert_hint(run_without(package, argv, tmp_path), extra)
 
 
 @pytest.mark.slow
 def test_a_configured_model_without_openai_fails_before_a_run_is_recorded(
-        tmp_path: Path, closed_port: int) -> None:
-    proc = run_without("openai", ["--model", "gpt-4o", "--search", "searxng", "--searxng-url",
-                                  f"http://127.0.0.1:{closed_port}", "What is WAL mode?"],
-                       tmp_path, OPENAI_API_KEY="sk-test")
+    tmp_path: Path, closed_port: int
+) -> None:
+    proc = run_without(
+        "openai",
+        [
+            "--model",
+            "gpt-4o",
+            "--search",
+            "searxng",
+            "--searxng-url",
+            f"http://127.0.0.1:{closed_port}",
+            "What is WAL mode?",
+        ],
+        tmp_path,
+        OPENAI_API_KEY="sk-test",
+    )
     assert_hint(proc, "llm")
     listed = run_without("openai", ["runs", "--format", "json"], tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -71,8 +96,9 @@ def _fake_install(site: Path, direct_url: dict[str, object] | None) -> Path:
     """A site-packages folder whose sleuth-research metadata says where it came from."""
     info = site / "sleuth_research-0.1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sleuth-research\n"
-                                   "Version: 0.1.0\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: sleuth-research\nVersion: 0.1.0\n", encoding="utf-8"
+    )
     if direct_url is not None:
         (info / "direct_url.json").write_text(json.dumps(direct_url), encoding="utf-8")
     return site

@@ -102,8 +102,9 @@ HOSTILE_FAILURES = {
 
 
 @pytest.mark.parametrize(("case", "reason"), HOSTILE_FAILURES.items())
-async def test_hostile_page_fails_quickly_with_a_reason(web: OfflineWeb, case: str,
-                                                        reason: str) -> None:
+async def test_hostile_page_fails_quickly_with_a_reason(
+    web: OfflineWeb, case: str, reason: str
+) -> None:
     result = await fetch_one(web.hostile[case], max_page_bytes=1_000_000)
     assert isinstance(result, FetchFailure), result
     # The reason says which bound ended it (the slow drip: the page deadline).
@@ -149,8 +150,10 @@ async def test_slow_drip_ends_at_the_deadline(web: OfflineWeb) -> None:
 
 # ---------------------------------------------------------------- scripted servers
 
-Handler = (Callable[[httpx.Request], httpx.Response]
-           | Callable[[httpx.Request], Coroutine[None, None, httpx.Response]])
+Handler = (
+    Callable[[httpx.Request], httpx.Response]
+    | Callable[[httpx.Request], Coroutine[None, None, httpx.Response]]
+)
 
 
 async def fetch_mock(handler: Handler, url: str, **overrides: object) -> Page | FetchFailure:
@@ -161,37 +164,49 @@ async def fetch_mock(handler: Handler, url: str, **overrides: object) -> Page | 
 
 
 def html_page(body: str, title: str = "A page") -> httpx.Response:
-    return httpx.Response(200, html=f"<html><head><title>{title}</title></head>"
-                                    f"<body><article>{body}</article></body></html>")
+    return httpx.Response(
+        200,
+        html=f"<html><head><title>{title}</title></head>"
+        f"<body><article>{body}</article></body></html>",
+    )
 
 
 ARTICLE = "<p>" + "Tidal locking makes the Moon show one face to the Earth. " * 5 + "</p>"
 
 
 async def test_waiting_for_an_extraction_worker_does_not_fail_a_page_that_arrived(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The deadline is the download's: a page behind a big one in the extraction queue is read."""
     from sleuth.fetch import fetcher as fetcher_module
 
     real = fetcher_module.run_bounded
 
-    async def queued_behind_a_big_page(func: Callable[..., object], *args: object,
-                                       **kwargs: Any) -> object:
+    async def queued_behind_a_big_page(
+        func: Callable[..., object], *args: object, **kwargs: Any
+    ) -> object:
         await asyncio.sleep(0.6)  # stands in for another page's long extraction
         return await real(func, *args, **kwargs)
 
     monkeypatch.setattr(fetcher_module, "run_bounded", queued_behind_a_big_page)
-    page = await fetch_mock(lambda request: html_page(ARTICLE), "https://moon.example/a",
-                            timeout=0.2)
+    page = await fetch_mock(
+        lambda request: html_page(ARTICLE), "https://moon.example/a", timeout=0.2
+    )
     assert isinstance(page, Page), page
     assert "Tidal locking" in page.text
 
 
-@pytest.mark.parametrize("target", [
-    "http://10.0.0.7/admin", "http://169.254.169.254/latest/meta-data/",
-    "http://2130706433/", "http://[::ffff:192.168.0.1]/", "http://localhost:6379/",
-    "file:///etc/passwd",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://10.0.0.7/admin",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://2130706433/",
+        "http://[::ffff:192.168.0.1]/",
+        "http://localhost:6379/",
+        "file:///etc/passwd",
+    ],
+)
 async def test_redirect_to_a_private_address_is_blocked(target: str) -> None:
     asked: list[str] = []
 
@@ -206,7 +221,8 @@ async def test_redirect_to_a_private_address_is_blocked(target: str) -> None:
 
 
 async def test_redirect_into_rebinding_dns_is_blocked_at_connect_time(
-        monkeypatch: pytest.MonkeyPatch, unused_server: Callable[[], Awaitable[int]]) -> None:
+    monkeypatch: pytest.MonkeyPatch, unused_server: Callable[[], Awaitable[int]]
+) -> None:
     """A public-looking name that resolves to loopback: only the connect-time guard sees it."""
     port = await unused_server()
     real = socket.getaddrinfo
@@ -271,30 +287,38 @@ async def test_too_many_redirects() -> None:
 
 async def test_declared_content_length_over_the_cap_is_not_read() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, headers={"Content-Type": "text/html",
-                                            "Content-Length": "9000000"}, content=b"<p>x</p>")
+        return httpx.Response(
+            200,
+            headers={"Content-Type": "text/html", "Content-Length": "9000000"},
+            content=b"<p>x</p>",
+        )
 
     result = await fetch_mock(handler, "https://example.org/big", max_page_bytes=5_000_000)
     assert isinstance(result, FetchFailure) and result.reason == "too large (over 5,000,000 bytes)"
 
 
-@pytest.mark.parametrize(("content_type", "body", "reason"), [
-    ("image/png", b"\x89PNG\r\n\x1a\n", "unsupported content type image/png"),
-    ("application/zip", b"PK\x03\x04", "unsupported content type application/zip"),
-    ("application/octet-stream", bytes(range(256)), "binary content"),
-    ("text/html", b"<html>\x00\x01\x02\x03\x04</html>" * 50, "binary content"),
-    ("text/plain", b"OK", "no main text"),
-])
+@pytest.mark.parametrize(
+    ("content_type", "body", "reason"),
+    [
+        ("image/png", b"\x89PNG\r\n\x1a\n", "unsupported content type image/png"),
+        ("application/zip", b"PK\x03\x04", "unsupported content type application/zip"),
+        ("application/octet-stream", bytes(range(256)), "binary content"),
+        ("text/html", b"<html>\x00\x01\x02\x03\x04</html>" * 50, "binary content"),
+        ("text/plain", b"OK", "no main text"),
+    ],
+)
 async def test_refused_content(content_type: str, body: bytes, reason: str) -> None:
     result = await fetch_mock(
         lambda r: httpx.Response(200, headers={"Content-Type": content_type}, content=body),
-        "https://example.org/thing")
+        "https://example.org/thing",
+    )
     assert isinstance(result, FetchFailure) and result.reason == reason
 
 
 async def test_plain_text_and_markdown_are_kept_as_they_are() -> None:
     body = "# Notes\n\nThe   Moon is   tidally locked.\n\n\n\nIt shows one face.\n"
     for content_type in ("text/plain; charset=utf-8", "text/markdown"):
+
         def handler(request: httpx.Request, ct: str = content_type) -> httpx.Response:
             return httpx.Response(200, headers={"Content-Type": ct}, content=body.encode())
 
@@ -306,8 +330,11 @@ async def test_plain_text_and_markdown_are_kept_as_they_are() -> None:
 
 async def test_pdf_is_recognised_by_its_bytes() -> None:
     page = await fetch_mock(
-        lambda r: httpx.Response(200, headers={"Content-Type": "application/octet-stream"},
-                                 content=PDF), "https://example.org/download?id=7")
+        lambda r: httpx.Response(
+            200, headers={"Content-Type": "application/octet-stream"}, content=PDF
+        ),
+        "https://example.org/download?id=7",
+    )
     assert isinstance(page, Page), page
     assert page.content_type == "application/pdf" and page.title == "Tidal Locking Notes"
     assert "same face to the Earth" in page.text and page.date == "2024-03-15"
@@ -315,8 +342,11 @@ async def test_pdf_is_recognised_by_its_bytes() -> None:
 
 async def test_corrupt_pdf_is_a_failure() -> None:
     result = await fetch_mock(
-        lambda r: httpx.Response(200, headers={"Content-Type": "application/pdf"},
-                                 content=b"%PDF-1.7\n not really"), "https://example.org/x.pdf")
+        lambda r: httpx.Response(
+            200, headers={"Content-Type": "application/pdf"}, content=b"%PDF-1.7\n not really"
+        ),
+        "https://example.org/x.pdf",
+    )
     assert isinstance(result, FetchFailure) and result.reason.startswith("unreadable PDF")
 
 
@@ -325,7 +355,7 @@ def streamed(data: bytes, chunk: int = 100) -> AsyncIterator[bytes]:
 
     async def chunks() -> AsyncIterator[bytes]:
         for start in range(0, len(data), chunk):
-            yield data[start:start + chunk]
+            yield data[start : start + chunk]
 
     return chunks()
 
@@ -338,46 +368,65 @@ def raw_deflate(data: bytes) -> bytes:
 PAGE = f"<html><body><article>{ARTICLE}</article></body></html>".encode()
 
 
-@pytest.mark.parametrize(("encoding", "body"), [
-    ("gzip", gzip.compress(PAGE)),
-    ("gzip", gzip.compress(PAGE[:100]) + gzip.compress(PAGE[100:])),  # two gzip members
-    ("deflate", zlib.compress(PAGE)),
-    ("deflate", raw_deflate(PAGE)),  # "deflate" as many servers really send it
-    ("identity", PAGE),
-])
+@pytest.mark.parametrize(
+    ("encoding", "body"),
+    [
+        ("gzip", gzip.compress(PAGE)),
+        ("gzip", gzip.compress(PAGE[:100]) + gzip.compress(PAGE[100:])),  # two gzip members
+        ("deflate", zlib.compress(PAGE)),
+        ("deflate", raw_deflate(PAGE)),  # "deflate" as many servers really send it
+        ("identity", PAGE),
+    ],
+)
 async def test_compressed_bodies_are_decoded(encoding: str, body: bytes) -> None:
     page = await fetch_mock(
-        lambda r: httpx.Response(200, headers={"Content-Type": "text/html",
-                                               "Content-Encoding": encoding},
-                                 content=streamed(body)),
-        "https://example.org/gz")
+        lambda r: httpx.Response(
+            200,
+            headers={"Content-Type": "text/html", "Content-Encoding": encoding},
+            content=streamed(body),
+        ),
+        "https://example.org/gz",
+    )
     assert isinstance(page, Page), page
     assert page.text.count("Tidal locking") == 5
 
 
-@pytest.mark.parametrize(("encoding", "body", "reason"), [
-    ("gzip", b"\x1f\x8b\x08\x00garbage-garbage-garbage", "corrupt compressed body"),
-    ("br", b"\x00\x01", "unsupported content encoding br"),
-    ("gzip", gzip.compress(b"<p>" + b"a" * 3_000_000 + b"</p>"),
-     "too large (over 1,000,000 bytes)"),
-])
-async def test_bad_compressed_bodies_are_failures(encoding: str, body: bytes,
-                                                  reason: str) -> None:
+@pytest.mark.parametrize(
+    ("encoding", "body", "reason"),
+    [
+        ("gzip", b"\x1f\x8b\x08\x00garbage-garbage-garbage", "corrupt compressed body"),
+        ("br", b"\x00\x01", "unsupported content encoding br"),
+        (
+            "gzip",
+            gzip.compress(b"<p>" + b"a" * 3_000_000 + b"</p>"),
+            "too large (over 1,000,000 bytes)",
+        ),
+    ],
+)
+async def test_bad_compressed_bodies_are_failures(encoding: str, body: bytes, reason: str) -> None:
     result = await fetch_mock(
-        lambda r: httpx.Response(200, headers={"Content-Type": "text/html",
-                                               "Content-Encoding": encoding},
-                                 content=streamed(body, 4096)),
-        "https://example.org/gz", max_page_bytes=1_000_000)
+        lambda r: httpx.Response(
+            200,
+            headers={"Content-Type": "text/html", "Content-Encoding": encoding},
+            content=streamed(body, 4096),
+        ),
+        "https://example.org/gz",
+        max_page_bytes=1_000_000,
+    )
     assert isinstance(result, FetchFailure) and result.reason == reason
 
 
 async def test_long_text_is_truncated_with_a_marker() -> None:
     # Sixty different paragraphs, so that nothing in them reads as a copy.
-    paragraphs = "".join(f"<p>Paragraph {i}: " + " ".join(
-        f"on day {i * 20 + j} the Moon showed face {j}." for j in range(20)) + "</p>"
-        for i in range(60))
-    page = await fetch_mock(lambda r: html_page(paragraphs), "https://example.org/long",
-                            max_chars=2000)
+    paragraphs = "".join(
+        f"<p>Paragraph {i}: "
+        + " ".join(f"on day {i * 20 + j} the Moon showed face {j}." for j in range(20))
+        + "</p>"
+        for i in range(60)
+    )
+    page = await fetch_mock(
+        lambda r: html_page(paragraphs), "https://example.org/long", max_chars=2000
+    )
     assert isinstance(page, Page), page
     assert page.truncated
     assert page.text.endswith("[… truncated at 2000 characters]")
@@ -413,8 +462,10 @@ async def test_concurrency_limits_hold() -> None:
 
     urls = [f"https://site{i % 3}.example/{i}" for i in range(18)]
     # host_delay=0: spacing the starts would keep these instant requests from overlapping.
-    async with Fetcher(settings(concurrency=4, per_host_concurrency=2, host_delay=0),
-                       transport=httpx.MockTransport(handler)) as fetcher:
+    async with Fetcher(
+        settings(concurrency=4, per_host_concurrency=2, host_delay=0),
+        transport=httpx.MockTransport(handler),
+    ) as fetcher:
         results = await asyncio.gather(*(fetcher.fetch(u) for u in urls))
     assert all(isinstance(r, Page) for r in results)
     assert peak["*"] == 4
@@ -452,13 +503,16 @@ async def test_network_errors_are_failures() -> None:
     assert result.reason == "could not connect (Connection refused)"
 
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("not a url", "blocked: scheme '(none)' is not allowed"),
-    ("ftp://example.org/file.txt", "blocked: scheme 'ftp' is not allowed"),
-    ("javascript:alert(1)", "blocked: scheme 'javascript' is not allowed"),
-    ("http://user:secret@example.org/", "blocked: credentials in URL"),
-    ("http://[::1", "blocked: invalid URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("not a url", "blocked: scheme '(none)' is not allowed"),
+        ("ftp://example.org/file.txt", "blocked: scheme 'ftp' is not allowed"),
+        ("javascript:alert(1)", "blocked: scheme 'javascript' is not allowed"),
+        ("http://user:secret@example.org/", "blocked: credentials in URL"),
+        ("http://[::1", "blocked: invalid URL"),
+    ],
+)
 async def test_unfetchable_urls_are_failures_not_errors(url: str, reason: str) -> None:
     result = await fetch_mock(lambda r: html_page(ARTICLE), url)
     assert isinstance(result, FetchFailure) and result.reason.startswith(reason)
@@ -487,11 +541,15 @@ async def test_fetch_page_returns_or_raises(web: OfflineWeb) -> None:
 
 
 async def test_playwright_engine_without_playwright_says_how_to_install(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # Pretend the optional package is absent, whatever this environment has.
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "playwright" else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "playwright" else real_find_spec(name, *a),
+    )
     from sleuth._extras import install_hint
 
     # The hint installs the extra where sleuth came from (here: this checkout).
@@ -501,9 +559,11 @@ async def test_playwright_engine_without_playwright_says_how_to_install(
 
 
 def test_script_shell_detection() -> None:
-    shell = ("<html><head><script src='/a.js'></script><script src='/b.js'></script></head>"
-             "<body><div id='root'></div><noscript>You need to enable JavaScript to run "
-             "this app.</noscript><script>window.__DATA__={}</script></body></html>")
+    shell = (
+        "<html><head><script src='/a.js'></script><script src='/b.js'></script></head>"
+        "<body><div id='root'></div><noscript>You need to enable JavaScript to run "
+        "this app.</noscript><script>window.__DATA__={}</script></body></html>"
+    )
     assert looks_like_script_shell(shell)
     article = f"<html><body><script src='/a.js'></script><article>{ARTICLE}</article></body></html>"
     assert not looks_like_script_shell(article)
@@ -523,22 +583,29 @@ class FakeBrowser:
 
     async def render(self, document: Fetched, limit_s: float) -> Rendered:
         FakeBrowser.rendered.append(document.url)
-        return Rendered(final_url=document.url, status=200, content_type="text/html",
-                        html=f"<html><head><title>Rendered</title></head><body>{ARTICLE}</body>")
+        return Rendered(
+            final_url=document.url,
+            status=200,
+            content_type="text/html",
+            html=f"<html><head><title>Rendered</title></head><body>{ARTICLE}</body>",
+        )
 
     async def close(self) -> None:
         pass
 
 
 async def test_script_shell_is_rendered_when_a_browser_is_available(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import sleuth.fetch.fetcher as fetcher_module
 
     monkeypatch.setattr(fetcher_module, "playwright_installed", lambda: True)
     monkeypatch.setattr(fetcher_module, "Browser", FakeBrowser)
     FakeBrowser.rendered = []
-    shell = ("<html><head><script src='/app.js'></script></head><body><div id='root'></div>"
-             "<script>boot()</script></body></html>")
+    shell = (
+        "<html><head><script src='/app.js'></script></head><body><div id='root'></div>"
+        "<script>boot()</script></body></html>"
+    )
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/app":

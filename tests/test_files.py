@@ -29,12 +29,32 @@ def mode(path: Path) -> int:
 
 @pytest.mark.usefixtures("umask_022")
 def test_a_report_file_gets_the_users_umask_and_the_store_stays_private(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "new-home"
     report = tmp_path / "report.html"
-    code = run(["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-                "--no-llm", "--depth", "1", "--max-sources", "2", "--home", str(home),
-                "--format", "html", "-o", str(report), "-q", web.topics[0].question])
+    code = run(
+        [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--no-llm",
+            "--depth",
+            "1",
+            "--max-sources",
+            "2",
+            "--home",
+            str(home),
+            "--format",
+            "html",
+            "-o",
+            str(report),
+            "-q",
+            web.topics[0].question,
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     assert mode(report) == 0o644  # as `> report.html` would make it, not 0600
     assert mode(home) == 0o700  # questions, pages and replies: the owner's only

@@ -20,15 +20,29 @@ PAGE_S = 0.05
 
 
 def cand(url: str) -> Candidate:
-    return Candidate(url=url, canonical_url=canonicalize(url), domain=url.split("/")[2],
-                     title=url, quality=Quality.UNVERIFIED, quality_score=2, frequency=1,
-                     score=1.0)
+    return Candidate(
+        url=url,
+        canonical_url=canonicalize(url),
+        domain=url.split("/")[2],
+        title=url,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        frequency=1,
+        score=1.0,
+    )
 
 
 def page(url: str) -> Page:
-    return Page(url=url, final_url=url, canonical_url=canonicalize(url), title=url,
-                text="Notes on the question, as a page of the web. " * 10,
-                content_type="text/html", status=200, elapsed_s=PAGE_S)
+    return Page(
+        url=url,
+        final_url=url,
+        canonical_url=canonicalize(url),
+        title=url,
+        text="Notes on the question, as a page of the web. " * 10,
+        content_type="text/html",
+        status=200,
+        elapsed_s=PAGE_S,
+    )
 
 
 class Held:
@@ -52,11 +66,11 @@ async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bo
     page times (the floor set to 0 here), then cut as not waited for."""
     fetcher = Held({URLS[0]})
     events: list[Any] = []
-    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0,
-                  bound_min_s=0.0)
-    gathered = await asyncio.wait_for(gather_pages(
-        [cand(u) for u in URLS], fetcher, 3, events.append, waits=waits),  # type: ignore[arg-type]
-        timeout=60)
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0, bound_min_s=0.0)
+    gathered = await asyncio.wait_for(
+        gather_pages([cand(u) for u in URLS], fetcher, 3, events.append, waits=waits),  # type: ignore[arg-type]
+        timeout=60,
+    )
     told = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
     assert len(told) == 1 and told[0]["pages"] == 1
     # Not a clock reading: the bound comes from the pages' recorded times (PAGE_S each),
@@ -64,7 +78,8 @@ async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bo
     assert told[0]["seconds"] <= 3.0 * PAGE_S
     assert [c.url for c, _ in gathered.pages] == URLS[1:4]
     assert (URLS[0], "not waited for: enough sources were read first") in [
-        (f.url, f.reason) for f in gathered.failures]
+        (f.url, f.reason) for f in gathered.failures
+    ]
 
 
 async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes() -> None:
@@ -80,9 +95,17 @@ async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes()
                 fetcher.release.set()
 
         no_wait = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)
-        gathered = await asyncio.wait_for(gather_pages(
-            [cand(u) for u in URLS], fetcher, 3, on_event, waits=no_wait,  # type: ignore[arg-type]
-            by_rank=by_rank), timeout=60)
+        gathered = await asyncio.wait_for(
+            gather_pages(
+                [cand(u) for u in URLS],
+                fetcher,
+                3,
+                on_event,
+                waits=no_wait,  # type: ignore[arg-type]
+                by_rank=by_rank,
+            ),
+            timeout=60,
+        )
         kept = [c.url for c, _ in gathered.pages]
         assert kept == (URLS[:3] if by_rank else URLS[1:4]), by_rank
 
@@ -93,11 +116,18 @@ async def test_the_last_candidate_still_out_is_not_waited_for_past_the_runs_own_
     page times; floors 0 here) with the pages it has, the slow page cut as not waited for,
     instead of waiting out the download's time cap."""
     fetcher = Held({URLS[2]})
-    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0,
-                  bound_min_s=0.0, last_min_s=0.0)
-    gathered = await asyncio.wait_for(gather_pages(
-        [cand(u) for u in URLS[:3]], fetcher, 3, waits=waits),  # type: ignore[arg-type]
-        timeout=60)
+    waits = Waits(
+        grace_min_s=0.0,
+        grace_share=0.0,
+        top_s=3600.0,
+        bound_factor=3.0,
+        bound_min_s=0.0,
+        last_min_s=0.0,
+    )
+    gathered = await asyncio.wait_for(
+        gather_pages([cand(u) for u in URLS[:3]], fetcher, 3, waits=waits),  # type: ignore[arg-type]
+        timeout=60,
+    )
     assert [c.url for c, _ in gathered.pages] == URLS[:2]
     reasons = {f.url: f.reason for f in gathered.failures}
     assert reasons[URLS[2]].startswith("not waited for: it took longer than")

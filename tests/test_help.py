@@ -28,7 +28,8 @@ def sections(text: str) -> dict[str, str]:
 
 
 def test_research_help_groups_every_option_by_the_settings_table(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert run(["--help"]) == 0
     shown = sections(capsys.readouterr().out)
     titles = [title for title in shown if title in HELP_GROUPS]
@@ -40,12 +41,15 @@ def test_research_help_groups_every_option_by_the_settings_table(
             assert "Agent mode" not in shown
             continue
         assert re.search(rf"^\s+(-\w, )?{row['flag']}\b", shown[row["group"]], re.MULTILINE), (
-            row["flag"], row["group"])
+            row["flag"],
+            row["group"],
+        )
     assert "--quiet" in shown["Output"] and "--verbose" in shown["Output"]
 
 
 def test_choices_and_durations_read_as_the_user_types_them(
-        capsys: pytest.CaptureFixture[str]) -> None:
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert run(["--help"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "--verify [lexical|llm]" in out
@@ -59,8 +63,9 @@ def test_choices_and_durations_read_as_the_user_types_them(
 
 
 @pytest.mark.parametrize("command", ["mcp", "serve"])
-def test_server_options_have_their_own_group(command: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_server_options_have_their_own_group(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run([command, "--help"]) == 0
     shown = sections(capsys.readouterr().out)
     assert "--port" in shown["Server"]
@@ -69,10 +74,13 @@ def test_server_options_have_their_own_group(command: str,
 
 def test_a_bad_option_does_not_load_the_help_library(tmp_path: Path) -> None:
     """cloup lays out --help only: a mistyped command is answered without it."""
-    code = ("import sys\nfrom sleuth.cli import run\ncode = run(['--depth', '9', 'q'])\n"
-            "print('LOADED', 'cloup' in sys.modules, code)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    code = (
+        "import sys\nfrom sleuth.cli import run\ncode = run(['--depth', '9', 'q'])\n"
+        "print('LOADED', 'cloup' in sys.modules, code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.stdout.splitlines()[-1] == "LOADED False 2", proc.stderr
 
 

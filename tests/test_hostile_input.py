@@ -30,39 +30,56 @@ PAGE_TIMEOUT = 5.0
 
 
 def web_args(web: OfflineWeb, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", str(PAGE_TIMEOUT), "--no-llm", "--quiet", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        str(PAGE_TIMEOUT),
+        "--no-llm",
+        "--quiet",
+        *extra,
+    ]
 
 
 # -- questions -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("question", "message"), [
-    ("why " * 25_000, "characters long"),                     # 100 KB
-    ("\x00\x01\x07\x1b\x7f" * 20, "the question is empty"),    # control characters only
-    ("\u202e\u202d\u200f\u2066\u2069\ufeff", "the question is empty"),  # bidi/format marks
-    ("😀🚀🔥 🎉", "no words"),                                  # emoji only
-    ("¿¡…—–‽ ?!", "no words"),                                 # punctuation only, not ASCII
-])
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("why " * 25_000, "characters long"),  # 100 KB
+        ("\x00\x01\x07\x1b\x7f" * 20, "the question is empty"),  # control characters only
+        ("\u202e\u202d\u200f\u2066\u2069\ufeff", "the question is empty"),  # bidi/format marks
+        ("😀🚀🔥 🎉", "no words"),  # emoji only
+        ("¿¡…—–‽ ?!", "no words"),  # punctuation only, not ASCII
+    ],
+)
 def test_unusable_questions_are_refused_before_any_request(
-        question: str, message: str, web: OfflineWeb,
-        error_line: Callable[[], str]) -> None:
+    question: str, message: str, web: OfflineWeb, error_line: Callable[[], str]
+) -> None:
     web.reset_log()
     assert run(web_args(web, question)) == 2
     assert message in error_line()
     with pytest.raises(sleuth.ConfigError, match=message):
-        sleuth.research_sync(question, search="searxng", searxng_url=web.searxng_url,
-                             no_llm=True)
+        sleuth.research_sync(question, search="searxng", searxng_url=web.searxng_url, no_llm=True)
     assert web.requests == [], "a search was made for a question that was refused"
 
 
-@pytest.mark.parametrize("question", [
-    "ما هو تأثير Google Stadia على الألعاب السحابية؟",          # right-to-left, Arabic
-    "\u202eIs Google Stadia worth it\u202c at launch?",       # a right-to-left override
-    "Is Google Stadia 🎮 worth it at launch? 🤔",               # emoji among words
-    "Is Google\x1b[31m Stadia\x07 worth it\x00 at launch?",   # terminal escapes and NUL
-])
-def test_odd_but_real_questions_get_a_report(question: str, web: OfflineWeb,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ما هو تأثير Google Stadia على الألعاب السحابية؟",  # right-to-left, Arabic
+        "\u202eIs Google Stadia worth it\u202c at launch?",  # a right-to-left override
+        "Is Google Stadia 🎮 worth it at launch? 🤔",  # emoji among words
+        "Is Google\x1b[31m Stadia\x07 worth it\x00 at launch?",  # terminal escapes and NUL
+    ],
+)
+def test_odd_but_real_questions_get_a_report(
+    question: str, web: OfflineWeb, capsys: pytest.CaptureFixture[str]
+) -> None:
     code = run(web_args(web, question))
     out, err = capsys.readouterr()
     assert code in (0, 1) and "Traceback" not in err
@@ -75,44 +92,65 @@ def test_odd_but_real_questions_get_a_report(question: str, web: OfflineWeb,
 
 # -- option values ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("argv", "message"), [
-    (["--timeout", "-1"], "invalid value for --timeout"),
-    (["--timeout", "nan"], "invalid value for --timeout"),
-    (["--timeout", "inf"], "invalid value for --timeout"),
-    (["--max-page-bytes", "0"], "invalid value for --max-page-bytes"),
-    (["--concurrency", "0"], "invalid value for --concurrency"),
-    (["--per-host-concurrency", "-3"], "invalid value for --per-host-concurrency"),
-    (["--max-redirects", "-1"], "invalid value for --max-redirects"),
-    (["--max-sources", "1000000"], "invalid value for --max-sources"),
-    (["--depth", "1e9"], "invalid value for --depth"),
-    (["--cache-ttl", "-5"], "invalid value for --cache-ttl"),
-    (["--max-time", "0"], "invalid value for --max-time"),
-    (["--max-time", "forever"], "invalid value for --max-time"),
-    (["--max-cost", "nan"], "invalid value for --max-cost"),
-    (["--max-fetches", "-1"], "invalid value for --max-fetches"),
-    (["--words", "99999999999999999999"], "invalid value for --words"),
-    (["--context-window", "0"], "invalid value for --context-window"),
-    (["--lang", "\x00"], "invalid value for --lang"),
-    (["--base-url", "file:///etc/passwd"], "invalid value for --base-url"),
-    (["--home", ""], "invalid value for --home"),
-    (["--docs", ""], "invalid value for --docs"),
-    (["--output", ""], "invalid value for --output"),
-])
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--timeout", "-1"], "invalid value for --timeout"),
+        (["--timeout", "nan"], "invalid value for --timeout"),
+        (["--timeout", "inf"], "invalid value for --timeout"),
+        (["--max-page-bytes", "0"], "invalid value for --max-page-bytes"),
+        (["--concurrency", "0"], "invalid value for --concurrency"),
+        (["--per-host-concurrency", "-3"], "invalid value for --per-host-concurrency"),
+        (["--max-redirects", "-1"], "invalid value for --max-redirects"),
+        (["--max-sources", "1000000"], "invalid value for --max-sources"),
+        (["--depth", "1e9"], "invalid value for --depth"),
+        (["--cache-ttl", "-5"], "invalid value for --cache-ttl"),
+        (["--max-time", "0"], "invalid value for --max-time"),
+        (["--max-time", "forever"], "invalid value for --max-time"),
+        (["--max-cost", "nan"], "invalid value for --max-cost"),
+        (["--max-fetches", "-1"], "invalid value for --max-fetches"),
+        (["--words", "99999999999999999999"], "invalid value for --words"),
+        (["--context-window", "0"], "invalid value for --context-window"),
+        (["--lang", "\x00"], "invalid value for --lang"),
+        (["--base-url", "file:///etc/passwd"], "invalid value for --base-url"),
+        (["--home", ""], "invalid value for --home"),
+        (["--docs", ""], "invalid value for --docs"),
+        (["--output", ""], "invalid value for --output"),
+    ],
+)
 def test_out_of_range_options_are_one_line_and_exit_2(
-        argv: list[str], message: str, error_line: Callable[[], str],
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    argv: list[str],
+    message: str,
+    error_line: Callable[[], str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)  # an empty path must not quietly mean "here"
-    assert run([*argv, "--no-llm", "--search", "searxng", "--searxng-url",
-                "http://127.0.0.1:9", "a question"]) == 2
+    assert (
+        run(
+            [
+                *argv,
+                "--no-llm",
+                "--search",
+                "searxng",
+                "--searxng-url",
+                "http://127.0.0.1:9",
+                "a question",
+            ]
+        )
+        == 2
+    )
     assert message in error_line()
     assert list(tmp_path.iterdir()) == []
 
 
 # -- --docs --------------------------------------------------------------------------------
 
+
 def test_docs_that_is_a_file_or_unreadable_is_one_line(
-        tmp_path: Path, error_line: Callable[[], str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, error_line: Callable[[], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     a_file = tmp_path / "notes.txt"
     a_file.write_text("not a folder", encoding="utf-8")
     assert run(["--docs", str(a_file), "--no-llm", "a question"]) == 2
@@ -139,6 +177,7 @@ def test_docs_that_is_a_file_or_unreadable_is_one_line(
 
 # -- --home: a disk that is full -------------------------------------------------------------
 
+
 def _disk_full_after(monkeypatch: pytest.MonkeyPatch, armed: Callable[[], bool]) -> list[str]:
     """Make every store write fail with SQLite's "disk is full" once ``armed()`` is true."""
     refused: list[str] = []
@@ -156,8 +195,12 @@ def _disk_full_after(monkeypatch: pytest.MonkeyPatch, armed: Callable[[], bool])
 
 @pytest.mark.parametrize("existing", [False, True], ids=["new-home", "existing-store"])
 def test_a_home_that_is_full_at_start_is_one_line_and_exit_2(
-        existing: bool, web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        error_line: Callable[[], str]) -> None:
+    existing: bool,
+    web: OfflineWeb,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    error_line: Callable[[], str],
+) -> None:
     home = tmp_path / "home"
     if existing:  # the store opens, but not even the run record fits any more
         Database(home).close()
@@ -171,8 +214,11 @@ def test_a_home_that_is_full_at_start_is_one_line_and_exit_2(
 
 
 def test_a_home_that_fills_up_mid_run_still_gives_the_report(
-        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from sleuth.store import Store
 
     started: list[str] = []
@@ -186,8 +232,9 @@ def test_a_home_that_fills_up_mid_run_still_gives_the_report(
     monkeypatch.setattr(Store, "create_run", create_run)
     refused = _disk_full_after(monkeypatch, lambda: bool(started))  # full once the run began
     out_file = tmp_path / "report.md"
-    code = run(web_args(web, "--home", str(tmp_path / "home"), "-o", str(out_file),
-                        web.topics[0].question))
+    code = run(
+        web_args(web, "--home", str(tmp_path / "home"), "-o", str(out_file), web.topics[0].question)
+    )
     _out, err = capsys.readouterr()
     assert "Traceback" not in err
     report = out_file.read_text(encoding="utf-8")
@@ -197,8 +244,10 @@ def test_a_home_that_fills_up_mid_run_still_gives_the_report(
 
 # -- --output --------------------------------------------------------------------------------
 
+
 def test_output_onto_a_folder_is_refused_before_the_research(
-        web: OfflineWeb, tmp_path: Path, error_line: Callable[[], str]) -> None:
+    web: OfflineWeb, tmp_path: Path, error_line: Callable[[], str]
+) -> None:
     web.reset_log()
     assert run(web_args(web, "-o", str(tmp_path), web.topics[0].question)) == 2
     assert "is a folder" in error_line()
@@ -206,8 +255,8 @@ def test_output_onto_a_folder_is_refused_before_the_research(
 
 
 def test_a_write_that_fails_midway_leaves_the_old_file_intact(
-        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        error_line: Callable[[], str]) -> None:
+    web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error_line: Callable[[], str]
+) -> None:
     out = tmp_path / "report.md"
     out.write_text("the previous report\n", encoding="utf-8")
     real_fdopen = os.fdopen
@@ -247,6 +296,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_intact(
 
 
 # -- a hostile model reply -------------------------------------------------------------------
+
 
 def test_cutting_a_huge_unbroken_reply_to_fit_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
     """A model's 200 kB "summary" without a space (found by bench/hostile.py: the report

@@ -37,22 +37,36 @@ class Parsed(HTMLParser):
         return {a["id"] for _, a in self.tags if "id" in a}
 
 
-def source(n: int, title: str, url: str, tier: Quality = Quality.PRIMARY,
-           passages: list[str] | None = None) -> Source:
-    return Source(id=n, url=url, title=title, quality=tier, quality_score=4, score=1.0,
-                  passages=passages or [f"Passage of source {n}."])
+def source(
+    n: int, title: str, url: str, tier: Quality = Quality.PRIMARY, passages: list[str] | None = None
+) -> Source:
+    return Source(
+        id=n,
+        url=url,
+        title=title,
+        quality=tier,
+        quality_score=4,
+        score=1.0,
+        passages=passages or [f"Passage of source {n}."],
+    )
 
 
-def make_report(sources: list[Source], failures: list[Failure] | None = None,
-                markdown: str | None = None) -> Report:
+def make_report(
+    sources: list[Source], failures: list[Failure] | None = None, markdown: str | None = None
+) -> Report:
     failures = failures or []
     level, reason = confidence(sources)
-    return Report(topic="What is WAL mode?", depth=2, queries=["What is WAL mode?"],
-                  sources=sources, failures=failures, confidence=level,
-                  confidence_reason=reason,
-                  markdown=markdown or render_markdown("What is WAL mode?", sources, failures,
-                                                       level, reason),
-                  stats=Stats(searches=2, fetches=3, elapsed_s=1.5))
+    return Report(
+        topic="What is WAL mode?",
+        depth=2,
+        queries=["What is WAL mode?"],
+        sources=sources,
+        failures=failures,
+        confidence=level,
+        confidence_reason=reason,
+        markdown=markdown or render_markdown("What is WAL mode?", sources, failures, level, reason),
+        stats=Stats(searches=2, fetches=3, elapsed_s=1.5),
+    )
 
 
 def assert_self_contained(parsed: Parsed) -> None:
@@ -66,12 +80,16 @@ def assert_self_contained(parsed: Parsed) -> None:
 
 
 def test_citation_markers_link_to_their_source_entries() -> None:
-    sources = [source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
-               source(2, "A blog", "https://blog.example/wal", Quality.UNVERIFIED)]
-    prose = ("# Research: What is WAL mode?\n\nWAL appends changes to a log [1]. Readers do not "
-             "block writers [1, 2]. A claim with an unknown number [7] stays text.\n\n"
-             "## Confidence: MEDIUM — two sources\n\n## Sources\n\n[1] x\n[2] y\n\n## Gaps\n\n"
-             "_Every source that was tried could be read._\n")
+    sources = [
+        source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
+        source(2, "A blog", "https://blog.example/wal", Quality.UNVERIFIED),
+    ]
+    prose = (
+        "# Research: What is WAL mode?\n\nWAL appends changes to a log [1]. Readers do not "
+        "block writers [1, 2]. A claim with an unknown number [7] stays text.\n\n"
+        "## Confidence: MEDIUM — two sources\n\n## Sources\n\n[1] x\n[2] y\n\n## Gaps\n\n"
+        "_Every source that was tried could be read._\n"
+    )
     report = make_report(sources, markdown=prose)
     parsed = Parsed(render_html(report))
     cites = [a for tag, a in parsed.tags if tag == "a" and "cite" in a.get("class", "")]
@@ -86,9 +104,11 @@ def test_citation_markers_link_to_their_source_entries() -> None:
 
 def test_sections_are_found_in_the_report_language() -> None:
     sources = [source(1, "SQLite WAL", "https://sqlite.org/wal.html")]
-    prose = ("# 研究: 什么是 WAL?\n\nWAL 把修改写入日志 [1]。\n\n## 可信度: LOW — 一个来源\n\n"
-             "## 参考来源\n\n[1] [PRIMARY] SQLite WAL — <https://sqlite.org/wal.html>\n\n"
-             "## 未能获取的内容\n\n- <https://down.example/> — HTTP 503\n")
+    prose = (
+        "# 研究: 什么是 WAL?\n\nWAL 把修改写入日志 [1]。\n\n## 可信度: LOW — 一个来源\n\n"
+        "## 参考来源\n\n[1] [PRIMARY] SQLite WAL — <https://sqlite.org/wal.html>\n\n"
+        "## 未能获取的内容\n\n- <https://down.example/> — HTTP 503\n"
+    )
     parsed = Parsed(render_html(make_report(sources, markdown=prose)))
     assert {"source-1", "gaps", "confidence"} <= parsed.ids()
     assert "".join(parsed.text).count("SQLite WAL") == 1  # its own list was replaced
@@ -96,13 +116,15 @@ def test_sections_are_found_in_the_report_language() -> None:
 
 
 def test_template_report_shows_tiers_confidence_and_gaps() -> None:
-    sources = [source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
-               source(2, "Stack Overflow answer", "https://stackoverflow.com/q/1",
-                      Quality.SECONDARY),
-               source(3, "Some blog", "https://blog.example/x", Quality.UNVERIFIED)]
-    failures = [Failure(url="https://down.example/page", reason="HTTP 503"),
-                Failure(url="", reason="searxng search for “wal” failed: timed out",
-                        stage="search")]
+    sources = [
+        source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
+        source(2, "Stack Overflow answer", "https://stackoverflow.com/q/1", Quality.SECONDARY),
+        source(3, "Some blog", "https://blog.example/x", Quality.UNVERIFIED),
+    ]
+    failures = [
+        Failure(url="https://down.example/page", reason="HTTP 503"),
+        Failure(url="", reason="searxng search for “wal” failed: timed out", stage="search"),
+    ]
     report = make_report(sources, failures)
     html = render_html(report)
     parsed = Parsed(html)
@@ -139,8 +161,9 @@ def test_page_text_can_never_become_markup_or_a_script_link(payload: str) -> Non
     # Page text reaches the HTML both through the template writer's Markdown and raw,
     # as an LLM-written report might quote it.
     for markdown in (None, f"# Research: q\n\n{payload} [1]\n\n## Gaps\n\n- {payload}\n"):
-        report = make_report([evil, bad_url], [Failure(url="https://x.example", reason=payload)],
-                             markdown=markdown)
+        report = make_report(
+            [evil, bad_url], [Failure(url="https://x.example", reason=payload)], markdown=markdown
+        )
         parsed = Parsed(render_html(report))
         assert_self_contained(parsed)
         for href in parsed.hrefs():
@@ -156,9 +179,25 @@ def test_fragment_and_json_round_trip() -> None:
 
 def test_cli_writes_one_html_file_from_the_offline_web(web: OfflineWeb, tmp_path: Path) -> None:
     out = tmp_path / "report.html"
-    code = run(["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-                "--timeout", "2", "--no-store", "--no-llm", "--quiet", "--format", "html",
-                "-o", str(out), web.topics[0].question])
+    code = run(
+        [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--timeout",
+            "2",
+            "--no-store",
+            "--no-llm",
+            "--quiet",
+            "--format",
+            "html",
+            "-o",
+            str(out),
+            web.topics[0].question,
+        ]
+    )
     assert code == 0
     html = out.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>")
@@ -174,14 +213,17 @@ def test_tiers_read_calmly_and_say_what_they_mean() -> None:
     """Every source of a typical run showed a grey "UNVERIFIED" badge, read as a warning
     about the page: it says "unlisted", its tooltip and a legend say what that means, and
     the JSON keeps the tier's name."""
-    sources = [source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
-               source(2, "Some blog", "https://blog.example/x", Quality.UNVERIFIED)]
+    sources = [
+        source(1, "SQLite WAL", "https://sqlite.org/wal.html"),
+        source(2, "Some blog", "https://blog.example/x", Quality.UNVERIFIED),
+    ]
     report = make_report(sources)
     parsed = Parsed(render_html(report))
     badges = {a["class"]: a for _, a in parsed.tags if "tier-" in a.get("class", "")}
     unlisted = badges["badge tier-unverified"]
-    assert unlisted["title"].startswith("UNVERIFIED: a site that is not on sleuth's list of "
-                                        "known sites")
+    assert unlisted["title"].startswith(
+        "UNVERIFIED: a site that is not on sleuth's list of known sites"
+    )
     assert badges["badge tier-primary"]["title"].startswith("PRIMARY: ")
     text = " ".join(parsed.text)
     assert "UNVERIFIED" not in text and "unlisted" in text
@@ -191,8 +233,9 @@ def test_tiers_read_calmly_and_say_what_they_mean() -> None:
 
 def test_the_counts_read_well_and_no_gaps_is_not_a_link() -> None:
     report = make_report([source(1, "SQLite WAL", "https://sqlite.org/wal.html")])
-    report = report.model_copy(update={"stats": Stats(searches=1, fetches=12_345,
-                                                      elapsed_s=1234.5)})
+    report = report.model_copy(
+        update={"stats": Stats(searches=1, fetches=12_345, elapsed_s=1234.5)}
+    )
     parsed = Parsed(render_html(report))
     text = " ".join(parsed.text)
     assert "0 gaps" in text and "#gaps" not in parsed.hrefs()  # nothing to go to
@@ -200,4 +243,3 @@ def test_the_counts_read_well_and_no_gaps_is_not_a_link() -> None:
     failed = make_report([], [Failure(url="https://big.example/", reason="too large")])
     parsed = Parsed(render_html(failed))
     assert "#gaps" in parsed.hrefs() and "1 gap" in " ".join(parsed.text)
-

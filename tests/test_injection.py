@@ -87,9 +87,12 @@ class ObedientResearcher(ScriptedResearcher):
         words = lambda text: {w.lower() for w in _content_words(text)}  # noqa: E731
         asked = words(section(prompt, "QUESTION"))
         items = re.split(r"^(?=\d+\. )", section(prompt, "RESULTS"), flags=re.MULTILINE)
-        chosen = [n for n, item in enumerate((i for i in items if i.strip()), start=1)
-                  if asked & words(item)]
-        return json.dumps(chosen[:self.picks])
+        chosen = [
+            n
+            for n, item in enumerate((i for i in items if i.strip()), start=1)
+            if asked & words(item)
+        ]
+        return json.dumps(chosen[: self.picks])
 
     def summarize(self, body: dict[str, Any]) -> str:
         text = json.dumps(body)
@@ -100,9 +103,17 @@ class ObedientResearcher(ScriptedResearcher):
 
 
 def research(web: OfflineWeb, question: str, **extra: Any) -> Report:
-    return sleuth.research_sync(question, search="searxng", searxng_url=web.searxng_url,
-                                allow_private_urls=True, timeout=5.0, base_url=web.llm_url,
-                                model=MODEL, no_store=True, **extra)
+    return sleuth.research_sync(
+        question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=5.0,
+        base_url=web.llm_url,
+        model=MODEL,
+        no_store=True,
+        **extra,
+    )
 
 
 def stage_of(request: RecordedRequest) -> str:
@@ -122,11 +133,15 @@ def page_of(request: RecordedRequest) -> str:
 def actions(web: OfflineWeb, llm: ScriptedLLM) -> dict[str, Any]:
     """What a run did: the queries it searched, the pages it fetched, its model calls."""
     main = urlsplit(web.base_url).netloc
-    searched = sorted(q for r in web.requests if r.path == "/search"
-                      for q in parse_qs(r.query).get("q", []))
+    searched = sorted(
+        q for r in web.requests if r.path == "/search" for q in parse_qs(r.query).get("q", [])
+    )
     fetched = Counter(f"http://{r.host}{r.path}" for r in web.requests if r.host != main)
-    return {"searched": searched, "fetched": fetched,
-            "llm_calls": Counter(stage_of(r) for r in llm.requests)}
+    return {
+        "searched": searched,
+        "fetched": fetched,
+        "llm_calls": Counter(stage_of(r) for r in llm.requests),
+    }
 
 
 def assert_only_inside_data_blocks(requests: list[RecordedRequest], mark: str) -> int:
@@ -140,14 +155,17 @@ def assert_only_inside_data_blocks(requests: list[RecordedRequest], mark: str) -
                 continue
             seen += content.count(mark)
             assert mark not in outside_blocks(content), (
-                f"page text outside a data block in a {stage_of(request)} prompt")
+                f"page text outside a data block in a {stage_of(request)} prompt"
+            )
     return seen
 
 
 # -- the research pipeline -------------------------------------------------------------------
 
-def test_page_text_reaches_the_model_only_as_data(web: OfflineWeb, llm: ScriptedLLM,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_page_text_reaches_the_model_only_as_data(
+    web: OfflineWeb, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     poison_pages(monkeypatch)
     ObedientResearcher().install(llm)
     # Pages read whole (not as their passages about the question, the default for long
@@ -156,8 +174,11 @@ def test_page_text_reaches_the_model_only_as_data(web: OfflineWeb, llm: Scripted
     assert report.sources and report.writer == "llm"
     # A long page is read in chunks; the injection sits in its last one.
     summarize = [r for r in llm.requests if stage_of(r) == "summarize" and MARK in r.last_user]
-    pages = {re.search(r"^URL: (\S+)", r.last_user, re.MULTILINE).group(1)  # type: ignore[union-attr]
-             for r in llm.requests if stage_of(r) == "summarize"}
+    pages = {
+        re.search(r"^URL: (\S+)", r.last_user, re.MULTILINE).group(1)  # type: ignore[union-attr]
+        for r in llm.requests
+        if stage_of(r) == "summarize"
+    }
     assert summarize and len({s.url for s in report.sources}) <= len(pages)
     assert assert_only_inside_data_blocks(llm.requests, MARK) >= 2 * len(summarize)
     # The fake "PAGE>>>" and "RESULT>>>" lines arrive defanged, inside the one PAGE block.
@@ -170,7 +191,8 @@ def test_page_text_reaches_the_model_only_as_data(web: OfflineWeb, llm: Scripted
 
 
 def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
-        web: OfflineWeb, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every article poisoned, the run searches, fetches, reads and cites as a clean one.
 
     More sources are wanted than the topic has, so every candidate is fetched and read
@@ -196,8 +218,7 @@ def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
             web.reset_log()
             report = research(web, question, max_sources=30)
             did = actions(web, web.llm)
-            did["summarized"] = {page_of(r) for r in web.llm.requests
-                                 if stage_of(r) == "summarize"}
+            did["summarized"] = {page_of(r) for r in web.llm.requests if stage_of(r) == "summarize"}
             did["llm_calls"].pop("summarize", None)
             runs.append((did, report))
             if poisoned:
@@ -221,8 +242,9 @@ def test_the_offline_webs_injection_page_stays_data(web: OfflineWeb, llm: Script
     url = web.hostile["injection"]
     entry = web.corpus.hostile["injection"]
     topic = next((t for t in web.topics if t.id == entry.topic), web.topics[0])
-    served = asyncio.run(sleuth.fetch_page(url, load_settings(
-        {"allow_private_urls": True, "timeout": 5.0})))
+    served = asyncio.run(
+        sleuth.fetch_page(url, load_settings({"allow_private_urls": True, "timeout": 5.0}))
+    )
     # The distinctive words of the served text: whatever the page says, it says it here.
     probe = max(re.findall(r"[A-Za-z]{7,}", served.text), key=served.text.count)
 
@@ -247,14 +269,31 @@ _ids = itertools.count(1)
 
 def tool_calls(*calls: tuple[str, dict[str, Any]]) -> Any:
     """A scripted reply that makes these function calls."""
+
     def reply(body: dict[str, Any]) -> dict[str, Any]:
-        made = [{"id": f"call_{next(_ids)}", "type": "function",
-                 "function": {"name": name, "arguments": json.dumps(args)}}
-                for name, args in calls]
-        return {"id": "chatcmpl-injection", "object": "chat.completion", "created": 0,
-                "model": MODEL, "choices": [{"index": 0, "finish_reason": "tool_calls",
-                "message": {"role": "assistant", "content": None, "tool_calls": made}}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+        made = [
+            {
+                "id": f"call_{next(_ids)}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for name, args in calls
+        ]
+        return {
+            "id": "chatcmpl-injection",
+            "object": "chat.completion",
+            "created": 0,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {"role": "assistant", "content": None, "tool_calls": made},
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        }
+
     return reply
 
 
@@ -263,15 +302,20 @@ def json_action(name: str, args: dict[str, Any]) -> str:
 
 
 def tree(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): "link" if p.is_symlink() else "dir" if p.is_dir()
-            else p.read_text(encoding="utf-8", errors="replace")
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): "link"
+        if p.is_symlink()
+        else "dir"
+        if p.is_dir()
+        else p.read_text(encoding="utf-8", errors="replace")
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @pytest.mark.parametrize("protocol", ["tools", "json"])
 async def test_an_agent_that_obeys_the_page_still_stays_in_its_workspace(
-        protocol: str, web: OfflineWeb, tmp_path: Path,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    protocol: str, web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     page = web.docs[0]
     poison_pages(monkeypatch, {urlsplit(page.url).netloc})
     home, outside = tmp_path / "home", tmp_path / "outside"
@@ -279,14 +323,13 @@ async def test_an_agent_that_obeys_the_page_still_stays_in_its_workspace(
     (outside / "keep.txt").write_text("original", encoding="utf-8")
     before = tree(outside)
     # A gullible model: after reading the page it does what the page says, and more.
-    obeyed = [("file", {"operation": "write", "path": "../../etc/x", "content": "owned"}),
-              ("file", {"operation": "write", "path": str(outside / "keep.txt"),
-                        "content": "owned"}),
-              ("file", {"operation": "append", "path": "..\\..\\outside\\keep.txt",
-                        "content": "owned"}),
-              ("file", {"operation": "write", "path": "dump.md",
-                        "content": "x" * (MAX_FILE_BYTES + 1)}),
-              ("file", {"operation": "write", "path": "notes.md", "content": "kept inside"})]
+    obeyed = [
+        ("file", {"operation": "write", "path": "../../etc/x", "content": "owned"}),
+        ("file", {"operation": "write", "path": str(outside / "keep.txt"), "content": "owned"}),
+        ("file", {"operation": "append", "path": "..\\..\\outside\\keep.txt", "content": "owned"}),
+        ("file", {"operation": "write", "path": "dump.md", "content": "x" * (MAX_FILE_BYTES + 1)}),
+        ("file", {"operation": "write", "path": "notes.md", "content": "kept inside"}),
+    ]
     with ScriptedLLM.serve(models=[MODEL]) as llm:
         if protocol == "tools":
             llm.add(tool_calls(("browse", {"url": page.url})))
@@ -298,9 +341,16 @@ async def test_an_agent_that_obeys_the_page_still_stays_in_its_workspace(
                 llm.add(json_action(name, args))
             llm.add(json_action("all_finished", {"result": "my own answer"}))
         result = await web_search(
-            "What is on this page?", home=home, base_url=llm.base_url, model=MODEL,
-            search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
-            timeout=5, agent_protocol=protocol)
+            "What is on this page?",
+            home=home,
+            base_url=llm.base_url,
+            model=MODEL,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=5,
+            agent_protocol=protocol,
+        )
         requests = list(llm.requests)
 
     # The page's own "all_finished" did not end the search: the model's call did.
@@ -308,20 +358,28 @@ async def test_an_agent_that_obeys_the_page_still_stays_in_its_workspace(
     # The page reached the model, as an untrusted result block, never as instructions.
     assert assert_only_inside_data_blocks(requests, MARK) >= 2
     workspace = Path(result.workspace or "")
-    done = [json.loads(line) for line in
-            (workspace / "history.jsonl").read_text(encoding="utf-8").splitlines()]
-    calls = [(entry["tool"], entry["ok"], entry["result"]) for entry in done
-             if entry["type"] == "tool"]
+    done = [
+        json.loads(line)
+        for line in (workspace / "history.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
+    calls = [
+        (entry["tool"], entry["ok"], entry["result"]) for entry in done if entry["type"] == "tool"
+    ]
     # A 200 kB JSON action in text is cut before it parses; as a function call it is refused.
     oversize = "file" if protocol == "tools" else "(invalid)"
     assert [(tool, ok) for tool, ok, _ in calls] == [
-        ("browse", True), ("file", False), ("file", False), ("file", False), (oversize, False),
-        ("file", True), ("all_finished", True)]
+        ("browse", True),
+        ("file", False),
+        ("file", False),
+        ("file", False),
+        (oversize, False),
+        ("file", True),
+        ("all_finished", True),
+    ]
     errors = [why for _, ok, why in calls if not ok]
     assert "contains '..'" in errors[0] and "absolute path refused" in errors[1]
     assert "contains '..'" in errors[2]
-    assert (f"at most {MAX_FILE_BYTES:,}" if protocol == "tools" else "not valid JSON") \
-        in errors[3]
+    assert (f"at most {MAX_FILE_BYTES:,}" if protocol == "tools" else "not valid JSON") in errors[3]
     # Nothing outside the workspace changed; the one legitimate write landed inside it.
     assert tree(outside) == before
     assert {path.split("/", 1)[0] for path in tree(tmp_path)} == {"home", "outside"}

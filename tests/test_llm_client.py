@@ -57,11 +57,21 @@ class Sleeps:
         self.delays.append(seconds)
 
 
-def client_for(llm: ScriptedLLM, *, sleeps: Sleeps | None = None, rand: float = 0.0,
-               events: list[Event] | None = None, **config: Any) -> LLMClient:
+def client_for(
+    llm: ScriptedLLM,
+    *,
+    sleeps: Sleeps | None = None,
+    rand: float = 0.0,
+    events: list[Event] | None = None,
+    **config: Any,
+) -> LLMClient:
     settings: dict[str, Any] = {"base_url": llm.base_url, "model": "test-model", **config}
-    return LLMClient(LLMConfig(**settings), sleep=sleeps or Sleeps(), rand=lambda: rand,
-                     progress=(events.append if events is not None else lambda e: None))
+    return LLMClient(
+        LLMConfig(**settings),
+        sleep=sleeps or Sleeps(),
+        rand=lambda: rand,
+        progress=(events.append if events is not None else lambda e: None),
+    )
 
 
 async def test_plain_reply_and_usage_counted(llm: ScriptedLLM) -> None:
@@ -157,8 +167,11 @@ async def test_gives_up_after_max_retries(llm: ScriptedLLM) -> None:
 
 
 async def test_context_overflow_is_not_retried(llm: ScriptedLLM) -> None:
-    llm.fail(400, message="This model's maximum context length is 8192 tokens. However, "
-                          "your messages resulted in 9000 tokens.")
+    llm.fail(
+        400,
+        message="This model's maximum context length is 8192 tokens. However, "
+        "your messages resulted in 9000 tokens.",
+    )
     sleeps = Sleeps()
     async with client_for(llm, sleeps=sleeps) as client:
         with pytest.raises(ContextOverflowError, match="maximum context length") as info:
@@ -224,15 +237,25 @@ async def test_missing_usage_is_estimated(llm: ScriptedLLM) -> None:
 
 async def test_stage_models_reach_the_endpoint(llm: ScriptedLLM) -> None:
     llm.add(lambda body: f"served by {body['model']}", times=None)
-    client = client_for(llm, model="base", plan_model="planner", summary_model="reader",
-                        report_model="writer")
+    client = client_for(
+        llm, model="base", plan_model="planner", summary_model="reader", report_model="writer"
+    )
     stages = ["plan", "refine", "select", "summarize", "merge", "verify", "report", "other"]
     async with client:
         replies = [await client.chat(USER, stage=s) for s in stages]
         explicit = await client.chat(USER, stage="plan", model="chosen")
     sent = [r.model for r in llm.requests]
-    assert sent == ["planner", "planner", "planner", "reader", "reader", "reader", "writer",
-                    "base", "chosen"]
+    assert sent == [
+        "planner",
+        "planner",
+        "planner",
+        "reader",
+        "reader",
+        "reader",
+        "writer",
+        "base",
+        "chosen",
+    ]
     assert replies[6].text == "served by writer" and explicit.model == "chosen"
     assert set(client.usage.by_stage) == set(stages)
 
@@ -306,16 +329,26 @@ async def test_unknown_model_window_is_announced_once(llm: ScriptedLLM) -> None:
 def test_parse_retry_after_forms() -> None:
     assert parse_retry_after({"Retry-After": "2"}) == 2.0
     assert parse_retry_after({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5
-    assert parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"},
-                             now=1445412480.0) == 10.0
-    assert parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"},
-                             now=1445412490.0) == 0.0
-    for junk in ({}, None, {"Retry-After": "soon"}, {"Retry-After": "-3"},
-                 {"Retry-After": "nan"}, {"Retry-After": "inf"}):
+    assert (
+        parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+        == 10.0
+    )
+    assert (
+        parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}, now=1445412490.0) == 0.0
+    )
+    for junk in (
+        {},
+        None,
+        {"Retry-After": "soon"},
+        {"Retry-After": "-3"},
+        {"Retry-After": "nan"},
+        {"Retry-After": "inf"},
+    ):
         assert parse_retry_after(junk) is None
 
 
 # -- the scripted endpoint itself ---------------------------------------------------
+
 
 async def test_endpoint_streams_with_the_sdk(llm: ScriptedLLM) -> None:
     llm.add("Streaming works in several small pieces.", usage=(7, 6))
@@ -323,7 +356,8 @@ async def test_endpoint_streams_with_the_sdk(llm: ScriptedLLM) -> None:
     sdk = openai.AsyncOpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
     async with sdk:
         stream = await sdk.chat.completions.create(
-            model="m", messages=USER, stream=True, stream_options={"include_usage": True})
+            model="m", messages=USER, stream=True, stream_options={"include_usage": True}
+        )
         chunks = [chunk async for chunk in stream]
         plain = await sdk.chat.completions.create(model="m", messages=USER, stream=True)
         plain_chunks = [chunk async for chunk in plain]
@@ -342,9 +376,11 @@ async def test_endpoint_matches_rules_and_reports_exhaustion(llm: ScriptedLLM) -
     llm.add("for small", model="small")
     sdk = openai.AsyncOpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
     async with sdk:
+
         async def ask(model: str, content: str) -> str:
             reply = await sdk.chat.completions.create(
-                model=model, messages=[{"role": "user", "content": content}], stream=False)
+                model=model, messages=[{"role": "user", "content": content}], stream=False
+            )
             return reply.choices[0].message.content or ""
 
         assert await ask("small", "write search queries") == "for the planner"
@@ -360,12 +396,16 @@ async def test_endpoint_matches_rules_and_reports_exhaustion(llm: ScriptedLLM) -
 
 # -- configuration ----------------------------------------------------------------
 
+
 def test_resolve_config_from_env_and_settings() -> None:
-    env = {"OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/", "SLEUTH_MODEL": "qwen2.5:7b",
-           "SLEUTH_PLAN_MODEL": "small", "SLEUTH_REPORT_MODEL": "big"}
+    env = {
+        "OPENAI_BASE_URL": "http://127.0.0.1:8000/v1/",
+        "SLEUTH_MODEL": "qwen2.5:7b",
+        "SLEUTH_PLAN_MODEL": "small",
+        "SLEUTH_REPORT_MODEL": "big",
+    }
     # The variables reach the model's configuration through the settings table.
-    settings = load_settings({"report_model": "bigger", "timeout": 5.0, "llm_concurrency": 3},
-                             env)
+    settings = load_settings({"report_model": "bigger", "timeout": 5.0, "llm_concurrency": 3}, env)
     config = resolve_config(settings, env)
     assert config is not None
     assert config.base_url == "http://127.0.0.1:8000/v1" and config.api_key is None
@@ -411,9 +451,11 @@ async def test_detect_ollama(llm: ScriptedLLM) -> None:
         assert await detect_ollama(client, closed) is None
 
     def answer(request: httpx.Request) -> httpx.Response:
-        return {"/a/api/tags": httpx.Response(200, text="not json"),
-                "/b/api/tags": httpx.Response(500),
-                "/c/api/tags": httpx.Response(200, json={"models": "oops"})}[request.url.path]
+        return {
+            "/a/api/tags": httpx.Response(200, text="not json"),
+            "/b/api/tags": httpx.Response(500),
+            "/c/api/tags": httpx.Response(200, json={"models": "oops"}),
+        }[request.url.path]
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as mocked:
         for path in ("a", "b", "c"):

@@ -54,14 +54,22 @@ async def no_sleep(seconds: float) -> None:
 
 
 def client_for(llm: ScriptedLLM, **config: Any) -> LLMClient:
-    return LLMClient(LLMConfig(**{"base_url": llm.base_url, "model": MODEL, **config}),
-                     sleep=no_sleep)
+    return LLMClient(
+        LLMConfig(**{"base_url": llm.base_url, "model": MODEL, **config}), sleep=no_sleep
+    )
 
 
 def research(web: OfflineWeb, question: str, **extra: Any) -> Report:
     options: dict[str, Any] = {
-        "search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-        "timeout": 5.0, "base_url": web.llm_url, "model": MODEL, "max_sources": 3, **extra}
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": 5.0,
+        "base_url": web.llm_url,
+        "model": MODEL,
+        "max_sources": 3,
+        **extra,
+    }
 
     async def guarded() -> Report:
         return await asyncio.wait_for(sleuth.research(question, **options), HANG_GUARD_S)
@@ -75,9 +83,11 @@ def gaps(report: Report) -> str:
 
 # -- one call -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", BROKEN)
-async def test_a_broken_reply_body_is_one_parse_error_never_retried(server: ScriptedLLM,
-                                                                    mode: str) -> None:
+async def test_a_broken_reply_body_is_one_parse_error_never_retried(
+    server: ScriptedLLM, mode: str
+) -> None:
     server.misbehave(mode, times=None)
     async with client_for(server, max_retries=2) as client:
         with pytest.raises(ParseError, match=f"the LLM server at {server.base_url}") as caught:
@@ -88,8 +98,9 @@ async def test_a_broken_reply_body_is_one_parse_error_never_retried(server: Scri
 
 
 @pytest.mark.parametrize("mode", ["oversized", "endless"])
-async def test_a_reply_over_the_byte_cap_is_not_read_to_its_end(server: ScriptedLLM,
-                                                                mode: str) -> None:
+async def test_a_reply_over_the_byte_cap_is_not_read_to_its_end(
+    server: ScriptedLLM, mode: str
+) -> None:
     from sleuth.llm.client import MAX_REPLY_BYTES
 
     server.misbehave(mode, size=MAX_REPLY_BYTES + 1)
@@ -120,13 +131,18 @@ async def test_a_silent_server_costs_one_timeout_not_one_per_retry(server: Scrip
     assert len(server.requests) == 1
 
 
-@pytest.mark.parametrize("body", [
-    {"choices": 5},
-    {"choices": [{"message": {"content": {"text": "not a string"}}}]},
-    {"choices": [{"message": {"content": "x", "tool_calls": 7}}]},
-], ids=["choices-not-a-list", "content-not-text", "tool-calls-not-a-list"])
-async def test_json_that_is_no_chat_completion_is_a_parse_error(server: ScriptedLLM,
-                                                               body: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"choices": 5},
+        {"choices": [{"message": {"content": {"text": "not a string"}}}]},
+        {"choices": [{"message": {"content": "x", "tool_calls": 7}}]},
+    ],
+    ids=["choices-not-a-list", "content-not-text", "tool-calls-not-a-list"],
+)
+async def test_json_that_is_no_chat_completion_is_a_parse_error(
+    server: ScriptedLLM, body: dict[str, Any]
+) -> None:
     server.add(lambda request: body)
     async with client_for(server) as client:
         with pytest.raises(ParseError, match="not a chat completion"):
@@ -134,12 +150,17 @@ async def test_json_that_is_no_chat_completion_is_a_parse_error(server: Scripted
 
 
 async def test_replies_are_asked_for_uncompressed_and_a_compressed_one_is_refused(
-        server: ScriptedLLM) -> None:
+    server: ScriptedLLM,
+) -> None:
     """The byte cap counts what is parsed: a gzip body could inflate a thousandfold past it."""
-    packed = gzip.compress(json.dumps({"choices": [{"message": {"content": "x" * 10**7}}]})
-                           .encode())
-    server.add(lambda request: Response(packed, media_type="application/json",
-                                        headers={"content-encoding": "gzip"}))
+    packed = gzip.compress(
+        json.dumps({"choices": [{"message": {"content": "x" * 10**7}}]}).encode()
+    )
+    server.add(
+        lambda request: Response(
+            packed, media_type="application/json", headers={"content-encoding": "gzip"}
+        )
+    )
     async with client_for(server) as client:
         with pytest.raises(ParseError, match=r"compressed \(gzip\) although none was asked"):
             await client.chat(USER, stage="plan")
@@ -148,22 +169,43 @@ async def test_replies_are_asked_for_uncompressed_and_a_compressed_one_is_refuse
 
 async def test_text_parts_and_argument_objects_are_read(server: ScriptedLLM) -> None:
     """Shapes some servers send for fields that are text elsewhere are read, not refused."""
-    server.add(lambda request: {"choices": [{"finish_reason": "tool_calls", "message": {
-        "content": [{"type": "text", "text": "one "}, {"type": "text", "text": "two"}],
-        "tool_calls": [{"id": "c1", "type": "function",
-                        "function": {"name": "search", "arguments": {"query": "x"}}}]}}]})
+    server.add(
+        lambda request: {
+            "choices": [
+                {
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "content": [
+                            {"type": "text", "text": "one "},
+                            {"type": "text", "text": "two"},
+                        ],
+                        "tool_calls": [
+                            {
+                                "id": "c1",
+                                "type": "function",
+                                "function": {"name": "search", "arguments": {"query": "x"}},
+                            }
+                        ],
+                    },
+                }
+            ]
+        }
+    )
     async with client_for(server) as client:
         reply = await client.chat(USER, stage="agent")
     assert reply.text == "one two" and reply.estimated
     assert [(c.name, json.loads(c.arguments)) for c in reply.tool_calls] == [
-        ("search", {"query": "x"})]
+        ("search", {"query": "x"})
+    ]
 
 
 # -- a whole research ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mode", BROKEN)
 def test_a_broken_plan_reply_falls_back_to_the_rules_and_says_why(
-        web: OfflineWeb, llm: ScriptedLLM, mode: str) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, mode: str
+) -> None:
     llm.misbehave(mode, contains=MARKERS["plan"])
     ScriptedResearcher().install(llm)
     question = web.topics[2].question
@@ -176,7 +218,8 @@ def test_a_broken_plan_reply_falls_back_to_the_rules_and_says_why(
 
 
 def test_junk_planned_queries_are_dropped_and_the_rules_plan_instead(
-        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     """A NUL byte, no words, a bare URL: none of it is sent to a search engine."""
     junk = ["\u0000", "   ", "!!! ???", "https://evil.example/x", "tariffs\u0000markets", "--"]
     llm.add(json.dumps(junk), contains=MARKERS["plan"])
@@ -190,19 +233,21 @@ def test_junk_planned_queries_are_dropped_and_the_rules_plan_instead(
 
 
 def test_model_queries_that_find_nothing_give_way_to_the_rules_plan(
-        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     llm.add(json.dumps(["qxzvw jjkqp", "zzqv wwxq"]), contains=MARKERS["plan"])
     ScriptedResearcher().install(llm)
     question = web.topics[3].question  # Hong Kong
     report = research(web, question)
     assert report.planner == "llm" and question in report.queries
     assert "the model's queries found nothing" in gaps(report)
-    assert report.sources and all("hong" in s.title.lower() or "china" in s.title.lower()
-                                  or "beijing" in s.title.lower() for s in report.sources)
+    assert report.sources and all(
+        "hong" in s.title.lower() or "china" in s.title.lower() or "beijing" in s.title.lower()
+        for s in report.sources
+    )
 
 
-def test_a_broken_report_reply_gives_the_template_report(web: OfflineWeb,
-                                                         llm: ScriptedLLM) -> None:
+def test_a_broken_report_reply_gives_the_template_report(web: OfflineWeb, llm: ScriptedLLM) -> None:
     llm.misbehave("bad-utf8", contains=MARKERS["report"])
     ScriptedResearcher().install(llm)
     report = research(web, web.topics[3].question)
@@ -210,14 +255,29 @@ def test_a_broken_report_reply_gives_the_template_report(web: OfflineWeb,
     assert f"LLM report: the LLM server at {web.llm_url}" in gaps(report)
 
 
-def test_the_cli_gives_a_report_not_an_internal_error(web: OfflineWeb, llm: ScriptedLLM,
-                                                      capsys: pytest.CaptureFixture[str]
-                                                      ) -> None:
+def test_the_cli_gives_a_report_not_an_internal_error(
+    web: OfflineWeb, llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
     llm.misbehave("deep-nesting", contains=MARKERS["plan"])
     ScriptedResearcher().install(llm)
-    code = run(["--search", "searxng", "--searxng-url", web.searxng_url,
-                "--allow-private-urls", "--base-url", web.llm_url, "--model", MODEL,
-                "--max-sources", "3", "--format", "json", web.topics[2].question])
+    code = run(
+        [
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--base-url",
+            web.llm_url,
+            "--model",
+            MODEL,
+            "--max-sources",
+            "3",
+            "--format",
+            "json",
+            web.topics[2].question,
+        ]
+    )
     out = capsys.readouterr()
     assert code == 0, out.err
     assert "internal error" not in out.err and "Traceback" not in out.err
@@ -226,8 +286,10 @@ def test_the_cli_gives_a_report_not_an_internal_error(web: OfflineWeb, llm: Scri
 
 # -- --max-time bounds the model calls too --------------------------------------------------
 
+
 def test_max_time_cuts_the_report_call_and_the_template_report_is_given(
-        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     """The deadline passes while the model writes: the call is cancelled, not waited for."""
     llm.misbehave("delay", contains=MARKERS["report"])  # an hour before the headers
     ScriptedResearcher().install(llm)
@@ -240,8 +302,9 @@ def test_max_time_cuts_the_report_call_and_the_template_report_is_given(
 
 
 @pytest.mark.slow
-def test_max_time_ends_a_cli_run_whose_model_never_answers(web: OfflineWeb, llm: ScriptedLLM,
-                                                           tmp_path: Path) -> None:
+def test_max_time_ends_a_cli_run_whose_model_never_answers(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     """The planner's reply would come in an hour: the run ends at --max-time with a report."""
     llm.misbehave("delay", contains=MARKERS["plan"])
     ScriptedResearcher().install(llm)
@@ -250,11 +313,35 @@ def test_max_time_ends_a_cli_run_whose_model_never_answers(web: OfflineWeb, llm:
     env["SLEUTH_HOME"] = str(tmp_path / "home")
     out = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "sleuth", "--search", "searxng", "--searxng-url",
-         web.searxng_url, "--allow-private-urls", "--base-url", web.llm_url, "--model", MODEL,
-         "--max-time", "2", "--llm-timeout", "3600", "--format", "json", "-o", str(out),
-         web.topics[2].question],
-        capture_output=True, text=True, timeout=HANG_GUARD_S, cwd=tmp_path, env=env)
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "--search",
+            "searxng",
+            "--searxng-url",
+            web.searxng_url,
+            "--allow-private-urls",
+            "--base-url",
+            web.llm_url,
+            "--model",
+            MODEL,
+            "--max-time",
+            "2",
+            "--llm-timeout",
+            "3600",
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            web.topics[2].question,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode in (0, 1), proc.stderr
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
     report = json.loads(out.read_text(encoding="utf-8"))
@@ -267,4 +354,3 @@ def test_max_time_ends_a_cli_run_whose_model_never_answers(web: OfflineWeb, llm:
     # as asked, whose search went out before the planning call (issue 26).
     searched = [parse_qs(r.query).get("q") for r in web.requests if r.path == "/search"]
     assert searched == [[web.topics[2].question]]
-

@@ -22,45 +22,57 @@ from sleuth.llm.parse import (
 QUERIES = ["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]
 
 
-@pytest.mark.parametrize("reply", [
-    '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
-    '```json\n["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]\n```',
-    'Here are the queries:\n```\n["oauth authorization code flow", "pkce explained", '
-    '"oauth 2.1 changes"]\n```\nThese cover the main aspects.',
-    'Sure! ["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"] '
-    'should help.',
-    '{"queries": ["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]}',
-    '{"reasoning": "three angles", "search_terms": ["oauth authorization code flow", '
-    '"pkce explained", "oauth 2.1 changes"]}',
-    "<think>The user wants OAuth. [\"not this\"]</think>\n"
-    '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
-    "Okay, let me think.</think>"
-    '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
-    "['oauth authorization code flow', 'pkce explained', 'oauth 2.1 changes']",
-    '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes",]',
-    "1. oauth authorization code flow\n2. pkce explained\n3. oauth 2.1 changes",
-    "Queries:\n1) \"oauth authorization code flow\"\n2) \"pkce explained\"\n"
-    "3) \"oauth 2.1 changes\"\nGood luck!",
-    "- oauth authorization code flow\n- pkce explained\n- oauth 2.1 changes",
-    "* **oauth authorization code flow**\n* `pkce explained`\n* oauth 2.1 changes",
-    "• oauth authorization code flow\n• pkce explained\n• oauth 2.1 changes",
-    '"oauth authorization code flow"\n"pkce explained"\n"oauth 2.1 changes"',
-    '"oauth authorization code flow", "pkce explained", "oauth 2.1 changes"',
-    '[{"query": "oauth authorization code flow"}, {"query": "pkce explained"}, '
-    '{"query": "oauth 2.1 changes"}]',
-    '["oauth authorization code flow", "pkce explained", "pkce explained", "", '
-    '"oauth 2.1 changes"]',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
+        '```json\n["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]\n```',
+        'Here are the queries:\n```\n["oauth authorization code flow", "pkce explained", '
+        '"oauth 2.1 changes"]\n```\nThese cover the main aspects.',
+        'Sure! ["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"] '
+        "should help.",
+        '{"queries": ["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]}',
+        '{"reasoning": "three angles", "search_terms": ["oauth authorization code flow", '
+        '"pkce explained", "oauth 2.1 changes"]}',
+        '<think>The user wants OAuth. ["not this"]</think>\n'
+        '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
+        "Okay, let me think.</think>"
+        '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes"]',
+        "['oauth authorization code flow', 'pkce explained', 'oauth 2.1 changes']",
+        '["oauth authorization code flow", "pkce explained", "oauth 2.1 changes",]',
+        "1. oauth authorization code flow\n2. pkce explained\n3. oauth 2.1 changes",
+        'Queries:\n1) "oauth authorization code flow"\n2) "pkce explained"\n'
+        '3) "oauth 2.1 changes"\nGood luck!',
+        "- oauth authorization code flow\n- pkce explained\n- oauth 2.1 changes",
+        "* **oauth authorization code flow**\n* `pkce explained`\n* oauth 2.1 changes",
+        "• oauth authorization code flow\n• pkce explained\n• oauth 2.1 changes",
+        '"oauth authorization code flow"\n"pkce explained"\n"oauth 2.1 changes"',
+        '"oauth authorization code flow", "pkce explained", "oauth 2.1 changes"',
+        '[{"query": "oauth authorization code flow"}, {"query": "pkce explained"}, '
+        '{"query": "oauth 2.1 changes"}]',
+        '["oauth authorization code flow", "pkce explained", "pkce explained", "", '
+        '"oauth 2.1 changes"]',
+    ],
+)
 def test_parse_list_shapes(reply: str) -> None:
     assert parse_list(reply) == QUERIES
     assert expect_list(reply) == QUERIES
 
 
-@pytest.mark.parametrize("reply", [
-    "", "   ", "I'm sorry, I can't help with that.",
-    "The best approach is to search for OAuth flows.\nThen read the RFC.",
-    "<think>planning the queries forever", "[]", '{"queries": []}', '["unclosed', "{{{{",
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "   ",
+        "I'm sorry, I can't help with that.",
+        "The best approach is to search for OAuth flows.\nThen read the RFC.",
+        "<think>planning the queries forever",
+        "[]",
+        '{"queries": []}',
+        '["unclosed',
+        "{{{{",
+    ],
+)
 def test_parse_list_finds_nothing(reply: str) -> None:
     assert parse_list(reply) == []
     with pytest.raises(ParseError, match="no list of queries") as info:
@@ -86,38 +98,57 @@ def test_strip_think_forms() -> None:
     assert strip_think("Answer mentions <think> later") == "Answer mentions <think> later"
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    ("[1, 3, 4]", [1, 3, 4]),
-    ("[3, 1, 3, 99, 0, -2]", [3, 1]),
-    ('["2", "5"]', [2, 5]),
-    ('{"selected": [2, 4]}', [2, 4]),
-    ("```json\n[4, 2]\n```", [4, 2]),
-    ("<think>maybe [5]?</think>[1, 2]", [1, 2]),
-    ("1, 3", [1, 3]),
-    ("1, 3 and 5", [1, 3, 5]),
-    ("Results: 2 4", [2, 4]),
-    ("I would read [2] and [4] first.", [2, 4]),
-    ("- 3\n- 1", [3, 1]),
-    ("[1.0, 2]", [1, 2]),
-    ('[{"index": 2}, {"index": 3}]', [2, 3]),
-])
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("[1, 3, 4]", [1, 3, 4]),
+        ("[3, 1, 3, 99, 0, -2]", [3, 1]),
+        ('["2", "5"]', [2, 5]),
+        ('{"selected": [2, 4]}', [2, 4]),
+        ("```json\n[4, 2]\n```", [4, 2]),
+        ("<think>maybe [5]?</think>[1, 2]", [1, 2]),
+        ("1, 3", [1, 3]),
+        ("1, 3 and 5", [1, 3, 5]),
+        ("Results: 2 4", [2, 4]),
+        ("I would read [2] and [4] first.", [2, 4]),
+        ("- 3\n- 1", [3, 1]),
+        ("[1.0, 2]", [1, 2]),
+        ('[{"index": 2}, {"index": 3}]', [2, 3]),
+    ],
+)
 def test_parse_indices_shapes(reply: str, expected: list[int]) -> None:
     assert parse_indices(reply, 5) == expected
 
 
-@pytest.mark.parametrize("reply", ["[]", "none of them", "[7, 8]", "", "[true, false]",
-                                   "I chose 2 results because they are good"])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "[]",
+        "none of them",
+        "[7, 8]",
+        "",
+        "[true, false]",
+        "I chose 2 results because they are good",
+    ],
+)
 def test_parse_indices_nothing_valid(reply: str) -> None:
     assert parse_indices(reply, 5) == []
     with pytest.raises(ParseError, match="1 to 5"):
         expect_indices(reply, 5)
 
 
-@pytest.mark.parametrize(("reply", "verdict"), [
-    ("SUPPORTED", True), ("unsupported", False), ("Verdict: **SUPPORTED**.", True),
-    ("NOT SUPPORTED", False), ("<think>is it SUPPORTED?</think>UNSUPPORTED", False),
-    ("I am not sure.", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("reply", "verdict"),
+    [
+        ("SUPPORTED", True),
+        ("unsupported", False),
+        ("Verdict: **SUPPORTED**.", True),
+        ("NOT SUPPORTED", False),
+        ("<think>is it SUPPORTED?</think>UNSUPPORTED", False),
+        ("I am not sure.", None),
+        ("", None),
+    ],
+)
 def test_parse_verdict(reply: str, verdict: bool | None) -> None:
     assert parse_verdict(reply) is verdict
     if verdict is None:
@@ -127,21 +158,31 @@ def test_parse_verdict(reply: str, verdict: bool | None) -> None:
         assert expect_verdict(reply) is verdict
 
 
-@pytest.mark.parametrize(("reply", "expected"), [
-    ("Not relevant.", True), ("not relevant", True), ('"Not relevant."', True),
-    ("<think>nothing here</think>\nNot relevant.", True), ("**Not relevant.**", True),
-    ("Answer: Not relevant", True), ("", False),
-    ("The page says the protocol is not relevant for public clients, because PKCE "
-     "replaces the client secret.", False),
-    ("OAuth 2.0 uses an authorization code.", False),
-])
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("Not relevant.", True),
+        ("not relevant", True),
+        ('"Not relevant."', True),
+        ("<think>nothing here</think>\nNot relevant.", True),
+        ("**Not relevant.**", True),
+        ("Answer: Not relevant", True),
+        ("", False),
+        (
+            "The page says the protocol is not relevant for public clients, because PKCE "
+            "replaces the client secret.",
+            False,
+        ),
+        ("OAuth 2.0 uses an authorization code.", False),
+    ],
+)
 def test_is_not_relevant(reply: str, expected: bool) -> None:
     assert is_not_relevant(reply) is expected
 
 
 # -- fuzzing: these parsers must never raise ------------------------------------------
 
-_ALPHABET = st.sampled_from([*'[]{}",:\'`-*•0123456789.) \n\tabc<>/think', "```"])
+_ALPHABET = st.sampled_from([*"[]{}\",:'`-*•0123456789.) \n\tabc<>/think", "```"])
 _REPLIES = st.one_of(st.text(), st.lists(_ALPHABET, max_size=200).map("".join))
 
 
@@ -159,8 +200,11 @@ def test_parsers_never_raise(reply: str) -> None:
     assert isinstance(is_empty_answer(reply), bool)
 
 
-_WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyzäöü0123456789 .-?", min_size=1,
-                 max_size=40).map(lambda s: " ".join(s.split())).filter(bool)
+_WORDS = (
+    st.text(alphabet="abcdefghijklmnopqrstuvwxyzäöü0123456789 .-?", min_size=1, max_size=40)
+    .map(lambda s: " ".join(s.split()))
+    .filter(bool)
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -179,10 +223,19 @@ def test_huge_and_nested_replies_are_fast_and_safe() -> None:
     assert parse_list('["ok"]' + "x" * 300_000) == ["ok"]
 
 
-@pytest.mark.parametrize(("reply", "empty"), [
-    ("[]", True), ("```json\n[]\n```", True), ('{"queries": []}', True), ("None.", True),
-    ("<think>nothing useful</think>\n[]", True), ('["more"]', False),
-    ("I don't know", False), ("", False), ("[1, 2]", False),
-])
+@pytest.mark.parametrize(
+    ("reply", "empty"),
+    [
+        ("[]", True),
+        ("```json\n[]\n```", True),
+        ('{"queries": []}', True),
+        ("None.", True),
+        ("<think>nothing useful</think>\n[]", True),
+        ('["more"]', False),
+        ("I don't know", False),
+        ("", False),
+        ("[1, 2]", False),
+    ],
+)
 def test_is_empty_answer(reply: str, empty: bool) -> None:
     assert is_empty_answer(reply) is empty

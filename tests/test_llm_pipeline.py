@@ -36,13 +36,27 @@ MODEL = "scripted-model"
 
 def options(web: OfflineWeb, **extra: Any) -> dict[str, Any]:
     """research() keywords for a run against the offline web and its model."""
-    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-            "timeout": PAGE_TIMEOUT, "base_url": web.llm_url, "model": MODEL, **extra}
+    return {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": PAGE_TIMEOUT,
+        "base_url": web.llm_url,
+        "model": MODEL,
+        **extra,
+    }
 
 
 def cli_args(web: OfflineWeb, *extra: str, model: bool = True) -> list[str]:
-    args = ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", str(PAGE_TIMEOUT)]
+    args = [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        str(PAGE_TIMEOUT),
+    ]
     if model:
         args += ["--base-url", web.llm_url, "--model", MODEL]
     return [*args, *extra]
@@ -62,14 +76,17 @@ def by_stage(llm: ScriptedLLM) -> Counter[str]:
 
 def page_requests(web: OfflineWeb) -> Counter[str]:
     main = urlsplit(web.base_url).netloc
-    return Counter(f"http://{r.host}{r.path}" for r in web.requests
-                   if r.method == "GET" and r.host != main)
+    return Counter(
+        f"http://{r.host}{r.path}" for r in web.requests if r.method == "GET" and r.host != main
+    )
 
 
-def research(web: OfflineWeb, question: str, events: list[Event] | None = None,
-             **extra: Any) -> Report:
-    return sleuth.research_sync(question, on_event=events.append if events is not None else None,
-                                **options(web, **extra))
+def research(
+    web: OfflineWeb, question: str, events: list[Event] | None = None, **extra: Any
+) -> Report:
+    return sleuth.research_sync(
+        question, on_event=events.append if events is not None else None, **options(web, **extra)
+    )
 
 
 def report_body(report: Report) -> str:
@@ -78,6 +95,7 @@ def report_body(report: Report) -> str:
 
 
 # -- a whole run ---------------------------------------------------------------------------
+
 
 def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
     ScriptedResearcher().install(llm)
@@ -101,7 +119,7 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
     assert planned is not None
     plan_queries = json.loads(planned.group(0))
     # The question as asked was searched first (issue 26), then the model's queries.
-    assert report["queries"][:len(plan_queries) + 1] == [topic.question, *plan_queries]
+    assert report["queries"][: len(plan_queries) + 1] == [topic.question, *plan_queries]
 
     # Every source was read once, summarised, and cited by a number sleuth assigned.
     fetched = page_requests(web)
@@ -127,15 +145,19 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
     assert shown and max(shown.values()) == 1 and max(fetched.values()) == 1
     # The refine prompt, too, lists each page once, under the first query to find it.
     refine = next(r for r in llm.requests if stage_of(r) == "refine")
-    listed = [line for line in section(refine.last_user, "RESULTS").splitlines()
-              if line.startswith("- ") and line != SAME_PAGES]
+    listed = [
+        line
+        for line in section(refine.last_user, "RESULTS").splitlines()
+        if line.startswith("- ") and line != SAME_PAGES
+    ]
     assert listed and len(listed) == len(set(listed))
 
     # Every call and its tokens are counted (ScriptedLLM reports words as tokens).
     stats = report["stats"]
     assert stats["llm_calls"] == len(llm.requests)
     assert stats["prompt_tokens"] == sum(
-        len(str(m["content"]).split()) for r in llm.requests for m in r.messages)
+        len(str(m["content"]).split()) for r in llm.requests for m in r.messages
+    )
     assert stats["completion_tokens"] > 0 and stats["cached_llm_calls"] == 0
     check = report["citations"]
     assert check["method"] == "lexical" and check["checked"] >= 3
@@ -144,16 +166,31 @@ def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path
 
 
 @pytest.mark.slow
-def test_subprocess_llm_run_writes_a_cited_report(web: OfflineWeb, llm: ScriptedLLM,
-                                                  tmp_path: Path) -> None:
+def test_subprocess_llm_run_writes_a_cited_report(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     ScriptedResearcher(think=True).install(llm)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     env["OPENAI_BASE_URL"] = web.llm_url
     env["SLEUTH_HOME"] = str(tmp_path / "home")
     proc = subprocess.run(
-        [sys.executable, "-m", "sleuth", *cli_args(web, model=False), "--model", MODEL,
-         "--max-sources", "3", web.topics[3].question],
-        capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env)
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            *cli_args(web, model=False),
+            "--model",
+            MODEL,
+            "--max-sources",
+            "3",
+            web.topics[3].question,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=tmp_path,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.startswith(f"# Research: {web.topics[3].question}")
@@ -165,8 +202,9 @@ def test_subprocess_llm_run_writes_a_cited_report(web: OfflineWeb, llm: Scripted
     assert by_stage(llm)["report"] == 1
 
 
-def test_every_model_call_is_a_progress_event_with_its_tokens(web: OfflineWeb,
-                                                              llm: ScriptedLLM) -> None:
+def test_every_model_call_is_a_progress_event_with_its_tokens(
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     """Live counters (sleuth serve, MCP progress) see each call's tokens as it is answered."""
     ScriptedResearcher().install(llm)
     events: list[Event] = []
@@ -185,14 +223,27 @@ def test_every_model_call_is_a_progress_event_with_its_tokens(web: OfflineWeb,
 
 def test_each_stage_reaches_its_own_model(web: OfflineWeb, llm: ScriptedLLM) -> None:
     ScriptedResearcher().install(llm)
-    report = research(web, web.topics[3].question, model="all-stages", plan_model="planner",
-                      summary_model="reader", report_model="writer", verify="llm",
-                      max_sources=3)
+    report = research(
+        web,
+        web.topics[3].question,
+        model="all-stages",
+        plan_model="planner",
+        summary_model="reader",
+        report_model="writer",
+        verify="llm",
+        max_sources=3,
+    )
     assert report.writer == "llm" and report.citations is not None
     assert report.citations.method == "llm"
-    expected = {"plan": "planner", "refine": "planner", "select": "planner",
-                "summarize": "reader", "merge": "reader", "verify": "reader",
-                "report": "writer"}
+    expected = {
+        "plan": "planner",
+        "refine": "planner",
+        "select": "planner",
+        "summarize": "reader",
+        "merge": "reader",
+        "verify": "reader",
+        "report": "writer",
+    }
     seen: dict[str, set[str | None]] = {}
     for request in llm.requests:
         seen.setdefault(stage_of(request), set()).add(request.model)
@@ -207,7 +258,8 @@ def searches(web: OfflineWeb) -> list[str]:
 
 
 def test_the_question_is_searched_before_the_model_is_asked_to_plan(
-        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     """Issue 26: a model run's first request is the search for the question as asked; it
     goes out before the planning call (while the OpenAI SDK loads), is searched once, and
     its results join the first round the model ranks."""
@@ -234,28 +286,36 @@ def test_the_question_is_searched_before_the_model_is_asked_to_plan(
 
 # -- replies that are not clean ---------------------------------------------------------------
 
+
 def test_think_blocks_and_chatty_lists_are_parsed(web: OfflineWeb, llm: ScriptedLLM) -> None:
-    llm.add("<think>\nThe user asks about Hong Kong. I should cover Beijing's response, the "
-            "troops and the markets.\n</think>\nSure! Here are some queries:\n\n"
-            "1. **China response Hong Kong protests**\n2. Beijing troops Hong Kong\n"
-            "3. Hong Kong protests markets Alibaba listing\n\nLet me know if you need more.",
-            contains=MARKERS["plan"])
-    llm.add("<think>Results 2 and 1 look official.</think>\nThe most relevant are:\n"
-            "- Result 2\n- Result 1", contains=MARKERS["select"], times=None)
+    llm.add(
+        "<think>\nThe user asks about Hong Kong. I should cover Beijing's response, the "
+        "troops and the markets.\n</think>\nSure! Here are some queries:\n\n"
+        "1. **China response Hong Kong protests**\n2. Beijing troops Hong Kong\n"
+        "3. Hong Kong protests markets Alibaba listing\n\nLet me know if you need more.",
+        contains=MARKERS["plan"],
+    )
+    llm.add(
+        "<think>Results 2 and 1 look official.</think>\nThe most relevant are:\n"
+        "- Result 2\n- Result 1",
+        contains=MARKERS["select"],
+        times=None,
+    )
     ScriptedResearcher(think=True).install(llm)
     report = research(web, web.topics[3].question, max_sources=3)
     assert report.planner == "llm"
     # After the question as asked, searched first (issue 26): the model's queries.
-    assert report.queries[1:4] == ["China response Hong Kong protests",
-                                   "Beijing troops Hong Kong",
-                                   "Hong Kong protests markets Alibaba listing"]
+    assert report.queries[1:4] == [
+        "China response Hong Kong protests",
+        "Beijing troops Hong Kong",
+        "Hong Kong protests markets Alibaba listing",
+    ]
     assert not [f for f in report.failures if f.stage == "llm"], report.failures
     assert report.writer == "llm" and "<think>" not in report.markdown
     assert all(s.summary and "<think>" not in s.summary for s in report.sources)
 
 
-def test_unusable_plan_falls_back_to_rules_and_says_why(web: OfflineWeb,
-                                                        llm: ScriptedLLM) -> None:
+def test_unusable_plan_falls_back_to_rules_and_says_why(web: OfflineWeb, llm: ScriptedLLM) -> None:
     llm.add("Sure! I'd be happy to help you research that question.", contains=MARKERS["plan"])
     llm.add("These all look great to me.", contains=MARKERS["select"], times=None)
     ScriptedResearcher().install(llm)
@@ -272,8 +332,9 @@ def test_unusable_plan_falls_back_to_rules_and_says_why(web: OfflineWeb,
 
 
 def test_rate_limit_is_retried_then_the_run_goes_on(web: OfflineWeb, llm: ScriptedLLM) -> None:
-    llm.fail(429, message="Rate limit reached for requests", retry_after=0,
-             contains=MARKERS["plan"])
+    llm.fail(
+        429, message="Rate limit reached for requests", retry_after=0, contains=MARKERS["plan"]
+    )
     ScriptedResearcher().install(llm)
     events: list[Event] = []
     # Every page is read to the end: a summary cut while in flight reaches the server
@@ -285,8 +346,9 @@ def test_rate_limit_is_retried_then_the_run_goes_on(web: OfflineWeb, llm: Script
     assert report.stats.llm_calls == len(llm.requests) - 1  # the 429 is not a reply
 
 
-def test_context_overflow_reads_the_page_in_smaller_chunks(web: OfflineWeb,
-                                                           llm: ScriptedLLM) -> None:
+def test_context_overflow_reads_the_page_in_smaller_chunks(
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     researcher = ScriptedResearcher()
     failed: list[str] = []
 
@@ -296,26 +358,36 @@ def test_context_overflow_reads_the_page_in_smaller_chunks(web: OfflineWeb,
         if failed or len(section(prompt, "PAGE")) < 3000:
             return researcher.summarize(body)
         failed.append(section(prompt, "PAGE"))
-        message = ("This model's maximum context length is 2048 tokens. However, your "
-                   "messages resulted in 2301 tokens. Please reduce the length of the messages.")
-        return JSONResponse({"error": {"message": message, "type": "invalid_request_error",
-                                       "param": "messages", "code": "context_length_exceeded"}},
-                            status_code=400)
+        message = (
+            "This model's maximum context length is 2048 tokens. However, your "
+            "messages resulted in 2301 tokens. Please reduce the length of the messages."
+        )
+        return JSONResponse(
+            {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded",
+                }
+            },
+            status_code=400,
+        )
 
     llm.add(overflow_once, contains=MARKERS["summarize"], times=None)
     researcher.install(llm)
     events: list[Event] = []
     # More sources wanted than there are pages: every page is read to the end, none cut.
-    report = research(web, web.topics[3].question, events, max_sources=20, depth=1,
-                      context_window=2048)
+    report = research(
+        web, web.topics[3].question, events, max_sources=20, depth=1, context_window=2048
+    )
 
     def text(page: str) -> str:
         return " ".join(page.split("\n\n", 1)[1].split())
 
     assert failed, "no chunk was long enough to be refused"
     url = re.search(r"^URL: (\S+)", failed[0], re.M).group(1)  # type: ignore[union-attr]
-    summaries = [section(r.last_user, "PAGE") for r in llm.requests
-                 if stage_of(r) == "summarize"]
+    summaries = [section(r.last_user, "PAGE") for r in llm.requests if stage_of(r) == "summarize"]
     # The chunk that overflowed was read again as smaller pieces that together hold it all.
     whole = text(failed[0])
     pieces = [text(p) for p in summaries if text(p) in whole and len(text(p)) < len(whole)]
@@ -327,47 +399,64 @@ def test_context_overflow_reads_the_page_in_smaller_chunks(web: OfflineWeb,
 
 
 def test_a_context_too_small_for_any_chunk_falls_back_instead_of_looping(
-        web: OfflineWeb, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
     ScriptedResearcher().install(llm)
     report = research(web, web.topics[3].question, max_sources=2, context_window=512)
     assert report.sources and all(s.summary is None and s.passages for s in report.sources)
-    assert any(f.stage == "llm" and "context window (512 tokens) is too small" in f.reason
-               for f in report.failures)
+    assert any(
+        f.stage == "llm" and "context window (512 tokens) is too small" in f.reason
+        for f in report.failures
+    )
     assert by_stage(llm)["summarize"] == 0
 
 
 # -- the citation check ---------------------------------------------------------------------
 
+
 def _notes(prompt: str) -> dict[int, tuple[str, str]]:
     """Source number -> (URL, first sentence of its notes), from a report prompt."""
     found = {}
     for block in section(prompt, "SOURCES").split("\n\n"):
-        head = re.match(r"\[(\d+)\] .*\nURL: (\S+)\n(?:According to the page, )?(.*?[.!?])\s",
-                        block + " ", re.S)
+        head = re.match(
+            r"\[(\d+)\] .*\nURL: (\S+)\n(?:According to the page, )?(.*?[.!?])\s", block + " ", re.S
+        )
         if head:
             found[int(head.group(1))] = (head.group(2), " ".join(head.group(3).split()))
     return found
 
 
-def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb,
-                                                       llm: ScriptedLLM) -> None:
+def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb, llm: ScriptedLLM) -> None:
     second: list[str] = []
 
     def report(body: dict[str, Any]) -> str:
         notes = _notes(body["messages"][-1]["content"])
         assert len(notes) == 5, notes
         second.append(notes[2][1])
-        return "\n".join([
-            "# Report", "", "The sources answer the question in part [1].", "", "## Findings", "",
-            f"- {notes[1][1]} [1]",
-            f"- {notes[2][1]} [9]",
-            f"- {notes[3][1]} See [the full story](https://evil.example.com/story) [3].",
-            f"- {notes[4][1]} More at https://fabricated.example.org/x?id=1.",
-            f"- {notes[5][1]} ([source]({notes[5][0]}))",
-            "", "## Conclusion", "",
-            "A landmark 2031 study [9] was published at https://invented.example.net/study "
-            "for anyone to verify.",
-            "", "## References", "", "[1] https://evil.example.com/ref"])
+        return "\n".join(
+            [
+                "# Report",
+                "",
+                "The sources answer the question in part [1].",
+                "",
+                "## Findings",
+                "",
+                f"- {notes[1][1]} [1]",
+                f"- {notes[2][1]} [9]",
+                f"- {notes[3][1]} See [the full story](https://evil.example.com/story) [3].",
+                f"- {notes[4][1]} More at https://fabricated.example.org/x?id=1.",
+                f"- {notes[5][1]} ([source]({notes[5][0]}))",
+                "",
+                "## Conclusion",
+                "",
+                "A landmark 2031 study [9] was published at https://invented.example.net/study "
+                "for anyone to verify.",
+                "",
+                "## References",
+                "",
+                "[1] https://evil.example.com/ref",
+            ]
+        )
 
     llm.add(report, contains=MARKERS["report"])
     ScriptedResearcher().install(llm)
@@ -386,23 +475,34 @@ def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb,
     assert "2031" not in body and "## Conclusion" not in body
     assert second and second[0] not in body
     assert result.citations.invented_claims_removed == 2 and "*(unverified)*" not in body
-    assert ("2 citations of an unknown source, 3 URLs not among the sources, 2 sentences "
-            "citing only sources that do not exist") in result.markdown
+    assert (
+        "2 citations of an unknown source, 3 URLs not among the sources, 2 sentences "
+        "citing only sources that do not exist"
+    ) in result.markdown
 
 
 @pytest.mark.parametrize("verify", ["lexical", "llm"])
 def test_a_claim_the_cited_source_does_not_support_is_removed(
-        web: OfflineWeb, llm: ScriptedLLM, verify: str) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, verify: str
+) -> None:
     false_claim = "Stadia sold 97 million consoles in its first week and replaced the PlayStation"
 
     def report(body: dict[str, Any]) -> str:
         notes = _notes(body["messages"][-1]["content"])
-        return "\n".join(["## Findings", ""] + [f"- {text} [{n}]" for n, (_, text) in
-                                                  notes.items()] + [f"- {false_claim} [1]."])
+        return "\n".join(
+            ["## Findings", ""]
+            + [f"- {text} [{n}]" for n, (_, text) in notes.items()]
+            + [f"- {false_claim} [1]."]
+        )
 
     llm.add(report, contains=MARKERS["report"])
-    llm.add(lambda body: "UNSUPPORTED" if "97 million" in body["messages"][-1]["content"]
-            else "SUPPORTED", contains=MARKERS["verify"], times=None)
+    llm.add(
+        lambda body: (
+            "UNSUPPORTED" if "97 million" in body["messages"][-1]["content"] else "SUPPORTED"
+        ),
+        contains=MARKERS["verify"],
+        times=None,
+    )
     ScriptedResearcher().install(llm)
     result = research(web, web.topics[0].question, max_sources=3, verify=verify)
     check = result.citations
@@ -429,31 +529,44 @@ def test_report_in_chinese(web: OfflineWeb, llm: ScriptedLLM) -> None:
 
 # -- choosing the model ---------------------------------------------------------------------
 
+
 def test_without_a_model_the_no_llm_pipeline_runs_and_says_so(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.json"
-    code = run(cli_args(web, "--format", "json", "-o", str(out), "--depth", "1",
-                        web.topics[3].question, model=False))
+    code = run(
+        cli_args(
+            web,
+            "--format",
+            "json",
+            "-o",
+            str(out),
+            "--depth",
+            "1",
+            web.topics[3].question,
+            model=False,
+        )
+    )
     assert code == 0
     err = capsys.readouterr().err
     assert "no model configured" in err and "the no-LLM pipeline runs" in err
     report = json.loads(out.read_text(encoding="utf-8"))
-    assert (report["planner"], report["writer"], report["citations"]) == ("rules", "template",
-                                                                           None)
+    assert (report["planner"], report["writer"], report["citations"]) == ("rules", "template", None)
     assert report["stats"]["llm_calls"] == 0 and not llm.requests
 
 
-def test_no_llm_wins_over_a_configured_model(web: OfflineWeb, llm: ScriptedLLM,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_llm_wins_over_a_configured_model(
+    web: OfflineWeb, llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
     ScriptedResearcher().install(llm)
     code = run(cli_args(web, "--no-llm", "--depth", "1", web.topics[3].question))
     assert code == 0 and not llm.requests
     assert "--no-llm: the no-LLM pipeline runs" in capsys.readouterr().err
 
 
-def test_a_local_ollama_is_found_and_used(web: OfflineWeb, monkeypatch: pytest.MonkeyPatch,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_local_ollama_is_found_and_used(
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     with ScriptedLLM.serve(models=["llama3.2:3b"]) as ollama:
         ScriptedResearcher().install(ollama)
         monkeypatch.setenv("OLLAMA_HOST", ollama.root_url.removeprefix("http://"))
@@ -465,32 +578,37 @@ def test_a_local_ollama_is_found_and_used(web: OfflineWeb, monkeypatch: pytest.M
         assert by_stage(ollama)["report"] == 1
 
 
-def test_an_unreachable_server_means_the_no_llm_pipeline(web: OfflineWeb, closed_port: int,
-                                                         llm: ScriptedLLM) -> None:
-    report = sleuth.research_sync(web.topics[3].question, depth=1,
-                                  **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1",
-                                            model=None))
+def test_an_unreachable_server_means_the_no_llm_pipeline(
+    web: OfflineWeb, closed_port: int, llm: ScriptedLLM
+) -> None:
+    report = sleuth.research_sync(
+        web.topics[3].question,
+        depth=1,
+        **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1", model=None),
+    )
     assert report.writer == "template" and report.sources
     assert any(f.stage == "llm" and "could not connect" in f.reason for f in report.failures)
 
 
 def test_a_server_found_unreachable_after_the_question_was_searched(
-        web: OfflineWeb, closed_port: int, llm: ScriptedLLM) -> None:
+    web: OfflineWeb, closed_port: int, llm: ScriptedLLM
+) -> None:
     """The question's search goes out before the model's server is found unreachable: the
     no-LLM pipeline that runs instead leads with its hits and searches nothing twice."""
     question = web.topics[3].question
     web.reset_log()
-    report = sleuth.research_sync(question, depth=2,
-                                  **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1",
-                                            model=None))
+    report = sleuth.research_sync(
+        question, depth=2, **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1", model=None)
+    )
     assert (report.planner, report.writer) == ("rules", "template") and report.sources
     asked = searches(web)
     assert asked[0] == question == report.queries[0]
     assert sorted(asked) == sorted(report.queries) and len(asked) == report.stats.searches > 1
 
 
-def test_a_refused_key_exits_2_with_one_line(web: OfflineWeb, llm: ScriptedLLM,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refused_key_exits_2_with_one_line(
+    web: OfflineWeb, llm: ScriptedLLM, capsys: pytest.CaptureFixture[str]
+) -> None:
     llm.fail(401, message="Incorrect API key provided: sk-abc***", times=None)
     code = run(cli_args(web, "--quiet", "--depth", "1", web.topics[3].question))
     err = capsys.readouterr().err
@@ -503,8 +621,10 @@ def test_the_token_budget_stops_model_calls(web: OfflineWeb, llm: ScriptedLLM) -
     ScriptedResearcher().install(llm)
     report = research(web, web.topics[3].question, max_sources=3, max_tokens=1500)
     assert report.stats.prompt_tokens + report.stats.completion_tokens >= 1500
-    assert any(f.stage == "budget" and "token budget reached (--max-tokens 1500)" in f.reason
-               for f in report.failures)
+    assert any(
+        f.stage == "budget" and "token budget reached (--max-tokens 1500)" in f.reason
+        for f in report.failures
+    )
     assert by_stage(llm)["report"] == 0 and report.writer == "template"
 
 
@@ -516,5 +636,7 @@ def test_a_page_with_nothing_relevant_is_replaced(web: OfflineWeb, llm: Scripted
     report = research(web, web.topics[0].question, max_sources=3)
     assert page_requests(web)[doc.url] == 1, "the page was not read at all"
     assert doc.url not in {s.url for s in report.sources} and len(report.sources) == 3
-    assert any(f.url == doc.url and f.reason == "not relevant to the question (summary model)"
-               for f in report.failures)
+    assert any(
+        f.url == doc.url and f.reason == "not relevant to the question (summary model)"
+        for f in report.failures
+    )

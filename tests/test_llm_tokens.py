@@ -60,9 +60,11 @@ def test_estimate_rules() -> None:
 
 def test_prose_estimate_is_high_but_plausible() -> None:
     # ~4 characters per token is the usual rule for English; the estimate stays above it.
-    text = ("Retrieval augmented generation combines a search step with a language model. "
-            "The model reads the retrieved passages before it answers, which reduces "
-            "hallucinations and lets it cite sources.\n\n") * 20
+    text = (
+        "Retrieval augmented generation combines a search step with a language model. "
+        "The model reads the retrieved passages before it answers, which reduces "
+        "hallucinations and lets it cite sources.\n\n"
+    ) * 20
     assert len(text) / 4 <= estimate_tokens(text) <= len(text) / 2
 
 
@@ -71,15 +73,28 @@ def test_message_tokens_adds_format_overhead() -> None:
     assert message_tokens(messages) == 3 + 4 + estimate_tokens("Be brief.") + 4 + 1
 
 
-@pytest.mark.parametrize(("model", "window"), [
-    ("gpt-4o", 128_000), ("gpt-4o-mini-2024-07-18", 128_000), ("openai/gpt-4o-mini", 128_000),
-    ("gpt-4.1-mini", 1_047_576), ("gpt-3.5-turbo-0125", 16_385), ("gpt-4-0613", 8192),
-    ("llama3:8b", 8192), ("llama3.1:70b", 131_072),
-    ("meta-llama/Meta-Llama-3.1-8B-Instruct", 131_072), ("qwen2.5:7b-instruct", 32_768),
-    ("Qwen/Qwen2.5-72B-Instruct", 32_768), ("deepseek-r1:14b", 65_536),
-    ("deepseek-chat", 65_536), ("mistral:7b", 32_768), ("mistral-nemo", 131_072),
-    ("claude-3-5-sonnet-20241022", 200_000), ("ft:gpt-4o-mini-2024-07-18:acme::abc", 128_000),
-])
+@pytest.mark.parametrize(
+    ("model", "window"),
+    [
+        ("gpt-4o", 128_000),
+        ("gpt-4o-mini-2024-07-18", 128_000),
+        ("openai/gpt-4o-mini", 128_000),
+        ("gpt-4.1-mini", 1_047_576),
+        ("gpt-3.5-turbo-0125", 16_385),
+        ("gpt-4-0613", 8192),
+        ("llama3:8b", 8192),
+        ("llama3.1:70b", 131_072),
+        ("meta-llama/Meta-Llama-3.1-8B-Instruct", 131_072),
+        ("qwen2.5:7b-instruct", 32_768),
+        ("Qwen/Qwen2.5-72B-Instruct", 32_768),
+        ("deepseek-r1:14b", 65_536),
+        ("deepseek-chat", 65_536),
+        ("mistral:7b", 32_768),
+        ("mistral-nemo", 131_072),
+        ("claude-3-5-sonnet-20241022", 200_000),
+        ("ft:gpt-4o-mini-2024-07-18:acme::abc", 128_000),
+    ],
+)
 def test_context_windows_from_the_table(model: str, window: int) -> None:
     assert context_window(model) == window
     assert model_info(model).known
@@ -116,10 +131,15 @@ def test_chunk_budget_is_positive_or_refused() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(-10, 300_000), st.integers(0, 300_000), st.integers(0, 300_000),
-       st.one_of(st.none(), st.integers(-100, 10_000)))
-def test_chunk_budget_never_zero_or_negative(window: int, prompt: int, reply: int,
-                                             margin: int | None) -> None:
+@given(
+    st.integers(-10, 300_000),
+    st.integers(0, 300_000),
+    st.integers(0, 300_000),
+    st.one_of(st.none(), st.integers(-100, 10_000)),
+)
+def test_chunk_budget_never_zero_or_negative(
+    window: int, prompt: int, reply: int, margin: int | None
+) -> None:
     try:
         budget = chunk_budget(window, prompt, reply, margin=margin)
     except ValueError:
@@ -129,10 +149,13 @@ def test_chunk_budget_never_zero_or_negative(window: int, prompt: int, reply: in
 
 
 def _page(paragraphs: int) -> str:
-    sentence = ("Section {i} explains how the authorization server issues a code. "
-                "The client exchanges it for a token! Does PKCE matter? Yes.")
-    return "\n\n".join(sentence.format(i=i) + "\nSecond line of paragraph."
-                       for i in range(paragraphs))
+    sentence = (
+        "Section {i} explains how the authorization server issues a code. "
+        "The client exchanges it for a token! Does PKCE matter? Yes."
+    )
+    return "\n\n".join(
+        sentence.format(i=i) + "\nSecond line of paragraph." for i in range(paragraphs)
+    )
 
 
 @pytest.mark.parametrize("budget", [32, 50, 120, 400, 5000])
@@ -183,6 +206,7 @@ def test_chunk_text_always_fits(text: str, budget: int) -> None:
 
 # -- tiktoken is only used when it cannot reach the network --------------------------
 
+
 @pytest.fixture
 def fake_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """A stand-in tiktoken module that records loads and counts characters."""
@@ -206,14 +230,16 @@ def fake_tiktoken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
 
 def test_tiktoken_not_called_without_a_cached_encoding(
-        fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     assert count_tokens("Hello, world!", "gpt-4o") == estimate_tokens("Hello, world!")
     assert fake_tiktoken == []
 
 
 def test_tiktoken_not_called_when_its_cache_is_disabled(
-        fake_tiktoken: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tiktoken: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken would download every time
     assert cached_encoding_file("o200k_base") is None
     count_tokens("Hello", "gpt-4o")
@@ -221,7 +247,8 @@ def test_tiktoken_not_called_when_its_cache_is_disabled(
 
 
 def test_corrupt_cache_file_is_not_trusted(
-        fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     # tiktoken's cache name: SHA-1 of the source URL (known value for o200k_base).
     (tmp_path / "fb374d419588a4632f3f557e76b4b70aebbca790").write_bytes(b"truncated")
@@ -231,11 +258,11 @@ def test_corrupt_cache_file_is_not_trusted(
 
 
 def test_tiktoken_used_for_openai_models_when_cached(
-        fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_tiktoken: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data = b"pretend encoding file"
     url = "https://example.invalid/o200k_base.tiktoken"
-    monkeypatch.setitem(tokens._ENCODINGS, "o200k_base",
-                        (url, hashlib.sha256(data).hexdigest()))
+    monkeypatch.setitem(tokens._ENCODINGS, "o200k_base", (url, hashlib.sha256(data).hexdigest()))
     (tmp_path / hashlib.sha1(url.encode()).hexdigest()).write_bytes(data)
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     assert count_tokens("Hello, world!", "gpt-4o") == 13  # the fake counts characters

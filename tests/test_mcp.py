@@ -33,9 +33,14 @@ from sleuth.testing import OfflineWeb
 def server_env(web: OfflineWeb, home: Path) -> dict[str, str]:
     """The environment a user would put in the MCP client's config, pointed at the test web."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
-    env.update(SLEUTH_SEARCH="searxng", SLEUTH_SEARXNG_URL=web.searxng_url,
-               SLEUTH_ALLOW_PRIVATE_URLS="1", SLEUTH_TIMEOUT="2", SLEUTH_NO_LLM="1",
-               SLEUTH_HOME=str(home))
+    env.update(
+        SLEUTH_SEARCH="searxng",
+        SLEUTH_SEARXNG_URL=web.searxng_url,
+        SLEUTH_ALLOW_PRIVATE_URLS="1",
+        SLEUTH_TIMEOUT="2",
+        SLEUTH_NO_LLM="1",
+        SLEUTH_HOME=str(home),
+    )
     return env
 
 
@@ -45,9 +50,19 @@ def text_of(result: CallToolResult) -> str:
 
 
 def offline_settings(web: OfflineWeb, **extra: Any) -> Settings:
-    return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                          "allow_private_urls": True, "timeout": 2, "top_wait": 0, "no_store": True,
-                          "no_llm": True, **extra}, env={})
+    return load_settings(
+        {
+            "search": "searxng",
+            "searxng_url": web.searxng_url,
+            "allow_private_urls": True,
+            "timeout": 2,
+            "top_wait": 0,
+            "no_store": True,
+            "no_llm": True,
+            **extra,
+        },
+        env={},
+    )
 
 
 @asynccontextmanager
@@ -57,15 +72,17 @@ async def in_memory(settings: Settings) -> AsyncIterator[ClientSession]:
         yield client
 
 
-async def research_with_progress(client: ClientSession, topic: str,
-                                 **args: Any) -> tuple[CallToolResult, list[str]]:
+async def research_with_progress(
+    client: ClientSession, topic: str, **args: Any
+) -> tuple[CallToolResult, list[str]]:
     messages: list[str] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         messages.append(message or "")
 
-    result = await client.call_tool("web_research", {"topic": topic, **args},
-                                    progress_callback=progress)
+    result = await client.call_tool(
+        "web_research", {"topic": topic, **args}, progress_callback=progress
+    )
     return result, messages
 
 
@@ -78,11 +95,14 @@ def assert_cited_report(markdown: str) -> None:
 
 @pytest.mark.slow
 async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: Path) -> None:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
-                                   env=server_env(web, tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sleuth", "mcp"], env=server_env(web, tmp_path)
+    )
     errlog = (tmp_path / "stderr.txt").open("w", encoding="utf-8")
-    async with stdio_client(params, errlog=errlog) as (read, write), \
-            ClientSession(read, write) as client:
+    async with (
+        stdio_client(params, errlog=errlog) as (read, write),
+        ClientSession(read, write) as client,
+    ):
         await client.initialize()
         tools = {tool.name: tool for tool in (await client.list_tools()).tools}
         # No model is configured, so agent mode is not offered.
@@ -94,8 +114,9 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
         assert schema["properties"]["depth"]["default"] == 2
         assert schema["properties"]["max_sources"]["default"] == 5
 
-        result, progress = await research_with_progress(client, web.topics[0].question,
-                                                        max_sources=3)
+        result, progress = await research_with_progress(
+            client, web.topics[0].question, max_sources=3
+        )
         assert not result.isError
         assert_cited_report(text_of(result))
         kinds = [message.split(":")[0] for message in progress]
@@ -116,30 +137,33 @@ async def test_stdio_server_researches_with_progress(web: OfflineWeb, tmp_path: 
 
 @pytest.mark.slow
 async def test_stdio_server_survives_a_page_that_decodes_to_a_lone_surrogate(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     """The unicode_escape page (its text holds the escape \\ud800) through fetch_page and
     a research: both answer, and the server goes on serving the next request."""
     url = web.hostile["unicode_escape"]
-    params = StdioServerParameters(command=sys.executable, args=["-m", "sleuth", "mcp"],
-                                   env=server_env(web, tmp_path))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "sleuth", "mcp"], env=server_env(web, tmp_path)
+    )
     # The SDK's client waits forever for a server that died: the bound turns that into
     # a failure (it is no time limit on a working server, whose answers take seconds).
     with anyio.fail_after(240):
-        async with stdio_client(params) as (read, write), \
-                ClientSession(read, write) as client:
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             page = await client.call_tool("fetch_page", {"url": url})
             assert not page.isError and "notes: the \\ud800 frame" in text_of(page)
-            result = await client.call_tool("web_research", {
-                "topic": web.corpus.hostile["unicode_escape"].title, "depth": 1,
-                "max_sources": 3})
+            result = await client.call_tool(
+                "web_research",
+                {"topic": web.corpus.hostile["unicode_escape"].title, "depth": 1, "max_sources": 3},
+            )
             assert not result.isError and url in text_of(result)
             after = await client.call_tool("fetch_page", {"url": web.docs[0].url})
             assert not after.isError and web.docs[0].url in text_of(after)
 
 
-async def raw_stdio_exchange(web: OfflineWeb, home: Path,
-                             requests: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+async def raw_stdio_exchange(
+    web: OfflineWeb, home: Path, requests: list[dict[str, Any]]
+) -> dict[Any, dict[str, Any]]:
     """Initialize, send ``requests`` as JSON lines, and wait for a reply to each, by id.
 
     Raw lines, because the SDK's client cannot even send a lone surrogate (it encodes
@@ -147,14 +171,27 @@ async def raw_stdio_exchange(web: OfflineWeb, home: Path,
     The wait is bounded only so that a server that drops a request fails the test
     instead of hanging it.
     """
-    hello = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
-             "params": {"protocolVersion": LATEST_PROTOCOL_VERSION, "capabilities": {},
-                        "clientInfo": {"name": "raw", "version": "0"}}}
+    hello = {
+        "jsonrpc": "2.0",
+        "id": "init",
+        "method": "initialize",
+        "params": {
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
     ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "sleuth", "mcp", env=server_env(web, home),
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "sleuth",
+        "mcp",
+        env=server_env(web, home),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("".join(json.dumps(m) + "\n" for m in [hello, ready, *requests]).encode())
     await proc.stdin.drain()
@@ -179,16 +216,31 @@ async def raw_stdio_exchange(web: OfflineWeb, home: Path,
 
 
 @pytest.mark.slow
-async def test_a_request_holding_a_lone_surrogate_gets_its_reply(web: OfflineWeb,
-                                                                tmp_path: Path) -> None:
+async def test_a_request_holding_a_lone_surrogate_gets_its_reply(
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     topic = "Europa Clipper ground station notes: the \ud800 frame"  # the JSON escape
-    replies = await raw_stdio_exchange(web, tmp_path, [
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-         "params": {"name": "web_research",
-                    "arguments": {"topic": topic, "depth": 1, "max_sources": 2}}},
-        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-         "params": {"name": "fetch_page", "arguments": {"url": web.docs[0].url + "?\udfff"}}},
-    ])
+    replies = await raw_stdio_exchange(
+        web,
+        tmp_path,
+        [
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "web_research",
+                    "arguments": {"topic": topic, "depth": 1, "max_sources": 2},
+                },
+            },
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "fetch_page", "arguments": {"url": web.docs[0].url + "?\udfff"}},
+            },
+        ],
+    )
     report = replies[1]["result"]
     assert not report["isError"]
     assert report["content"][0]["text"].startswith("# Research: Europa Clipper ground station")
@@ -197,9 +249,14 @@ async def test_a_request_holding_a_lone_surrogate_gets_its_reply(web: OfflineWeb
 
 
 def _start_http_server(web: OfflineWeb, home: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "mcp", "--http", "--port", "0"],
-                            env=server_env(web, home), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "mcp", "--http", "--port", "0"],
+        env=server_env(web, home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     for line in proc.stderr:  # the first line names the address it listens on
         match = re.search(r"(http://127\.0\.0\.1:\d+/mcp)", line)
@@ -224,49 +281,61 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
     assert http_server.startswith("http://127.0.0.1:")
     # DNS rebinding: a request naming another host is refused before it reaches a tool.
     async with httpx.AsyncClient() as plain:
-        rebound = await plain.post(http_server, json={"jsonrpc": "2.0", "id": 1,
-                                                      "method": "tools/list"},
-                                   headers={"Host": "evil.example",
-                                            "Accept": "application/json, text/event-stream"})
+        rebound = await plain.post(
+            http_server,
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Host": "evil.example", "Accept": "application/json, text/event-stream"},
+        )
     assert rebound.status_code == 421
-    async with streamable_http_client(http_server) as (read, write, _), \
-            ClientSession(read, write) as client:
+    async with (
+        streamable_http_client(http_server) as (read, write, _),
+        ClientSession(read, write) as client,
+    ):
         await client.initialize()
-        result, progress = await research_with_progress(client, web.topics[3].question,
-                                                        depth=1, max_sources=2)
+        result, progress = await research_with_progress(
+            client, web.topics[3].question, depth=1, max_sources=2
+        )
         assert not result.isError, text_of(result)
         assert_cited_report(text_of(result))
         assert any(message.startswith("fetched:") for message in progress)
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    ({"topic": "x", "depth": 0}, "depth must be 1, 2 or 3"),
-    ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
-    ({"topic": "x", "depth": "deep"}, "valid integer"),
-    ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
-    ({"topic": "x", "mode": "deeper"}, "mode must be 'quick' or 'deep'"),
-    ({"topic": "   "}, "the question is empty"),
-    ({"topic": "?!"}, "no words"),
-    ({}, "topic"),
-])
-async def test_bad_arguments_are_tool_errors(web: OfflineWeb, args: dict[str, Any],
-                                            message: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ({"topic": "x", "depth": 0}, "depth must be 1, 2 or 3"),
+        ({"topic": "x", "depth": 4}, "depth must be 1, 2 or 3"),
+        ({"topic": "x", "depth": "deep"}, "valid integer"),
+        ({"topic": "x", "max_sources": 0}, "max_sources must be at least 1"),
+        ({"topic": "x", "mode": "deeper"}, "mode must be 'quick' or 'deep'"),
+        ({"topic": "   "}, "the question is empty"),
+        ({"topic": "?!"}, "no words"),
+        ({}, "topic"),
+    ],
+)
+async def test_bad_arguments_are_tool_errors(
+    web: OfflineWeb, args: dict[str, Any], message: str
+) -> None:
     async with in_memory(offline_settings(web)) as client:
         result = await client.call_tool("web_research", args)
         assert result.isError and message in text_of(result)
 
 
-@pytest.mark.parametrize(("tool", "args", "message"), [
-    ("web_research", {"topic": "x", "depth": "2"}, "valid integer"),
-    ("web_research", {"topic": "x", "depth": True}, "valid integer"),
-    ("web_research", {"topic": "x", "depth": 2.0}, "valid integer"),
-    ("web_research", {"topic": "x", "max_sources": "5"}, "valid integer"),
-    ("web_research", {"topic": "x", "colour": "blue"}, "Extra inputs are not permitted"),
-    ("web_research", {"topic": ["x"]}, "valid string"),
-    ("fetch_page", {"url": "http://a.example/", "timeout": 1}, "Extra inputs"),
-])
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("web_research", {"topic": "x", "depth": "2"}, "valid integer"),
+        ("web_research", {"topic": "x", "depth": True}, "valid integer"),
+        ("web_research", {"topic": "x", "depth": 2.0}, "valid integer"),
+        ("web_research", {"topic": "x", "max_sources": "5"}, "valid integer"),
+        ("web_research", {"topic": "x", "colour": "blue"}, "Extra inputs are not permitted"),
+        ("web_research", {"topic": ["x"]}, "valid string"),
+        ("fetch_page", {"url": "http://a.example/", "timeout": 1}, "Extra inputs"),
+    ],
+)
 async def test_arguments_are_checked_strictly_against_the_advertised_schema(
-        web: OfflineWeb, tool: str, args: dict[str, Any], message: str) -> None:
+    web: OfflineWeb, tool: str, args: dict[str, Any], message: str
+) -> None:
     """No coercion and no unknown keys: what the schema says is what is accepted."""
     web.reset_log()
     async with in_memory(offline_settings(web)) as client:
@@ -277,8 +346,7 @@ async def test_arguments_are_checked_strictly_against_the_advertised_schema(
     assert web.requests == []  # refused before any search or fetch
 
 
-async def test_the_server_names_sleuths_version_and_counts_in_good_english(
-        web: OfflineWeb) -> None:
+async def test_the_server_names_sleuths_version_and_counts_in_good_english(web: OfflineWeb) -> None:
     """The client sees sleuth's version (it saw the MCP library's, 1.30.0) and the
     progress says "plan: 1 query" (it said "1 queries")."""
     import sleuth
@@ -287,8 +355,9 @@ async def test_the_server_names_sleuths_version_and_counts_in_good_english(
         hello = await client.initialize()
         assert hello.serverInfo.name == "sleuth"
         assert hello.serverInfo.version == sleuth.__version__
-        result, progress = await research_with_progress(client, web.topics[0].question,
-                                                        depth=1, max_sources=1)
+        result, progress = await research_with_progress(
+            client, web.topics[0].question, depth=1, max_sources=1
+        )
     assert not result.isError
     plan = [message for message in progress if message.startswith("plan:")]
     assert plan == ["plan: 1 query"]
@@ -296,7 +365,8 @@ async def test_the_server_names_sleuths_version_and_counts_in_good_english(
 
 
 async def test_max_sources_is_capped_at_ten_as_grip_does(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from sleuth.pipeline.quick import research
 
     asked: dict[str, Any] = {}
@@ -307,8 +377,9 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
 
     monkeypatch.setattr(quick, "research", fake_research)
     async with in_memory(offline_settings(web)) as client:
-        result = await client.call_tool("web_research", {"topic": web.topics[0].question,
-                                                         "depth": 3, "max_sources": 50})
+        result = await client.call_tool(
+            "web_research", {"topic": web.topics[0].question, "depth": 3, "max_sources": 50}
+        )
     assert not result.isError
     assert asked["max_sources"] == 10 and asked["depth"] == 3
 
@@ -316,7 +387,8 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
 async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) -> None:
     async with in_memory(offline_settings(web)) as client:
         result, progress = await research_with_progress(
-            client, web.topics[3].question, mode="deep", max_sources=40)
+            client, web.topics[3].question, mode="deep", max_sources=40
+        )
     assert not result.isError
     markdown = text_of(result)
     assert markdown.startswith("# Research:") and "## Contents" in markdown
@@ -340,7 +412,8 @@ async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:
 
 
 async def test_web_search_tool_only_with_a_model_and_the_agent(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     calls: list[tuple[str, Settings]] = []
 
     class Result:
@@ -356,8 +429,9 @@ async def test_web_search_tool_only_with_a_model_and_the_agent(
     async with in_memory(offline_settings(web)) as client:  # --no-llm: no model
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "web_search" not in names
-    with_model = offline_settings(web, no_llm=False, base_url="http://127.0.0.1:9/v1",
-                                  model="small")
+    with_model = offline_settings(
+        web, no_llm=False, base_url="http://127.0.0.1:9/v1", model="small"
+    )
     async with in_memory(with_model) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
         assert "web_search" in names
@@ -366,8 +440,9 @@ async def test_web_search_tool_only_with_a_model_and_the_agent(
         async def progress(done: float, total: float | None, message: str | None) -> None:
             messages.append(message or "")
 
-        result = await client.call_tool("web_search", {"query": "who won?"},
-                                        progress_callback=progress)
+        result = await client.call_tool(
+            "web_search", {"query": "who won?"}, progress_callback=progress
+        )
         assert not result.isError and text_of(result) == "# Agent search: found it [1]"
         assert messages == ["info: round 1"] and calls[0][0] == "who won?"
         empty = await client.call_tool("web_search", {"query": " "})
@@ -389,13 +464,20 @@ def test_cli_rejects_a_port_without_http(capsys: pytest.CaptureFixture[str]) -> 
     assert "--port goes with --http" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize(("argv", "extra", "modules"), [
-    (["mcp"], "mcp", ["mcp", "mcp.server", "mcp.server.fastmcp"]),
-    (["serve", "--port", "0"], "web", ["starlette", "uvicorn"]),
-])
+@pytest.mark.parametrize(
+    ("argv", "extra", "modules"),
+    [
+        (["mcp"], "mcp", ["mcp", "mcp.server", "mcp.server.fastmcp"]),
+        (["serve", "--port", "0"], "web", ["starlette", "uvicorn"]),
+    ],
+)
 def test_a_missing_extra_is_named_in_one_line(
-        argv: list[str], extra: str, modules: list[str], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    argv: list[str],
+    extra: str,
+    modules: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     import sleuth
 
     monkeypatch.delattr(sleuth, "mcp_server", raising=False)

@@ -25,11 +25,33 @@ from sleuth.testing import OfflineWeb
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
 MANIFEST = json.loads((CORPUS_DIR / "manifest.json").read_text(encoding="utf-8"))
-HOSTILE_NAMES = {"slow_drip", "not_found", "forbidden", "server_error", "redirect_loop",
-                 "endless", "gzip_bomb", "binary_html", "wrong_charset", "nav_only", "pdf",
-                 "empty", "html_as_pdf", "truncated_gzip", "meta_charset", "no_charset",
-                 "cookie_wall", "long_line", "injection", "robots_disallowed", "div_flood",
-                 "br_flood", "paragraph_flood", "unicode_escape", "undefined_charset"}
+HOSTILE_NAMES = {
+    "slow_drip",
+    "not_found",
+    "forbidden",
+    "server_error",
+    "redirect_loop",
+    "endless",
+    "gzip_bomb",
+    "binary_html",
+    "wrong_charset",
+    "nav_only",
+    "pdf",
+    "empty",
+    "html_as_pdf",
+    "truncated_gzip",
+    "meta_charset",
+    "no_charset",
+    "cookie_wall",
+    "long_line",
+    "injection",
+    "robots_disallowed",
+    "div_flood",
+    "br_flood",
+    "paragraph_flood",
+    "unicode_escape",
+    "undefined_charset",
+}
 TIMEOUT = httpx.Timeout(5.0)
 
 
@@ -132,14 +154,16 @@ def test_search_pages_and_empty_answers(web: OfflineWeb, client: httpx.Client) -
 
 @pytest.mark.parametrize("fmt", ["html", "csv", "rss", None])
 def test_search_formats_other_than_json_are_forbidden(
-        web: OfflineWeb, client: httpx.Client, fmt: str | None) -> None:
+    web: OfflineWeb, client: httpx.Client, fmt: str | None
+) -> None:
     params = {"q": "firefox"} | ({"format": fmt} if fmt else {})
     assert client.get(web.url("/search"), params=params).status_code == 403
 
 
 @pytest.mark.parametrize("topic_id", [topic["id"] for topic in MANIFEST["topics"]])
 def test_topic_question_finds_four_corpus_sites(
-        web: OfflineWeb, client: httpx.Client, topic_id: str) -> None:
+    web: OfflineWeb, client: httpx.Client, topic_id: str
+) -> None:
     (topic,) = [topic for topic in web.topics if topic.id == topic_id]
     urls = [result["url"] for result in search(client, web, topic.question).json()["results"]]
     expected = {web.doc(doc_id).url for doc_id in topic.expected}
@@ -196,16 +220,19 @@ def test_latency_delays_corpus_pages(web: OfflineWeb, client: httpx.Client) -> N
 # -- hostile cases -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("name", "status"),
-                         [("not_found", 404), ("forbidden", 403), ("server_error", 500)])
+@pytest.mark.parametrize(
+    ("name", "status"), [("not_found", 404), ("forbidden", 403), ("server_error", 500)]
+)
 def test_error_statuses(web: OfflineWeb, client: httpx.Client, name: str, status: int) -> None:
     assert client.get(web.hostile[name]).status_code == status
 
 
 async def test_slow_drip_sends_about_one_byte_per_second(web: OfflineWeb) -> None:
     received = b""
-    async with (httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as session,
-                session.stream("GET", web.hostile["slow_drip"]) as response):
+    async with (
+        httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as session,
+        session.stream("GET", web.hostile["slow_drip"]) as response,
+    ):
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("text/html")
         with pytest.raises(TimeoutError):
@@ -243,8 +270,10 @@ async def test_endless_streams_html_without_blocking_others(web: OfflineWeb) -> 
                     break
         return received
 
-    async with (httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as first,
-                httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as second):
+    async with (
+        httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as first,
+        httpx.AsyncClient(timeout=TIMEOUT, trust_env=False) as second,
+    ):
         reader = asyncio.create_task(drain(first))
         await streaming.wait()
         other = await second.get(web.docs[0].url)  # served while the stream still runs
@@ -260,7 +289,7 @@ def test_gzip_bomb_inflates_to_a_gibibyte(web: OfflineWeb, client: httpx.Client)
     assert len(body) == int(response.headers["content-length"]) < 1_100_000
     assert int.from_bytes(body[-4:], "little") == 1 << 30  # gzip ISIZE: 1 GiB inflated
     inflater = zlib.decompressobj(31)
-    inflated, data = 0, body[:64 * 1024]
+    inflated, data = 0, body[: 64 * 1024]
     while data:
         out = inflater.decompress(data, 4 << 20)
         assert out.count(0) == len(out)
@@ -326,8 +355,10 @@ def test_stop_ends_streams_in_flight_promptly() -> None:
         web = stack.enter_context(OfflineWeb(CORPUS_DIR))
         assert servers() == before + 1
         session = stack.enter_context(httpx.Client(timeout=TIMEOUT, trust_env=False))
-        streams = [stack.enter_context(session.stream("GET", web.hostile[name]))
-                   for name in ("slow_drip", "endless")]
+        streams = [
+            stack.enter_context(session.stream("GET", web.hostile[name]))
+            for name in ("slow_drip", "endless")
+        ]
         assert all(response.status_code == 200 for response in streams)
         stopping = time.monotonic()
         web.stop()
@@ -343,8 +374,10 @@ def test_stop_ends_streams_in_flight_promptly() -> None:
 
 
 def test_non_loopback_connections_are_blocked() -> None:
-    with (pytest.warns(UserWarning, match="93.184.216.34"),
-          pytest.raises(pytest_socket.SocketConnectBlockedError)):
+    with (
+        pytest.warns(UserWarning, match="93.184.216.34"),
+        pytest.raises(pytest_socket.SocketConnectBlockedError),
+    ):
         socket.create_connection(("93.184.216.34", 80), timeout=1)
 
 
@@ -358,16 +391,35 @@ def test_the_offline_demo_prints_a_command_that_works(tmp_path: Path) -> None:
 
     from sleuth.cli import run
 
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth.testing"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth.testing"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         command = next(line.strip() for line in proc.stdout if line.strip().startswith("sleuth "))
         argv = shlex.split(command)
         assert argv[:2] == ["sleuth", "--search"] and "--allow-private-urls" in argv
         out = tmp_path / "report.json"
-        assert run([*argv[1:], "--home", str(tmp_path / "home"), "--no-llm", "--quiet",
-                    "--format", "json", "-o", str(out)]) == 0
+        assert (
+            run(
+                [
+                    *argv[1:],
+                    "--home",
+                    str(tmp_path / "home"),
+                    "--no-llm",
+                    "--quiet",
+                    "--format",
+                    "json",
+                    "-o",
+                    str(out),
+                ]
+            )
+            == 0
+        )
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -379,10 +431,11 @@ def test_the_offline_demo_without_the_web_extra_says_so_in_one_line() -> None:
     import subprocess
     import sys
 
-    code = ("import runpy, sys; sys.modules['uvicorn'] = None; "
-            "runpy.run_module('sleuth.testing', run_name='__main__')")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60)
+    code = (
+        "import runpy, sys; sys.modules['uvicorn'] = None; "
+        "runpy.run_module('sleuth.testing', run_name='__main__')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1, done.stderr
     assert "needs the 'web' extra" in done.stderr and "[web]" in done.stderr

@@ -31,9 +31,11 @@ from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.testing import OfflineWeb
 
-ARTICLE = ("<html><head><title>{title}</title></head><body><article><p>"
-           + "Tidal locking makes the Moon show one face to the Earth. " * 5
-           + "</p></article></body></html>")
+ARTICLE = (
+    "<html><head><title>{title}</title></head><body><article><p>"
+    + "Tidal locking makes the Moon show one face to the Earth. " * 5
+    + "</p></article></body></html>"
+)
 ROBOTS_BLOCKED = "blocked: disallowed by robots.txt (--respect-robots)"
 
 
@@ -80,9 +82,12 @@ async def test_requests_to_one_host_start_host_delay_apart() -> None:
         return page()
 
     urls = [f"https://news.example/{i}" for i in range(4)] + ["https://other.example/x"]
-    async with Fetcher(settings(host_delay=0.5, per_host_concurrency=4),
-                       transport=httpx.MockTransport(handler),
-                       clock=clock, sleep=clock.sleep) as fetcher:
+    async with Fetcher(
+        settings(host_delay=0.5, per_host_concurrency=4),
+        transport=httpx.MockTransport(handler),
+        clock=clock,
+        sleep=clock.sleep,
+    ) as fetcher:
         results = await asyncio.gather(*(fetcher.fetch(u) for u in urls))
     assert all(isinstance(r, Page) for r in results)
     assert sorted(starts["news.example"]) == [100.0, 100.5, 101.0, 101.5]
@@ -111,9 +116,12 @@ async def test_a_late_wake_up_never_brings_the_next_request_closer() -> None:
         starts.append(clock())
         return page()
 
-    async with Fetcher(settings(host_delay=0.5, per_host_concurrency=4),
-                       transport=httpx.MockTransport(handler),
-                       clock=clock, sleep=clock.sleep) as fetcher:
+    async with Fetcher(
+        settings(host_delay=0.5, per_host_concurrency=4),
+        transport=httpx.MockTransport(handler),
+        clock=clock,
+        sleep=clock.sleep,
+    ) as fetcher:
         await asyncio.gather(*(fetcher.fetch(f"https://news.example/{i}") for i in range(3)))
     starts.sort()
     # The second request's wait overran by 0.4 s; the third still waits its 0.5 s after it.
@@ -130,22 +138,31 @@ async def test_redirect_hops_to_the_same_host_are_paced_too() -> None:
             return httpx.Response(301, headers={"Location": "/new"})
         return page()
 
-    async with Fetcher(settings(host_delay=1.5), transport=httpx.MockTransport(handler),
-                       clock=clock, sleep=clock.sleep) as fetcher:
+    async with Fetcher(
+        settings(host_delay=1.5),
+        transport=httpx.MockTransport(handler),
+        clock=clock,
+        sleep=clock.sleep,
+    ) as fetcher:
         assert isinstance(await fetcher.fetch("https://example.org/old"), Page)
     assert starts == [("/old", 100.0), ("/new", 101.5)]
 
 
 async def test_host_delay_zero_never_waits() -> None:
     clock = FakeClock()
-    async with Fetcher(settings(host_delay=0), transport=httpx.MockTransport(lambda r: page()),
-                       clock=clock, sleep=clock.sleep) as fetcher:
+    async with Fetcher(
+        settings(host_delay=0),
+        transport=httpx.MockTransport(lambda r: page()),
+        clock=clock,
+        sleep=clock.sleep,
+    ) as fetcher:
         await asyncio.gather(*(fetcher.fetch(f"https://example.org/{i}") for i in range(5)))
     assert clock.sleeps == []
 
 
 async def test_the_default_delay_costs_nothing_when_every_page_is_its_own_host(
-        web: OfflineWeb) -> None:
+    web: OfflineWeb,
+) -> None:
     """The offline web gives every page its own address: the default pacing never waits."""
     clock = FakeClock()
     async with Fetcher(settings(), clock=clock, sleep=clock.sleep) as fetcher:
@@ -166,12 +183,14 @@ async def test_pages_per_host_are_capped_and_the_rest_are_named() -> None:
         return page()
 
     urls = [f"https://big.example/{i}" for i in range(5)] + ["https://small.example/1"]
-    async with Fetcher(settings(max_pages_per_host=3, host_delay=0),
-                       transport=httpx.MockTransport(handler)) as fetcher:
+    async with Fetcher(
+        settings(max_pages_per_host=3, host_delay=0), transport=httpx.MockTransport(handler)
+    ) as fetcher:
         results = [await fetcher.fetch(u) for u in urls]
     assert [type(r).__name__ for r in results] == ["Page"] * 3 + ["FetchFailure"] * 2 + ["Page"]
     assert {r.reason for r in results if isinstance(r, FetchFailure)} == {
-        "per-host page limit reached (3 pages from big.example; --max-pages-per-host)"}
+        "per-host page limit reached (3 pages from big.example; --max-pages-per-host)"
+    }
     assert asked == {"big.example": 3, "small.example": 1}
 
 
@@ -186,8 +205,14 @@ class MemoryCache:
         found = self.fresh.get(url)
         return CachedResult(found, fresh=True) if found is not None else None
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
-                  public: bool | None = None) -> None:
+    async def put(
+        self,
+        url: str,
+        result: Page | FetchFailure,
+        validators: Validators,
+        *,
+        public: bool | None = None,
+    ) -> None:
         self.stored[url] = result
 
     async def revalidated(self, url: str, validators: Validators) -> None:
@@ -195,12 +220,21 @@ class MemoryCache:
 
 
 async def test_cached_pages_do_not_count_and_the_limit_is_not_cached() -> None:
-    cached = Page(url="https://big.example/0", final_url="https://big.example/0",
-                  canonical_url="https://big.example/0", title="Cached", text="cached text",
-                  content_type="text/html", status=200)
+    cached = Page(
+        url="https://big.example/0",
+        final_url="https://big.example/0",
+        canonical_url="https://big.example/0",
+        title="Cached",
+        text="cached text",
+        content_type="text/html",
+        status=200,
+    )
     cache = MemoryCache({"https://big.example/0": cached})
-    async with Fetcher(settings(max_pages_per_host=1, host_delay=0), cache=cache,
-                       transport=httpx.MockTransport(lambda r: page())) as fetcher:
+    async with Fetcher(
+        settings(max_pages_per_host=1, host_delay=0),
+        cache=cache,
+        transport=httpx.MockTransport(lambda r: page()),
+    ) as fetcher:
         first = await fetcher.fetch("https://big.example/0")  # from the cache: free
         second = await fetcher.fetch("https://big.example/1")
         third = await fetcher.fetch("https://big.example/2")
@@ -243,7 +277,9 @@ async def test_missing_robots_txt_allows_everything(web: OfflineWeb) -> None:
     assert fetcher.robots_notes == {}  # a 404 is no news
     for url in web.page_urls[:3]:
         assert [r.path for r in web.requests if r.host == host_of(url)] == [
-            "/robots.txt", urlsplit(url).path]
+            "/robots.txt",
+            urlsplit(url).path,
+        ]
 
 
 async def test_a_broken_robots_txt_allows_but_is_noted(web: OfflineWeb) -> None:
@@ -255,33 +291,38 @@ async def test_a_broken_robots_txt_allows_but_is_noted(web: OfflineWeb) -> None:
     assert fetcher.robots_notes == {origin: "robots.txt answered HTTP 500"}
 
 
-def robots_site(robots: Callable[[httpx.Request], httpx.Response],
-                asked: list[str]) -> httpx.MockTransport:
+def robots_site(
+    robots: Callable[[httpx.Request], httpx.Response], asked: list[str]
+) -> httpx.MockTransport:
     async def handler(request: httpx.Request) -> httpx.Response:
         asked.append(request.url.path)
         if request.url.path == "/robots.txt":
             return robots(request)
         return page()
+
     return httpx.MockTransport(handler)
 
 
 async def test_robots_txt_is_read_once_per_site_and_names_our_token() -> None:
-    rules = ("User-agent: *\nDisallow: /private/\n\n"
-             "User-agent: sleuth\nDisallow: /drafts/\n")
+    rules = "User-agent: *\nDisallow: /private/\n\nUser-agent: sleuth\nDisallow: /drafts/\n"
     asked: list[str] = []
     transport = robots_site(lambda r: httpx.Response(200, text=rules), asked)
-    urls = ["https://site.example/a", "https://site.example/drafts/b",
-            "https://site.example/private/c", "https://site.example/d"]
-    async with Fetcher(settings(respect_robots=True, host_delay=0),
-                       transport=transport) as fetcher:
+    urls = [
+        "https://site.example/a",
+        "https://site.example/drafts/b",
+        "https://site.example/private/c",
+        "https://site.example/d",
+    ]
+    async with Fetcher(settings(respect_robots=True, host_delay=0), transport=transport) as fetcher:
         results = await asyncio.gather(*(fetcher.fetch(u) for u in urls))
     outcome = [r.reason if isinstance(r, FetchFailure) else "page" for r in results]
     # Our group (sleuth) applies, not the "*" one: /private/ is only closed to others.
     assert outcome == ["page", ROBOTS_BLOCKED, "page", "page"]
     assert asked.count("/robots.txt") == 1 and "/drafts/b" not in asked
     # Another User-Agent token reads another group.
-    async with Fetcher(settings(respect_robots=True, host_delay=0, user_agent="OtherBot/2.0"),
-                       transport=transport) as fetcher:
+    async with Fetcher(
+        settings(respect_robots=True, host_delay=0, user_agent="OtherBot/2.0"), transport=transport
+    ) as fetcher:
         other = [await fetcher.fetch(u) for u in urls[1:3]]
     assert isinstance(other[0], Page)
     assert isinstance(other[1], FetchFailure) and other[1].reason == ROBOTS_BLOCKED
@@ -295,30 +336,41 @@ async def test_robots_txt_on_a_redirect_hop_is_obeyed() -> None:
         if request.url.host == "short.example" and request.url.path == "/x":
             return httpx.Response(302, headers={"Location": "https://news.example/paywalled"})
         if request.url.path == "/robots.txt":
-            body = "User-agent: *\nDisallow: /paywalled\n" if request.url.host == "news.example" \
+            body = (
+                "User-agent: *\nDisallow: /paywalled\n"
+                if request.url.host == "news.example"
                 else ""
+            )
             return httpx.Response(200, text=body)
         return page()
 
-    async with Fetcher(settings(respect_robots=True, host_delay=0),
-                       transport=httpx.MockTransport(handler)) as fetcher:
+    async with Fetcher(
+        settings(respect_robots=True, host_delay=0), transport=httpx.MockTransport(handler)
+    ) as fetcher:
         result = await fetcher.fetch("https://short.example/x")
     assert isinstance(result, FetchFailure) and result.reason == ROBOTS_BLOCKED
     assert "news.example/paywalled" not in asked
 
 
-@pytest.mark.parametrize(("answer", "note"), [
-    (lambda r: httpx.Response(503, text="busy"), "robots.txt answered HTTP 503"),
-    (lambda r: httpx.Response(200, text="#" * (ROBOTS_MAX_BYTES + 1)),
-     f"robots.txt too large (over {ROBOTS_MAX_BYTES:,} bytes)"),
-    (lambda r: httpx.Response(404), None),
-    (lambda r: httpx.Response(403), None),
-])
+@pytest.mark.parametrize(
+    ("answer", "note"),
+    [
+        (lambda r: httpx.Response(503, text="busy"), "robots.txt answered HTTP 503"),
+        (
+            lambda r: httpx.Response(200, text="#" * (ROBOTS_MAX_BYTES + 1)),
+            f"robots.txt too large (over {ROBOTS_MAX_BYTES:,} bytes)",
+        ),
+        (lambda r: httpx.Response(404), None),
+        (lambda r: httpx.Response(403), None),
+    ],
+)
 async def test_robots_txt_that_cannot_be_used_allows_everything(
-        answer: Callable[[httpx.Request], httpx.Response], note: str | None) -> None:
+    answer: Callable[[httpx.Request], httpx.Response], note: str | None
+) -> None:
     asked: list[str] = []
-    async with Fetcher(settings(respect_robots=True, host_delay=0),
-                       transport=robots_site(answer, asked)) as fetcher:
+    async with Fetcher(
+        settings(respect_robots=True, host_delay=0), transport=robots_site(answer, asked)
+    ) as fetcher:
         result = await fetcher.fetch("https://site.example/article")
     assert isinstance(result, Page)
     assert fetcher.robots_notes == ({"https://site.example": note} if note else {})
@@ -330,8 +382,10 @@ async def test_a_robots_txt_that_never_answers_costs_a_short_wait_and_allows() -
             await asyncio.Event().wait()  # hangs until the fetcher gives up on it
         return page()
 
-    async with Fetcher(settings(respect_robots=True, timeout=0.3, host_delay=0),
-                       transport=httpx.MockTransport(handler)) as fetcher:
+    async with Fetcher(
+        settings(respect_robots=True, timeout=0.3, host_delay=0),
+        transport=httpx.MockTransport(handler),
+    ) as fetcher:
         result = await fetcher.fetch("https://slow.example/a")
     assert isinstance(result, Page)
     assert fetcher.robots_notes == {"https://slow.example": "robots.txt timed out"}
@@ -340,8 +394,7 @@ async def test_a_robots_txt_that_never_answers_costs_a_short_wait_and_allows() -
 async def test_robots_rules_come_from_the_fetchers_own_request() -> None:
     """The parser is only ever given text: robots.txt is one request of the guarded client."""
     asked: list[str] = []
-    transport = robots_site(lambda r: httpx.Response(200, text="User-agent: *\nDisallow: /"),
-                            asked)
+    transport = robots_site(lambda r: httpx.Response(200, text="User-agent: *\nDisallow: /"), asked)
     async with Fetcher(settings(respect_robots=True), transport=transport) as fetcher:
         result = await fetcher.fetch("https://site.example/a")
     assert isinstance(result, FetchFailure) and result.reason == ROBOTS_BLOCKED
@@ -350,10 +403,8 @@ async def test_robots_rules_come_from_the_fetchers_own_request() -> None:
 
 async def test_a_robots_refusal_is_not_cached() -> None:
     cache = MemoryCache()
-    transport = robots_site(lambda r: httpx.Response(200, text="User-agent: *\nDisallow: /"),
-                            [])
-    async with Fetcher(settings(respect_robots=True), cache=cache,
-                       transport=transport) as fetcher:
+    transport = robots_site(lambda r: httpx.Response(200, text="User-agent: *\nDisallow: /"), [])
+    async with Fetcher(settings(respect_robots=True), cache=cache, transport=transport) as fetcher:
         result = await fetcher.fetch("https://site.example/a")
     assert isinstance(result, FetchFailure) and cache.stored == {}
 
@@ -367,19 +418,24 @@ def test_the_default_user_agent_names_sleuth_for_robots_txt() -> None:
     assert other.allows("https://example.org/page", DEFAULT_USER_AGENT)
 
 
-@pytest.mark.parametrize(("path", "allowed"), [
-    ("/papers/report.pdf", False),     # "*" and "$": every PDF, wherever it is
-    ("/papers/report.pdf?x=1", True),  # "$" anchors the end: this is not a .pdf URL
-    ("/docs/guide", False),
-    ("/docs/public/guide", True),      # the longest matching rule wins, not the first
-    ("/search?q=moon", False),         # "*" inside a rule
-    ("/searching", True),
-])
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/papers/report.pdf", False),  # "*" and "$": every PDF, wherever it is
+        ("/papers/report.pdf?x=1", True),  # "$" anchors the end: this is not a .pdf URL
+        ("/docs/guide", False),
+        ("/docs/public/guide", True),  # the longest matching rule wins, not the first
+        ("/search?q=moon", False),  # "*" inside a rule
+        ("/searching", True),
+    ],
+)
 def test_robots_rules_with_wildcards_and_the_longest_match(path: str, allowed: bool) -> None:
     """Google's rules (RFC 9309): the standard library's parser knew no wildcards and let
     the first matching line win, so it allowed every PDF and refused /docs/public/."""
-    robots = Robots.parse("User-agent: *\nDisallow: /*.pdf$\nDisallow: /docs/\n"
-                          "Allow: /docs/public/\nDisallow: /search*q=\n")
+    robots = Robots.parse(
+        "User-agent: *\nDisallow: /*.pdf$\nDisallow: /docs/\n"
+        "Allow: /docs/public/\nDisallow: /search*q=\n"
+    )
     assert robots.allows(f"https://site.example{path}", DEFAULT_USER_AGENT) is allowed
 
 
@@ -387,25 +443,35 @@ def test_robots_rules_with_wildcards_and_the_longest_match(path: str, allowed: b
 
 
 def test_domain_list_settings_are_normalised_and_checked() -> None:
-    env = {"SLEUTH_DENY_DOMAINS": " Example.COM, *.ads.example ,, .tracker.example. ",
-           "SLEUTH_ALLOW_DOMAINS": "bücher.de,[::1],127.0.1.5"}
+    env = {
+        "SLEUTH_DENY_DOMAINS": " Example.COM, *.ads.example ,, .tracker.example. ",
+        "SLEUTH_ALLOW_DOMAINS": "bücher.de,[::1],127.0.1.5",
+    }
     s = load_settings(env=env)
     assert s.deny_domains == ["example.com", "ads.example", "tracker.example"]
     assert s.allow_domains == ["xn--bcher-kva.de", "::1", "127.0.1.5"]
     assert load_settings(env={}).allow_domains == [] == load_settings(env={}).deny_domains
     with pytest.raises(ConfigError) as info:
         load_settings({"deny_domains": "https://example.org/x"}, env={})
-    assert str(info.value) == ("invalid value for --deny-domains: expected a domain such as "
-                               "example.com, not 'https://example.org/x'")
+    assert str(info.value) == (
+        "invalid value for --deny-domains: expected a domain such as "
+        "example.com, not 'https://example.org/x'"
+    )
 
 
-@pytest.mark.parametrize(("url", "reason"), [
-    ("https://ads.example/x", "domain ads.example is denied (--deny-domains ads.example)"),
-    ("https://cdn.ads.example/x", "domain cdn.ads.example is denied (--deny-domains ads.example)"),
-    ("https://ADS.example./x", "domain ads.example is denied (--deny-domains ads.example)"),
-    ("https://notads.example/x", None),
-    ("https://news.example/x", None),
-])
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("https://ads.example/x", "domain ads.example is denied (--deny-domains ads.example)"),
+        (
+            "https://cdn.ads.example/x",
+            "domain cdn.ads.example is denied (--deny-domains ads.example)",
+        ),
+        ("https://ADS.example./x", "domain ads.example is denied (--deny-domains ads.example)"),
+        ("https://notads.example/x", None),
+        ("https://news.example/x", None),
+    ],
+)
 def test_deny_list_matches_domains_and_their_subdomains(url: str, reason: str | None) -> None:
     rules = DomainRules(deny=("ads.example",))
     if reason is None:
@@ -416,8 +482,17 @@ def test_deny_list_matches_domains_and_their_subdomains(url: str, reason: str | 
         assert info.value.reason == reason
 
 
-@pytest.mark.parametrize("url", ["http://1.2.3.4/", "http://16909060/", "http://0x01020304/",
-                                 "http://1.2.772/", "http://1.2.3.4./", "http://[::ffff:1.2.3.4]/"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://1.2.3.4/",
+        "http://16909060/",
+        "http://0x01020304/",
+        "http://1.2.772/",
+        "http://1.2.3.4./",
+        "http://[::ffff:1.2.3.4]/",
+    ],
+)
 def test_an_ip_address_is_denied_in_every_spelling(url: str) -> None:
     with pytest.raises(BlockedURLError, match=r"is denied \(--deny-domains 1\.2\.3\.4\)"):
         check_url(url, domains=DomainRules(deny=("1.2.3.4",)))
@@ -428,10 +503,14 @@ def test_allow_list_refuses_the_rest_and_deny_still_wins() -> None:
     check_url("https://en.wikipedia.org/wiki/Moon", domains=rules)
     for url, reason in [
         ("https://example.com/", "domain example.com is not in --allow-domains"),
-        ("https://wikipedia.org.evil.com/", "domain wikipedia.org.evil.com is not in "
-                                            "--allow-domains"),
-        ("https://evil.wikipedia.org/", "domain evil.wikipedia.org is denied "
-                                        "(--deny-domains evil.wikipedia.org)"),
+        (
+            "https://wikipedia.org.evil.com/",
+            "domain wikipedia.org.evil.com is not in --allow-domains",
+        ),
+        (
+            "https://evil.wikipedia.org/",
+            "domain evil.wikipedia.org is denied (--deny-domains evil.wikipedia.org)",
+        ),
     ]:
         with pytest.raises(BlockedURLError) as info:
             check_url(url, domains=rules)
@@ -453,7 +532,8 @@ def test_an_allowed_domain_may_be_private_but_nothing_else_may() -> None:
 
 
 async def test_an_allowed_intranet_name_reaches_its_private_address(
-        web: OfflineWeb, monkeypatch: pytest.MonkeyPatch) -> None:
+    web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``--allow-domains intranet.corp`` without ``--allow-private-urls``: the connect-time
     guard lets that name (only) resolve to a private address."""
     doc = web.docs[0]
@@ -488,21 +568,31 @@ async def test_a_redirect_into_a_denied_domain_is_blocked_before_it_is_asked() -
         asked.append(str(request.url))
         return httpx.Response(302, headers={"Location": "https://tracker.ads.example/pixel"})
 
-    async with Fetcher(settings(deny_domains=["ads.example"]),
-                       transport=httpx.MockTransport(handler)) as fetcher:
+    async with Fetcher(
+        settings(deny_domains=["ads.example"]), transport=httpx.MockTransport(handler)
+    ) as fetcher:
         result = await fetcher.fetch("https://news.example/story")
     assert isinstance(result, FetchFailure)
-    assert result.reason == ("blocked: domain tracker.ads.example is denied "
-                             "(--deny-domains ads.example)")
+    assert result.reason == (
+        "blocked: domain tracker.ads.example is denied (--deny-domains ads.example)"
+    )
     assert asked == ["https://news.example/story"]
 
 
 async def test_a_denied_page_is_refused_even_from_the_cache() -> None:
     url = "https://ads.example/old"
-    cached = Page(url=url, final_url=url, canonical_url=url, title="Old", text="old text",
-                  content_type="text/html", status=200)
-    async with Fetcher(settings(deny_domains=["ads.example"]),
-                       cache=MemoryCache({url: cached})) as fetcher:
+    cached = Page(
+        url=url,
+        final_url=url,
+        canonical_url=url,
+        title="Old",
+        text="old text",
+        content_type="text/html",
+        status=200,
+    )
+    async with Fetcher(
+        settings(deny_domains=["ads.example"]), cache=MemoryCache({url: cached})
+    ) as fetcher:
         result = await fetcher.fetch(url)
     assert isinstance(result, FetchFailure) and result.reason.startswith("blocked: domain")
 
@@ -512,8 +602,14 @@ def test_a_research_skips_denied_domains_and_names_them(web: OfflineWeb) -> None
     denied = {urlsplit(web.doc(doc_id).url).hostname for doc_id in topic.expected[:2]}
     web.reset_log()
     report = sleuth.research_sync(
-        topic.question, search="searxng", searxng_url=web.searxng_url,
-        allow_private_urls=True, timeout=2.0, depth=1, deny_domains=sorted(denied))
+        topic.question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=2.0,
+        depth=1,
+        deny_domains=sorted(denied),
+    )
     assert report.sources, "the other pages are still read"
     assert not {urlsplit(s.url).hostname for s in report.sources} & denied
     refused = [f for f in report.failures if urlsplit(f.url).hostname in denied]
@@ -528,8 +624,13 @@ def test_a_research_with_an_allow_list_reads_only_those_sites(web: OfflineWeb) -
     topic = web.topics[0]
     allowed = {urlsplit(web.doc(doc_id).url).hostname for doc_id in topic.expected[:2]}
     report = sleuth.research_sync(
-        topic.question, search="searxng", searxng_url=web.searxng_url, timeout=2.0,
-        depth=1, allow_domains=sorted(allowed))
+        topic.question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        timeout=2.0,
+        depth=1,
+        allow_domains=sorted(allowed),
+    )
     assert {urlsplit(s.url).hostname for s in report.sources} == allowed
     others = [f for f in report.failures if f.url and urlsplit(f.url).hostname not in allowed]
     assert others and all(f.reason.endswith("is not in --allow-domains") for f in others)
@@ -538,9 +639,18 @@ def test_a_research_with_an_allow_list_reads_only_those_sites(web: OfflineWeb) -
 async def test_mcp_fetch_page_obeys_the_domain_lists(web: OfflineWeb) -> None:
     doc = web.docs[0]
     denied = urlsplit(doc.url).hostname
-    server = mcp_server.build_server(load_settings(
-        {"allow_private_urls": True, "timeout": 2, "no_store": True, "no_llm": True,
-         "deny_domains": denied}, env={}))
+    server = mcp_server.build_server(
+        load_settings(
+            {
+                "allow_private_urls": True,
+                "timeout": 2,
+                "no_store": True,
+                "no_llm": True,
+                "deny_domains": denied,
+            },
+            env={},
+        )
+    )
     async with create_connected_server_and_client_session(server) as client:
         result = await client.call_tool("fetch_page", {"url": doc.url})
     assert result.isError and isinstance(result.content[0], TextContent)
@@ -568,9 +678,18 @@ def test_a_research_names_the_robots_txt_it_could_not_read(web: OfflineWeb) -> N
     """With --respect-robots, a site read without usable rules is named in the Gaps."""
     topic = next(t for t in web.topics if t.id == "trade-war")  # finds the server_error page
     report = sleuth.research_sync(
-        topic.question, search="searxng", searxng_url=web.searxng_url, allow_private_urls=True,
-        timeout=2.0, depth=1, max_sources=20, respect_robots=True, no_store=True)
+        topic.question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=2.0,
+        depth=1,
+        max_sources=20,
+        respect_robots=True,
+        no_store=True,
+    )
     robots = f"http://{host_of(web.hostile['server_error'])}/robots.txt"
     assert [f.reason for f in report.failures if f.url == robots] == [
-        "robots.txt answered HTTP 500; every page allowed"]
+        "robots.txt answered HTTP 500; every page allowed"
+    ]
     assert robots in report.markdown.split("## Gaps", 1)[1]

@@ -27,8 +27,14 @@ def terminal() -> tuple[Console, io.StringIO]:
 
 
 def offline(web: OfflineWeb, **extra: Any) -> dict[str, Any]:
-    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-            "timeout": 5, "no_store": True, **extra}
+    return {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": 5,
+        "no_store": True,
+        **extra,
+    }
 
 
 def bar_text(progress: Progress) -> str:
@@ -51,8 +57,9 @@ def test_the_bar_counts_pages_and_searches(web: OfflineWeb) -> None:
     console, out = terminal()
     progress = Progress(False, wanted=3, console=console)
     try:
-        report = sleuth.research_sync(web.topics[0].question, on_event=progress,
-                                      **offline(web, no_llm=True, max_sources=3))
+        report = sleuth.research_sync(
+            web.topics[0].question, on_event=progress, **offline(web, no_llm=True, max_sources=3)
+        )
         shown = bar_text(progress)
     finally:
         progress.close()
@@ -69,9 +76,11 @@ def test_the_bar_adds_tokens_and_cost_with_a_model(web: OfflineWeb, llm: Scripte
     console, _ = terminal()
     progress = Progress(False, wanted=3, console=console)
     try:
-        report = sleuth.research_sync(web.topics[0].question, on_event=progress,
-                                      **offline(web, base_url=web.llm_url, model="gpt-4o-mini",
-                                                max_sources=3))
+        report = sleuth.research_sync(
+            web.topics[0].question,
+            on_event=progress,
+            **offline(web, base_url=web.llm_url, model="gpt-4o-mini", max_sources=3),
+        )
         shown = bar_text(progress)
     finally:
         progress.close()
@@ -85,14 +94,25 @@ def test_without_a_terminal_the_lines_are_as_before(web: OfflineWeb) -> None:
     out = io.StringIO()
     progress = Progress(False, wanted=3, console=Console(file=out, highlight=False, width=300))
     try:
-        sleuth.research_sync(web.topics[0].question, on_event=progress,
-                             **offline(web, no_llm=True, max_sources=3))
+        sleuth.research_sync(
+            web.topics[0].question, on_event=progress, **offline(web, no_llm=True, max_sources=3)
+        )
     finally:
         progress.close()
     assert progress.bar is None
     lines = out.getvalue().splitlines()
-    assert lines[0].split() == ["info", "--no-llm:", "the", "no-LLM", "pipeline", "runs",
-                                "(quoted", "passages,", "no", "model)"]
+    assert lines[0].split() == [
+        "info",
+        "--no-llm:",
+        "the",
+        "no-LLM",
+        "pipeline",
+        "runs",
+        "(quoted",
+        "passages,",
+        "no",
+        "model)",
+    ]
     assert any(line.split()[:2] == ["plan", "2"] for line in lines)
     assert lines[-1].split() == ["report", "report", "with", "3", "sources"]
 
@@ -104,8 +124,9 @@ def test_the_resume_command_names_what_the_run_said_it_was() -> None:
     assert progress.resume_command() is None  # interrupted before the run was recorded
     progress(Event("info", "run k3xq7abcdefg started", {"run_id": "k3xq7abcdefg"}))
     assert progress.resume_command() == "sleuth resume k3xq7abcdefg"
-    assert progress.resume_command("/tmp/my home") == ("sleuth resume k3xq7abcdefg "
-                                                       "--home '/tmp/my home'")
+    assert progress.resume_command("/tmp/my home") == (
+        "sleuth resume k3xq7abcdefg --home '/tmp/my home'"
+    )
     agent = Progress(True)
     agent(Event("info", "workspace /w/web_search/1", {"workspace": "/w/web_search/1"}))
     assert agent.resume_command() == "sleuth agent --resume /w/web_search/1"

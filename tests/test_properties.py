@@ -23,21 +23,27 @@ from sleuth.fetch.guard import address_problem, check_url, is_public_address
 from sleuth.llm.parse import parse_indices, parse_list, strip_think
 from sleuth.urls import TRACKING_PARAMS, canonicalize
 
-FAST = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=25, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # -- URLs ------------------------------------------------------------------------------------
 
 _LABEL = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,10}[a-z0-9])?", fullmatch=True)
-_HOST = st.builds(lambda labels, tld: ".".join([*labels, tld]),
-                  st.lists(_LABEL, min_size=1, max_size=3), st.sampled_from(["com", "org", "io"]))
+_HOST = st.builds(
+    lambda labels, tld: ".".join([*labels, tld]),
+    st.lists(_LABEL, min_size=1, max_size=3),
+    st.sampled_from(["com", "org", "io"]),
+)
 # No spaces: a URL is stripped as a whole, so a trailing one would be an artefact here
 # (raw text, spaces included, is what the never-raises tests generate).
 _SEGMENT = st.text(alphabet="abcXYZ019-._~%!$'()*+,;=:@", max_size=8)
 _KEY = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
-    lambda k: not k.startswith("utm_") and k not in TRACKING_PARAMS)
+    lambda k: not k.startswith("utm_") and k not in TRACKING_PARAMS
+)
 _VALUE = st.text(alphabet="abc019-._~%+=/?:", max_size=8)
 
 
@@ -69,8 +75,9 @@ def test_canonicalize_is_idempotent(url: str) -> None:
 
 
 @FAST
-@given(st.one_of(st.text(max_size=200),
-                 st.text(max_size=60).map(lambda t: f"https://example.com/{t}")))
+@given(
+    st.one_of(st.text(max_size=200), st.text(max_size=60).map(lambda t: f"https://example.com/{t}"))
+)
 def test_canonicalize_never_raises_and_is_idempotent_on_fetchable_urls(text: str) -> None:
     once = canonicalize(text)
     assert isinstance(once, str)
@@ -82,10 +89,15 @@ def test_canonicalize_never_raises_and_is_idempotent_on_fetchable_urls(text: str
 
 
 @FAST
-@given(web_urls(), st.lists(st.tuples(_TRACKER, _VALUE), min_size=1, max_size=4),
-       st.text(alphabet="abc-_/?&=#", max_size=10), st.randoms(use_true_random=False))
+@given(
+    web_urls(),
+    st.lists(st.tuples(_TRACKER, _VALUE), min_size=1, max_size=4),
+    st.text(alphabet="abc-_/?&=#", max_size=10),
+    st.randoms(use_true_random=False),
+)
 def test_fragments_and_tracking_parameters_never_matter(
-        url: str, trackers: list[tuple[str, str]], fragment: str, rnd: random.Random) -> None:
+    url: str, trackers: list[tuple[str, str]], fragment: str, rnd: random.Random
+) -> None:
     base, _, query = url.partition("?")
     pairs = [p for p in query.split("&") if p]
     for key, value in trackers:
@@ -119,12 +131,28 @@ def test_check_url_refuses_garbage_only_with_its_own_error(text: str) -> None:
 # Independent of the guard's own tables: the networks come from the RFCs they are named by.
 
 BLOCKED_V4 = [
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-    "172.16.0.0/12", "192.168.0.0/16", "224.0.0.0/4", "240.0.0.0/4",
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
 ]
 BLOCKED_V6 = ["::1/128", "fe80::/10", "fc00::/7", "ff00::/8"]
-PUBLIC_V4 = ["1.0.0.0/8", "8.0.0.0/8", "23.0.0.0/8", "45.0.0.0/8", "93.0.0.0/8",
-             "104.16.0.0/12", "142.250.0.0/15", "151.101.0.0/16", "185.0.0.0/8"]
+PUBLIC_V4 = [
+    "1.0.0.0/8",
+    "8.0.0.0/8",
+    "23.0.0.0/8",
+    "45.0.0.0/8",
+    "93.0.0.0/8",
+    "104.16.0.0/12",
+    "142.250.0.0/15",
+    "151.101.0.0/16",
+    "185.0.0.0/8",
+]
 PUBLIC_V6 = ["2001:4860::/32", "2606:4700::/32", "2a00:1450::/32", "2400:cb00::/32"]
 
 
@@ -154,8 +182,13 @@ def v4_spellings(draw: st.DrawFn, ip: ipaddress.IPv4Address) -> str:
     if form == "int":
         return _part(value, draw(how))
     if form == "short3":
-        return ".".join([_part(octets[0], draw(how)), _part(octets[1], draw(how)),
-                         _part(value & 0xFFFF, draw(how))])
+        return ".".join(
+            [
+                _part(octets[0], draw(how)),
+                _part(octets[1], draw(how)),
+                _part(value & 0xFFFF, draw(how)),
+            ]
+        )
     if form == "short2":
         return f"{_part(octets[0], draw(how))}.{_part(value & 0xFFFFFF, draw(how))}"
     return ".".join(_part(o, draw(how)) for o in octets)
@@ -164,14 +197,21 @@ def v4_spellings(draw: st.DrawFn, ip: ipaddress.IPv4Address) -> str:
 def v6_wrappings(ip: ipaddress.IPv4Address) -> list[str]:
     """IPv6 spellings that carry ``ip``: mapped (two ways), compatible, NAT64, 6to4."""
     high, low = int(ip) >> 16, int(ip) & 0xFFFF
-    return [f"::ffff:{ip}", f"::FFFF:{high:x}:{low:x}", f"::{ip}", f"0:0:0:0:0:ffff:{ip}",
-            f"64:ff9b::{ip}", f"2002:{high:x}:{low:x}::1"]
+    return [
+        f"::ffff:{ip}",
+        f"::FFFF:{high:x}:{low:x}",
+        f"::{ip}",
+        f"0:0:0:0:0:ffff:{ip}",
+        f"64:ff9b::{ip}",
+        f"2002:{high:x}:{low:x}::1",
+    ]
 
 
 @FAST
 @given(st.data(), _in(BLOCKED_V4))
 def test_every_spelling_of_a_blocked_v4_address_is_refused(
-        data: st.DataObject, ip: ipaddress.IPv4Address) -> None:
+    data: st.DataObject, ip: ipaddress.IPv4Address
+) -> None:
     assert address_problem(ip) is not None
     host = data.draw(v4_spellings(ip))
     with pytest.raises(BlockedURLError):
@@ -185,12 +225,16 @@ def test_every_spelling_of_a_blocked_v4_address_is_refused(
 @FAST
 @given(_in(BLOCKED_V6), st.from_regex(r"[a-z]{1,4}[0-9]{0,2}", fullmatch=True))
 def test_every_blocked_v6_address_is_refused_with_or_without_a_zone(
-        ip: ipaddress.IPv6Address, zone: str) -> None:
+    ip: ipaddress.IPv6Address, zone: str
+) -> None:
     for spelled in (str(ip), ip.exploded, str(ip).upper()):
         assert not is_public_address(spelled)
         assert not is_public_address(f"{spelled}%{zone}")  # as getaddrinfo may answer
-        for url in (f"http://[{spelled}]/", f"http://[{spelled}%25{zone}]/",
-                    f"https://[{spelled}]:443/x"):
+        for url in (
+            f"http://[{spelled}]/",
+            f"http://[{spelled}%25{zone}]/",
+            f"https://[{spelled}]:443/x",
+        ):
             with pytest.raises(BlockedURLError):
                 check_url(url)
 
@@ -213,8 +257,9 @@ def test_every_public_v6_address_is_allowed(ip: ipaddress.IPv6Address) -> None:
 
 # -- reply parsers ---------------------------------------------------------------------------
 
-_ITEM = st.from_regex(r"[A-Za-zäöüé][A-Za-z0-9äöüé ?'.-]{0,30}[A-Za-z0-9?]", fullmatch=True) \
-    .map(lambda s: " ".join(s.split()))
+_ITEM = st.from_regex(r"[A-Za-zäöüé][A-Za-z0-9äöüé ?'.-]{0,30}[A-Za-z0-9?]", fullmatch=True).map(
+    lambda s: " ".join(s.split())
+)
 _ITEMS = st.lists(_ITEM, min_size=1, max_size=8, unique=True)
 
 
@@ -233,20 +278,23 @@ def _render(items: list[str], style: str) -> str:
 
 
 @FAST
-@given(_ITEMS, st.sampled_from(["numbered", "paren", "bullets", "stars", "fenced", "object"]),
-       st.sampled_from(["", "Here are the queries:\n", "Sure!\n\n"]))
+@given(
+    _ITEMS,
+    st.sampled_from(["numbered", "paren", "bullets", "stars", "fenced", "object"]),
+    st.sampled_from(["", "Here are the queries:\n", "Sure!\n\n"]),
+)
 def test_rendered_lists_round_trip(items: list[str], style: str, lead_in: str) -> None:
     assert parse_list(lead_in + _render(items, style)) == items
 
 
 _THOUGHT = st.text(max_size=300).filter(
-    lambda t: not re.search(r"</?(think|thinking|reasoning)\b", t, re.IGNORECASE))
+    lambda t: not re.search(r"</?(think|thinking|reasoning)\b", t, re.IGNORECASE)
+)
 
 
 @FAST
 @given(_THOUGHT, _ITEMS, st.sampled_from(["think", "thinking", "reasoning", "THINK"]))
-def test_think_blocks_never_leak_into_the_answer(thought: str, items: list[str],
-                                                  tag: str) -> None:
+def test_think_blocks_never_leak_into_the_answer(thought: str, items: list[str], tag: str) -> None:
     leaked = ["LEAKED-QUERY", "from the reasoning"]
     inner = f"{thought} {json.dumps(leaked)} 1. LEAKED-QUERY\n- LEAKED-QUERY\n{thought}"
     reply = f"<{tag}>{inner}</{tag}>\n{json.dumps(items, ensure_ascii=False)}"
@@ -258,8 +306,11 @@ def test_think_blocks_never_leak_into_the_answer(thought: str, items: list[str],
 
 
 @FAST
-@given(st.lists(st.integers(min_value=1, max_value=20), min_size=1, max_size=10),
-       st.integers(min_value=1, max_value=20), st.booleans())
+@given(
+    st.lists(st.integers(min_value=1, max_value=20), min_size=1, max_size=10),
+    st.integers(min_value=1, max_value=20),
+    st.booleans(),
+)
 def test_picked_indices_round_trip(numbers: list[int], n: int, fenced: bool) -> None:
     body = json.dumps(numbers)
     reply = f"```json\n{body}\n```" if fenced else f"I pick {body}."
@@ -270,8 +321,7 @@ def test_picked_indices_round_trip(numbers: list[int], n: int, fenced: bool) -> 
 # -- extraction ------------------------------------------------------------------------------
 
 _WORD = st.from_regex(r"[a-z]{3,9}", fullmatch=True)
-_SENTENCE = st.lists(_WORD, min_size=6, max_size=14).map(
-    lambda ws: " ".join(ws).capitalize() + ".")
+_SENTENCE = st.lists(_WORD, min_size=6, max_size=14).map(lambda ws: " ".join(ws).capitalize() + ".")
 
 
 @st.composite
@@ -282,19 +332,45 @@ def _paragraphs(draw: st.DrawFn) -> list[str]:
     words = draw(st.lists(_WORD, min_size=count * 18, max_size=count * 18, unique=True))
     paragraphs = []
     for n in range(count):
-        mine = words[n * 18:(n + 1) * 18]
-        paragraphs.append(" ".join(mine[:9]).capitalize() + ". "
-                          + " ".join(mine[9:]).capitalize() + ".")
+        mine = words[n * 18 : (n + 1) * 18]
+        paragraphs.append(
+            " ".join(mine[:9]).capitalize() + ". " + " ".join(mine[9:]).capitalize() + "."
+        )
     return paragraphs
 
 
 @SLOW
-@given(st.one_of(st.text(max_size=2000), st.binary(max_size=2000),
-                 st.lists(st.sampled_from(["<p>", "</p>", "<div>", "<script>", "</script>",
-                                           "<style>", "<!--", "-->", "<![CDATA[", "]]>",
-                                           "<svg>", "<body>", "<html>", "&amp;", "&#0;",
-                                           "\x00", "text ", "<meta charset=utf-16>"]),
-                          max_size=200).map("".join)))
+@given(
+    st.one_of(
+        st.text(max_size=2000),
+        st.binary(max_size=2000),
+        st.lists(
+            st.sampled_from(
+                [
+                    "<p>",
+                    "</p>",
+                    "<div>",
+                    "<script>",
+                    "</script>",
+                    "<style>",
+                    "<!--",
+                    "-->",
+                    "<![CDATA[",
+                    "]]>",
+                    "<svg>",
+                    "<body>",
+                    "<html>",
+                    "&amp;",
+                    "&#0;",
+                    "\x00",
+                    "text ",
+                    "<meta charset=utf-16>",
+                ]
+            ),
+            max_size=200,
+        ).map("".join),
+    )
+)
 def test_extract_never_raises(document: str | bytes) -> None:
     result = extract(document, url="https://example.com/page")
     assert isinstance(result.text, str)
@@ -302,23 +378,30 @@ def test_extract_never_raises(document: str | bytes) -> None:
 
 
 @SLOW
-@given(_paragraphs(), _SENTENCE,
-       st.lists(st.sampled_from(["head", "top", "middle", "bottom", "after"]),
-                min_size=1, max_size=4))
+@given(
+    _paragraphs(),
+    _SENTENCE,
+    st.lists(st.sampled_from(["head", "top", "middle", "bottom", "after"]), min_size=1, max_size=4),
+)
 def test_extract_keeps_the_article_and_drops_scripts_and_styles(
-        paragraphs: list[str], title: str, places: list[str]) -> None:
-    script = ("<script>var SECRETJS = 'Tracking pixel sentence that must not be read.';"
-              "document.write('<p>SECRETJS written</p>');</script>")
+    paragraphs: list[str], title: str, places: list[str]
+) -> None:
+    script = (
+        "<script>var SECRETJS = 'Tracking pixel sentence that must not be read.';"
+        "document.write('<p>SECRETJS written</p>');</script>"
+    )
     style = "<style>.SECRETCSS::after { content: 'Styled sentence that is invisible.' }</style>"
     noise = {place: "" for place in ("head", "top", "middle", "bottom", "after")}
     for n, place in enumerate(places):
         noise[place] += script if n % 2 == 0 else style
     body = [f"<p>{p}</p>" for p in paragraphs]
     body.insert(len(body) // 2, noise["middle"])
-    page = (f"<!DOCTYPE html><html><head><title>{title}</title>{noise['head']}</head><body>"
-            f"<nav><a href='/'>Home</a> <a href='/about'>About</a></nav>{noise['top']}"
-            f"<article><h1>{title}</h1>{''.join(body)}{noise['bottom']}</article>"
-            f"<footer>Copyright footer</footer>{noise['after']}</body></html>")
+    page = (
+        f"<!DOCTYPE html><html><head><title>{title}</title>{noise['head']}</head><body>"
+        f"<nav><a href='/'>Home</a> <a href='/about'>About</a></nav>{noise['top']}"
+        f"<article><h1>{title}</h1>{''.join(body)}{noise['bottom']}</article>"
+        f"<footer>Copyright footer</footer>{noise['after']}</body></html>"
+    )
     text = " ".join(extract(page, url="https://example.com/article").text.split())
     assert "SECRET" not in text and "Tracking pixel" not in text and "invisible" not in text
     for paragraph in paragraphs:

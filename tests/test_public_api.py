@@ -19,30 +19,60 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 PUBLIC_NAMES = {
     # running a research
-    "research", "research_sync", "web_search", "Settings", "load_settings",
+    "research",
+    "research_sync",
+    "web_search",
+    "Settings",
+    "load_settings",
     # many questions at once (sleuth batch): an async iterator of results
-    "research_many", "BatchResult",
+    "research_many",
+    "BatchResult",
     # what comes back
-    "Report", "Source", "Failure", "Stats", "Quality", "SearchHit", "Plan", "Page",
-    "AgentResult", "CitationCheck",
+    "Report",
+    "Source",
+    "Failure",
+    "Stats",
+    "Quality",
+    "SearchHit",
+    "Plan",
+    "Page",
+    "AgentResult",
+    "CitationCheck",
     # a deep research's tree and sections (Report.tree, Report.sections)
-    "TreeNode", "Section",
+    "TreeNode",
+    "Section",
     # progress events: one callback mechanism, and an async iterator built on it
-    "Event", "EventStream",
+    "Event",
+    "EventStream",
     # single pages
-    "extract", "Extracted", "fetch_page",
+    "extract",
+    "Extracted",
+    "fetch_page",
     # search provider plugins
-    "SearchProvider", "register",
+    "SearchProvider",
+    "register",
     # the exception tree
-    "SleuthError", "ConfigError", "ProviderError", "FetchError", "BlockedURLError",
-    "LLMError", "LLMAuthError", "WorkspaceError",
+    "SleuthError",
+    "ConfigError",
+    "ProviderError",
+    "FetchError",
+    "BlockedURLError",
+    "LLMError",
+    "LLMAuthError",
+    "WorkspaceError",
     "__version__",
 }
 
 
 def offline(web: OfflineWeb) -> dict[str, object]:
-    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-            "timeout": 2, "no_store": True, "no_llm": True}
+    return {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": 2,
+        "no_store": True,
+        "no_llm": True,
+    }
 
 
 def test_the_public_names_are_pinned() -> None:
@@ -77,15 +107,24 @@ def test_exception_tree() -> None:
     assert (error.url, error.reason) == ("http://10.0.0.1/", "private address")
 
 
-@pytest.mark.parametrize("statement", [
-    "import sleuth.errors", "from sleuth.errors import LLMError, StoreError, WorkspaceError",
-    "import sleuth.llm", "from sleuth.llm import tokens, models_table"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import sleuth.errors",
+        "from sleuth.errors import LLMError, StoreError, WorkspaceError",
+        "import sleuth.llm",
+        "from sleuth.llm import tokens, models_table",
+    ],
+)
 def test_the_exception_tree_and_the_llm_package_load_nothing_heavy(statement: str) -> None:
     """Catching a sleuth error, or naming the LLM layer, costs no httpx, pydantic or openai."""
-    code = f"import sys; {statement}; print(sorted(m for m in ('httpx', 'pydantic', 'openai') " \
-           "if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        f"import sys; {statement}; print(sorted(m for m in ('httpx', 'pydantic', 'openai') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -93,15 +132,17 @@ def test_sleuth_research_and_extract_stay_functions_once_their_packages_load() -
     """Importing the drivers' and extraction's packages first must not replace the public
     functions (the import system binds a subpackage as an attribute of its parent: a
     package named like a public function would shadow it)."""
-    code = ("import inspect, sleuth.pipeline.quick, sleuth.extraction.html, sleuth.agent, sleuth\n"
-            "from sleuth.pipeline import context, gather, quick, steps\n"
-            "from sleuth.extraction import html, workers\n"
-            "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
-            "assert inspect.isfunction(sleuth.extract), sleuth.extract\n"
-            "from sleuth import extract, research\n"
-            "assert research is sleuth.research is quick.research\n"
-            "assert extract is sleuth.extract is html.extract\n"
-            "print('ok')")
+    code = (
+        "import inspect, sleuth.pipeline.quick, sleuth.extraction.html, sleuth.agent, sleuth\n"
+        "from sleuth.pipeline import context, gather, quick, steps\n"
+        "from sleuth.extraction import html, workers\n"
+        "assert inspect.iscoroutinefunction(sleuth.research), sleuth.research\n"
+        "assert inspect.isfunction(sleuth.extract), sleuth.extract\n"
+        "from sleuth import extract, research\n"
+        "assert research is sleuth.research is quick.research\n"
+        "assert extract is sleuth.extract is html.extract\n"
+        "print('ok')"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "ok", out.stderr
 
@@ -117,8 +158,9 @@ def test_bad_input_raises_config_error_before_any_work() -> None:
 
 def test_research_sync_with_a_progress_callback(web: OfflineWeb) -> None:
     events: list[sleuth.Event] = []
-    report = sleuth.research_sync(web.topics[0].question, on_event=events.append, max_sources=3,
-                                  **offline(web))
+    report = sleuth.research_sync(
+        web.topics[0].question, on_event=events.append, max_sources=3, **offline(web)
+    )
     assert isinstance(report, sleuth.Report)
     assert report.sources and all(isinstance(s, sleuth.Source) for s in report.sources)
     assert report.confidence in ("HIGH", "MEDIUM", "LOW")
@@ -129,8 +171,11 @@ def test_research_sync_with_a_progress_callback(web: OfflineWeb) -> None:
 
 async def test_research_events_as_an_async_iterator(web: OfflineWeb) -> None:
     stream = sleuth.EventStream()
-    task = stream.close_when_done(asyncio.create_task(
-        sleuth.research(web.topics[3].question, on_event=stream, **offline(web))))
+    task = stream.close_when_done(
+        asyncio.create_task(
+            sleuth.research(web.topics[3].question, on_event=stream, **offline(web))
+        )
+    )
     seen = [event async for event in stream]
     report = await task
     fetched = [e.data["url"] for e in seen if e.kind == "fetched"]
@@ -140,8 +185,11 @@ async def test_research_events_as_an_async_iterator(web: OfflineWeb) -> None:
 
 async def test_event_stream_ends_when_the_research_fails() -> None:
     stream = sleuth.EventStream()
-    task = stream.close_when_done(asyncio.create_task(
-        sleuth.research("ok", search="nosuchengine", on_event=stream, no_store=True)))
+    task = stream.close_when_done(
+        asyncio.create_task(
+            sleuth.research("ok", search="nosuchengine", on_event=stream, no_store=True)
+        )
+    )
 
     async def collect() -> list[str]:
         return [event.kind async for event in stream]
@@ -186,14 +234,22 @@ def test_web_search_is_the_agent_entry_point() -> None:
     assert {"settings", "on_event"} <= set(params)
 
 
-def test_the_readme_event_stream_example_runs(web: OfflineWeb, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_readme_event_stream_example_runs(
+    web: OfflineWeb,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
     example = next(block for block in blocks if "EventStream" in block)
-    for name, value in {"SLEUTH_SEARCH": "searxng", "SLEUTH_SEARXNG_URL": web.searxng_url,
-                        "SLEUTH_ALLOW_PRIVATE_URLS": "1", "SLEUTH_TIMEOUT": "2",
-                        "SLEUTH_NO_STORE": "1", "SLEUTH_NO_LLM": "1"}.items():
+    for name, value in {
+        "SLEUTH_SEARCH": "searxng",
+        "SLEUTH_SEARXNG_URL": web.searxng_url,
+        "SLEUTH_ALLOW_PRIVATE_URLS": "1",
+        "SLEUTH_TIMEOUT": "2",
+        "SLEUTH_NO_STORE": "1",
+        "SLEUTH_NO_LLM": "1",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}

@@ -44,7 +44,7 @@ def test_no_planned_query_is_a_fragment(depth: int) -> None:
         parsed = parse(question)
         # The subject: what the question names outside its parts ("South Dakota and
         # police" are two parts; "NASA" names the subject of every moon's query).
-        outside = [*parsed.tokens[:parsed.span[0]], *parsed.tokens[parsed.span[1] + 1:]]
+        outside = [*parsed.tokens[: parsed.span[0]], *parsed.tokens[parsed.span[1] + 1 :]]
         subject = name_terms(" ".join(outside)) if parsed.items else names
         for query in queries[1:]:
             words = phrase_words(query)
@@ -56,14 +56,15 @@ def test_no_planned_query_is_a_fragment(depth: int) -> None:
             if set(words) & GENERIC and not set(words) & set(phrase_words(question)) & GENERIC:
                 bad.append(f"generic words glued on: {query!r}")
         for n, query in enumerate(queries):
-            for other in queries[n + 1:]:
+            for other in queries[n + 1 :]:
                 if is_subphrase(query, other) or is_subphrase(other, query):
                     bad.append(f"sub-phrase: {query!r} / {other!r}")
     assert bad == []
 
 
 def test_the_old_fragments_are_gone() -> None:
-    planned = {q.lower() for question in QUESTIONS for d in (1, 2, 3)
-               for q in rule_queries(question, d)}
+    planned = {
+        q.lower() for question in QUESTIONS for d in (1, 2, 3) for q in rule_queries(question, d)
+    }
     for fragment in ("released", "what have nasa", "its founder adam neumann", "trade talks"):
         assert fragment not in planned

@@ -13,31 +13,37 @@ def hit(url: str, query: str = "q", rank_: int = 1, title: str = "t") -> SearchH
     return SearchHit(title=title, url=url, snippet="s", rank=rank_, provider="test", query=query)
 
 
-@pytest.mark.parametrize(("url", "tier", "score"), [
-    ("https://www.rfc-editor.org/rfc/rfc6749", Quality.PRIMARY, 5),
-    ("https://developer.mozilla.org/en-US/docs/Web/HTTP", Quality.PRIMARY, 5),
-    ("https://www.nasa.gov/", Quality.PRIMARY, 5),
-    ("https://www.gov.uk/guidance", Quality.PRIMARY, 5),
-    ("https://cs.stanford.edu/x", Quality.PRIMARY, 4),
-    ("https://github.com/encode/httpx", Quality.PRIMARY, 4),
-    ("https://docs.djangoproject.com/en/5.0/", Quality.PRIMARY, 4),
-    ("https://stackoverflow.com/questions/1", Quality.SECONDARY, 3),
-    ("https://en.wikipedia.org/wiki/OAuth", Quality.SECONDARY, 3),
-    ("https://medium.com/@x/y", Quality.SECONDARY, 2),
-    ("https://dev.to/x", Quality.SECONDARY, 2),
-    ("https://www.reddit.com/r/python", Quality.SECONDARY, 2),
-    ("https://example.com/blog", Quality.UNVERIFIED, 2),
-])
+@pytest.mark.parametrize(
+    ("url", "tier", "score"),
+    [
+        ("https://www.rfc-editor.org/rfc/rfc6749", Quality.PRIMARY, 5),
+        ("https://developer.mozilla.org/en-US/docs/Web/HTTP", Quality.PRIMARY, 5),
+        ("https://www.nasa.gov/", Quality.PRIMARY, 5),
+        ("https://www.gov.uk/guidance", Quality.PRIMARY, 5),
+        ("https://cs.stanford.edu/x", Quality.PRIMARY, 4),
+        ("https://github.com/encode/httpx", Quality.PRIMARY, 4),
+        ("https://docs.djangoproject.com/en/5.0/", Quality.PRIMARY, 4),
+        ("https://stackoverflow.com/questions/1", Quality.SECONDARY, 3),
+        ("https://en.wikipedia.org/wiki/OAuth", Quality.SECONDARY, 3),
+        ("https://medium.com/@x/y", Quality.SECONDARY, 2),
+        ("https://dev.to/x", Quality.SECONDARY, 2),
+        ("https://www.reddit.com/r/python", Quality.SECONDARY, 2),
+        ("https://example.com/blog", Quality.UNVERIFIED, 2),
+    ],
+)
 def test_quality_tiers(url: str, tier: Quality, score: int) -> None:
     assert classify(url) == (tier, score)
 
 
-@pytest.mark.parametrize("url", [
-    "https://foo.government.com/page",        # .gov only as a substring
-    "https://github.com.evil.io/encode/httpx",  # github.com only as a prefix
-    "https://evil.io/github.com/docs.",         # names only in the path
-    "https://notwikipedia.org/wiki",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://foo.government.com/page",  # .gov only as a substring
+        "https://github.com.evil.io/encode/httpx",  # github.com only as a prefix
+        "https://evil.io/github.com/docs.",  # names only in the path
+        "https://notwikipedia.org/wiki",
+    ],
+)
 def test_lookalike_domains_are_not_trusted(url: str) -> None:
     assert classify(url)[0] is Quality.UNVERIFIED
 
@@ -54,8 +60,11 @@ def test_duplicates_merge_across_queries_and_frequency_wins() -> None:
 
 
 def test_one_result_per_registered_domain() -> None:
-    hits = [hit("https://docs.python.org/3/a", rank_=1), hit("https://www.python.org/b", rank_=2),
-            hit("https://peps.python.org/pep-8", rank_=3)]
+    hits = [
+        hit("https://docs.python.org/3/a", rank_=1),
+        hit("https://www.python.org/b", rank_=2),
+        hit("https://peps.python.org/pep-8", rank_=3),
+    ]
     ranked = rank(hits)
     assert len(ranked) == 1 and ranked[0].url == "https://docs.python.org/3/a"
 
@@ -66,8 +75,12 @@ def test_ip_hosts_are_each_their_own_domain() -> None:
 
 
 def test_quality_breaks_ties_of_position() -> None:
-    ranked = rank([hit("https://blog.example.com/oauth", rank_=1),
-                   hit("https://datatracker.ietf.org/doc/rfc6749", rank_=1)])
+    ranked = rank(
+        [
+            hit("https://blog.example.com/oauth", rank_=1),
+            hit("https://datatracker.ietf.org/doc/rfc6749", rank_=1),
+        ]
+    )
     assert ranked[0].quality is Quality.PRIMARY
 
 

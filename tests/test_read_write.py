@@ -11,21 +11,31 @@ from sleuth.models import Failure, Quality, Source
 from sleuth.stages.read import best_passages, split_passages
 from sleuth.stages.write import confidence, render_markdown
 
-PAGE = "\n".join([
-    "Welcome to our site. Subscribe to the newsletter for weekly updates about everything.",
-    "Our company was founded in 1999 and has offices in several countries around the world.",
-    "The authorization code flow exchanges a short-lived code for an access token at the token "
-    "endpoint, after the user approves the client at the authorization server.",
-    "Cookies help us improve your experience; by continuing you accept our cookie policy today.",
-    "PKCE protects the authorization code flow for public clients by binding the code to a "
-    "verifier that only the client knows, so an intercepted code is useless.",
-    "Follow us on social media and share this page with your friends and family members.",
-])
+PAGE = "\n".join(
+    [
+        "Welcome to our site. Subscribe to the newsletter for weekly updates about everything.",
+        "Our company was founded in 1999 and has offices in several countries around the world.",
+        "The authorization code flow exchanges a short-lived code for an access token at the "
+        "token endpoint, after the user approves the client at the authorization server.",
+        "Cookies help us improve your experience; by continuing you accept our cookie "
+        "policy today.",
+        "PKCE protects the authorization code flow for public clients by binding the code to a "
+        "verifier that only the client knows, so an intercepted code is useless.",
+        "Follow us on social media and share this page with your friends and family members.",
+    ]
+)
 
 
 def source(n: int, quality: Quality = Quality.UNVERIFIED, score: int = 2) -> Source:
-    return Source(id=n, url=f"https://s{n}.example/", title=f"Title {n}", quality=quality,
-                  quality_score=score, score=1.0, passages=[f"passage {n}"])
+    return Source(
+        id=n,
+        url=f"https://s{n}.example/",
+        title=f"Title {n}",
+        quality=quality,
+        quality_score=score,
+        score=1.0,
+        passages=[f"passage {n}"],
+    )
 
 
 def test_passages_are_the_relevant_ones_in_page_order() -> None:
@@ -52,10 +62,19 @@ def test_reading_never_loads_scipy_even_where_it_is_installed(tmp_path: Path) ->
     # A scipy that cannot be loaded unnoticed: importing it at all fails the run.
     (fake / "__init__.py").write_text("raise SystemExit('scipy was imported')\n")
     (fake / "sparse.py").write_text("raise SystemExit('scipy.sparse was imported')\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])])}
-    done = subprocess.run([sys.executable, "-c", _READ_IN_A_FRESH_PROCESS, PAGE], env=env,
-                          capture_output=True, text=True, timeout=120)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(
+            [str(tmp_path), *filter(None, [os.environ.get("PYTHONPATH")])]
+        ),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", _READ_IN_A_FRESH_PROCESS, PAGE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert [p[:12] for p in result["chosen"]] == ["The authoriz", "PKCE protect"]
@@ -85,8 +104,12 @@ def test_pages_first_read_in_several_threads_at_once_all_get_their_passages() ->
     """The first page read loads bm25s: the others wait for it, never take it half-loaded
     (the CLI died with 'partially initialized module bm25s' when two pages raced)."""
     for _ in range(3):
-        done = subprocess.run([sys.executable, "-c", _READ_IN_EIGHT_THREADS, PAGE],
-                              capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_IN_EIGHT_THREADS, PAGE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "[]"
 
@@ -132,9 +155,15 @@ def test_report_sections_and_citations() -> None:
 
 
 def test_page_text_cannot_inject_markdown_or_fake_citations() -> None:
-    evil = Source(id=1, url="https://e.example/", title="**Bold** [9](javascript:alert(1))",
-                  quality=Quality.UNVERIFIED, quality_score=2, score=1.0,
-                  passages=["# Heading\n<script>alert(1)</script> see [12] and [citation needed]"])
+    evil = Source(
+        id=1,
+        url="https://e.example/",
+        title="**Bold** [9](javascript:alert(1))",
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        score=1.0,
+        passages=["# Heading\n<script>alert(1)</script> see [12] and [citation needed]"],
+    )
     md = render_markdown("q", [evil], [], "LOW", "r")
     findings = md.split("## Confidence")[0]
     assert "<script>" not in findings and "\\<script\\>" in findings
@@ -158,8 +187,9 @@ def test_ranking_passages_logs_no_debug_lines_to_an_app_that_logs_warnings() -> 
     root.setLevel(logging.WARNING)
     root.addHandler(handler)
     try:
-        text = "\n\n".join(f"Paragraph {i} is about PKCE verifiers and tokens." * 5
-                           for i in range(8))
+        text = "\n\n".join(
+            f"Paragraph {i} is about PKCE verifiers and tokens." * 5 for i in range(8)
+        )
         assert best_passages(text, ["PKCE verifier"], 2)
     finally:
         root.removeHandler(handler)

@@ -17,7 +17,7 @@ README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encodi
 def section(title: str) -> str:
     start = README.index(f"\n## {title}")
     end = README.find("\n## ", start + 1)
-    return README[start:end if end != -1 else None]
+    return README[start : end if end != -1 else None]
 
 
 def test_it_starts_with_installing_into_a_venv_and_a_first_run() -> None:

@@ -37,13 +37,30 @@ WAIT_S = 90.0  # the longest any wait may take before the test fails
 
 
 def web_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", str(PAGE_TIMEOUT), "--home", str(home), "--quiet", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        str(PAGE_TIMEOUT),
+        "--home",
+        str(home),
+        "--quiet",
+        *extra,
+    ]
 
 
 def web_options(web: OfflineWeb, home: Path, **extra: Any) -> dict[str, Any]:
-    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-            "timeout": PAGE_TIMEOUT, "home": str(home), **extra}
+    return {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": PAGE_TIMEOUT,
+        "home": str(home),
+        **extra,
+    }
 
 
 def searches(web: OfflineWeb) -> list[str]:
@@ -92,14 +109,26 @@ def read_json(path: Path) -> dict[str, Any]:
 
 # ---------------------------------------------------------------- reruns
 
+
 def test_a_second_identical_run_makes_no_request_and_no_model_call(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     # More sources wanted than there are pages: every summary asked is answered, none is
     # cut in flight once enough pages are read (the server would count it, sleuth not).
-    args = web_args(web, home, "--base-url", web.llm_url, "--model", "scripted-model",
-                    "--max-sources", "20", "--format", "json", "-o")
+    args = web_args(
+        web,
+        home,
+        "--base-url",
+        web.llm_url,
+        "--model",
+        "scripted-model",
+        "--max-sources",
+        "20",
+        "--format",
+        "json",
+        "-o",
+    )
     question = web.topics[3].question
     web.reset_log()
     assert run([*args, str(tmp_path / "first.json"), question]) == 0
@@ -127,8 +156,7 @@ def test_a_second_identical_run_makes_no_request_and_no_model_call(
     capsys.readouterr()
     assert run(["runs", "--home", str(home)]) == 0
     table = capsys.readouterr().out.splitlines()
-    assert table[0].split() == ["ID", "STATUS", "STARTED", "TOOK", "SOURCES", "TOKENS",
-                                "QUESTION"]
+    assert table[0].split() == ["ID", "STATUS", "STARTED", "TOOK", "SOURCES", "TOKENS", "QUESTION"]
     newest, oldest = table[1].split(), table[2].split()
     tokens = first["stats"]["prompt_tokens"] + first["stats"]["completion_tokens"]
     assert newest[0] == second["run_id"] and oldest[0] == first["run_id"]
@@ -143,8 +171,9 @@ def test_refresh_asks_again_and_keeps_what_it_learns(web: OfflineWeb, tmp_path: 
     question = web.topics[2].question
     sleuth.research_sync(question, **web_options(web, home, no_llm=True, depth=1))
     web.reset_log()
-    refreshed = sleuth.research_sync(question, **web_options(web, home, no_llm=True, depth=1,
-                                                             refresh=True))
+    refreshed = sleuth.research_sync(
+        question, **web_options(web, home, no_llm=True, depth=1, refresh=True)
+    )
     assert searches(web) and page_requests(web)
     assert refreshed.stats.cached_searches == refreshed.stats.cached_fetches == 0
     web.reset_log()
@@ -154,13 +183,15 @@ def test_refresh_asks_again_and_keeps_what_it_learns(web: OfflineWeb, tmp_path: 
 
 def test_no_store_keeps_nothing(web: OfflineWeb, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    report = sleuth.research_sync(web.topics[3].question,
-                                  **web_options(web, home, no_llm=True, depth=1, no_store=True))
+    report = sleuth.research_sync(
+        web.topics[3].question, **web_options(web, home, no_llm=True, depth=1, no_store=True)
+    )
     assert report.sources and report.run_id is None
     assert not home.exists() or not any(home.iterdir())
 
 
 # ---------------------------------------------------------------- interrupted runs
+
 
 def _subprocess_env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -203,18 +234,33 @@ class Watcher:
             self.store.close()
 
 
-def _signal_mid_fetch(web: OfflineWeb, home: Path, tmp_path: Path,
-                      sig: signal.Signals) -> tuple[int, str, str]:
+def _signal_mid_fetch(
+    web: OfflineWeb, home: Path, tmp_path: Path, sig: signal.Signals
+) -> tuple[int, str, str]:
     """Start a no-model run of topic 3 in a subprocess, one slow page at a time (so it
     spends seconds mid-fetch), and send it ``sig`` once two pages are fetched:
     (exit code, run id, stderr)."""
-    args = web_args(web, home, "--no-llm", "--concurrency", "1", "--max-sources", "5",
-                    "--timeout", "10", web.topics[3].question)
+    args = web_args(
+        web,
+        home,
+        "--no-llm",
+        "--concurrency",
+        "1",
+        "--max-sources",
+        "5",
+        "--timeout",
+        "10",
+        web.topics[3].question,
+    )
     web.latency = 0.4
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "sleuth", *args], cwd=tmp_path,
-                                env=_subprocess_env(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", *args],
+            cwd=tmp_path,
+            env=_subprocess_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         watcher = Watcher(home)
         try:
             run_id, _ = _wait_for(watcher.fetched_so_far, "two fetched pages", proc)
@@ -229,7 +275,8 @@ def _signal_mid_fetch(web: OfflineWeb, home: Path, tmp_path: Path,
 
 @pytest.mark.slow
 def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     web.reset_log()
     code, run_id, _ = _signal_mid_fetch(web, home, tmp_path, signal.SIGKILL)
@@ -246,8 +293,22 @@ def test_a_run_killed_mid_fetch_resumes_without_fetching_anything_twice(
 
     web.reset_log()
     out = tmp_path / "report.json"
-    assert run(["resume", run_id[:8], "--home", str(home), "--quiet", "--format", "json",
-                "-o", str(out)]) == 0
+    assert (
+        run(
+            [
+                "resume",
+                run_id[:8],
+                "--home",
+                str(home),
+                "--quiet",
+                "--format",
+                "json",
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     after = page_requests(web)
     assert not set(after) & set(fetched), "a page fetched before the kill was fetched again"
     assert searches(web) == [], "searches done before the kill were repeated"
@@ -278,14 +339,17 @@ def test_ctrl_c_says_how_to_resume_the_run(web: OfflineWeb, tmp_path: Path) -> N
     code, run_id, err = _signal_mid_fetch(web, home, tmp_path, signal.SIGINT)
     assert code == 130
     lines = err.strip().splitlines()
-    assert lines[-2:] == ["sleuth: error: interrupted",
-                          f"resume with: sleuth resume {run_id} --home '{home}'"]
+    assert lines[-2:] == [
+        "sleuth: error: interrupted",
+        f"resume with: sleuth resume {run_id} --home '{home}'",
+    ]
     with Store(home) as store:
         assert store.get_run(run_id).status == "interrupted"
 
 
 async def test_a_cancelled_run_is_marked_interrupted_and_can_be_resumed(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     home = tmp_path / "home"
     question = web.topics[4].question
     fetched = asyncio.Event()
@@ -296,9 +360,13 @@ async def test_a_cancelled_run_is_marked_interrupted_and_can_be_resumed(
 
     web.latency = 0.3
     try:
-        task = asyncio.create_task(research(
-            question, on_event=on_event,
-            **web_options(web, home, no_llm=True, depth=1, concurrency=1, timeout=10)))
+        task = asyncio.create_task(
+            research(
+                question,
+                on_event=on_event,
+                **web_options(web, home, no_llm=True, depth=1, concurrency=1, timeout=10),
+            )
+        )
         await asyncio.wait_for(fetched.wait(), WAIT_S)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -309,8 +377,9 @@ async def test_a_cancelled_run_is_marked_interrupted_and_can_be_resumed(
         [summary] = store.list_runs()
         assert summary.status == "interrupted"
         assert store.stages(summary.id, "fetched")
-    resumed = await research(question, resume_id=summary.id,
-                             **web_options(web, home, no_llm=True, depth=1))
+    resumed = await research(
+        question, resume_id=summary.id, **web_options(web, home, no_llm=True, depth=1)
+    )
     assert resumed.run_id == summary.id and resumed.sources
     with Store(home) as store:
         assert store.get_run(summary.id).status == "done"
@@ -322,11 +391,22 @@ def test_concurrent_runs_share_one_home(web: OfflineWeb, tmp_path: Path) -> None
     questions = [web.topics[3].question, web.topics[5].question]
     web.latency = 0.5  # long enough that the two runs surely overlap
     try:
-        procs = [subprocess.Popen(
-            [sys.executable, "-m", "sleuth",
-             *web_args(web, home, "--no-llm", "--concurrency", "2", "--format", "json"), q],
-            cwd=tmp_path, env=_subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            for q in questions]
+        procs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "sleuth",
+                    *web_args(web, home, "--no-llm", "--concurrency", "2", "--format", "json"),
+                    q,
+                ],
+                cwd=tmp_path,
+                env=_subprocess_env(),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for q in questions
+        ]
         outputs = [proc.communicate(timeout=WAIT_S) for proc in procs]
     finally:
         web.latency = 0.0
@@ -350,16 +430,24 @@ def test_concurrent_runs_share_one_home(web: OfflineWeb, tmp_path: Path) -> None
 
 # ---------------------------------------------------------------- budgets
 
-@pytest.mark.parametrize(("option", "value", "reason"), [
-    ("max_tokens", 200, "token budget reached (--max-tokens 200)"),
-    ("max_cost", 0.00001, "cost budget reached (--max-cost $1e-05)"),
-])
+
+@pytest.mark.parametrize(
+    ("option", "value", "reason"),
+    [
+        ("max_tokens", 200, "token budget reached (--max-tokens 200)"),
+        ("max_cost", 0.00001, "cost budget reached (--max-cost $1e-05)"),
+    ],
+)
 def test_model_budgets_stop_the_run_and_still_yield_a_report(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, option: str, value: float,
-        reason: str) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, option: str, value: float, reason: str
+) -> None:
     # gpt-4o-mini has a known price, so its calls have a cost to count.
-    report = sleuth.research_sync(web.topics[0].question, **web_options(
-        web, tmp_path / "home", base_url=web.llm_url, model="gpt-4o-mini", **{option: value}))
+    report = sleuth.research_sync(
+        web.topics[0].question,
+        **web_options(
+            web, tmp_path / "home", base_url=web.llm_url, model="gpt-4o-mini", **{option: value}
+        ),
+    )
     assert report.stopped_by == reason
     assert reason in report.markdown.split("## Gaps", 1)[1]
     assert report.markdown.startswith("# Research") and report.run_id
@@ -371,11 +459,14 @@ def test_model_budgets_stop_the_run_and_still_yield_a_report(
 
 # ---------------------------------------------------------------- the commands
 
-def test_show_resume_and_cache_clear(web: OfflineWeb, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+
+def test_show_resume_and_cache_clear(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
-    report = sleuth.research_sync(web.topics[2].question,
-                                  **web_options(web, home, no_llm=True, depth=1))
+    report = sleuth.research_sync(
+        web.topics[2].question, **web_options(web, home, no_llm=True, depth=1)
+    )
     assert report.run_id
     capsys.readouterr()
     assert run(["show", report.run_id[:6], "--home", str(home), "--format", "json"]) == 0
@@ -400,8 +491,9 @@ def test_show_resume_and_cache_clear(web: OfflineWeb, tmp_path: Path,
     assert run(["show", report.run_id, "--home", str(home)]) == 0  # runs are kept
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     Store(home).close()
     for argv, words in [
@@ -415,22 +507,30 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path,
 
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("x", encoding="utf-8")
-    for argv in (["runs", "--home", str(not_a_folder)],
-                 ["--home", str(not_a_folder / "sub"), "--no-llm", "what is WAL?"]):
+    for argv in (
+        ["runs", "--home", str(not_a_folder)],
+        ["--home", str(not_a_folder / "sub"), "--no-llm", "what is WAL?"],
+    ):
         assert run(argv) == 2
         err = capsys.readouterr().err
         assert err.startswith("sleuth: error: ") and err.count("\n") == 1
 
 
-def test_a_read_only_home_is_one_line_and_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_read_only_home_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     home.mkdir()
     home.chmod(0o500)
     if os.access(home, os.W_OK):  # root: chmod cannot lock it out, so the check is told
         real = os.access
-        monkeypatch.setattr(os, "access", lambda path, mode, **kw: (
-            False if Path(path) == home and mode & os.W_OK else real(path, mode, **kw)))
+        monkeypatch.setattr(
+            os,
+            "access",
+            lambda path, mode, **kw: (
+                False if Path(path) == home and mode & os.W_OK else real(path, mode, **kw)
+            ),
+        )
     try:
         assert run(["--home", str(home), "--no-llm", "what is WAL?"]) == 2
         err = capsys.readouterr().err
@@ -442,7 +542,8 @@ def test_a_read_only_home_is_one_line_and_exit_2(tmp_path: Path, monkeypatch: py
 
 
 def test_show_of_an_unfinished_run_says_how_to_finish_it(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     home = tmp_path / "home"
     with Store(home) as store:
         run_id = store.create_run("what is WAL?", {})
@@ -454,8 +555,9 @@ def test_show_of_an_unfinished_run_says_how_to_finish_it(
 def test_stored_report_round_trips(web: OfflineWeb, tmp_path: Path) -> None:
     """What ``show`` prints is the report the run returned, field for field."""
     home = tmp_path / "home"
-    report = sleuth.research_sync(web.topics[3].question,
-                                  **web_options(web, home, no_llm=True, depth=1))
+    report = sleuth.research_sync(
+        web.topics[3].question, **web_options(web, home, no_llm=True, depth=1)
+    )
     with Store(home) as store:
         info = store.get_run(report.run_id or "")
         stages = [rec.stage for rec in store.stages(info.id)]

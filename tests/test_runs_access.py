@@ -19,22 +19,33 @@ from sleuth.testing import OfflineWeb
 
 
 def web_options(web: OfflineWeb, home: Path, **extra: Any) -> dict[str, Any]:
-    return {"search": "searxng", "searxng_url": web.searxng_url, "allow_private_urls": True,
-            "timeout": 2, "home": str(home), "no_llm": True, "depth": 1, "max_sources": 2,
-            **extra}
+    return {
+        "search": "searxng",
+        "searxng_url": web.searxng_url,
+        "allow_private_urls": True,
+        "timeout": 2,
+        "home": str(home),
+        "no_llm": True,
+        "depth": 1,
+        "max_sources": 2,
+        **extra,
+    }
 
 
 @pytest.fixture
 def two_runs(web: OfflineWeb, tmp_path: Path) -> tuple[Path, list[str]]:
     """A home holding two finished runs made one right after the other."""
     home = tmp_path / "home"
-    ids = [sleuth.research_sync(web.topics[n].question, **web_options(web, home)).run_id or ""
-           for n in (3, 1)]
+    ids = [
+        sleuth.research_sync(web.topics[n].question, **web_options(web, home)).run_id or ""
+        for n in (3, 1)
+    ]
     return home, ids
 
 
 def test_a_few_characters_name_a_run_made_a_moment_after_another(
-        two_runs: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    two_runs: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
     home, ids = two_runs
     # Ids differ from their first characters on (they used to share the first 8).
     assert ids[0][:4] != ids[1][:4]
@@ -43,8 +54,9 @@ def test_a_few_characters_name_a_run_made_a_moment_after_another(
         assert json.loads(capsys.readouterr().out)["run_id"] == run_id
 
 
-def test_last_is_the_latest_run(two_runs: tuple[Path, list[str]],
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_last_is_the_latest_run(
+    two_runs: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
     home, ids = two_runs
     assert run(["show", "last", "--home", str(home), "--format", "json"]) == 0
     assert json.loads(capsys.readouterr().out)["run_id"] == ids[1]
@@ -54,8 +66,9 @@ def test_last_is_the_latest_run(two_runs: tuple[Path, list[str]],
     assert f"run {ids[1]} is already done" in err
 
 
-def test_last_in_an_empty_home_is_one_line(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_last_in_an_empty_home_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert run(["show", "last", "--home", str(tmp_path / "empty")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no run yet" in err
@@ -74,8 +87,10 @@ def _pretend_read_only(monkeypatch: pytest.MonkeyPatch, *folders: Path) -> None:
 
 
 def test_runs_and_show_only_read_a_home_that_cannot_be_written(
-        two_runs: tuple[Path, list[str]], monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    two_runs: tuple[Path, list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     home, ids = two_runs
     home.chmod(0o500)
     try:
@@ -85,9 +100,11 @@ def test_runs_and_show_only_read_a_home_that_cannot_be_written(
         assert run(["show", ids[0][:5], "--home", str(home)]) == 0
         assert capsys.readouterr().out.startswith("# Research: ")
         # Writing commands say so, once, with the way out.
-        for argv in (["--home", str(home), "what is WAL?"],
-                     ["--home", str(home / "sub"), "what is WAL?"],
-                     ["cache", "clear", "--home", str(home)]):
+        for argv in (
+            ["--home", str(home), "what is WAL?"],
+            ["--home", str(home / "sub"), "what is WAL?"],
+            ["cache", "clear", "--home", str(home)],
+        ):
             assert run(argv) == 2
             err = capsys.readouterr().err
             assert err.count("\n") == 1, err
@@ -100,9 +117,11 @@ def test_runs_and_show_only_read_a_home_that_cannot_be_written(
 def _can_mount_read_only() -> bool:
     if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c",
-                            "mount --bind /tmp /mnt && mount -o remount,bind,ro /mnt"],
-                           capture_output=True, timeout=30)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount --bind /tmp /mnt && mount -o remount,bind,ro /mnt"],
+        capture_output=True,
+        timeout=30,
+    )
     return probe.returncode == 0
 
 
@@ -113,14 +132,31 @@ def test_a_read_only_file_system(two_runs: tuple[Path, list[str]], tmp_path: Pat
     is read without its shared-memory file, and both a home on it and a folder that
     would be made in it get the same one line."""
     home, ids = two_runs
-    script = ('mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && '
-              '"$@"; echo "rc=$?"')
+    script = (
+        'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && shift && "$@"; echo "rc=$?"'
+    )
 
     def sleuth_ro(*argv: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
-        return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(home),
-                               sys.executable, "-m", "sleuth", *argv],
-                              capture_output=True, text=True, timeout=120, env=env)
+        return subprocess.run(
+            [
+                "unshare",
+                "-m",
+                "sh",
+                "-c",
+                script,
+                "sh",
+                str(home),
+                sys.executable,
+                "-m",
+                "sleuth",
+                *argv,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
 
     listed = sleuth_ro("runs", "--home", str(home))
     assert "rc=0" in listed.stdout, listed.stderr
@@ -130,8 +166,10 @@ def test_a_read_only_file_system(two_runs: tuple[Path, list[str]], tmp_path: Pat
     for where in (home, home / "sub"):
         failed = sleuth_ro("--home", str(where), "--no-llm", "what is WAL?")
         assert "rc=2" in failed.stdout
-        assert failed.stderr.strip() == (f"sleuth: error: cannot write to sleuth home {where}: "
-                                         "read-only file system; choose another with --home "
-                                         "or SLEUTH_HOME"), failed.stderr
+        assert failed.stderr.strip() == (
+            f"sleuth: error: cannot write to sleuth home {where}: "
+            "read-only file system; choose another with --home "
+            "or SLEUTH_HOME"
+        ), failed.stderr
     with Store(home) as store:  # nothing was marked or migrated through the read-only mount
         assert [r.id for r in store.list_runs()] == ids[::-1]

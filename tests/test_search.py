@@ -38,17 +38,23 @@ from sleuth.settings import Settings
 
 Handler = Callable[[httpx.Request], httpx.Response]
 BUILT_IN = ["brave", "duckduckgo", "google", "searxng", "serpapi", "serper", "tavily"]
-KEYS = {"SERPER_API_KEY": "sk-serper-secret", "SERPAPI_API_KEY": "sk-serpapi-secret",
-        "GOOGLE_API_KEY": "g-key-secret", "GOOGLE_CSE_ID": "cse-123",
-        "BRAVE_API_KEY": "brave-secret", "TAVILY_API_KEY": "tvly-secret"}
+KEYS = {
+    "SERPER_API_KEY": "sk-serper-secret",
+    "SERPAPI_API_KEY": "sk-serpapi-secret",
+    "GOOGLE_API_KEY": "g-key-secret",
+    "GOOGLE_CSE_ID": "cse-123",
+    "BRAVE_API_KEY": "brave-secret",
+    "TAVILY_API_KEY": "tvly-secret",
+}
 
 
 def client_for(handler: Handler) -> httpx.AsyncClient:
     return httpx.AsyncClient(transport=httpx.MockTransport(handler))
 
 
-def provider(name: str, handler: Handler, env: dict[str, str] | None = None,
-             **options: Any) -> SearchProvider:
+def provider(
+    name: str, handler: Handler, env: dict[str, str] | None = None, **options: Any
+) -> SearchProvider:
     settings = Settings(search=[name], **options)
     return get_provider(name)(settings, client_for(handler), KEYS if env is None else env)
 
@@ -63,55 +69,93 @@ def summary(hits: list[SearchHit]) -> list[tuple[int, str, str, str]]:
 
 # --- the keyed JSON APIs: exact request, parsed answer ---------------------------------
 
-EXPECTED_HITS = [(1, "First result", "https://one.example/a", "About one"),
-                 (2, "Second result", "https://two.example/b", "About two")]
+EXPECTED_HITS = [
+    (1, "First result", "https://one.example/a", "About one"),
+    (2, "Second result", "https://two.example/b", "About two"),
+]
 
 # name -> (method, endpoint, query params, JSON body, headers that must be sent, answer)
 API_CASES: dict[str, tuple[str, str, dict[str, str], Any, dict[str, str], object]] = {
     "serper": (
-        "POST", "https://google.serper.dev/search", {}, {"q": "rust async", "num": 3},
+        "POST",
+        "https://google.serper.dev/search",
+        {},
+        {"q": "rust async", "num": 3},
         {"X-API-KEY": "sk-serper-secret"},
-        {"organic": [{"title": "First result", "link": "https://one.example/a",
-                      "snippet": "About one"},
-                     {"title": "No link here", "snippet": "skipped"},
-                     {"title": "Second result", "link": "https://two.example/b",
-                      "snippet": "About two"}]}),
+        {
+            "organic": [
+                {"title": "First result", "link": "https://one.example/a", "snippet": "About one"},
+                {"title": "No link here", "snippet": "skipped"},
+                {"title": "Second result", "link": "https://two.example/b", "snippet": "About two"},
+            ]
+        },
+    ),
     "serpapi": (
-        "GET", "https://serpapi.com/search.json",
+        "GET",
+        "https://serpapi.com/search.json",
         {"engine": "google", "q": "rust async", "num": "3", "api_key": "sk-serpapi-secret"},
-        None, {},
-        {"organic_results": [{"title": "First result", "link": "https://one.example/a",
-                              "snippet": "About one"},
-                             {"title": "Not the web", "link": "ftp://files.example/x"},
-                             {"title": "Second result", "link": "https://two.example/b",
-                              "snippet": "About two"}]}),
+        None,
+        {},
+        {
+            "organic_results": [
+                {"title": "First result", "link": "https://one.example/a", "snippet": "About one"},
+                {"title": "Not the web", "link": "ftp://files.example/x"},
+                {"title": "Second result", "link": "https://two.example/b", "snippet": "About two"},
+            ]
+        },
+    ),
     "google": (
-        "GET", "https://www.googleapis.com/customsearch/v1",
-        {"key": "g-key-secret", "cx": "cse-123", "q": "rust async", "num": "3"}, None, {},
-        {"items": [{"title": "First result", "link": "https://one.example/a",
-                    "snippet": "About one"},
-                   "not an object",
-                   {"title": "Second result", "link": "https://two.example/b",
-                    "snippet": "About two"}]}),
+        "GET",
+        "https://www.googleapis.com/customsearch/v1",
+        {"key": "g-key-secret", "cx": "cse-123", "q": "rust async", "num": "3"},
+        None,
+        {},
+        {
+            "items": [
+                {"title": "First result", "link": "https://one.example/a", "snippet": "About one"},
+                "not an object",
+                {"title": "Second result", "link": "https://two.example/b", "snippet": "About two"},
+            ]
+        },
+    ),
     "brave": (
-        "GET", "https://api.search.brave.com/res/v1/web/search",
-        {"q": "rust async", "count": "3"}, None,
+        "GET",
+        "https://api.search.brave.com/res/v1/web/search",
+        {"q": "rust async", "count": "3"},
+        None,
         {"X-Subscription-Token": "brave-secret", "Accept": "application/json"},
-        {"web": {"results": [
-            {"title": "First result", "url": "https://one.example/a",
-             "description": "About <strong>one</strong>"},
-            {"title": "Missing URL", "url": None},
-            {"title": "Second result", "url": "https://two.example/b",
-             "description": "About two"}]}}),
+        {
+            "web": {
+                "results": [
+                    {
+                        "title": "First result",
+                        "url": "https://one.example/a",
+                        "description": "About <strong>one</strong>",
+                    },
+                    {"title": "Missing URL", "url": None},
+                    {
+                        "title": "Second result",
+                        "url": "https://two.example/b",
+                        "description": "About two",
+                    },
+                ]
+            }
+        },
+    ),
     "tavily": (
-        "POST", "https://api.tavily.com/search", {},
+        "POST",
+        "https://api.tavily.com/search",
+        {},
         {"query": "rust async", "max_results": 3, "search_depth": "basic"},
         {"Authorization": "Bearer tvly-secret"},
-        {"results": [{"title": "First result", "url": "https://one.example/a",
-                      "content": "About one"},
-                     {"title": "Duplicate", "url": "https://one.example/a", "content": "again"},
-                     {"title": "Second result", "url": "https://two.example/b",
-                      "content": "About two"}]}),
+        {
+            "results": [
+                {"title": "First result", "url": "https://one.example/a", "content": "About one"},
+                {"title": "Duplicate", "url": "https://one.example/a", "content": "again"},
+                {"title": "Second result", "url": "https://two.example/b", "content": "About two"},
+            ]
+        },
+    ),
 }
 
 
@@ -138,11 +182,17 @@ async def test_keyed_api_sends_the_documented_request_and_parses_hits(name: str)
     assert {(h.provider, h.query) for h in hits} == {(name, "rust async")}
 
 
-@pytest.mark.parametrize(("name", "limit", "field", "sent"), [
-    ("google", 25, "num", "10"), ("brave", 30, "count", "20"), ("serpapi", 30, "num", "30"),
-])
+@pytest.mark.parametrize(
+    ("name", "limit", "field", "sent"),
+    [
+        ("google", 25, "num", "10"),
+        ("brave", 30, "count", "20"),
+        ("serpapi", 30, "num", "30"),
+    ],
+)
 async def test_result_counts_are_capped_where_the_api_has_a_maximum(
-        name: str, limit: int, field: str, sent: str) -> None:
+    name: str, limit: int, field: str, sent: str
+) -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -159,16 +209,20 @@ async def test_hits_never_exceed_the_limit() -> None:
     assert [h.rank for h in hits] == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize(("name", "env", "variable"), [
-    ("serper", {}, "SERPER_API_KEY"),
-    ("serpapi", {}, "SERPAPI_API_KEY"),
-    ("google", {"GOOGLE_CSE_ID": "cse"}, "GOOGLE_API_KEY"),
-    ("google", {"GOOGLE_API_KEY": "k"}, "GOOGLE_CSE_ID"),
-    ("brave", {"BRAVE_API_KEY": ""}, "BRAVE_API_KEY"),
-    ("tavily", {}, "TAVILY_API_KEY"),
-])
+@pytest.mark.parametrize(
+    ("name", "env", "variable"),
+    [
+        ("serper", {}, "SERPER_API_KEY"),
+        ("serpapi", {}, "SERPAPI_API_KEY"),
+        ("google", {"GOOGLE_CSE_ID": "cse"}, "GOOGLE_API_KEY"),
+        ("google", {"GOOGLE_API_KEY": "k"}, "GOOGLE_CSE_ID"),
+        ("brave", {"BRAVE_API_KEY": ""}, "BRAVE_API_KEY"),
+        ("tavily", {}, "TAVILY_API_KEY"),
+    ],
+)
 def test_keyed_provider_without_its_key_names_the_variable(
-        name: str, env: dict[str, str], variable: str) -> None:
+    name: str, env: dict[str, str], variable: str
+) -> None:
     with pytest.raises(ProviderError, match=variable) as info:
         provider(name, answer({}), env=env)
     assert f"'{name}'" in str(info.value)
@@ -178,46 +232,64 @@ async def test_serpapi_error_field_is_a_failure_but_no_results_is_not() -> None:
     bad = provider("serpapi", answer({"error": "Your account has run out of searches."}))
     with pytest.raises(ProviderFailure, match="serpapi error: Your account has run out"):
         await bad.search("q", limit=5)
-    empty = provider("serpapi", answer({
-        "error": "Google hasn't returned any results for this query.",
-        "search_information": {"organic_results_state": "Fully empty"}}))
+    empty = provider(
+        "serpapi",
+        answer(
+            {
+                "error": "Google hasn't returned any results for this query.",
+                "search_information": {"organic_results_state": "Fully empty"},
+            }
+        ),
+    )
     assert await empty.search("q", limit=5) == []
 
 
 # --- failures as the user sees them -----------------------------------------------------
 
+
 def raise_timeout(request: httpx.Request) -> httpx.Response:
     raise httpx.ReadTimeout("read timed out", request=request)
 
 
-@pytest.mark.parametrize(("name", "handler", "reason"), [
-    ("serper", answer({"message": "slow down"}, 429), "rate limited (HTTP 429)"),
-    ("brave", answer({}, 500), "HTTP 500"),
-    ("tavily", answer({}, 503), "HTTP 503"),
-    ("serper", answer({}, 401), "HTTP 401 (is SERPER_API_KEY valid?)"),
-    ("google", raise_timeout, "timed out after 7s"),
-    ("brave", lambda r: httpx.Response(200, text="<html>not json</html>"), "invalid response"),
-    ("serper", answer({"organic": "not a list"}), "invalid response"),
-    ("serper", answer(["not", "an", "object"]), "invalid response"),
-])
-async def test_http_problems_become_recorded_failures(name: str, handler: Handler,
-                                                      reason: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "handler", "reason"),
+    [
+        ("serper", answer({"message": "slow down"}, 429), "rate limited (HTTP 429)"),
+        ("brave", answer({}, 500), "HTTP 500"),
+        ("tavily", answer({}, 503), "HTTP 503"),
+        ("serper", answer({}, 401), "HTTP 401 (is SERPER_API_KEY valid?)"),
+        ("google", raise_timeout, "timed out after 7s"),
+        ("brave", lambda r: httpx.Response(200, text="<html>not json</html>"), "invalid response"),
+        ("serper", answer({"organic": "not a list"}), "invalid response"),
+        ("serper", answer(["not", "an", "object"]), "invalid response"),
+    ],
+)
+async def test_http_problems_become_recorded_failures(
+    name: str, handler: Handler, reason: str
+) -> None:
     events: list[Event] = []
-    hits, failures = await run_searches(["rust async"], [provider(name, handler,
-                                                                  search_timeout=7)],
-                                        limit=5, timeout=5, on_event=events.append)
+    hits, failures = await run_searches(
+        ["rust async"],
+        [provider(name, handler, search_timeout=7)],
+        limit=5,
+        timeout=5,
+        on_event=events.append,
+    )
     assert hits == []
     assert [(f.provider, f.query, f.reason) for f in failures] == [(name, "rust async", reason)]
     assert [(e.kind, e.data) for e in events] == [
-        ("search_failed", {"query": "rust async", "provider": name, "reason": reason})]
+        ("search_failed", {"query": "rust async", "provider": name, "reason": reason})
+    ]
 
 
 async def test_api_keys_never_appear_in_failure_reasons() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError(f"cannot reach {request.url}", request=request)
 
-    providers = [provider("google", refuse), provider("serpapi", answer(
-        {"error": "Invalid API key sk-serpapi-secret"}))]
+    providers = [
+        provider("google", refuse),
+        provider("serpapi", answer({"error": "Invalid API key sk-serpapi-secret"})),
+    ]
     _, failures = await run_searches(["q"], providers, limit=5, timeout=5)
     assert len(failures) == 2
     assert failures[0].reason.startswith("request failed: cannot reach")
@@ -226,7 +298,8 @@ async def test_api_keys_never_appear_in_failure_reasons() -> None:
 
 
 async def test_api_keys_in_urls_are_masked_in_the_httpx_log(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     caplog.set_level(logging.INFO, logger="httpx")
     await provider("google", answer({"items": []})).search("q", limit=3)
     assert "HTTP Request" in caplog.text
@@ -236,16 +309,30 @@ async def test_api_keys_in_urls_are_masked_in_the_httpx_log(
 
 # --- SearXNG ----------------------------------------------------------------------------
 
+
 async def test_searxng_queries_the_json_api_of_the_configured_instance() -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"results": [
-            {"url": "https://one.example/a", "title": "First result", "content": "About one"},
-            {"title": "no url"},
-            {"url": "https://two.example/b", "title": "Second result", "content": "About two"},
-        ]})
+        return httpx.Response(
+            200,
+            json={
+                "results": [
+                    {
+                        "url": "https://one.example/a",
+                        "title": "First result",
+                        "content": "About one",
+                    },
+                    {"title": "no url"},
+                    {
+                        "url": "https://two.example/b",
+                        "title": "Second result",
+                        "content": "About two",
+                    },
+                ]
+            },
+        )
 
     searx = provider("searxng", handler, env={}, searxng_url="http://searx.local:8888/")
     hits = await searx.search("rust async", limit=5)
@@ -262,13 +349,18 @@ def test_searxng_without_a_url_says_how_to_set_one() -> None:
     assert str(info.value) == "search provider 'searxng' needs --searxng-url or SLEUTH_SEARXNG_URL"
 
 
-@pytest.mark.parametrize(("reply", "status", "reason"), [
-    ({"results": [], "unresponsive_engines": [["google", "CAPTCHA"], ["bing", "timeout"]]},
-     200, "no engine answered (bing, google)"),
-    ({}, 403, "HTTP 403 (is the json format enabled in the instance's settings.yml?)"),
-])
-async def test_searxng_explains_an_unusable_answer(reply: object, status: int,
-                                                   reason: str) -> None:
+@pytest.mark.parametrize(
+    ("reply", "status", "reason"),
+    [
+        (
+            {"results": [], "unresponsive_engines": [["google", "CAPTCHA"], ["bing", "timeout"]]},
+            200,
+            "no engine answered (bing, google)",
+        ),
+        ({}, 403, "HTTP 403 (is the json format enabled in the instance's settings.yml?)"),
+    ],
+)
+async def test_searxng_explains_an_unusable_answer(reply: object, status: int, reason: str) -> None:
     searx = provider("searxng", answer(reply, status), env={}, searxng_url="http://searx.local")
     _, failures = await run_searches(["q"], [searx], limit=5, timeout=5)
     assert [f.reason for f in failures] == [reason]
@@ -283,8 +375,7 @@ async def test_searxng_through_a_real_loopback_server(request: pytest.FixtureReq
         providers = build_providers(settings, client, env={})
         hits, failures = await run_searches(["python asyncio"], providers, limit=5, timeout=10)
         assert failures == []
-        assert hits and all(h.provider == "searxng" and h.query == "python asyncio"
-                            for h in hits)
+        assert hits and all(h.provider == "searxng" and h.query == "python asyncio" for h in hits)
         assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
 
         web.search_failures = 1
@@ -294,6 +385,7 @@ async def test_searxng_through_a_real_loopback_server(request: pytest.FixtureReq
 
 
 # --- DuckDuckGo (ddgs replaced by a fake: no network) -----------------------------------
+
 
 class FakeDDGS:
     """Stands in for ``ddgs.DDGS``: canned rows, or the exception set in ``error``."""
@@ -333,17 +425,22 @@ async def test_duckduckgo_turns_ddgs_rows_into_hits(fake_ddgs: type[FakeDDGS]) -
     hits = await ddg.search("rust async", limit=4)
     assert summary(hits) == EXPECTED_HITS
     assert hits[0].provider == "duckduckgo"
-    assert fake_ddgs.calls == [{"query": "rust async", "timeout": 13, "max_results": 4,
-                                "backend": "auto"}]
+    assert fake_ddgs.calls == [
+        {"query": "rust async", "timeout": 13, "max_results": 4, "backend": "auto"}
+    ]
 
 
-@pytest.mark.parametrize(("error", "reason"), [
-    ("RatelimitException", "rate limited"),
-    ("TimeoutException", "timed out after 15s"),
-    ("DDGSException", "search failed: https://html.duckduckgo.com 403 Forbidden"),
-])
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        ("RatelimitException", "rate limited"),
+        ("TimeoutException", "timed out after 15s"),
+        ("DDGSException", "search failed: https://html.duckduckgo.com 403 Forbidden"),
+    ],
+)
 async def test_duckduckgo_errors_become_recorded_failures(
-        fake_ddgs: type[FakeDDGS], error: str, reason: str) -> None:
+    fake_ddgs: type[FakeDDGS], error: str, reason: str
+) -> None:
     from ddgs import exceptions
 
     fake_ddgs.error = getattr(exceptions, error)("https://html.duckduckgo.com 403 Forbidden")
@@ -358,20 +455,25 @@ async def test_duckduckgo_no_results_is_not_a_failure(fake_ddgs: type[FakeDDGS])
 
     fake_ddgs.error = DDGSException("No results found.")
     events: list[Event] = []
-    hits, failures = await run_searches(["q"], [provider("duckduckgo", answer({}), env={})],
-                                        limit=5, timeout=5, on_event=events.append)
+    hits, failures = await run_searches(
+        ["q"],
+        [provider("duckduckgo", answer({}), env={})],
+        limit=5,
+        timeout=5,
+        on_event=events.append,
+    )
     assert (hits, failures) == ([], [])
     assert [(e.kind, e.data["hits"]) for e in events] == [("search", 0)]
 
 
 def test_importing_the_search_stage_does_not_load_ddgs_engines() -> None:
     code = "import sys, sleuth.search; print('ddgs.ddgs' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 # --- fallback, concurrency and ordering -------------------------------------------------
+
 
 def keyed_env_and_routes(routes: dict[str, Handler]) -> Handler:
     """One transport for several APIs, routed by host."""
@@ -380,19 +482,24 @@ def keyed_env_and_routes(routes: dict[str, Handler]) -> Handler:
 
 async def test_fallback_uses_the_next_provider_and_records_the_failure() -> None:
     brave_reply = {"web": {"results": [{"title": "B", "url": "https://b.example/"}]}}
-    handler = keyed_env_and_routes({"google.serper.dev": answer({}, 503),
-                                    "api.search.brave.com": answer(brave_reply)})
+    handler = keyed_env_and_routes(
+        {"google.serper.dev": answer({}, 503), "api.search.brave.com": answer(brave_reply)}
+    )
     settings = Settings(search=["serper", "brave"])
     async with client_for(handler) as client:
         providers = build_providers(settings, client, KEYS)
         events: list[Event] = []
-        hits, failures = await run_searches(["rust async"], providers, limit=5, timeout=5,
-                                            on_event=events.append)
+        hits, failures = await run_searches(
+            ["rust async"], providers, limit=5, timeout=5, on_event=events.append
+        )
     assert [(h.provider, h.url, h.query) for h in hits] == [
-        ("brave", "https://b.example/", "rust async")]
+        ("brave", "https://b.example/", "rust async")
+    ]
     assert [(f.provider, f.reason) for f in failures] == [("serper", "HTTP 503")]
     assert [(e.kind, e.data.get("provider")) for e in events] == [
-        ("search_failed", "serper"), ("search", "brave")]
+        ("search_failed", "serper"),
+        ("search", "brave"),
+    ]
     assert events[1].data == {"query": "rust async", "provider": "brave", "hits": 1}
 
 
@@ -416,8 +523,15 @@ class Scripted(SearchProvider):
             outcome = self.script.get(query, 2)
             if isinstance(outcome, BaseException):
                 raise outcome
-            return [SearchHit(title=f"{query} {i}", url=f"https://{self.label}.example/{i}",
-                              rank=i, provider=self.label) for i in range(outcome, 0, -1)]
+            return [
+                SearchHit(
+                    title=f"{query} {i}",
+                    url=f"https://{self.label}.example/{i}",
+                    rank=i,
+                    provider=self.label,
+                )
+                for i in range(outcome, 0, -1)
+            ]
         finally:
             self.in_flight -= 1
 
@@ -431,12 +545,18 @@ async def test_a_provider_with_no_hits_passes_the_query_on_without_a_failure() -
 
 async def test_one_failing_query_does_not_stop_the_others() -> None:
     scripted = Scripted("only", {"bad": RuntimeError("boom")})
-    hits, failures = await run_searches(["good one", "bad", "good two"], [scripted],
-                                        limit=5, timeout=5)
-    assert [(h.query, h.rank) for h in hits] == [("good one", 1), ("good one", 2),
-                                                 ("good two", 1), ("good two", 2)]
+    hits, failures = await run_searches(
+        ["good one", "bad", "good two"], [scripted], limit=5, timeout=5
+    )
+    assert [(h.query, h.rank) for h in hits] == [
+        ("good one", 1),
+        ("good one", 2),
+        ("good two", 1),
+        ("good two", 2),
+    ]
     assert [(f.query, f.reason) for f in failures] == [
-        ("bad", "unexpected error: RuntimeError: boom")]
+        ("bad", "unexpected error: RuntimeError: boom")
+    ]
 
 
 async def test_a_slow_provider_times_out_and_the_next_one_answers() -> None:
@@ -449,8 +569,7 @@ async def test_a_slow_provider_times_out_and_the_next_one_answers() -> None:
 async def test_results_come_back_in_query_order_whatever_finishes_first() -> None:
     scripted = Scripted("p", {("delay", "a"): 0.05, ("delay", "b"): 0.0, "c": 1})
     hits, _ = await run_searches(["a", "b", "c"], [scripted], limit=5, timeout=5)
-    assert [(h.query, h.rank) for h in hits] == [("a", 1), ("a", 2), ("b", 1), ("b", 2),
-                                                 ("c", 1)]
+    assert [(h.query, h.rank) for h in hits] == [("a", 1), ("a", 2), ("b", 1), ("b", 2), ("c", 1)]
     assert all(h.query for h in hits)
 
 
@@ -469,6 +588,7 @@ async def test_programming_errors_still_propagate() -> None:
 
 
 # --- configuration: names, keys, plugins ------------------------------------------------
+
 
 def refuse_all(request: httpx.Request) -> httpx.Response:
     raise AssertionError(f"no request may be sent while configuring: {request.url}")
@@ -507,8 +627,11 @@ class PluginProvider(SearchProvider):
     name = "plugged"
 
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
-        return [SearchHit(title="From the plugin", url="https://plugin.example/", rank=1,
-                          provider=self.name)]
+        return [
+            SearchHit(
+                title="From the plugin", url="https://plugin.example/", rank=1, provider=self.name
+            )
+        ]
 
 
 @pytest.fixture
@@ -527,13 +650,19 @@ def fake_entry_points(monkeypatch: pytest.MonkeyPatch, *points: EntryPoint) -> N
 
 @pytest.mark.usefixtures("clean_registry")
 async def test_a_provider_plugged_in_through_an_entry_point_is_usable(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     module = types.ModuleType("sleuth_test_plugin")
     module.PluginProvider = PluginProvider  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sleuth_test_plugin", module)
-    fake_entry_points(monkeypatch, EntryPoint(
-        name="plugged", value="sleuth_test_plugin:PluginProvider",
-        group="sleuth.search_providers"))
+    fake_entry_points(
+        monkeypatch,
+        EntryPoint(
+            name="plugged",
+            value="sleuth_test_plugin:PluginProvider",
+            group="sleuth.search_providers",
+        ),
+    )
 
     assert "plugged" in provider_names()
     providers = build_providers(Settings(search=["plugged"]), client_for(refuse_all), {})
@@ -544,9 +673,14 @@ async def test_a_provider_plugged_in_through_an_entry_point_is_usable(
 
 @pytest.mark.usefixtures("clean_registry")
 def test_a_broken_plugin_is_a_config_error_only_when_chosen(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    fake_entry_points(monkeypatch, EntryPoint(
-        name="broken", value="sleuth_no_such_module:Provider", group="sleuth.search_providers"))
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_entry_points(
+        monkeypatch,
+        EntryPoint(
+            name="broken", value="sleuth_no_such_module:Provider", group="sleuth.search_providers"
+        ),
+    )
     assert build_providers(Settings(search=["duckduckgo"]), client_for(refuse_all), {})
     with pytest.raises(ProviderError, match="'broken' could not be loaded"):
         build_providers(Settings(search=["broken"]), client_for(refuse_all), {})

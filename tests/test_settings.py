@@ -16,7 +16,8 @@ def test_readme_settings_table_is_generated_from_the_model() -> None:
     match = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", text, re.S)
     assert match, "README lost its settings markers"
     assert match.group(1) == settings_markdown(), (
-        "README settings table is stale: paste sleuth.settings.settings_markdown() output")
+        "README settings table is stale: paste sleuth.settings.settings_markdown() output"
+    )
 
 
 def test_cli_options_file_is_generated_from_the_model() -> None:
@@ -27,22 +28,31 @@ def test_cli_options_file_is_generated_from_the_model() -> None:
     cli_options.cache_clear()
     assert list(cli_options()) == cli_options_table(), (
         "sleuth/data/cli_options.json is stale: run python -c 'from sleuth.settings "
-        "import write_cli_options; write_cli_options()'")
+        "import write_cli_options; write_cli_options()'"
+    )
 
 
 def test_environment_then_overrides() -> None:
-    env = {"SLEUTH_DEPTH": "3", "SLEUTH_SEARCH": "searxng, duckduckgo",
-           "SLEUTH_ALLOW_PRIVATE_URLS": "yes"}
+    env = {
+        "SLEUTH_DEPTH": "3",
+        "SLEUTH_SEARCH": "searxng, duckduckgo",
+        "SLEUTH_ALLOW_PRIVATE_URLS": "yes",
+    }
     s = load_settings(env=env)
     assert (s.depth, s.search, s.allow_private_urls) == (3, ["searxng", "duckduckgo"], True)
     assert load_settings({"depth": 1}, env=env).depth == 1
 
 
-@pytest.mark.parametrize(("overrides", "flag"), [
-    ({"depth": 0}, "--depth"), ({"max_sources": "many"}, "--max-sources"),
-    ({"search": " , "}, "--search"), ({"format": "pdf"}, "--format"),
-    ({"timeout": -1}, "--timeout"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "flag"),
+    [
+        ({"depth": 0}, "--depth"),
+        ({"max_sources": "many"}, "--max-sources"),
+        ({"search": " , "}, "--search"),
+        ({"format": "pdf"}, "--format"),
+        ({"timeout": -1}, "--timeout"),
+    ],
+)
 def test_errors_name_the_flag(overrides: dict[str, object], flag: str) -> None:
     with pytest.raises(ConfigError, match=f"^invalid value for {flag}: "):
         load_settings(overrides, env={})
@@ -56,16 +66,20 @@ def test_every_field_has_a_flag_and_help() -> None:
 
 
 def test_the_settings_table_is_the_one_reader_of_sleuth_variables(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every SLEUTH_* variable (and OPENAI_BASE_URL) reaches sleuth through the settings
     table (load_settings), never by a module reading the environment on its own: settings
     built without it do not see them."""
     from sleuth.llm.config import resolve_config
     from sleuth.store import default_home
 
-    for name, value in {"SLEUTH_HOME": str(tmp_path / "elsewhere"),
-                        "SLEUTH_BASE_URL": "http://127.0.0.1:9/v1", "SLEUTH_MODEL": "m",
-                        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}.items():
+    for name, value in {
+        "SLEUTH_HOME": str(tmp_path / "elsewhere"),
+        "SLEUTH_BASE_URL": "http://127.0.0.1:9/v1",
+        "SLEUTH_MODEL": "m",
+        "OPENAI_BASE_URL": "http://127.0.0.1:9/v1",
+    }.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     built = Settings()
@@ -74,8 +88,7 @@ def test_the_settings_table_is_the_one_reader_of_sleuth_variables(
     loaded = load_settings()
     assert loaded.home == tmp_path / "elsewhere"
     config = resolve_config(loaded)
-    assert config is not None and (config.base_url, config.model) == ("http://127.0.0.1:9/v1",
-                                                                       "m")
+    assert config is not None and (config.base_url, config.model) == ("http://127.0.0.1:9/v1", "m")
 
 
 def test_options_over_settings_keep_what_was_set_and_what_was_not() -> None:
@@ -86,7 +99,9 @@ def test_options_over_settings_keep_what_was_set_and_what_was_not() -> None:
     assert (merged.depth, merged.max_sources, merged.search) == (1, 8, ["searxng"])
     assert merged.model_fields_set == {"depth", "max_sources", "search"}
     assert with_options(base, {}) is base
-    assert with_options(None, {"depth": 1}, ).model_fields_set >= {"depth"}
+    assert with_options(
+        None,
+        {"depth": 1},
+    ).model_fields_set >= {"depth"}
     with pytest.raises(ConfigError, match="--depth"):
         with_options(base, {"depth": 9})
-

@@ -61,22 +61,37 @@ def store(tmp_path: Path, clock: Clock) -> Iterator[Store]:
 
 
 def _hit(n: int, query: str = "q") -> SearchHit:
-    return SearchHit(title=f"Result {n}", url=f"https://example.com/{n}", snippet="s",
-                     rank=n, provider="duckduckgo", query=query)
+    return SearchHit(
+        title=f"Result {n}",
+        url=f"https://example.com/{n}",
+        snippet="s",
+        rank=n,
+        provider="duckduckgo",
+        query=query,
+    )
 
 
 def _page(url: str, text: str = "Body text.") -> Page:
-    return Page(url=url, final_url=url, canonical_url=url, title="Title", text=text,
-                content_type="text/html", status=200)
+    return Page(
+        url=url,
+        final_url=url,
+        canonical_url=url,
+        title="Title",
+        text=text,
+        content_type="text/html",
+        status=200,
+    )
 
 
 def _migration_rows(home: Path) -> list[tuple[int, str, float]]:
     with sqlite3.connect(home / "sleuth.db") as conn:
         return conn.execute(
-            "SELECT version, name, applied_at FROM schema_migrations ORDER BY version").fetchall()
+            "SELECT version, name, applied_at FROM schema_migrations ORDER BY version"
+        ).fetchall()
 
 
 # ---------------------------------------------------------------- opening & migrations
+
 
 def test_new_home_gets_a_wal_database_with_every_migration(tmp_path: Path) -> None:
     home = tmp_path / "deep" / "home"
@@ -123,14 +138,14 @@ def test_an_appended_migration_applies_only_itself(tmp_path: Path, clock: Clock)
 def test_a_failing_migration_leaves_no_trace(tmp_path: Path) -> None:
     home = tmp_path / "home"
     Store(home).close()
-    broken = Migration(len(MIGRATIONS) + 1, "broken",
-                       ("CREATE TABLE half (x)", "THIS IS NOT SQL"))
+    broken = Migration(len(MIGRATIONS) + 1, "broken", ("CREATE TABLE half (x)", "THIS IS NOT SQL"))
     with pytest.raises(sqlite3.OperationalError):
         Store(home, migrations=(*MIGRATIONS, broken))
     with Store(home) as store:
         assert store.schema_versions() == [m.version for m in MIGRATIONS]
-        tables = store.read(lambda c: c.execute(
-            "SELECT name FROM sqlite_master WHERE name = 'half'").fetchall())
+        tables = store.read(
+            lambda c: c.execute("SELECT name FROM sqlite_master WHERE name = 'half'").fetchall()
+        )
         assert tables == []
 
 
@@ -163,8 +178,9 @@ def test_home_that_is_a_file_or_holds_garbage_is_a_config_error(tmp_path: Path) 
     assert "\n" not in str(info.value)
 
 
-def test_the_home_follows_sleuth_home_then_xdg(tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_home_follows_sleuth_home_then_xdg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert load_settings(env={"SLEUTH_HOME": str(tmp_path / "h")}).home == tmp_path / "h"
     if sys.platform.startswith("linux"):
         monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
@@ -193,6 +209,7 @@ def test_closed_store_refuses_work(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------- concurrency
+
 
 def test_eight_threads_writing_at_once_lose_nothing(store: Store) -> None:
     run_id = store.create_run("concurrency?", {})
@@ -250,15 +267,17 @@ def test_a_fresh_home_opened_by_many_at_once_is_migrated_once(tmp_path: Path) ->
     assert [row[0] for row in _migration_rows(home)] == [m.version for m in MIGRATIONS]
 
 
-def _process_writer(home: str, run_id: str, worker: int, count: int,
-                    start: Any) -> None:
+def _process_writer(home: str, run_id: str, worker: int, count: int, start: Any) -> None:
     """Runs in a child process: its own Store on the same home, writing ``count`` times."""
     with Store(Path(home)) as store:
         start.wait()  # both processes are open and start writing together
         for i in range(count):
             store.record_stage(run_id, "source", {"worker": worker, "i": i})
-            store.put_llm(llm_key("m", [{"role": "user", "content": f"{worker}-{i}"}]),
-                          f"reply {worker}-{i}", {"total_tokens": i})
+            store.put_llm(
+                llm_key("m", [{"role": "user", "content": f"{worker}-{i}"}]),
+                f"reply {worker}-{i}",
+                {"total_tokens": i},
+            )
 
 
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
@@ -268,8 +287,10 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     start = ctx.Barrier(2)
     count = 250
-    procs = [ctx.Process(target=_process_writer, args=(str(home), run_id, w, count, start))
-             for w in range(2)]
+    procs = [
+        ctx.Process(target=_process_writer, args=(str(home), run_id, w, count, start))
+        for w in range(2)
+    ]
     for proc in procs:
         proc.start()
     for proc in procs:
@@ -280,15 +301,15 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         assert len(records) == 2 * count
         for w in range(2):
             assert [r.payload["i"] for r in records if r.payload["worker"] == w] == list(
-                range(count))
+                range(count)
+            )
         assert store.cache_counts()["llm_calls"] == 2 * count
         cached = store.get_llm(llm_key("m", [{"role": "user", "content": "1-249"}]))
         assert cached is not None and cached.reply == "reply 1-249"
         assert store.integrity_check() == "ok"
 
 
-def test_a_write_waits_out_another_writer(tmp_path: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_write_waits_out_another_writer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     Store(home).close()
     other = sqlite3.connect(home / "sleuth.db", isolation_level=None)
@@ -308,8 +329,9 @@ def test_a_write_waits_out_another_writer(tmp_path: Path,
     other.close()
 
 
-def test_a_lock_that_never_ends_is_one_clear_error(tmp_path: Path,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_lock_that_never_ends_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     home = tmp_path / "home"
     store = Store(home, busy_timeout_s=0.01, retries=3)
     other = sqlite3.connect(home / "sleuth.db", isolation_level=None)
@@ -327,6 +349,7 @@ def test_a_lock_that_never_ends_is_one_clear_error(tmp_path: Path,
 
 
 # ---------------------------------------------------------------- caches
+
 
 def test_cached_search_is_fresh_for_its_ttl(store: Store, clock: Clock) -> None:
     hits = [_hit(1), _hit(2)]
@@ -346,12 +369,18 @@ def test_cached_search_is_fresh_for_its_ttl(store: Store, clock: Clock) -> None:
 
 def test_cached_page_keeps_validators_and_goes_stale(store: Store, clock: Clock) -> None:
     page = _page("https://example.com/a", "The text.")
-    store.put_page(CachedPage.from_page(page, etag='"v1"', last_modified="Mon, 01 Jan 2024",
-                                        fetched_at=clock.now))
+    store.put_page(
+        CachedPage.from_page(
+            page, etag='"v1"', last_modified="Mon, 01 Jan 2024", fetched_at=clock.now
+        )
+    )
     cached = store.get_page("https://example.com/a")
     assert cached is not None and cached.ok
-    assert (cached.etag, cached.last_modified, cached.text) == ('"v1"', "Mon, 01 Jan 2024",
-                                                                "The text.")
+    assert (cached.etag, cached.last_modified, cached.text) == (
+        '"v1"',
+        "Mon, 01 Jan 2024",
+        "The text.",
+    )
     assert cached.content_hash and len(cached.content_hash) == 64
     assert cached.to_page().text == "The text."
     assert not cached.is_stale(DAY, now=clock.now + DAY - 1)
@@ -379,12 +408,13 @@ def test_llm_key_ignores_dict_order_but_not_content() -> None:
     a = llm_key("gpt-x", [{"role": "user", "content": "hi"}], {"temperature": 0, "seed": 1})
     b = llm_key("gpt-x", [{"content": "hi", "role": "user"}], {"seed": 1, "temperature": 0})
     assert a == b and len(a) == 64
-    assert a != llm_key("gpt-y", [{"role": "user", "content": "hi"}],
-                        {"temperature": 0, "seed": 1})
-    assert a != llm_key("gpt-x", [{"role": "user", "content": "hi!"}],
-                        {"temperature": 0, "seed": 1})
-    assert a != llm_key("gpt-x", [{"role": "user", "content": "hi"}],
-                        {"temperature": 0.2, "seed": 1})
+    assert a != llm_key("gpt-y", [{"role": "user", "content": "hi"}], {"temperature": 0, "seed": 1})
+    assert a != llm_key(
+        "gpt-x", [{"role": "user", "content": "hi!"}], {"temperature": 0, "seed": 1}
+    )
+    assert a != llm_key(
+        "gpt-x", [{"role": "user", "content": "hi"}], {"temperature": 0.2, "seed": 1}
+    )
     two = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     assert llm_key("m", two) != llm_key("m", list(reversed(two)))
 
@@ -392,20 +422,22 @@ def test_llm_key_ignores_dict_order_but_not_content() -> None:
 def test_llm_reply_comes_back_with_its_usage(store: Store) -> None:
     key = llm_key("m", [{"role": "user", "content": "summarise"}])
     assert store.get_llm(key) is None
-    store.put_llm(key, "A summary.", {"prompt_tokens": 120, "completion_tokens": 30},
-                  model="m")
+    store.put_llm(key, "A summary.", {"prompt_tokens": 120, "completion_tokens": 30}, model="m")
     cached = store.get_llm(key)
     assert cached is not None
     assert (cached.reply, cached.usage, cached.model) == (
-        "A summary.", {"prompt_tokens": 120, "completion_tokens": 30}, "m")
+        "A summary.",
+        {"prompt_tokens": 120, "completion_tokens": 30},
+        "m",
+    )
 
 
-def test_clear_cache_older_than_keeps_recent_entries_and_runs(store: Store,
-                                                              clock: Clock) -> None:
+def test_clear_cache_older_than_keeps_recent_entries_and_runs(store: Store, clock: Clock) -> None:
     def fill(tag: str) -> None:
         store.put_search("duckduckgo", tag, {}, [_hit(1, tag)])
-        store.put_page(CachedPage.from_page(_page(f"https://example.com/{tag}"),
-                                            fetched_at=clock.now))
+        store.put_page(
+            CachedPage.from_page(_page(f"https://example.com/{tag}"), fetched_at=clock.now)
+        )
         store.put_llm(llm_key("m", [tag]), "r", {})
 
     fill("old")
@@ -428,8 +460,8 @@ def test_clear_cache_older_than_keeps_recent_entries_and_runs(store: Store,
 
 # ---------------------------------------------------------------- runs
 
-def test_runs_are_listed_newest_first_with_sources_and_tokens(store: Store,
-                                                              clock: Clock) -> None:
+
+def test_runs_are_listed_newest_first_with_sources_and_tokens(store: Store, clock: Clock) -> None:
     ids = []
     for n in range(3):
         ids.append(store.create_run(f"question {n}?", {"depth": n + 1}))
@@ -477,15 +509,16 @@ def test_stage_records_come_back_in_order(store: Store) -> None:
     assert [r.stage for r in records] == ["plan", "hits", "source", "source"]
     assert records[1].payload[0]["url"] == "https://example.com/1"
     assert [r.payload["url"] for r in store.stages(run_id, "source")] == [
-        "https://a.example", "https://b.example"]
+        "https://a.example",
+        "https://b.example",
+    ]
     with pytest.raises(RunNotFoundError):
         store.record_stage("nope", "plan", {})
     with pytest.raises(ValueError, match="finishes as"):
         store.finish_run(run_id, "running")
 
 
-def test_run_of_a_dead_process_is_found_and_marked_interrupted(store: Store,
-                                                               clock: Clock) -> None:
+def test_run_of_a_dead_process_is_found_and_marked_interrupted(store: Store, clock: Clock) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     orphan = store.create_run("crashed", {})

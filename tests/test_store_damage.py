@@ -34,19 +34,31 @@ PAGE = 4096
 
 
 def web_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", "5", "--no-llm", "--quiet", "--home", str(home), *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "5",
+        "--no-llm",
+        "--quiet",
+        "--home",
+        str(home),
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="module")
-def pristine(web: OfflineWeb, tmp_path_factory: pytest.TempPathFactory
-             ) -> tuple[bytes, str, dict[str, int]]:
+def pristine(
+    web: OfflineWeb, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[bytes, str, dict[str, int]]:
     """The bytes of a real store after one research (WAL checkpointed), its run id, and
     the root page of each table."""
     home = tmp_path_factory.mktemp("pristine")
     out = home / "report.json"
-    assert run(web_args(web, home, "--format", "json", "-o", str(out),
-                        web.topics[3].question)) == 0
+    assert run(web_args(web, home, "--format", "json", "-o", str(out), web.topics[3].question)) == 0
     run_id = json.loads(out.read_text(encoding="utf-8"))["run_id"]
     with sqlite3.connect(home / DB_NAME) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -64,7 +76,7 @@ def _after_the_schema(data: bytearray, rnd: random.Random, roots: dict[str, int]
 def _pages_table(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> None:
     """Random bytes over the root page of the page cache: a run opens, then finds it."""
     start = (roots["pages"] - 1) * PAGE
-    data[start:start + PAGE] = rnd.randbytes(PAGE)
+    data[start : start + PAGE] = rnd.randbytes(PAGE)
 
 
 def _schema_name(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> None:
@@ -73,7 +85,7 @@ def _schema_name(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> 
     Python raises as UnicodeDecodeError)."""
     schema = bytes(data[:PAGE])
     name = schema.index(b"tablerunsruns") + len(b"table")
-    data[name:name + 4] = b"\x9b\xff" + rnd.randbytes(2)
+    data[name : name + 4] = b"\x9b\xff" + rnd.randbytes(2)
     sql = schema.index(b"CREATE TABLE runs")
     data[sql] = 0x9B
 
@@ -81,18 +93,33 @@ def _schema_name(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> 
 def _report_text(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> None:
     """200 random bytes in the middle of the stored report's text; every page intact."""
     start = data.index(b'{"topic"') + 40
-    data[start:start + 200] = rnd.randbytes(200)
+    data[start : start + 200] = rnd.randbytes(200)
 
 
-@pytest.mark.parametrize(("command", "damage"), [
-    ("research", _report_text), ("research", _pages_table), ("research", _schema_name),
-    ("runs", _report_text), ("runs", _after_the_schema), ("runs", _schema_name),
-    ("show", _report_text), ("show", _after_the_schema), ("show", _schema_name),
-], ids=lambda value: value if isinstance(value, str) else value.__name__.strip("_"))
+@pytest.mark.parametrize(
+    ("command", "damage"),
+    [
+        ("research", _report_text),
+        ("research", _pages_table),
+        ("research", _schema_name),
+        ("runs", _report_text),
+        ("runs", _after_the_schema),
+        ("runs", _schema_name),
+        ("show", _report_text),
+        ("show", _after_the_schema),
+        ("show", _schema_name),
+    ],
+    ids=lambda value: value if isinstance(value, str) else value.__name__.strip("_"),
+)
 def test_a_damaged_store_is_one_clear_line_and_exit_2(
-        command: str, damage: Callable[[bytearray, random.Random, dict[str, int]], None],
-        web: OfflineWeb, tmp_path: Path, pristine: tuple[bytes, str, dict[str, int]],
-        capsys: pytest.CaptureFixture[str], error_line: Callable[[], str]) -> None:
+    command: str,
+    damage: Callable[[bytearray, random.Random, dict[str, int]], None],
+    web: OfflineWeb,
+    tmp_path: Path,
+    pristine: tuple[bytes, str, dict[str, int]],
+    capsys: pytest.CaptureFixture[str],
+    error_line: Callable[[], str],
+) -> None:
     original, run_id, roots = pristine
     home = tmp_path / "home"
     home.mkdir()
@@ -100,9 +127,11 @@ def test_a_damaged_store_is_one_clear_line_and_exit_2(
     damage(data, random.Random(7), roots)
     assert data[:100] == original[:100], "the SQLite header must stay intact"
     (home / DB_NAME).write_bytes(bytes(data))
-    argv = {"research": web_args(web, home, web.topics[3].question),
-            "runs": ["runs", "--home", str(home)],
-            "show": ["show", run_id, "--home", str(home)]}[command]
+    argv = {
+        "research": web_args(web, home, web.topics[3].question),
+        "runs": ["runs", "--home", str(home)],
+        "show": ["show", run_id, "--home", str(home)],
+    }[command]
     capsys.readouterr()
     assert run(argv) == 2
     line = error_line()
@@ -124,9 +153,13 @@ def test_garbage_versions_are_a_damaged_store_not_a_newer_one(tmp_path: Path) ->
 
 # ---------------------------------------------------------------- a disk that fills up
 
+
 def test_a_store_that_fills_up_mid_run_gives_the_report_and_one_warning_line(
-        web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """SQLite's ``max_page_count`` (on every connection) stops the database from growing
     past what an empty store needs, plus a page or two: the run record fits, the pages
     and most stage records do not. SQLite itself answers "database or disk is full"."""
@@ -157,8 +190,11 @@ def test_a_store_that_fills_up_mid_run_gives_the_report_and_one_warning_line(
 def _can_mount() -> bool:
     if sys.platform != "linux" or os.geteuid() != 0 or shutil.which("unshare") is None:
         return False
-    probe = subprocess.run(["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
-                           capture_output=True, timeout=30)
+    probe = subprocess.run(
+        ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt"],
+        capture_output=True,
+        timeout=30,
+    )
     return probe.returncode == 0
 
 
@@ -177,19 +213,36 @@ _FILL = textwrap.dedent("""
 @pytest.mark.slow
 @pytest.mark.skipif(not _can_mount(), reason="needs root and unshare to mount a small tmpfs")
 def test_a_disk_that_fills_up_mid_run_prints_the_report_and_no_traceback(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     """The home on its own 4 MB tmpfs, full but for 64 KB once the store is made: the run
     record fits, the pages do not (ENOSPC, which SQLite reports as "database or disk is
     full"). The subprocess's real stderr holds one warning line and no traceback."""
     home = tmp_path / "home"
     home.mkdir()
     sleuth_args = " ".join(f"'{a}'" for a in web_args(web, home)[:-2])
-    script = (f'mount -t tmpfs -o size=4m tmpfs "$1" && "$2" -c "$3" "$1" 65536 && '
-              f'exec "$2" -m sleuth {sleuth_args} --home "$1" "$4"')
-    proc = subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(home), sys.executable,
-                           _FILL, web.topics[3].question],
-                          capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    script = (
+        f'mount -t tmpfs -o size=4m tmpfs "$1" && "$2" -c "$3" "$1" 65536 && '
+        f'exec "$2" -m sleuth {sleuth_args} --home "$1" "$4"'
+    )
+    proc = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(home),
+            sys.executable,
+            _FILL,
+            web.topics[3].question,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("# Research: ") and "[1]" in proc.stdout
     assert "Traceback" not in proc.stderr, proc.stderr

@@ -25,6 +25,7 @@ PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 async def _serve(lines: list[str]) -> asyncio.AbstractServer:
     """A loopback server that records each request line and answers "hello"."""
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         lines.append((await reader.readline()).decode().strip())
         while (await reader.readline()).strip():
@@ -57,8 +58,8 @@ def no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.parametrize("make", ["search", "model"])
 async def test_a_proxy_from_the_environment_is_still_used(
-        make: str, server: tuple[str, list[str]], no_proxies: None,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    make: str, server: tuple[str, list[str]], no_proxies: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     proxy, lines = server
     monkeypatch.setenv("HTTP_PROXY", proxy)
     client = make_search_client(Settings()) if make == "search" else model_http_client(10)
@@ -70,7 +71,8 @@ async def test_a_proxy_from_the_environment_is_still_used(
 
 @pytest.mark.parametrize("make", ["search", "model"])
 async def test_plain_http_is_reached_without_a_proxy(
-        make: str, server: tuple[str, list[str]], no_proxies: None) -> None:
+    make: str, server: tuple[str, list[str]], no_proxies: None
+) -> None:
     url, lines = server
     client = make_search_client(Settings()) if make == "search" else model_http_client(10)
     async with client:
@@ -107,8 +109,9 @@ async def main():
 
 asyncio.run(main())
 """
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
     assert proc.stdout.strip().splitlines()[-1:] == ["CONTEXTS 0"], proc.stderr
 
 

@@ -38,8 +38,21 @@ def assert_valid(text: str) -> None:
 
 
 def cli_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return ["--search", "searxng", "--searxng-url", web.searxng_url, "--allow-private-urls",
-            "--timeout", "5", "--depth", "1", "--home", str(home), "--quiet", *extra]
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "5",
+        "--depth",
+        "1",
+        "--home",
+        str(home),
+        "--quiet",
+        *extra,
+    ]
 
 
 def stored_statuses(home: Path) -> list[str]:
@@ -48,34 +61,54 @@ def stored_statuses(home: Path) -> list[str]:
 
 
 def test_records_make_their_text_valid() -> None:
-    page = Page(url="http://a.example/", final_url="http://a.example/",
-                canonical_url="http://a.example/", title=f"frame {LONE}",
-                text="a pair \ud83d\ude00 and a lone \udfff", content_type="text/plain",
-                status=200)
+    page = Page(
+        url="http://a.example/",
+        final_url="http://a.example/",
+        canonical_url="http://a.example/",
+        title=f"frame {LONE}",
+        text="a pair \ud83d\ude00 and a lone \udfff",
+        content_type="text/plain",
+        status=200,
+    )
     assert page.title == "frame \ufffd"
     assert page.text == "a pair \U0001f600 and a lone \ufffd"  # a pair is joined, as JSON does
     hit = SearchHit(title=LONE, url="http://a.example/", snippet=LONE, rank=1, provider="x")
     assert (hit.title, hit.snippet) == ("\ufffd", "\ufffd")
-    source = Source(id=1, url="http://a.example/", title="t", quality="UNVERIFIED",
-                    quality_score=2, score=1.0, passages=[f"one {LONE}", "two"])
+    source = Source(
+        id=1,
+        url="http://a.example/",
+        title="t",
+        quality="UNVERIFIED",
+        quality_score=2,
+        score=1.0,
+        passages=[f"one {LONE}", "two"],
+    )
     assert source.passages == ["one \ufffd", "two"]
-    report = Report(topic="q", depth=1, queries=[LONE], sources=[source], failures=[],
-                    confidence="LOW", confidence_reason="r", markdown=f"# q {LONE}",
-                    stats=Stats())
+    report = Report(
+        topic="q",
+        depth=1,
+        queries=[LONE],
+        sources=[source],
+        failures=[],
+        confidence="LOW",
+        confidence_reason="r",
+        markdown=f"# q {LONE}",
+        stats=Stats(),
+    )
     assert report.markdown == "# q \ufffd" and report.queries == ["\ufffd"]
     # model_copy skips pydantic's validation; the records check their updates anyway.
     assert report.model_copy(update={"markdown": LONE}).markdown == "\ufffd"
     assert Event("info", f"title {LONE}", {"title": LONE}).message == "title \ufffd"
 
 
-async def test_a_search_result_holding_a_lone_surrogate_becomes_valid_text(
-        web: OfflineWeb) -> None:
+async def test_a_search_result_holding_a_lone_surrogate_becomes_valid_text(web: OfflineWeb) -> None:
     case = web.corpus.hostile["unicode_escape"]
     assert LONE in case.snippet  # the offline search sends it as the JSON escape
     settings = Settings(search=["searxng"], searxng_url=web.searxng_url)
     async with make_search_client(settings) as client:
-        hits, failures = await run_searches([case.title], build_providers(settings, client),
-                                            limit=10, timeout=10)
+        hits, failures = await run_searches(
+            [case.title], build_providers(settings, client), limit=10, timeout=10
+        )
     assert not failures
     (hit,) = [h for h in hits if h.url == web.hostile["unicode_escape"]]
     assert "held \ufffd, half of a surrogate pair" in hit.snippet
@@ -83,11 +116,13 @@ async def test_a_search_result_holding_a_lone_surrogate_becomes_valid_text(
 
 @pytest.mark.parametrize("fmt", ["markdown", "json", "html"])
 def test_a_research_reading_the_unicode_escape_page_writes_its_report(
-        web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     """The issue's page: the report is written in every format, and the run is done."""
     url = web.hostile["unicode_escape"]
-    code = run([*cli_args(web, tmp_path, "--format", fmt),
-                web.corpus.hostile["unicode_escape"].title])
+    code = run(
+        [*cli_args(web, tmp_path, "--format", fmt), web.corpus.hostile["unicode_escape"].title]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert_valid(out)
@@ -102,12 +137,16 @@ def test_a_research_reading_the_unicode_escape_page_writes_its_report(
 
 
 def test_a_model_reply_holding_a_lone_surrogate_still_gives_a_report(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Every prompt is answered with the JSON escape (the model server sends "\\ud800")."""
     llm.add(f"Stadia launched with 22 games {LONE} and a $130 bundle.", times=None)
-    code = run([*cli_args(web, tmp_path, "--base-url", web.llm_url, "--model", MODEL),
-                web.topics[0].question])
+    code = run(
+        [
+            *cli_args(web, tmp_path, "--base-url", web.llm_url, "--model", MODEL),
+            web.topics[0].question,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and out.startswith("# Research:")
     assert_valid(out)
@@ -116,23 +155,51 @@ def test_a_model_reply_holding_a_lone_surrogate_still_gives_a_report(
 
 
 async def test_an_agent_tool_argument_holding_a_lone_surrogate_is_valid_text(
-        web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
     """The model's tool call arguments are JSON text; "\\ud800" in them decodes to a lone
     surrogate, which the file tool, the history and the result must never see."""
-    def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
-        return {"id": "c", "object": "chat.completion", "created": 0, "model": MODEL,
-                "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                    "role": "assistant", "content": None, "tool_calls": [{
-                        "id": f"call_{name}", "type": "function",
-                        "function": {"name": name, "arguments": json.dumps(args)}}]}}]}
 
-    llm.add(lambda body: call("file", {"operation": "write", "path": "notes.md",
-                                       "content": f"frame {LONE} noted"}))
+    def call(name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": MODEL,
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": f"call_{name}",
+                                "type": "function",
+                                "function": {"name": name, "arguments": json.dumps(args)},
+                            }
+                        ],
+                    },
+                }
+            ],
+        }
+
+    llm.add(
+        lambda body: call(
+            "file", {"operation": "write", "path": "notes.md", "content": f"frame {LONE} noted"}
+        )
+    )
     llm.add(lambda body: call("all_finished", {"result": f"done {LONE}"}))
-    result = await web_search("Europa Clipper frames", home=tmp_path / "home",
-                              base_url=web.llm_url,
-                              model=MODEL, search="searxng", searxng_url=web.searxng_url,
-                              allow_private_urls=True)
+    result = await web_search(
+        "Europa Clipper frames",
+        home=tmp_path / "home",
+        base_url=web.llm_url,
+        model=MODEL,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+    )
     assert result.status == "finished"
     assert result.result == "done \ufffd"
     assert result.workspace is not None
@@ -143,15 +210,19 @@ async def test_an_agent_tool_argument_holding_a_lone_surrogate_is_valid_text(
 
 
 @pytest.mark.slow
-def test_a_report_reaches_a_stdout_that_cannot_encode_it(web: OfflineWeb,
-                                                         tmp_path: Path) -> None:
+def test_a_report_reaches_a_stdout_that_cannot_encode_it(web: OfflineWeb, tmp_path: Path) -> None:
     """An ASCII-only stdout (PYTHONIOENCODING=ascii, an old terminal) gets the report with
     "?" for what it cannot show, rather than exit 70 and no report at all."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
     env["PYTHONIOENCODING"] = "ascii"
     case = web.corpus.hostile["meta_charset"]  # a Japanese page
-    done = subprocess.run([sys.executable, "-m", "sleuth", *cli_args(web, tmp_path), case.title],
-                          capture_output=True, env=env, timeout=300, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "sleuth", *cli_args(web, tmp_path), case.title],
+        capture_output=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
     out = done.stdout.decode("ascii")
     assert out.startswith("# Research: ?") and web.hostile["meta_charset"] in out

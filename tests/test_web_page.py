@@ -28,38 +28,57 @@ from sleuth.testing import OfflineWeb
 from sleuth.web import is_loopback
 from sleuth.web.app import MAX_BODY_BYTES, create_app
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+]
 
 
 def offline_settings(web: OfflineWeb, home: Path, **extra: Any) -> Settings:
-    return load_settings({"search": "searxng", "searxng_url": web.searxng_url,
-                          "allow_private_urls": True, "timeout": 2, "top_wait": 0, "no_llm": True,
-                          "home": str(home), **extra}, env={})
+    return load_settings(
+        {
+            "search": "searxng",
+            "searxng_url": web.searxng_url,
+            "allow_private_urls": True,
+            "timeout": 2,
+            "top_wait": 0,
+            "no_llm": True,
+            "home": str(home),
+            **extra,
+        },
+        env={},
+    )
 
 
 @pytest.fixture
 def client(web: OfflineWeb, tmp_path: Path) -> Iterator[TestClient]:
     # One portal (event loop) for the whole test, so a started research keeps running.
-    with TestClient(create_app(offline_settings(web, tmp_path)),
-                    base_url="http://127.0.0.1:8000") as test_client:
+    with TestClient(
+        create_app(offline_settings(web, tmp_path)), base_url="http://127.0.0.1:8000"
+    ) as test_client:
         yield test_client
 
 
 def sse_messages(body: str) -> list[tuple[str, dict[str, Any]]]:
     messages = []
     for block in body.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines()
-                      if ": " in line and not line.startswith(":"))
+        fields = dict(
+            line.split(": ", 1)
+            for line in block.splitlines()
+            if ": " in line and not line.startswith(":")
+        )
         if "event" in fields:
             messages.append((fields["event"], json.loads(fields["data"])))
     return messages
 
 
-def test_a_research_streams_progress_then_the_report(client: TestClient,
-                                                     web: OfflineWeb) -> None:
-    started = client.post("/api/runs", json={"question": web.topics[0].question, "depth": "1",
-                                             "max_sources": "3"})
+def test_a_research_streams_progress_then_the_report(client: TestClient, web: OfflineWeb) -> None:
+    started = client.post(
+        "/api/runs", json={"question": web.topics[0].question, "depth": "1", "max_sources": "3"}
+    )
     assert started.status_code == 201
     events = sse_messages(client.get(started.json()["events"]).text)
     names = [name for name, _ in events]
@@ -80,8 +99,9 @@ def test_a_research_streams_progress_then_the_report(client: TestClient,
     assert [name for name, _ in sse_messages(again.text)] == ["report", "end"]
 
 
-def test_one_research_at_a_time_and_stop(client: TestClient,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_one_research_at_a_time_and_stop(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     async def endless(question: str, **kwargs: Any) -> None:
         kwargs["on_event"](Event("plan", "1 queries", {"queries": [question]}))
         await asyncio.Event().wait()
@@ -97,21 +117,25 @@ def test_one_research_at_a_time_and_stop(client: TestClient,
     assert client.post("/api/runs", json={"question": "third question"}).status_code == 201
 
 
-@pytest.mark.parametrize(("body", "status", "message"), [
-    ({"question": "  "}, 400, "the question is empty"),
-    ({"question": "ok", "depth": "9"}, 400, "invalid value for --depth"),
-    ({"question": "ok", "max_sources": "many"}, 400, "invalid value for --max-sources"),
-    # Refused up front like the rest (it was accepted, and the run failed in the stream).
-    ({"question": "ok", "search": "nope"}, 400, "unknown search provider 'nope'"),
-    ({"question": "ok", "search": "nosuchengine,"}, 400, "unknown search provider"),
-    ({"question": "ok", "search": "serper"}, 400, "needs SERPER_API_KEY"),
-    ({"question": "ok", "search": "local"}, 400, "needs a documents folder"),
-    ({"question": "ok", "colour": "blue"}, 400, "unknown field 'colour'"),
-    ({"question": 42}, 400, "the question must be text"),
-    (["not", "an", "object"], 400, "JSON object"),
-])
-def test_bad_input_is_one_line_error(client: TestClient, body: Any, status: int,
-                                     message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"question": "  "}, 400, "the question is empty"),
+        ({"question": "ok", "depth": "9"}, 400, "invalid value for --depth"),
+        ({"question": "ok", "max_sources": "many"}, 400, "invalid value for --max-sources"),
+        # Refused up front like the rest (it was accepted, and the run failed in the stream).
+        ({"question": "ok", "search": "nope"}, 400, "unknown search provider 'nope'"),
+        ({"question": "ok", "search": "nosuchengine,"}, 400, "unknown search provider"),
+        ({"question": "ok", "search": "serper"}, 400, "needs SERPER_API_KEY"),
+        ({"question": "ok", "search": "local"}, 400, "needs a documents folder"),
+        ({"question": "ok", "colour": "blue"}, 400, "unknown field 'colour'"),
+        ({"question": 42}, 400, "the question must be text"),
+        (["not", "an", "object"], 400, "JSON object"),
+    ],
+)
+def test_bad_input_is_one_line_error(
+    client: TestClient, body: Any, status: int, message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SERPER_API_KEY", raising=False)
     reply = client.post("/api/runs", json=body)
     assert reply.status_code == status and message in reply.json()["error"]
@@ -122,11 +146,15 @@ def test_bad_input_is_one_line_error(client: TestClient, body: Any, status: int,
 def test_other_hosts_and_origins_are_refused(client: TestClient) -> None:
     # DNS rebinding: a page on evil.example resolving to 127.0.0.1 sends its own Host.
     assert client.get("/api/config", headers={"Host": "evil.example:8000"}).status_code == 400
-    cross = client.post("/api/runs", json={"question": "q"},
-                        headers={"Origin": "http://evil.example"})
+    cross = client.post(
+        "/api/runs", json={"question": "q"}, headers={"Origin": "http://evil.example"}
+    )
     assert cross.status_code == 403
-    form = client.post("/api/runs", content="question=q",
-                       headers={"Content-Type": "application/x-www-form-urlencoded"})
+    form = client.post(
+        "/api/runs",
+        content="question=q",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert form.status_code == 415
     page = client.get("/")
     csp = page.headers["content-security-policy"]
@@ -135,12 +163,14 @@ def test_other_hosts_and_origins_are_refused(client: TestClient) -> None:
 
 
 def test_a_run_reading_a_page_that_decodes_to_a_lone_surrogate_streams_and_downloads(
-        client: TestClient, web: OfflineWeb) -> None:
+    client: TestClient, web: OfflineWeb
+) -> None:
     """The unicode_escape page (and its search snippet, which holds the escape): the
     events replay on every reconnect, and both downloads answer."""
     url = web.hostile["unicode_escape"]
-    started = client.post("/api/runs", json={
-        "question": web.corpus.hostile["unicode_escape"].title, "depth": "1"})
+    started = client.post(
+        "/api/runs", json={"question": web.corpus.hostile["unicode_escape"].title, "depth": "1"}
+    )
     assert started.status_code == 201
     for _ in range(2):  # the page reconnects: the whole stream again
         events = sse_messages(client.get(started.json()["events"]).text)
@@ -153,15 +183,25 @@ def test_a_run_reading_a_page_that_decodes_to_a_lone_surrogate_streams_and_downl
     assert markdown.status_code == 200 and "\\ud800" in markdown.text
 
 
-def test_every_response_says_nosniff_and_the_report_sends_its_csp(client: TestClient,
-                                                                 web: OfflineWeb) -> None:
-    started = client.post("/api/runs", json={"question": web.topics[0].question,
-                                             "depth": "1", "max_sources": "2"})
+def test_every_response_says_nosniff_and_the_report_sends_its_csp(
+    client: TestClient, web: OfflineWeb
+) -> None:
+    started = client.post(
+        "/api/runs", json={"question": web.topics[0].question, "depth": "1", "max_sources": "2"}
+    )
     client.get(started.json()["events"])  # to the end of the run
     run_id = started.json()["id"]
-    answers = [client.get(path) for path in (
-        "/", "/api/config", f"/api/runs/{run_id}/report.html", f"/api/runs/{run_id}/report.md",
-        "/api/runs/nosuchrun/report.md", "/api/history")]
+    answers = [
+        client.get(path)
+        for path in (
+            "/",
+            "/api/config",
+            f"/api/runs/{run_id}/report.html",
+            f"/api/runs/{run_id}/report.md",
+            "/api/runs/nosuchrun/report.md",
+            "/api/history",
+        )
+    ]
     answers.append(client.get("/api/config", headers={"Host": "evil.example"}))
     assert [a.status_code for a in answers] == [200, 200, 200, 200, 404, 200, 400]
     assert all(a.headers["x-content-type-options"] == "nosniff" for a in answers)
@@ -172,7 +212,8 @@ def test_every_response_says_nosniff_and_the_report_sends_its_csp(client: TestCl
 
 
 async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     """413 for a body over 64 KiB: a declared length is refused unread, and a streamed
     body of 8 MiB is read no further than the cap."""
     app = create_app(offline_settings(web, tmp_path))
@@ -190,11 +231,23 @@ async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
         async def send(message: dict[str, Any]) -> None:
             sent.append(message)
 
-        scope = {"type": "http", "http_version": "1.1", "method": "POST", "scheme": "http",
-                 "path": "/api/runs", "raw_path": b"/api/runs", "query_string": b"",
-                 "root_path": "", "server": ("127.0.0.1", 8000), "client": ("127.0.0.1", 5),
-                 "headers": [(b"host", b"127.0.0.1:8000"),
-                             (b"content-type", b"application/json"), *headers]}
+        scope = {
+            "type": "http",
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/api/runs",
+            "raw_path": b"/api/runs",
+            "query_string": b"",
+            "root_path": "",
+            "server": ("127.0.0.1", 8000),
+            "client": ("127.0.0.1", 5),
+            "headers": [
+                (b"host", b"127.0.0.1:8000"),
+                (b"content-type", b"application/json"),
+                *headers,
+            ],
+        }
         await app(scope, endless_body, send)
         return int(sent[0]["status"])
 
@@ -207,16 +260,19 @@ async def test_a_request_body_over_the_cap_is_refused_before_it_is_read(
 def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> None:
     from sleuth.pipeline.quick import research_sync
 
-    report = research_sync(web.topics[0].question, settings=offline_settings(
-        web, tmp_path, no_store=True))
+    report = research_sync(
+        web.topics[0].question, settings=offline_settings(web, tmp_path, no_store=True)
+    )
     with Store(tmp_path) as store:
         run_id = store.create_run("stored question", {"depth": 2})
-        store.finish_run(run_id, "done", report.to_json_dict(),
-                         {"sources": len(report.sources), "tokens": 0})
+        store.finish_run(
+            run_id, "done", report.to_json_dict(), {"sources": len(report.sources), "tokens": 0}
+        )
         failed_id = store.create_run("a run that failed", {})
         store.finish_run(failed_id, "failed")
-    with TestClient(create_app(offline_settings(web, tmp_path)),
-                    base_url="http://127.0.0.1:8000") as client:
+    with TestClient(
+        create_app(offline_settings(web, tmp_path)), base_url="http://127.0.0.1:8000"
+    ) as client:
         listed = client.get("/api/history").json()
         assert listed["enabled"] is True
         runs = {entry["id"]: entry for entry in listed["runs"]}
@@ -230,8 +286,7 @@ def test_past_runs_come_from_the_run_store(web: OfflineWeb, tmp_path: Path) -> N
     off = create_app(offline_settings(web, tmp_path, no_store=True))
     with TestClient(off, base_url="http://127.0.0.1:8000") as client:
         listed = client.get("/api/history").json()
-        assert listed == {"enabled": False, "runs": [],
-                          "note": "the run store is off (--no-store)"}
+        assert listed == {"enabled": False, "runs": [], "note": "the run store is off (--no-store)"}
 
 
 def test_serve_refuses_a_busy_port_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
@@ -241,18 +296,24 @@ def test_serve_refuses_a_busy_port_in_one_line(capsys: pytest.CaptureFixture[str
         port = taken.getsockname()[1]
         assert run(["serve", "--port", str(port)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"sleuth: error: cannot listen on 127.0.0.1:{port}") and err.count(
-        "\n") == 1
+    assert (
+        err.startswith(f"sleuth: error: cannot listen on 127.0.0.1:{port}") and err.count("\n") == 1
+    )
 
 
 @pytest.mark.slow
 def test_an_explicit_loopback_host_answers_requests_addressed_to_it(
-        web: OfflineWeb, tmp_path: Path) -> None:
+    web: OfflineWeb, tmp_path: Path
+) -> None:
     """``--host 127.0.0.2``: requests for 127.0.0.2 are answered, other names still not."""
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--host", "127.0.0.2",
-                             "--port", "0"], env=serve_env(web, tmp_path),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", "--host", "127.0.0.2", "--port", "0"],
+        env=serve_env(web, tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = served_url(proc)
         assert url.startswith("http://127.0.0.2:")
@@ -273,6 +334,7 @@ def test_loopback_names() -> None:
 
 # ------------------------------------------------------------------ the page in Chromium
 
+
 def chromium_path() -> str | None:
     configured = os.environ.get("SLEUTH_CHROMIUM")
     if configured:
@@ -287,9 +349,14 @@ def chromium_path() -> str | None:
 def serve_env(web: OfflineWeb, tmp_path: Path) -> dict[str, str]:
     """``sleuth serve`` configured like a user would, via the env, against the test web."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
-    env.update(SLEUTH_SEARCH="searxng", SLEUTH_SEARXNG_URL=web.searxng_url,
-               SLEUTH_ALLOW_PRIVATE_URLS="1", SLEUTH_TIMEOUT="2", SLEUTH_NO_LLM="1",
-               SLEUTH_HOME=str(tmp_path / "home"))
+    env.update(
+        SLEUTH_SEARCH="searxng",
+        SLEUTH_SEARXNG_URL=web.searxng_url,
+        SLEUTH_ALLOW_PRIVATE_URLS="1",
+        SLEUTH_TIMEOUT="2",
+        SLEUTH_NO_LLM="1",
+        SLEUTH_HOME=str(tmp_path / "home"),
+    )
     return env
 
 
@@ -306,9 +373,14 @@ def served_url(proc: subprocess.Popen[str]) -> str:
 @pytest.fixture
 def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
     """``sleuth serve --port 0`` in a subprocess."""
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"],
-                            env=serve_env(web, tmp_path), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", "--port", "0"],
+        env=serve_env(web, tmp_path),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = served_url(proc)
         assert url.startswith("http://127.0.0.1:")  # loopback unless --host says otherwise
@@ -327,8 +399,8 @@ def screenshot_dir(tmp_path: Path) -> Path:
 
 @pytest.mark.slow
 def test_the_page_shows_a_research_live_in_chromium(
-        served: str, web: OfflineWeb, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    served: str, web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     browser_path = chromium_path()
     if browser_path is None:
         pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
@@ -365,8 +437,13 @@ def test_the_page_shows_a_research_live_in_chromium(
             cited = page.locator("#ui-report ol.sources li").count()
             assert read >= cited >= 1
             assert "Report ready" in page.inner_text("#ui-status")
-            assert page.locator("#ui-report .badge.conf-high, #ui-report .badge.conf-medium, "
-                                "#ui-report .badge.conf-low").count() == 1
+            assert (
+                page.locator(
+                    "#ui-report .badge.conf-high, #ui-report .badge.conf-medium, "
+                    "#ui-report .badge.conf-low"
+                ).count()
+                == 1
+            )
             assert page.locator("#ui-report h2#gaps").count() == 1
 
             # A citation marker jumps to its source entry.
@@ -407,8 +484,10 @@ def test_the_page_shows_a_research_live_in_chromium(
         finally:
             browser.close()
     with capsys.disabled():
-        print(f"\nscreenshot: {path}\nfirst report shown {first_report_ms} ms after submit "
-              f"(test clock {wall_s:.2f} s)")
+        print(
+            f"\nscreenshot: {path}\nfirst report shown {first_report_ms} ms after submit "
+            f"(test clock {wall_s:.2f} s)"
+        )
 
 
 def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> None:
@@ -416,8 +495,10 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
     from sleuth.web.app import run_settings
 
     base = load_settings({"docs": str(tmp_path), "no_llm": True}, env={})
-    same = run_settings(base, {"depth": "2", "max_sources": "5", "search": "duckduckgo",
-                               "model": "", "mode": "quick"})
+    same = run_settings(
+        base,
+        {"depth": "2", "max_sources": "5", "search": "duckduckgo", "model": "", "mode": "quick"},
+    )
     assert same.model_fields_set == base.model_fields_set
     chosen = run_settings(base, {"depth": "3", "search": "searxng, duckduckgo", "model": "m"})
     assert (chosen.depth, chosen.search, chosen.model) == (3, ["searxng", "duckduckgo"], "m")
@@ -426,10 +507,11 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
 
 def test_the_warm_up_loads_what_the_first_research_would_wait_for() -> None:
     """`sleuth serve` loads extraction and passage ranking before the first question."""
-    code = ("import sys\nfrom sleuth.web import _warm_up\n_warm_up()\n"
-            "print(' '.join(m for m in ('trafilatura', 'lxml', 'bm25s') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=120)
+    code = (
+        "import sys\nfrom sleuth.web import _warm_up\n_warm_up()\n"
+        "print(' '.join(m for m in ('trafilatura', 'lxml', 'bm25s') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["trafilatura", "lxml", "bm25s"]
 
@@ -449,14 +531,18 @@ def test_the_page_counts_tokens_and_cost_with_a_model(web: OfflineWeb, tmp_path:
     env = serve_env(web, tmp_path)
     del env["SLEUTH_NO_LLM"]
     env.update(SLEUTH_BASE_URL=web.llm_url, SLEUTH_MODEL="gpt-4o-mini")
-    proc = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--port", "0"], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", "--port", "0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         url = served_url(proc)
         with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=browser_path,
-                                                 args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page()
                 page.goto(url)

@@ -36,12 +36,28 @@ log = logging.getLogger(__name__)
 
 #: Settings kept in the start record, so ``--resume`` runs the search as it began
 #: (options given again on resume win). API keys are never settings, never kept.
-RECORDED_SETTINGS = ("round_minutes", "max_rounds", "max_tool_calls", "max_time", "max_tokens",
-                     "max_cost", "agent_protocol", "search", "searxng_url", "results_per_query",
-                     "allow_private_urls", "fetch_engine", "model", "base_url",
-                     # the rules of where it may go hold across a resume too
-                     "allow_domains", "deny_domains", "respect_robots", "host_delay",
-                     "max_pages_per_host")
+RECORDED_SETTINGS = (
+    "round_minutes",
+    "max_rounds",
+    "max_tool_calls",
+    "max_time",
+    "max_tokens",
+    "max_cost",
+    "agent_protocol",
+    "search",
+    "searxng_url",
+    "results_per_query",
+    "allow_private_urls",
+    "fetch_engine",
+    "model",
+    "base_url",
+    # the rules of where it may go hold across a resume too
+    "allow_domains",
+    "deny_domains",
+    "respect_robots",
+    "host_delay",
+    "max_pages_per_host",
+)
 
 
 @dataclass
@@ -60,12 +76,13 @@ class _Search:
         return self.temp_home is not None
 
 
-def _open_resumed(path: str | Path, settings: Settings | None,
-                  options: dict[str, Any]) -> _Search:
+def _open_resumed(path: str | Path, settings: Settings | None, options: dict[str, Any]) -> _Search:
     folder = Path(path).expanduser()
     if not (folder / HISTORY).is_file():
-        raise ConfigError(f"cannot resume {folder}: no {HISTORY} there (give the workspace "
-                          "folder that a previous 'sleuth agent' printed)")
+        raise ConfigError(
+            f"cannot resume {folder}: no {HISTORY} there (give the workspace "
+            "folder that a previous 'sleuth agent' printed)"
+        )
     workspace = Workspace(folder)
     state = replay(workspace.history())
     if settings is None:
@@ -76,8 +93,9 @@ def _open_resumed(path: str | Path, settings: Settings | None,
     try:
         text = workspace.read_text(DASHBOARD)
     except OSError as exc:  # a folder of that name, made by an older sleuth's agent
-        raise ConfigError(f"cannot resume {folder}: {DASHBOARD} cannot be read "
-                          f"({exc.strerror or exc})") from None
+        raise ConfigError(
+            f"cannot resume {folder}: {DASHBOARD} cannot be read ({exc.strerror or exc})"
+        ) from None
     dashboard = Dashboard.parse(text) if text else Dashboard.initial(workspace.label)
     return _Search(workspace, dashboard, state, settings)
 
@@ -93,13 +111,21 @@ def _open_new(goal: str, session: str, settings: Settings) -> _Search:
     try:
         workspace = new_workspace(home, session)
     except OSError as exc:
-        raise ConfigError(f"cannot create the agent's workspace under {home}: "
-                          f"{exc.strerror or exc}") from None
+        raise ConfigError(
+            f"cannot create the agent's workspace under {home}: {exc.strerror or exc}"
+        ) from None
     dashboard = Dashboard.initial(workspace.label)
     workspace.write_text(DASHBOARD, dashboard.text)
     limits = settings.model_dump(mode="json", include=set(RECORDED_SETTINGS))
-    workspace.append_history({"type": "start", "t": round(time.time(), 3), "goal": goal,
-                              "session": session, "limits": limits})
+    workspace.append_history(
+        {
+            "type": "start",
+            "t": round(time.time(), 3),
+            "goal": goal,
+            "session": session,
+            "limits": limits,
+        }
+    )
     state = RunState(goal=goal, session=session, limits=limits)
     return _Search(workspace, dashboard, state, settings, temp_home=temp_home)
 
@@ -111,9 +137,10 @@ async def _llm_client(settings: Settings, emit: ProgressCallback) -> Any:
     # The model a research would use (the settings, else a local Ollama), or none.
     config = (await choose_model(settings)).config
     if config is None:
-        raise ConfigError("agent mode needs a model: set --base-url (SLEUTH_BASE_URL) or "
-                          "OPENAI_API_KEY, or run Ollama" + (" (and drop --no-llm)"
-                                                            if settings.no_llm else ""))
+        raise ConfigError(
+            "agent mode needs a model: set --base-url (SLEUTH_BASE_URL) or "
+            "OPENAI_API_KEY, or run Ollama" + (" (and drop --no-llm)" if settings.no_llm else "")
+        )
     return LLMClient(config, progress=emit)
 
 
@@ -146,25 +173,39 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
                 log.warning("%s; this search's cache is incomplete", store.failure)
 
 
-def _result(search: _Search, status: str, reason: str, result: str,
-            protocol: str) -> AgentResult:
+def _result(search: _Search, status: str, reason: str, result: str, protocol: str) -> AgentResult:
     state = search.state
     return AgentResult(
-        goal=state.goal, status=status, reason=reason, result=result,  # type: ignore[arg-type]
+        goal=state.goal,
+        status=status,  # type: ignore[arg-type]
+        reason=reason,
+        result=result,
         dashboard=search.dashboard.text,
         workspace=None if search.temporary else str(search.workspace.root),
-        session=state.session, rounds=state.rounds, tool_calls=state.tool_calls,
-        llm_calls=state.llm_calls, prompt_tokens=state.prompt_tokens,
-        completion_tokens=state.completion_tokens, elapsed_s=round(state.elapsed_s, 3),
-        pages=list(state.pages), queries=list(state.queries),
-        protocol="json" if protocol == "json" else "tools")
+        session=state.session,
+        rounds=state.rounds,
+        tool_calls=state.tool_calls,
+        llm_calls=state.llm_calls,
+        prompt_tokens=state.prompt_tokens,
+        completion_tokens=state.completion_tokens,
+        elapsed_s=round(state.elapsed_s, 3),
+        pages=list(state.pages),
+        queries=list(state.queries),
+        protocol="json" if protocol == "json" else "tools",
+    )
 
 
-async def web_search(goal: str | None = None, *, resume: str | Path | None = None,
-                     session: str = "default", report: bool = False,
-                     settings: Settings | None = None, on_event: ProgressCallback | None = None,
-                     clock: Callable[[], float] = time.monotonic,
-                     **options: Any) -> AgentResult:
+async def web_search(
+    goal: str | None = None,
+    *,
+    resume: str | Path | None = None,
+    session: str = "default",
+    report: bool = False,
+    settings: Settings | None = None,
+    on_event: ProgressCallback | None = None,
+    clock: Callable[[], float] = time.monotonic,
+    **options: Any,
+) -> AgentResult:
     """Research ``goal`` with the agent and return an :class:`AgentResult`.
 
     The agent works in rounds in a workspace under ``<home>/workspaces/<session>/``
@@ -186,8 +227,7 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
         settings, state = resumed.settings, resumed.state
         if state.status in ("finished", "dashboard_complete"):
             # Already over: resuming it again just gives its result back.
-            return _result(resumed, state.status, state.reason, state.result,
-                           state.protocol or "")
+            return _result(resumed, state.status, state.reason, state.result, state.protocol or "")
     else:
         if goal is None:
             raise ConfigError("give a goal to research (or resume a workspace)")
@@ -206,8 +246,14 @@ async def web_search(goal: str | None = None, *, resume: str | Path | None = Non
                 shutil.rmtree(search.temp_home, ignore_errors=True)
 
 
-async def _run(search: _Search, llm: Any, services: tuple[list[Any], Any], want_report: bool,
-               emit: ProgressCallback, clock: Callable[[], float]) -> AgentResult:
+async def _run(
+    search: _Search,
+    llm: Any,
+    services: tuple[list[Any], Any],
+    want_report: bool,
+    emit: ProgressCallback,
+    clock: Callable[[], float],
+) -> AgentResult:
     state, workspace = search.state, search.workspace
     if state.status is not None or state.rounds:
         workspace.append_history({"type": "resume", "t": round(time.time(), 3)})
@@ -215,17 +261,38 @@ async def _run(search: _Search, llm: Any, services: tuple[list[Any], Any], want_
         state.status = None
     emit(Event("info", f"workspace {workspace.root}", {"workspace": str(workspace.root)}))
     providers, fetcher = services
-    toolbox = Toolbox(workspace=workspace, dashboard=search.dashboard, settings=search.settings,
-                      providers=providers, fetcher=fetcher)
+    toolbox = Toolbox(
+        workspace=workspace,
+        dashboard=search.dashboard,
+        settings=search.settings,
+        providers=providers,
+        fetcher=fetcher,
+    )
     toolbox.visited, toolbox.queries = list(state.pages), list(state.queries)
     model = await llm.resolve_model()
-    loop = AgentLoop(state=state, settings=search.settings, workspace=workspace,
-                     dashboard=search.dashboard, toolbox=toolbox, llm=llm, model=model,
-                     context_window=llm.context_window("agent"), emit=emit, clock=clock)
+    loop = AgentLoop(
+        state=state,
+        settings=search.settings,
+        workspace=workspace,
+        dashboard=search.dashboard,
+        toolbox=toolbox,
+        llm=llm,
+        model=model,
+        context_window=llm.context_window("agent"),
+        emit=emit,
+        clock=clock,
+    )
     toolbox.page_chars = loop.page_chars(state.goal, search.dashboard.text)
     status, reason, result = await loop.run()
-    workspace.append_history({"type": "finish", "t": round(time.time(), 3),
-                              "status": status, "reason": reason, "result": result})
+    workspace.append_history(
+        {
+            "type": "finish",
+            "t": round(time.time(), 3),
+            "status": status,
+            "reason": reason,
+            "result": result,
+        }
+    )
     outcome = _result(search, status, reason, result, loop.protocol)
     if want_report:
         outcome = await _with_report(outcome, search, toolbox, emit)
@@ -233,19 +300,30 @@ async def _run(search: _Search, llm: Any, services: tuple[list[Any], Any], want_
     if problem is not None:  # the result is still returned (and printed): never lost
         outcome = outcome.model_copy(update={"result_note": problem})
         emit(Event("info", problem, {"file": RESULT}))
-    emit(Event("agent", f"{status}: {reason} · {outcome.summary_line()}",
-               {"status": status, "rounds": outcome.rounds, "tool_calls": outcome.tool_calls,
-                "tokens": outcome.tokens}))
+    emit(
+        Event(
+            "agent",
+            f"{status}: {reason} · {outcome.summary_line()}",
+            {
+                "status": status,
+                "rounds": outcome.rounds,
+                "tool_calls": outcome.tool_calls,
+                "tokens": outcome.tokens,
+            },
+        )
+    )
     return outcome
 
 
-async def _with_report(outcome: AgentResult, search: _Search, toolbox: Toolbox,
-                       emit: ProgressCallback) -> AgentResult:
+async def _with_report(
+    outcome: AgentResult, search: _Search, toolbox: Toolbox, emit: ProgressCallback
+) -> AgentResult:
     from sleuth.agent.report import write_report
 
     try:
-        markdown, note = await write_report(search.state.goal, search.settings, outcome.pages,
-                                            outcome.queries, toolbox, emit)
+        markdown, note = await write_report(
+            search.state.goal, search.settings, outcome.pages, outcome.queries, toolbox, emit
+        )
     except WorkspaceError as exc:  # pragma: no cover - the workspace vanished under us
         return outcome.model_copy(update={"report_note": f"no report: {exc}"})
     if markdown:
@@ -265,6 +343,8 @@ def _keep(workspace: Workspace, name: str, text: str) -> str | None:
     try:
         workspace.write_text(name, text)
     except OSError as exc:
-        return (f"{name} was not written to the workspace ({exc.strerror or exc}); "
-                "the result is in this output")
+        return (
+            f"{name} was not written to the workspace ({exc.strerror or exc}); "
+            "the result is in this output"
+        )
     return None

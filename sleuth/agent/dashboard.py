@@ -96,10 +96,12 @@ class Dashboard:
         if not content:
             raise ValueError("the dashboard cannot be empty")
         if len(content) > DASHBOARD_MAX_CHARS:
-            raise ValueError(f"the dashboard may hold at most {DASHBOARD_MAX_CHARS:,} "
-                             f"characters; this one has {len(content):,} "
-                             f"({len(content) - DASHBOARD_MAX_CHARS:,} too many). Shorten it "
-                             "and keep details in files in the workspace")
+            raise ValueError(
+                f"the dashboard may hold at most {DASHBOARD_MAX_CHARS:,} "
+                f"characters; this one has {len(content):,} "
+                f"({len(content) - DASHBOARD_MAX_CHARS:,} too many). Shorten it "
+                "and keep details in files in the workspace"
+            )
         self.content = content
         return f"dashboard updated ({len(content):,} of {DASHBOARD_MAX_CHARS:,} characters)"
 
@@ -107,7 +109,7 @@ class Dashboard:
         """Add one of sleuth's notes (the oldest go once there are more than MAX_NOTES)."""
         line = " ".join(line.split())
         if len(line) > _MAX_NOTE_CHARS:
-            line = line[:_MAX_NOTE_CHARS - 1] + "…"
+            line = line[: _MAX_NOTE_CHARS - 1] + "…"
         self.notes = [*self.notes, line][-MAX_NOTES:]
 
 
@@ -115,6 +117,7 @@ def _split(text: str) -> tuple[str, list[str]]:
     head, sep, tail = text.rpartition(NOTES_HEADER)
     if not sep:
         return text, []
-    notes = [line.strip()[2:].strip() for line in tail.splitlines()
-             if line.strip().startswith("- ")]
+    notes = [
+        line.strip()[2:].strip() for line in tail.splitlines() if line.strip().startswith("- ")
+    ]
     return head.rstrip(), notes

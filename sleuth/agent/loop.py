@@ -122,10 +122,15 @@ def replay(records: Iterable[dict[str, Any]]) -> RunState:
     records = list(records)
     start = next((r for r in records if r.get("type") == "start"), None)
     if start is None or not isinstance(start.get("goal"), str):
-        raise ConfigError("this folder's history.jsonl has no start record: not an agent "
-                          "workspace, or it was never started")
-    state = RunState(goal=start["goal"], session=str(start.get("session", "default")),
-                     limits=dict(start.get("limits") or {}))
+        raise ConfigError(
+            "this folder's history.jsonl has no start record: not an agent "
+            "workspace, or it was never started"
+        )
+    state = RunState(
+        goal=start["goal"],
+        session=str(start.get("session", "default")),
+        limits=dict(start.get("limits") or {}),
+    )
     open_round: int | None = None
     open_t = last_t = float(start.get("t", 0.0))
     active = False
@@ -202,10 +207,20 @@ def _tools_unsupported(exc: LLMError) -> bool:
 class AgentLoop:
     """Runs rounds until an exit; see the module docstring for the exits."""
 
-    def __init__(self, *, state: RunState, settings: Settings, workspace: Workspace,
-                 dashboard: Dashboard, toolbox: Toolbox, llm: LLMClient, model: str,
-                 context_window: int, emit: ProgressCallback,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        state: RunState,
+        settings: Settings,
+        workspace: Workspace,
+        dashboard: Dashboard,
+        toolbox: Toolbox,
+        llm: LLMClient,
+        model: str,
+        context_window: int,
+        emit: ProgressCallback,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.state = state
         self.settings = settings
         self.workspace = workspace
@@ -261,9 +276,14 @@ class AgentLoop:
             n = self.state.interrupted
             self.dashboard.note(f"round {n} was interrupted (the process stopped); resumed")
             self._save_dashboard()
-            self._record("round_end", round=n, outcome="interrupted", failed=False,
-                         elapsed_s=round(self.state.interrupted_s, 3),
-                         detail="the process stopped during this round")
+            self._record(
+                "round_end",
+                round=n,
+                outcome="interrupted",
+                failed=False,
+                elapsed_s=round(self.state.interrupted_s, 3),
+                detail="the process stopped during this round",
+            )
             self.state.interrupted = None
         while True:
             stop = self._stop_before_round()
@@ -279,8 +299,12 @@ class AgentLoop:
         if self.dashboard.complete:
             return "dashboard_complete", "the dashboard says the search is complete", ""
         if state.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
-            return ("failed", f"{state.consecutive_failures} rounds in a row failed; see the "
-                    "notes in the dashboard", "")
+            return (
+                "failed",
+                f"{state.consecutive_failures} rounds in a row failed; see the "
+                "notes in the dashboard",
+                "",
+            )
         if state.rounds >= s.max_rounds:
             return "max_rounds", f"reached the limit of {s.max_rounds} rounds", ""
         left = self.time_left()
@@ -297,8 +321,11 @@ class AgentLoop:
         if rnd.outcome == "finished":
             return "finished", f"the agent called all_finished in round {n}", rnd.result
         if rnd.outcome == "dashboard_complete":
-            return "dashboard_complete", f"the dashboard says the search is complete " \
-                                         f"(round {n})", ""
+            return (
+                "dashboard_complete",
+                f"the dashboard says the search is complete (round {n})",
+                "",
+            )
         if rnd.fatal:
             return "failed", rnd.detail, ""
         if rnd.outcome == "time_limit":
@@ -313,10 +340,17 @@ class AgentLoop:
         left = self.time_left()
         rnd = _Round(n, round_s if left is None else min(round_s, left))
         self._record("round_start", round=n, limit_s=round(rnd.limit_s, 3))
-        self.emit(Event("round", f"round {n}/{self.settings.max_rounds} · "
-                        f"{duration(self.elapsed())} used",
-                        {"round": n, "max_rounds": self.settings.max_rounds,
-                         "elapsed_s": round(self.elapsed(), 3)}))
+        self.emit(
+            Event(
+                "round",
+                f"round {n}/{self.settings.max_rounds} · {duration(self.elapsed())} used",
+                {
+                    "round": n,
+                    "max_rounds": self.settings.max_rounds,
+                    "elapsed_s": round(self.elapsed(), 3),
+                },
+            )
+        )
         started = self.clock()
         deadline = asyncio.timeout(rnd.limit_s)
         try:
@@ -344,7 +378,8 @@ class AgentLoop:
 
     def _end_round(self, rnd: _Round, seconds: float) -> None:
         failed = rnd.outcome in _FAILED_OUTCOMES or (
-            rnd.outcome == "timeout" and not rnd.dashboard_updated)
+            rnd.outcome == "timeout" and not rnd.dashboard_updated
+        )
         if rnd.outcome in ("error", "timeout", "no_action"):
             what = "failed" if failed else "ended early"
             self.dashboard.note(f"round {rnd.number} {what}: {rnd.detail}")
@@ -352,23 +387,42 @@ class AgentLoop:
         self.state.rounds = rnd.number
         self.state.elapsed_s += seconds
         self.state.consecutive_failures = self.state.consecutive_failures + 1 if failed else 0
-        self._record("round_end", round=rnd.number, outcome=rnd.outcome, failed=failed,
-                     elapsed_s=round(seconds, 3), calls=rnd.calls, detail=_clip(rnd.detail, 500))
-        self.emit(Event("round_failed" if failed else "round", f"round {rnd.number} {rnd.outcome}"
-                        + (f": {clean_text(rnd.detail)[:160]}" if rnd.detail else "")
-                        + f" · {duration(self.elapsed())} used",
-                        {"round": rnd.number, "outcome": rnd.outcome, "failed": failed}))
+        self._record(
+            "round_end",
+            round=rnd.number,
+            outcome=rnd.outcome,
+            failed=failed,
+            elapsed_s=round(seconds, 3),
+            calls=rnd.calls,
+            detail=_clip(rnd.detail, 500),
+        )
+        self.emit(
+            Event(
+                "round_failed" if failed else "round",
+                f"round {rnd.number} {rnd.outcome}"
+                + (f": {clean_text(rnd.detail)[:160]}" if rnd.detail else "")
+                + f" · {duration(self.elapsed())} used",
+                {"round": rnd.number, "outcome": rnd.outcome, "failed": failed},
+            )
+        )
 
     # -- one round's conversation -----------------------------------------------------------
     def _messages(self, n: int, limit_s: float) -> list[dict[str, Any]]:
         left = self.time_left()
         return render_messages(
-            "agent_round", protocol=self._protocol_text(), dashboard_limit=DASHBOARD_MAX_CHARS,
-            round=n, max_rounds=self.settings.max_rounds, elapsed=duration(self.elapsed()),
+            "agent_round",
+            protocol=self._protocol_text(),
+            dashboard_limit=DASHBOARD_MAX_CHARS,
+            round=n,
+            max_rounds=self.settings.max_rounds,
+            elapsed=duration(self.elapsed()),
             round_limit=duration(limit_s),
             time_left="no overall limit" if left is None else duration(left),
-            max_tool_calls=self.settings.max_tool_calls, workspace=self.workspace.label,
-            goal=self.state.goal, dashboard=self.dashboard.text)
+            max_tool_calls=self.settings.max_tool_calls,
+            workspace=self.workspace.label,
+            goal=self.state.goal,
+            dashboard=self.dashboard.text,
+        )
 
     def _protocol_text(self) -> str:
         return NATIVE_PROTOCOL if self.protocol == "tools" else json_protocol()
@@ -386,8 +440,11 @@ class AgentLoop:
             if actions is None:
                 rnd.outcome = "ended" if rnd.calls else "no_action"
                 said = " ".join(reply.answer.split())[:200]
-                rnd.detail = ("the model replied without a tool call" if rnd.calls
-                              else "the model made no tool call") + (f": {said}" if said else "")
+                rnd.detail = (
+                    "the model replied without a tool call"
+                    if rnd.calls
+                    else "the model made no tool call"
+                ) + (f": {said}" if said else "")
                 return
             for call_id, name, raw in actions:
                 await self._call(rnd, messages, call_id, name, raw)
@@ -404,39 +461,67 @@ class AgentLoop:
     async def _ask(self, messages: list[dict[str, Any]], rnd: _Round) -> LLMReply:
         tools = self._definitions if self.protocol == "tools" else None
         try:
-            reply = await self.llm.chat(messages, stage="agent", model=self.model, tools=tools,
-                                        max_tokens=self.reply_tokens)
+            reply = await self.llm.chat(
+                messages, stage="agent", model=self.model, tools=tools, max_tokens=self.reply_tokens
+            )
         except LLMError as exc:
             if not (tools and self._may_fall_back and _tools_unsupported(exc)):
                 raise
             self._fall_back(str(exc))
-            messages[0] = {"role": "system", "content": self._messages(
-                rnd.number, rnd.limit_s)[0]["content"]}
-            reply = await self.llm.chat(messages, stage="agent", model=self.model,
-                                        max_tokens=self.reply_tokens)
+            messages[0] = {
+                "role": "system",
+                "content": self._messages(rnd.number, rnd.limit_s)[0]["content"],
+            }
+            reply = await self.llm.chat(
+                messages, stage="agent", model=self.model, max_tokens=self.reply_tokens
+            )
         if tools:
             self._may_fall_back = False  # function calling works: never switch mid-run
-        calls = [{"id": c.id, "name": c.name, "arguments": _clip(c.arguments, 500)}
-                 for c in reply.tool_calls]
-        self._record("llm", round=rnd.number, prompt_tokens=reply.prompt_tokens,
-                     completion_tokens=reply.completion_tokens, estimated=reply.estimated,
-                     text=_clip(reply.answer, 500), tool_calls=calls)
+        calls = [
+            {"id": c.id, "name": c.name, "arguments": _clip(c.arguments, 500)}
+            for c in reply.tool_calls
+        ]
+        self._record(
+            "llm",
+            round=rnd.number,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            estimated=reply.estimated,
+            text=_clip(reply.answer, 500),
+            tool_calls=calls,
+        )
         return reply
 
     def _fall_back(self, why: str) -> None:
         self.protocol, self._may_fall_back = "json", False
         self._record("protocol", protocol="json", reason=_clip(why, 300))
-        self.emit(Event("info", "the model server refused function calling; using JSON "
-                        "actions in text instead", {"protocol": "json"}))
+        self.emit(
+            Event(
+                "info",
+                "the model server refused function calling; using JSON actions in text instead",
+                {"protocol": "json"},
+            )
+        )
 
-    def _actions(self, reply: LLMReply,
-                 messages: list[dict[str, Any]]) -> list[tuple[str | None, str, Any]] | None:
+    def _actions(
+        self, reply: LLMReply, messages: list[dict[str, Any]]
+    ) -> list[tuple[str | None, str, Any]] | None:
         """The reply's tool calls (appending the assistant message), or None: no action."""
         if reply.tool_calls:
-            messages.append({"role": "assistant", "content": reply.text or None, "tool_calls": [
-                {"id": c.id, "type": "function",
-                 "function": {"name": c.name, "arguments": c.arguments}}
-                for c in reply.tool_calls]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": reply.text or None,
+                    "tool_calls": [
+                        {
+                            "id": c.id,
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments},
+                        }
+                        for c in reply.tool_calls
+                    ],
+                }
+            )
             return [(c.id, c.name, c.arguments) for c in reply.tool_calls]
         action = parse_json_action(reply.answer)
         if action is None:
@@ -444,41 +529,64 @@ class AgentLoop:
         messages.append({"role": "assistant", "content": reply.text})
         return [(None, action.name, action)]
 
-    async def _call(self, rnd: _Round, messages: list[dict[str, Any]], call_id: str | None,
-                    name: str, raw: Any) -> None:
+    async def _call(
+        self, rnd: _Round, messages: list[dict[str, Any]], call_id: str | None, name: str, raw: Any
+    ) -> None:
         limit = self.settings.max_tool_calls
         if rnd.outcome == "finished" or rnd.calls >= limit:
-            why = "the search is finished" if rnd.outcome == "finished" else \
-                f"this round's limit of {limit} tool calls is reached"
+            why = (
+                "the search is finished"
+                if rnd.outcome == "finished"
+                else f"this round's limit of {limit} tool calls is reached"
+            )
             self._answer(messages, call_id, wrap_result(name, False, f"not run: {why}"))
             return
         rnd.calls += 1
         if isinstance(raw, Action) and raw.error:
-            name, result = "(invalid)", ToolResult(ok=False, body=f"ERROR: {raw.error}",
-                                                   summary=raw.error)
+            name, result = (
+                "(invalid)",
+                ToolResult(ok=False, body=f"ERROR: {raw.error}", summary=raw.error),
+            )
             raw = None  # the reply itself is in the "llm" record
         else:
             args = raw.arguments if isinstance(raw, Action) else raw
-            self.emit(Event("tool", f"round {rnd.number} · {name} "
-                            f"{clean_text(_short_args(name, args))}".rstrip(),
-                            {"round": rnd.number, "tool": name}))
+            self.emit(
+                Event(
+                    "tool",
+                    f"round {rnd.number} · {name} {clean_text(_short_args(name, args))}".rstrip(),
+                    {"round": rnd.number, "tool": name},
+                )
+            )
             result = await self.toolbox.call(name, args)
             raw = args
         if not result.ok:
-            self.emit(Event("tool_failed", f"{name}: {clean_text(result.summary)[:200]}",
-                            {"round": rnd.number, "tool": name}))
+            self.emit(
+                Event(
+                    "tool_failed",
+                    f"{name}: {clean_text(result.summary)[:200]}",
+                    {"round": rnd.number, "tool": name},
+                )
+            )
         if result.extra.get("dashboard"):
             rnd.dashboard_updated = True
         if result.finished is not None:
             rnd.outcome, rnd.result = "finished", result.finished
         extra = {k: v for k, v in result.extra.items() if k in ("url", "query")}
-        self._record("tool", round=rnd.number, tool=name[:60], arguments=_clip(raw),
-                     ok=result.ok, result=_clip(result.body), **extra)
+        self._record(
+            "tool",
+            round=rnd.number,
+            tool=name[:60],
+            arguments=_clip(raw),
+            ok=result.ok,
+            result=_clip(result.body),
+            **extra,
+        )
         text = wrap_result(name, result.ok, result.body, self.toolbox.page_chars + 500)
         left = limit - rnd.calls
         if left <= 3 and result.finished is None:
-            text += (f"\n({left} tool call{'s' if left != 1 else ''} left in this round"
-                     + (": update the dashboard before they run out.)" if left else ".)"))
+            text += f"\n({left} tool call{'s' if left != 1 else ''} left in this round" + (
+                ": update the dashboard before they run out.)" if left else ".)"
+            )
         self._answer(messages, call_id, text)
 
     def _answer(self, messages: list[dict[str, Any]], call_id: str | None, text: str) -> None:
@@ -496,8 +604,7 @@ class AgentLoop:
             total += 4 + count_tokens(content if isinstance(content, str) else "", self.model)
             for call in message.get("tool_calls") or []:
                 fn = call.get("function", {})
-                total += count_tokens(f"{fn.get('name', '')}{fn.get('arguments', '')}",
-                                      self.model)
+                total += count_tokens(f"{fn.get('name', '')}{fn.get('arguments', '')}", self.model)
         if self.protocol == "tools":
             if self._definition_tokens is None:
                 self._definition_tokens = count_tokens(json.dumps(self._definitions), self.model)
@@ -507,10 +614,22 @@ class AgentLoop:
     def page_chars(self, goal: str, dashboard: str) -> int:
         """Characters of page text one result may hold: what is left of the context after
         the prompt, the tools and a full dashboard (about 3 characters a token, erring low)."""
-        base = self._tokens(render_messages(
-            "agent_round", protocol=self._protocol_text(), dashboard_limit=DASHBOARD_MAX_CHARS,
-            round=1, max_rounds=1, elapsed="", round_limit="", time_left="", max_tool_calls=1,
-            workspace=self.workspace.label, goal=goal, dashboard=dashboard))
+        base = self._tokens(
+            render_messages(
+                "agent_round",
+                protocol=self._protocol_text(),
+                dashboard_limit=DASHBOARD_MAX_CHARS,
+                round=1,
+                max_rounds=1,
+                elapsed="",
+                round_limit="",
+                time_left="",
+                max_tool_calls=1,
+                workspace=self.workspace.label,
+                goal=goal,
+                dashboard=dashboard,
+            )
+        )
         left = self.window - self.reply_tokens - 256 - base - DASHBOARD_MAX_CHARS // 4
         return max(1000, min(RESULT_CHARS, left * 3 // 2))
 
@@ -526,8 +645,10 @@ class AgentLoop:
             for message in messages[2:latest]:
                 content = message.get("content")
                 is_result = message["role"] == "tool" or (
-                    message["role"] == "user" and isinstance(content, str)
-                    and content.startswith("<<<RESULT"))
+                    message["role"] == "user"
+                    and isinstance(content, str)
+                    and content.startswith("<<<RESULT")
+                )
                 if is_result and content != _ELIDED:
                     message["content"] = _ELIDED
                     break

@@ -42,13 +42,27 @@ def _candidate(page: Page, goal: str, rules: tuple[QualityRule, ...]) -> Candida
 
     url = page.final_url or page.url
     tier, score = classify(url, rules)
-    return Candidate(url=url, canonical_url=canonicalize(url), domain=registered_domain(url),
-                     title=page.title or url, quality=tier, quality_score=score, frequency=1,
-                     score=float(score), queries=[goal])
+    return Candidate(
+        url=url,
+        canonical_url=canonicalize(url),
+        domain=registered_domain(url),
+        title=page.title or url,
+        quality=tier,
+        quality_score=score,
+        frequency=1,
+        score=float(score),
+        queries=[goal],
+    )
 
 
-async def write_report(goal: str, settings: Settings, urls: list[str], queries: list[str],
-                       toolbox: Toolbox, emit: ProgressCallback) -> tuple[str, str]:
+async def write_report(
+    goal: str,
+    settings: Settings,
+    urls: list[str],
+    queries: list[str],
+    toolbox: Toolbox,
+    emit: ProgressCallback,
+) -> tuple[str, str]:
     """The report's Markdown and a one-line note on how it was written."""
     from sleuth.pipeline.context import open_run
     from sleuth.pipeline.gather import Gathered
@@ -57,19 +71,27 @@ async def write_report(goal: str, settings: Settings, urls: list[str], queries: 
     if not urls:
         return "", "no report: the agent read no page"
     pages, failures = await _pages(urls, toolbox)
-    plan = Plan(question=goal, queries=[goal, *dict.fromkeys(queries)][:_MAX_QUERIES + 1],
-                planner="agent")
+    plan = Plan(
+        question=goal, queries=[goal, *dict.fromkeys(queries)][: _MAX_QUERIES + 1], planner="agent"
+    )
     async with open_run(goal, settings, emit) as ctx:
         ctx.failures += failures
-        gathered = Gathered(pages=[(_candidate(p, goal, ctx.rules), p) for p in pages],
-                            attempted=len(urls[:_MAX_PAGES]))
+        gathered = Gathered(
+            pages=[(_candidate(p, goal, ctx.rules), p) for p in pages],
+            attempted=len(urls[:_MAX_PAGES]),
+        )
         sources = await read_stage(ctx, plan, gathered)
         draft = await check_stage(ctx, await write_stage(ctx, sources), sources, gathered)
         report = report_stage(ctx, plan, sources, gathered, draft)
         done = getattr(ctx, "done", None)
         if callable(done):
             report = done(report)
-    how = ("written by the model" if report.writer == "llm" else
-           "written without a model: quoted passages (BM25) from each page")
-    return report.markdown, f"The report below cites the {len(sources)} pages the agent " \
-                            f"read; {how}."
+    how = (
+        "written by the model"
+        if report.writer == "llm"
+        else "written without a model: quoted passages (BM25) from each page"
+    )
+    return (
+        report.markdown,
+        f"The report below cites the {len(sources)} pages the agent read; {how}.",
+    )

@@ -17,8 +17,9 @@ __all__ = ["AgentResult", "AgentStatus", "clean_text"]
 #: ``max_rounds`` / ``time_limit`` / ``budget``: --max-rounds, --max-time, or
 #: --max-tokens / --max-cost was reached. ``failed``: several rounds in a row failed,
 #: or the model server refused the credentials.
-AgentStatus = Literal["finished", "dashboard_complete", "max_rounds", "time_limit", "budget",
-                      "failed"]
+AgentStatus = Literal[
+    "finished", "dashboard_complete", "max_rounds", "time_limit", "budget", "failed"
+]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
@@ -78,26 +79,40 @@ class AgentResult(ValidText):
 
     def summary_line(self) -> str:
         """Rounds, tool calls, tokens, pages and time on one line."""
-        return (f"{self.rounds} round{'s' if self.rounds != 1 else ''} · {self.tool_calls} "
-                f"tool calls · {self.tokens:,} tokens ({self.prompt_tokens:,} prompt + "
-                f"{self.completion_tokens:,} completion) · {len(self.pages)} "
-                f"page{'s' if len(self.pages) != 1 else ''} read · "
-                f"{duration(self.elapsed_s)}")
+        return (
+            f"{self.rounds} round{'s' if self.rounds != 1 else ''} · {self.tool_calls} "
+            f"tool calls · {self.tokens:,} tokens ({self.prompt_tokens:,} prompt + "
+            f"{self.completion_tokens:,} completion) · {len(self.pages)} "
+            f"page{'s' if len(self.pages) != 1 else ''} read · "
+            f"{duration(self.elapsed_s)}"
+        )
 
     def to_markdown(self) -> str:
         """The final output: status, the result and the dashboard (and the report)."""
-        lines = [f"# Agent search: {clean_text(' '.join(self.goal.split()))}", "",
-                 f"**Status:** {self.status} — {clean_text(self.reason)}  ",
-                 f"**Work:** {self.summary_line()}  "]
+        lines = [
+            f"# Agent search: {clean_text(' '.join(self.goal.split()))}",
+            "",
+            f"**Status:** {self.status} — {clean_text(self.reason)}  ",
+            f"**Work:** {self.summary_line()}  ",
+        ]
         if self.workspace:
             lines.append(f"**Workspace:** `{self.workspace}`  ")
         lines += ["", "## Result", ""]
-        lines.append(clean_text(self.result).strip() or "_The agent gave no final result; "
-                     "see the dashboard._")
+        lines.append(
+            clean_text(self.result).strip()
+            or "_The agent gave no final result; see the dashboard._"
+        )
         if self.result_note:
             lines += ["", f"_{clean_text(self.result_note)}_"]
-        lines += ["", "## Dashboard", "", "```text", clean_text(self.dashboard).replace(
-            "```", "ʼʼʼ"), "```", ""]
+        lines += [
+            "",
+            "## Dashboard",
+            "",
+            "```text",
+            clean_text(self.dashboard).replace("```", "ʼʼʼ"),
+            "```",
+            "",
+        ]
         if self.report_note:
             lines += [f"_{clean_text(self.report_note)}_", ""]
         if self.report:

@@ -60,8 +60,9 @@ class SearchArgs(_Args):
     """Search the web; returns titles, URLs and snippets."""
 
     query: str = Field(min_length=1, max_length=400, description="What to search for.")
-    max_results: int | None = Field(None, ge=1, le=_MAX_SEARCH_RESULTS,
-                                    description="How many results to return (1-10).")
+    max_results: int | None = Field(
+        None, ge=1, le=_MAX_SEARCH_RESULTS, description="How many results to return (1-10)."
+    )
 
 
 class BrowseArgs(_Args):
@@ -85,20 +86,26 @@ class FileArgs(_Args):
 class DashboardArgs(_Args):
     """Replace the dashboard (your memory between rounds) with new plain text."""
 
-    content: str = Field(description=f"The whole new dashboard, at most "
-                                     f"{DASHBOARD_MAX_CHARS} characters.")
+    content: str = Field(
+        description=f"The whole new dashboard, at most {DASHBOARD_MAX_CHARS} characters."
+    )
 
 
 class FinishArgs(_Args):
     """End the whole search with its final result."""
 
-    result: str = Field(min_length=1, description="The answer to the goal, with the URLs "
-                                                  "of the pages it comes from.")
+    result: str = Field(
+        min_length=1,
+        description="The answer to the goal, with the URLs of the pages it comes from.",
+    )
 
 
 _ARGS: dict[str, type[_Args]] = {
-    "search": SearchArgs, "browse": BrowseArgs, "file": FileArgs,
-    "update_dashboard": DashboardArgs, "all_finished": FinishArgs,
+    "search": SearchArgs,
+    "browse": BrowseArgs,
+    "file": FileArgs,
+    "update_dashboard": DashboardArgs,
+    "all_finished": FinishArgs,
 }
 TOOL_NAMES = tuple(_ARGS)
 
@@ -111,7 +118,7 @@ def _schema(model: type[_Args]) -> dict[str, Any]:
             return [clean(v) for v in node]
         return node
 
-    schema = clean(model.model_json_schema())
+    schema: dict[str, Any] = clean(model.model_json_schema())
     schema.pop("description", None)
     return schema
 
@@ -122,26 +129,38 @@ def _description(model: type[_Args]) -> str:
 
 def tool_definitions() -> list[dict[str, Any]]:
     """The tools as OpenAI function definitions."""
-    return [{"type": "function",
-             "function": {"name": name, "description": _description(model),
-                          "parameters": _schema(model)}}
-            for name, model in _ARGS.items()]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": name,
+                "description": _description(model),
+                "parameters": _schema(model),
+            },
+        }
+        for name, model in _ARGS.items()
+    ]
 
 
 def json_protocol() -> str:
     """The system-prompt text that teaches the JSON-action fallback."""
-    tools = "\n".join(f"- {name}: {_description(model)} Arguments: "
-                      f"{json.dumps(_schema(model), ensure_ascii=False)}"
-                      for name, model in _ARGS.items())
-    return ("You call tools by replying with exactly one JSON object and nothing else:\n"
-            '{"tool": "<tool name>", "arguments": {<arguments>}}\n'
-            "A single Markdown code fence around it is allowed; any other text is not. One "
-            "tool per reply; its result comes back in the next message. A reply that is not "
-            "such an object ends the round.\nThe tools:\n" + tools)
+    tools = "\n".join(
+        f"- {name}: {_description(model)} Arguments: "
+        f"{json.dumps(_schema(model), ensure_ascii=False)}"
+        for name, model in _ARGS.items()
+    )
+    return (
+        "You call tools by replying with exactly one JSON object and nothing else:\n"
+        '{"tool": "<tool name>", "arguments": {<arguments>}}\n'
+        "A single Markdown code fence around it is allowed; any other text is not. One "
+        "tool per reply; its result comes back in the next message. A reply that is not "
+        "such an object ends the round.\nThe tools:\n" + tools
+    )
 
 
-NATIVE_PROTOCOL = ("Act only through the tool calls provided; a reply without a tool call "
-                   "ends the round.")
+NATIVE_PROTOCOL = (
+    "Act only through the tool calls provided; a reply without a tool call ends the round."
+)
 
 
 # -- the JSON-action text fallback ---------------------------------------------------------
@@ -174,8 +193,10 @@ def parse_json_action(text: str) -> Action | None:
     try:
         value = json.loads(body)
     except json.JSONDecodeError as exc:
-        return Action(error=f"the reply is not valid JSON ({exc.msg} at character {exc.pos}); "
-                            "send exactly one JSON object")
+        return Action(
+            error=f"the reply is not valid JSON ({exc.msg} at character {exc.pos}); "
+            "send exactly one JSON object"
+        )
     except RecursionError:
         return Action(error="the JSON is nested too deeply")
     if not isinstance(value, dict) or not isinstance(value.get("tool"), str):
@@ -234,18 +255,23 @@ def decode_arguments(raw: str | Mapping[str, Any] | None) -> dict[str, Any]:
     """Arguments as a dict; ToolError for text that is not one JSON object."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return {}
+    args: dict[str, Any]
     if isinstance(raw, Mapping):
-        return valid_data(dict(raw))
+        args = valid_data(dict(raw))
+        return args
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ToolError(f"the arguments are not valid JSON ({exc.msg} at character "
-                        f"{exc.pos}); send one JSON object") from None
+        raise ToolError(
+            f"the arguments are not valid JSON ({exc.msg} at character "
+            f"{exc.pos}); send one JSON object"
+        ) from None
     except RecursionError:
         raise ToolError("the arguments are nested too deeply") from None
     if not isinstance(value, dict):
         raise ToolError("the arguments must be a JSON object")
-    return valid_data(value)  # "\ud800" in the JSON is a lone surrogate once decoded
+    args = valid_data(value)  # "\ud800" in the JSON is a lone surrogate once decoded
+    return args
 
 
 def _validation_message(tool: str, exc: ValidationError) -> str:
@@ -264,9 +290,16 @@ class Toolbox:
     and ``queries`` every URL read and query searched, earlier processes included.
     """
 
-    def __init__(self, *, workspace: Workspace, dashboard: Dashboard, settings: Settings,
-                 providers: list[SearchProvider], fetcher: Fetcher,
-                 page_chars: int = RESULT_CHARS) -> None:
+    def __init__(
+        self,
+        *,
+        workspace: Workspace,
+        dashboard: Dashboard,
+        settings: Settings,
+        providers: list[SearchProvider],
+        fetcher: Fetcher,
+        page_chars: int = RESULT_CHARS,
+    ) -> None:
         self.workspace = workspace
         self.dashboard = dashboard
         self.settings = settings
@@ -277,16 +310,20 @@ class Toolbox:
         self.visited: list[str] = []
         self.queries: list[str] = []
         self._handlers: dict[str, Callable[[Any], Awaitable[ToolResult]]] = {
-            "search": self._search, "browse": self._browse, "file": self._file,
-            "update_dashboard": self._update_dashboard, "all_finished": self._finish,
+            "search": self._search,
+            "browse": self._browse,
+            "file": self._file,
+            "update_dashboard": self._update_dashboard,
+            "all_finished": self._finish,
         }
 
     async def call(self, name: str, raw: str | Mapping[str, Any] | None) -> ToolResult:
         """Run one tool call; problems the model can fix come back as error results."""
         try:
             if name not in self._handlers:
-                raise ToolError(f"there is no tool named {name[:60]!r}; the tools are "
-                                f"{', '.join(TOOL_NAMES)}")
+                raise ToolError(
+                    f"there is no tool named {name[:60]!r}; the tools are {', '.join(TOOL_NAMES)}"
+                )
             try:
                 args = _ARGS[name].model_validate(decode_arguments(raw))
             except ValidationError as exc:
@@ -300,8 +337,9 @@ class Toolbox:
     async def _search(self, args: SearchArgs) -> ToolResult:
         query = " ".join(args.query.split())
         limit = args.max_results or min(self.settings.results_per_query, _MAX_SEARCH_RESULTS)
-        hits, failures = await run_searches([query], self.providers, limit=limit,
-                                            timeout=self.settings.search_timeout)
+        hits, failures = await run_searches(
+            [query], self.providers, limit=limit, timeout=self.settings.search_timeout
+        )
         self.queries.append(query)
         if not hits and failures:
             reasons = "; ".join(f"{f.provider}: {f.reason}" for f in failures)
@@ -310,8 +348,12 @@ class Toolbox:
         for n, hit in enumerate(hits, start=1):
             snippet = " ".join(hit.snippet.split())[:_SNIPPET_CHARS]
             lines += [f"{n}. {hit.title}", f"   {hit.url}", *([f"   {snippet}"] if snippet else [])]
-        return ToolResult(ok=True, body="\n".join(lines),
-                          summary=f"{len(hits)} results for {query!r}", extra={"query": query})
+        return ToolResult(
+            ok=True,
+            body="\n".join(lines),
+            summary=f"{len(hits)} results for {query!r}",
+            extra={"query": query},
+        )
 
     async def _browse(self, args: BrowseArgs) -> ToolResult:
         url = args.url.strip()
@@ -327,12 +369,17 @@ class Toolbox:
         text = result.text
         start = min(args.offset, len(text))
         end = min(len(text), start + self.page_chars)
-        more = (f" (call browse with offset={end} for the next part)" if end < len(text)
-                else "")
-        body = (f"URL: {final}\nTitle: {result.title}\nCharacters {start:,}-{end:,} of "
-                f"{len(text):,}{more}\n\n{text[start:end]}")
-        return ToolResult(ok=True, body=body, summary=f"read {result.title[:60]!r} ({final})",
-                          extra={"url": final, "title": result.title})
+        more = f" (call browse with offset={end} for the next part)" if end < len(text) else ""
+        body = (
+            f"URL: {final}\nTitle: {result.title}\nCharacters {start:,}-{end:,} of "
+            f"{len(text):,}{more}\n\n{text[start:end]}"
+        )
+        return ToolResult(
+            ok=True,
+            body=body,
+            summary=f"read {result.title[:60]!r} ({final})",
+            extra={"url": final, "title": result.title},
+        )
 
     async def _file(self, args: FileArgs) -> ToolResult:
         ws = self.workspace
@@ -359,5 +406,6 @@ class Toolbox:
         return ToolResult(ok=True, body=done, summary=done, extra={"dashboard": True})
 
     async def _finish(self, args: FinishArgs) -> ToolResult:
-        return ToolResult(ok=True, body="the search is finished", summary="finished",
-                          finished=args.result.strip())
+        return ToolResult(
+            ok=True, body="the search is finished", summary="finished", finished=args.result.strip()
+        )

@@ -69,9 +69,10 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
 #: Windows devices, with or without an extension (the list of Python 3.13's
 #: ``os.path.isreserved``, which 3.11 lacks).
-_DEVICES = frozenset({"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
-                     | {f"{kind}{n}" for kind in ("COM", "LPT")
-                        for n in "123456789\u00b9\u00b2\u00b3"})
+_DEVICES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{kind}{n}" for kind in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3"}
+)
 _WINDOWS_CHARS = re.compile(r'[<>:"|?*]')
 _SHORT_NAME = re.compile(r"~\d")
 
@@ -99,8 +100,10 @@ def check_session(name: str) -> str:
     if not _SESSION.fullmatch(name or ""):
         from sleuth.errors import ConfigError
 
-        raise ConfigError(f"invalid session name {name!r}: use up to 64 letters, digits, "
-                          "'_', '.' or '-', starting with a letter or digit")
+        raise ConfigError(
+            f"invalid session name {name!r}: use up to 64 letters, digits, "
+            "'_', '.' or '-', starting with a letter or digit"
+        )
     return name
 
 
@@ -156,25 +159,32 @@ class Workspace:
         if not isinstance(path, str) or not path.strip():
             raise WorkspaceError("give a file path relative to the workspace, e.g. notes.md")
         if len(path) > _MAX_PATH_CHARS or "\x00" in path:
-            raise WorkspaceError(f"path refused: longer than {_MAX_PATH_CHARS} characters "
-                                 "or contains a NUL byte")
+            raise WorkspaceError(
+                f"path refused: longer than {_MAX_PATH_CHARS} characters or contains a NUL byte"
+            )
         win = PureWindowsPath(path)
         if path.startswith(("/", "\\", "~")) or win.drive or win.is_absolute():
-            raise WorkspaceError(f"absolute path refused: {path!r}. Use a path relative to "
-                                 "the workspace, e.g. notes.md or sources/page1.md")
+            raise WorkspaceError(
+                f"absolute path refused: {path!r}. Use a path relative to "
+                "the workspace, e.g. notes.md or sources/page1.md"
+            )
         parts = [p for p in re.split(r"[/\\]", path.strip()) if p not in ("", ".")]
         if ".." in parts:
-            raise WorkspaceError(f"path refused: {path!r} contains '..'; only files inside "
-                                 "the workspace can be used")
+            raise WorkspaceError(
+                f"path refused: {path!r} contains '..'; only files inside the workspace can be used"
+            )
         for part in parts:
             if len(part) > _MAX_NAME_CHARS or _CONTROL.search(part):
-                raise WorkspaceError(f"path refused: the name {part[:40]!r} is too long or "
-                                     "has control characters")
+                raise WorkspaceError(
+                    f"path refused: the name {part[:40]!r} is too long or has control characters"
+                )
             problem = _windows_problem(part)
             if problem is not None:
-                raise WorkspaceError(f"path refused: the name {part[:40]!r} is special on "
-                                     f"Windows: it {problem}. Workspaces move between "
-                                     "systems; use another name")
+                raise WorkspaceError(
+                    f"path refused: the name {part[:40]!r} is special on "
+                    f"Windows: it {problem}. Workspaces move between "
+                    "systems; use another name"
+                )
         if not parts and not allow_root:
             raise WorkspaceError("give a file path relative to the workspace, e.g. notes.md")
         return parts
@@ -184,7 +194,7 @@ class Workspace:
         folder = self.root
         for i, name in enumerate(parts[:-1]):
             folder = folder / name
-            shown = "/".join(parts[:i + 1])
+            shown = "/".join(parts[: i + 1])
             try:
                 mode = os.lstat(folder).st_mode
             except FileNotFoundError:
@@ -203,8 +213,9 @@ class Workspace:
         if real != self.root and not real.is_relative_to(self.root):
             raise WorkspaceError("path refused: it leads outside the workspace")
 
-    def _target(self, path: str, *,
-                create: bool = False) -> tuple[Path, str, os.stat_result | None]:
+    def _target(
+        self, path: str, *, create: bool = False
+    ) -> tuple[Path, str, os.stat_result | None]:
         """The checked path, its display name and its ``lstat`` (None when it does not exist)."""
         parts = self._parts(path)
         target = self._walk(parts, create=create) / parts[-1]
@@ -214,11 +225,13 @@ class Workspace:
         except FileNotFoundError:
             return target, shown, None
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError(f"{shown} is {_kind(info.st_mode)}; only regular files can be "
-                                 "read or written")
+            raise WorkspaceError(
+                f"{shown} is {_kind(info.st_mode)}; only regular files can be read or written"
+            )
         if info.st_nlink > 1:
-            raise WorkspaceError(f"{shown} is hard-linked (it may be a file outside the "
-                                 "workspace); refused")
+            raise WorkspaceError(
+                f"{shown} is hard-linked (it may be a file outside the workspace); refused"
+            )
         self._contain(target)
         return target, shown, info
 
@@ -251,23 +264,30 @@ class Workspace:
         parts = self._parts(path)
         kept = next((part for part in parts if _reserved(part)), None)
         if kept is not None:
-            raise WorkspaceError(f"{kept} is kept by sleuth and cannot be written, nor be part "
-                                 "of a path; use update_dashboard to change the dashboard")
+            raise WorkspaceError(
+                f"{kept} is kept by sleuth and cannot be written, nor be part "
+                "of a path; use update_dashboard to change the dashboard"
+            )
         data = content.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
-            raise WorkspaceError(f"content is {len(data):,} bytes; a file may hold at most "
-                                 f"{MAX_FILE_BYTES:,}")
+            raise WorkspaceError(
+                f"content is {len(data):,} bytes; a file may hold at most {MAX_FILE_BYTES:,}"
+            )
         new = self._missing(parts)
         held = self.count_entries() if new else 0
         if held + new > MAX_FILES:
-            raise WorkspaceError(f"the workspace may hold at most {MAX_FILES} files and folders; "
-                                 f"it holds {held}, and {'/'.join(parts)} would add {new}. "
-                                 "Append to an existing file instead")
+            raise WorkspaceError(
+                f"the workspace may hold at most {MAX_FILES} files and folders; "
+                f"it holds {held}, and {'/'.join(parts)} would add {new}. "
+                "Append to an existing file instead"
+            )
         target, shown, info = self._target(path, create=True)
         size = info.st_size if (info is not None and append) else 0
         if size + len(data) > MAX_FILE_BYTES:
-            raise WorkspaceError(f"{shown} would grow to {size + len(data):,} bytes; a file "
-                                 f"may hold at most {MAX_FILE_BYTES:,}. Start a new file")
+            raise WorkspaceError(
+                f"{shown} would grow to {size + len(data):,} bytes; a file "
+                f"may hold at most {MAX_FILE_BYTES:,}. Start a new file"
+            )
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         fd = self._open(target, shown, flags)
         with os.fdopen(fd, "wb") as handle:
@@ -305,8 +325,9 @@ class Workspace:
 
     def count_entries(self) -> int:
         """Files and folders in the workspace (links are not followed)."""
-        return sum(len(dirs) + len(files)
-                   for _, dirs, files in os.walk(self.root, followlinks=False))
+        return sum(
+            len(dirs) + len(files) for _, dirs, files in os.walk(self.root, followlinks=False)
+        )
 
     # -- what sleuth keeps -----------------------------------------------------------------
     def write_text(self, name: str, text: str) -> Path:

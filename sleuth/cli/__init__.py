@@ -43,9 +43,10 @@ class SleuthCLI(click.Group):
 
 
 cli = SleuthCLI(
-    name="sleuth", commands={"research": research_command},
+    name="sleuth",
+    commands={"research": research_command},
     help="sleuth researches a question on the web and writes a cited report.\n\n"
-         "sleuth QUESTION is short for sleuth research QUESTION.",
+    "sleuth QUESTION is short for sleuth research QUESTION.",
 )
 cli = click.version_option(__version__, "--version", prog_name="sleuth")(cli)
 for _command in reach_commands(settings_options):  # sleuth mcp, sleuth serve
@@ -97,8 +98,10 @@ def _run(argv: list[str] | None) -> int:
     except Exception as exc:
         if os.environ.get("SLEUTH_DEBUG"):
             raise
-        return _fail(f"internal error: {type(exc).__name__}: {exc} (SLEUTH_DEBUG=1 shows the "
-                     "traceback)", EXIT_INTERNAL)
+        return _fail(
+            f"internal error: {type(exc).__name__}: {exc} (SLEUTH_DEBUG=1 shows the traceback)",
+            EXIT_INTERNAL,
+        )
     return result if isinstance(result, int) else EXIT_OK
 
 

@@ -25,9 +25,21 @@ from sleuth.errors import ConfigError
 if TYPE_CHECKING:
     pass
 
-__all__ = ["EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_NO_SOURCES", "EXIT_OK", "EXIT_USAGE",
-           "GroupedCommand", "Interrupted", "Option", "Progress", "check_output", "emit",
-           "run_interruptible", "settings_options"]
+__all__ = [
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_SOURCES",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "GroupedCommand",
+    "Interrupted",
+    "Option",
+    "Progress",
+    "check_output",
+    "emit",
+    "run_interruptible",
+    "settings_options",
+]
 
 T = TypeVar("T")
 
@@ -54,21 +66,32 @@ class GroupedCommand(click.Command):
         import cloup
 
         order = {title: n for n, title in enumerate(HELP_GROUPS)}
-        params = sorted(self.params, key=lambda p: order.get(
-            getattr(p, "help_group", None) or "", len(order)))
+        params = sorted(
+            self.params, key=lambda p: order.get(getattr(p, "help_group", None) or "", len(order))
+        )
         groups: dict[str, cloup.OptionGroup] = {}
         for param in params:
             title = getattr(param, "help_group", None)
             if title:
                 # cloup reads an option's group from this attribute (cloup.Option sets it).
                 param.group = groups.setdefault(title, cloup.OptionGroup(title))  # type: ignore[attr-defined]
-        twin = cloup.Command(self.name, params=params, help=self.help, epilog=self.epilog,
-                             short_help=self.short_help, options_metavar=self.options_metavar,
-                             add_help_option=self.add_help_option,
-                             context_settings=self.context_settings)
-        twin_ctx = cloup.Context(twin, info_name=ctx.info_name, parent=ctx.parent,
-                                 terminal_width=ctx.terminal_width,
-                                 max_content_width=ctx.max_content_width)
+        twin = cloup.Command(
+            self.name,
+            params=params,
+            help=self.help,
+            epilog=self.epilog,
+            short_help=self.short_help,
+            options_metavar=self.options_metavar,
+            add_help_option=self.add_help_option,
+            context_settings=self.context_settings,
+        )
+        twin_ctx = cloup.Context(
+            twin,
+            info_name=ctx.info_name,
+            parent=ctx.parent,
+            terminal_width=ctx.terminal_width,
+            max_content_width=ctx.max_content_width,
+        )
         return twin.get_help(twin_ctx)
 
 
@@ -81,12 +104,23 @@ def settings_options() -> list[click.Option]:
         help_text = f"{row['help']}" + (f" [env: {envs}]" if envs else "")
         group = row.get("group")
         if row["is_flag"]:
-            options.append(Option(decls, is_flag=True, flag_value=True, default=None,
-                                  help=help_text, group=group))
+            options.append(
+                Option(
+                    decls, is_flag=True, flag_value=True, default=None, help=help_text, group=group
+                )
+            )
             continue
         shown = f" [default: {row['default']}]" if row["default"] is not None else ""
-        options.append(Option(decls, type=str, default=None, help=help_text + shown,
-                              metavar=row["metavar"], group=group))
+        options.append(
+            Option(
+                decls,
+                type=str,
+                default=None,
+                help=help_text + shown,
+                metavar=row["metavar"],
+                group=group,
+            )
+        )
     return options
 
 
@@ -98,8 +132,9 @@ class Interrupted(KeyboardInterrupt):
         self.resume = resume
 
 
-def run_interruptible(work: Coroutine[Any, Any, T], progress: Progress,
-                      home: str | None = None) -> T:
+def run_interruptible(
+    work: Coroutine[Any, Any, T], progress: Progress, home: str | None = None
+) -> T:
     """``asyncio.run(work)``; on Ctrl-C, :class:`Interrupted` with the command to resume it.
 
     ``home`` is the ``--home`` the user gave, if any: the resume command needs it too.

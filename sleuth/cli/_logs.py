@@ -93,6 +93,13 @@ def verbose_option() -> click.Option:
     """``--verbose``/``-v``: sleuth's debug log, with tracebacks, on stderr."""
     from sleuth.cli._common import Option
 
-    return Option(["--verbose", "-v"], is_flag=True, default=False, expose_value=False,
-                  is_eager=True, callback=_be_verbose, group="Output",
-                  help="Show sleuth's debug log on stderr, with tracebacks.")
+    return Option(
+        ["--verbose", "-v"],
+        is_flag=True,
+        default=False,
+        expose_value=False,
+        is_eager=True,
+        callback=_be_verbose,
+        group="Output",
+        help="Show sleuth's debug log on stderr, with tracebacks.",
+    )

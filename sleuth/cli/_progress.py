@@ -67,8 +67,11 @@ class Counts:
 
     def summary(self) -> str:
         """``pages 3/5 · searches 2/4 · 1,234 tokens · $0.0012`` (only what is known)."""
-        pages = (f"pages {self.pages_done()}/{self.wanted}" if self.wanted is not None
-                 else plural(self.read, "page", "pages"))
+        pages = (
+            f"pages {self.pages_done()}/{self.wanted}"
+            if self.wanted is not None
+            else plural(self.read, "page", "pages")
+        )
         parts = [pages]
         if self.planned or self.searched:
             done = len(self.searched)
@@ -87,8 +90,9 @@ class Progress:
     write (stderr by default; tests give a recording one).
     """
 
-    def __init__(self, quiet: bool, wanted: int | None = None,
-                 console: Console | None = None) -> None:
+    def __init__(
+        self, quiet: bool, wanted: int | None = None, console: Console | None = None
+    ) -> None:
         from rich.console import Console
 
         self.quiet = quiet
@@ -108,14 +112,23 @@ class Progress:
         from rich.table import Column
 
         # The counts never wrap nor shrink; the last event takes what width is left.
-        self.bar = Bar(SpinnerColumn(),
-                       TextColumn("{task.fields[counts]}", table_column=Column(no_wrap=True)),
-                       BarColumn(bar_width=12), TimeElapsedColumn(),
-                       TextColumn("[dim]{task.description}", markup=True, table_column=Column(
-                           no_wrap=True, overflow="ellipsis", ratio=1)),
-                       console=self.console, transient=True, expand=True)
-        self._task = self.bar.add_task("planning…", total=self.counts.wanted,
-                                       counts=self.counts.summary())
+        self.bar = Bar(
+            SpinnerColumn(),
+            TextColumn("{task.fields[counts]}", table_column=Column(no_wrap=True)),
+            BarColumn(bar_width=12),
+            TimeElapsedColumn(),
+            TextColumn(
+                "[dim]{task.description}",
+                markup=True,
+                table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1),
+            ),
+            console=self.console,
+            transient=True,
+            expand=True,
+        )
+        self._task = self.bar.add_task(
+            "planning…", total=self.counts.wanted, counts=self.counts.summary()
+        )
         self.bar.start()
 
     def __call__(self, event: Event) -> None:
@@ -130,14 +143,16 @@ class Progress:
         # Messages carry page titles: untrusted text, so escape rich markup.
         message = escape(event.message)
         if self.bar is not None:
-            self.bar.update(self._task, completed=self.counts.pages_done(),
-                            counts=self.counts.summary(),
-                            description=escape(f"{event.kind}: {event.message}"[:80]))
+            self.bar.update(
+                self._task,
+                completed=self.counts.pages_done(),
+                counts=self.counts.summary(),
+                description=escape(f"{event.kind}: {event.message}"[:80]),
+            )
             if event.kind in _BAR_ONLY:
                 return
         style = "yellow" if event.kind.endswith("_failed") else "dim"
-        self.console.print(f"[{style}]{event.kind:>12}[/] {message}", markup=True,
-                           soft_wrap=True)
+        self.console.print(f"[{style}]{event.kind:>12}[/] {message}", markup=True, soft_wrap=True)
 
     def close(self) -> None:
         """Take the bar away (the lines above it stay)."""

@@ -35,8 +35,14 @@ EXIT_DONE, EXIT_STOPPED = 0, 1
 _NOT_FOR_AGENT = frozenset({"depth", "max_sources", "docs"})
 
 
-def _run_agent(goal: str | None, resume: str | None, session: str | None, report: bool,
-               quiet: bool, values: dict[str, Any]) -> int:
+def _run_agent(
+    goal: str | None,
+    resume: str | None,
+    session: str | None,
+    report: bool,
+    quiet: bool,
+    values: dict[str, Any],
+) -> int:
     from sleuth.settings import load_settings
 
     explicit = {k: v for k, v in values.items() if v is not None}
@@ -56,9 +62,17 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
 
     progress = Progress(quiet)
     try:
-        result = run_interruptible(web_search(goal or None, resume=resume,
-                                              session=session or "default", report=report,
-                                              on_event=progress, **explicit), progress)
+        result = run_interruptible(
+            web_search(
+                goal or None,
+                resume=resume,
+                session=session or "default",
+                report=report,
+                on_event=progress,
+                **explicit,
+            ),
+            progress,
+        )
     finally:
         progress.close()
     if checked.format == "json":
@@ -72,29 +86,56 @@ def _run_agent(goal: str | None, resume: str | None, session: str | None, report
 def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.Command:
     """The ``agent`` command, with ``settings_options()`` (the settings table's options)."""
 
-    def callback(goal: str | None, resume: str | None, session: str | None,
-                 report: bool | None, quiet: bool | None, **values: Any) -> int:
+    def callback(
+        goal: str | None,
+        resume: str | None,
+        session: str | None,
+        report: bool | None,
+        quiet: bool | None,
+        **values: Any,
+    ) -> int:
         return _run_agent(goal, resume, session, bool(report), bool(quiet), values)
 
     return GroupedCommand(
-        "agent", callback=callback,
+        "agent",
+        callback=callback,
         params=[
             click.Argument(["goal"], required=False),
-            Option(["--resume"], metavar="WORKSPACE", default=None, group="Agent mode",
-                   help="Continue the interrupted search in this workspace folder "
-                        "(its goal and settings are kept; options given here win)."),
-            Option(["--session"], default=None, metavar="NAME", group="Agent mode",
-                   help="Folder under <home>/workspaces for the new search. "
-                        "[default: default]"),
-            Option(["--report"], is_flag=True, default=None, group="Agent mode",
-                   help="Also write a cited report from the pages the agent read."),
+            Option(
+                ["--resume"],
+                metavar="WORKSPACE",
+                default=None,
+                group="Agent mode",
+                help="Continue the interrupted search in this workspace folder "
+                "(its goal and settings are kept; options given here win).",
+            ),
+            Option(
+                ["--session"],
+                default=None,
+                metavar="NAME",
+                group="Agent mode",
+                help="Folder under <home>/workspaces for the new search. [default: default]",
+            ),
+            Option(
+                ["--report"],
+                is_flag=True,
+                default=None,
+                group="Agent mode",
+                help="Also write a cited report from the pages the agent read.",
+            ),
             *(o for o in settings_options() if o.name not in _NOT_FOR_AGENT),
-            Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                   group="Output", help="No progress messages on stderr."),
+            Option(
+                ["--quiet", "-q"],
+                is_flag=True,
+                flag_value=True,
+                default=None,
+                group="Output",
+                help="No progress messages on stderr.",
+            ),
             verbose_option(),
         ],
         help="Agent mode: a model researches GOAL in rounds with search, browse, file and "
-             "dashboard tools, in a sandboxed workspace, and prints its result and dashboard.",
+        "dashboard tools, in a sandboxed workspace, and prints its result and dashboard.",
         epilog="Exit codes: 0 the agent finished, 1 it was stopped by a limit or failed "
-               "(its dashboard is still printed), 2 bad input.",
+        "(its dashboard is still printed), 2 bad input.",
     )

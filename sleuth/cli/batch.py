@@ -56,12 +56,17 @@ class BatchProgress:
             )
 
             self.bar = Progress(
-                TextColumn("batch"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("{task.fields[failed]} failed"), TextColumn("{task.fields[rate]}"),
-                TextColumn("ETA"), TimeRemainingColumn(),
-                TextColumn("{task.fields[spend]}"), console=self.console)
-            self.task = self.bar.add_task("batch", total=total, failed=0, rate="",
-                                          spend="")
+                TextColumn("batch"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[failed]} failed"),
+                TextColumn("{task.fields[rate]}"),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[spend]}"),
+                console=self.console,
+            )
+            self.task = self.bar.add_task("batch", total=total, failed=0, rate="", spend="")
             self.bar.start()
 
     def __call__(self, event: Event) -> None:
@@ -73,7 +78,8 @@ class BatchProgress:
             self.console.print(escape(event.message), style="dim", soft_wrap=True)
         if event.kind == "llm":
             self.live_tokens += int(event.data.get("prompt_tokens", 0)) + int(
-                event.data.get("completion_tokens", 0))
+                event.data.get("completion_tokens", 0)
+            )
             self._refresh()
 
     def _spend(self) -> str:
@@ -86,8 +92,13 @@ class BatchProgress:
         finished = self.counts["done"] + self.counts["failed"]
         minutes = (time.monotonic() - self.started) / 60
         rate = f"{finished / minutes:.1f}/min" if minutes > 0 and finished else ""
-        self.bar.update(self.task, completed=finished + self.counts["skipped"],
-                        failed=self.counts["failed"], rate=rate, spend=self._spend())
+        self.bar.update(
+            self.task,
+            completed=finished + self.counts["skipped"],
+            failed=self.counts["failed"],
+            rate=rate,
+            spend=self._spend(),
+        )
 
     def result(self, result: BatchResult) -> None:
         """One question finished (or was skipped)."""
@@ -104,12 +115,14 @@ class BatchProgress:
             if self.bar is not None:
                 return
             sources = len(result.report.sources) if result.report is not None else 0
-            line = f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, " \
-                   f"{sources} sources)"
+            line = (
+                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} sources)"
+            )
         else:
             line = f"[{n}/{self.total}] {result.status} {result.id}: {result.error}"
-        self.console.print(escape(line), soft_wrap=True,
-                           style="yellow" if result.status == "failed" else "dim")
+        self.console.print(
+            escape(line), soft_wrap=True, style="yellow" if result.status == "failed" else "dim"
+        )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -127,9 +140,11 @@ class BatchProgress:
         if failed_before:
             earlier.append(f"{failed_before} failed before (--retry-failed runs them again)")
         skipped = c["skipped"] + before + failed_before
-        return (f"batch: {c['done']} done, {c['failed']} failed, {skipped} skipped"
-                + (f" ({'; '.join(earlier)})" if earlier else "")
-                + f" in {wall:.1f} s; {spent}; results in {outdir}")
+        return (
+            f"batch: {c['done']} done, {c['failed']} failed, {skipped} skipped"
+            + (f" ({'; '.join(earlier)})" if earlier else "")
+            + f" in {wall:.1f} s; {spent}; results in {outdir}"
+        )
 
 
 def _budget(cost: float | None, duration: str | None) -> tuple[float | None, float | None]:
@@ -145,8 +160,9 @@ def _budget(cost: float | None, duration: str | None) -> tuple[float | None, flo
     return cost, seconds
 
 
-def _run_batch(questions: str, outdir: Path, options: dict[str, Any],
-               values: dict[str, Any]) -> int:
+def _run_batch(
+    questions: str, outdir: Path, options: dict[str, Any], values: dict[str, Any]
+) -> int:
     from sleuth.settings import load_settings  # pydantic: not needed for --help
 
     settings = load_settings(values)
@@ -173,8 +189,14 @@ def _run_batch(questions: str, outdir: Path, options: dict[str, Any],
         out.close()
 
 
-def _run(found: Any, out: Any, settings: Any, options: dict[str, Any],
-         max_cost: float | None, max_time: float | None) -> int:
+def _run(
+    found: Any,
+    out: Any,
+    settings: Any,
+    options: dict[str, Any],
+    max_cost: float | None,
+    max_time: float | None,
+) -> int:
     import asyncio
 
     from sleuth.pipeline.batch import research_many
@@ -188,10 +210,17 @@ def _run(found: Any, out: Any, settings: Any, options: dict[str, Any],
     progress = BatchProgress(len(todo), quiet)
 
     async def run() -> None:
-        results = research_many(todo, settings=settings, on_event=progress,
-                                jobs=options["jobs"], max_cost=max_cost, max_time=max_time,
-                                ray=bool(options["ray"]), ray_address=options["ray_address"],
-                                ray_workers=options["ray_workers"])
+        results = research_many(
+            todo,
+            settings=settings,
+            on_event=progress,
+            jobs=options["jobs"],
+            max_cost=max_cost,
+            max_time=max_time,
+            ray=bool(options["ray"]),
+            ray_address=options["ray_address"],
+            ray_workers=options["ray_workers"],
+        )
         try:
             async for result in results:
                 out.write(result)
@@ -216,52 +245,107 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
     for option in options:
         option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
 
-    def callback(questions: str, outdir: Path, jobs: int, batch_max_cost: float | None,
-                 batch_max_time: str | None, retry_failed: bool | None, ray: bool | None,
-                 ray_address: str | None, ray_workers: int | None, quiet: bool | None,
-                 **values: Any) -> int:
-        own = {"jobs": jobs, "batch_max_cost": batch_max_cost, "batch_max_time": batch_max_time,
-               "retry_failed": retry_failed, "ray": ray, "ray_address": ray_address,
-               "ray_workers": ray_workers, "quiet": quiet}
+    def callback(
+        questions: str,
+        outdir: Path,
+        jobs: int,
+        batch_max_cost: float | None,
+        batch_max_time: str | None,
+        retry_failed: bool | None,
+        ray: bool | None,
+        ray_address: str | None,
+        ray_workers: int | None,
+        quiet: bool | None,
+        **values: Any,
+    ) -> int:
+        own = {
+            "jobs": jobs,
+            "batch_max_cost": batch_max_cost,
+            "batch_max_time": batch_max_time,
+            "retry_failed": retry_failed,
+            "ray": ray,
+            "ray_address": ray_address,
+            "ray_workers": ray_workers,
+            "quiet": quiet,
+        }
         return _run_batch(questions, outdir, own, values)
 
     return click.Command(
-        "batch", callback=callback,
+        "batch",
+        callback=callback,
         params=[
             click.Argument(["questions"], metavar="QUESTIONS"),
-            click.Option(["--outdir", "-o"], required=True, type=click.Path(path_type=Path),
-                         help="Folder for results.jsonl and reports/ (made if missing; "
-                              "rerun to resume)."),
-            click.Option(["--jobs", "-j"], type=click.IntRange(1, 1024), default=8,
-                         show_default=True, help="Questions researched at once."),
-            click.Option(["--batch-max-cost"], type=float, default=None, metavar="USD",
-                         help="Estimated model cost of the whole batch at most: no question "
-                              "starts after it is spent."),
-            click.Option(["--batch-max-time"], default=None, metavar="DURATION",
-                         help="Time for the whole batch (90, 30m, 2h): no question starts "
-                              "after it, and those running end by it."),
-            click.Option(["--retry-failed"], is_flag=True, default=None,
-                         help="Run again the questions an earlier run recorded as failed."),
-            click.Option(["--ray"], is_flag=True, default=None,
-                         help="Run the questions on Ray (a local cluster unless "
-                              "--ray-address); needs the 'ray' extra."),
-            click.Option(["--ray-address"], default=None, metavar="ADDRESS",
-                         help="Ray cluster to join (auto, or the head's HOST:PORT); "
-                              "implies --ray."),
-            click.Option(["--ray-workers"], type=click.IntRange(1, 10_000), default=None,
-                         help="Ray worker processes, each running --jobs questions at "
-                              "once [default: one per CPU of the cluster]."),
+            click.Option(
+                ["--outdir", "-o"],
+                required=True,
+                type=click.Path(path_type=Path),
+                help="Folder for results.jsonl and reports/ (made if missing; rerun to resume).",
+            ),
+            click.Option(
+                ["--jobs", "-j"],
+                type=click.IntRange(1, 1024),
+                default=8,
+                show_default=True,
+                help="Questions researched at once.",
+            ),
+            click.Option(
+                ["--batch-max-cost"],
+                type=float,
+                default=None,
+                metavar="USD",
+                help="Estimated model cost of the whole batch at most: no question "
+                "starts after it is spent.",
+            ),
+            click.Option(
+                ["--batch-max-time"],
+                default=None,
+                metavar="DURATION",
+                help="Time for the whole batch (90, 30m, 2h): no question starts "
+                "after it, and those running end by it.",
+            ),
+            click.Option(
+                ["--retry-failed"],
+                is_flag=True,
+                default=None,
+                help="Run again the questions an earlier run recorded as failed.",
+            ),
+            click.Option(
+                ["--ray"],
+                is_flag=True,
+                default=None,
+                help="Run the questions on Ray (a local cluster unless "
+                "--ray-address); needs the 'ray' extra.",
+            ),
+            click.Option(
+                ["--ray-address"],
+                default=None,
+                metavar="ADDRESS",
+                help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
+            ),
+            click.Option(
+                ["--ray-workers"],
+                type=click.IntRange(1, 10_000),
+                default=None,
+                help="Ray worker processes, each running --jobs questions at "
+                "once [default: one per CPU of the cluster].",
+            ),
             *options,
-            click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                         help="No progress bar or per-question lines; logs and the "
-                              "summary only."),
+            click.Option(
+                ["--quiet", "-q"],
+                is_flag=True,
+                flag_value=True,
+                default=None,
+                help="No progress bar or per-question lines; logs and the summary only.",
+            ),
             verbose_option(),
         ],
         help="Research every question of QUESTIONS (a text file, one question a line; "
-             "JSONL with per-question options; or CSV with a 'question' column; - reads "
-             "stdin) into OUTDIR.",
-        epilog=("Writes OUTDIR/results.jsonl (one line per finished question) and "
-                "OUTDIR/reports/<id>.md; running the same command again skips the "
-                "questions already done.\n\nExit codes: 0 every question has a report, "
-                "1 some do not, 2 bad input."),
+        "JSONL with per-question options; or CSV with a 'question' column; - reads "
+        "stdin) into OUTDIR.",
+        epilog=(
+            "Writes OUTDIR/results.jsonl (one line per finished question) and "
+            "OUTDIR/reports/<id>.md; running the same command again skips the "
+            "questions already done.\n\nExit codes: 0 every question has a report, "
+            "1 some do not, 2 bad input."
+        ),
     )

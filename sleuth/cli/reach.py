@@ -59,28 +59,52 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
         return [o for o in settings_options() if o.name not in _NOT_FOR_SERVERS]
 
     mcp = GroupedCommand(
-        "mcp", callback=_mcp,
+        "mcp",
+        callback=_mcp,
         params=[
-            Option(["--http"], is_flag=True, default=None, group="Server",
-                   help="Serve streamable HTTP on 127.0.0.1 instead of stdio."),
-            Option(["--port"], type=click.IntRange(0, 65535), default=None, group="Server",
-                   help="Port for --http (0: any free port). [default: 8000]"),
+            Option(
+                ["--http"],
+                is_flag=True,
+                default=None,
+                group="Server",
+                help="Serve streamable HTTP on 127.0.0.1 instead of stdio.",
+            ),
+            Option(
+                ["--port"],
+                type=click.IntRange(0, 65535),
+                default=None,
+                group="Server",
+                help="Port for --http (0: any free port). [default: 8000]",
+            ),
             verbose_option(),
             *options(),
         ],
         help="Serve sleuth's tools (web_research, fetch_page, web_search) over the Model "
-             "Context Protocol: stdio by default, or streamable HTTP at "
-             "http://127.0.0.1:PORT/mcp.")
+        "Context Protocol: stdio by default, or streamable HTTP at "
+        "http://127.0.0.1:PORT/mcp.",
+    )
     serve = GroupedCommand(
-        "serve", callback=_serve,
+        "serve",
+        callback=_serve,
         params=[
-            Option(["--port"], type=click.IntRange(0, 65535), default=8000, group="Server",
-                   show_default=True, help="Port to listen on (0: any free port)."),
-            Option(["--host"], default=None, group="Server",
-                   help="Address to listen on. [default: 127.0.0.1; anything else is "
-                        "reachable from other machines]"),
+            Option(
+                ["--port"],
+                type=click.IntRange(0, 65535),
+                default=8000,
+                group="Server",
+                show_default=True,
+                help="Port to listen on (0: any free port).",
+            ),
+            Option(
+                ["--host"],
+                default=None,
+                group="Server",
+                help="Address to listen on. [default: 127.0.0.1; anything else is "
+                "reachable from other machines]",
+            ),
             verbose_option(),
             *options(),
         ],
-        help="Start a local web page that runs a research and shows it live.")
+        help="Start a local web page that runs a research and shows it live.",
+    )
     return [mcp, serve]

@@ -52,8 +52,9 @@ def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
 
     progress = Progress(quiet, wanted=pages_wanted(settings))
     try:
-        report = run_interruptible(research(question, settings=settings, on_event=progress),
-                                   progress, values.get("home"))
+        report = run_interruptible(
+            research(question, settings=settings, on_event=progress), progress, values.get("home")
+        )
     finally:
         progress.close()
     emit(render_report(report, settings.format), settings.output, "report", quiet)
@@ -70,23 +71,31 @@ research_command = GroupedCommand(
     params=[
         click.Argument(["question"]),
         *_research_options(),
-        Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-               group="Output", help="No progress messages on stderr."),
+        Option(
+            ["--quiet", "-q"],
+            is_flag=True,
+            flag_value=True,
+            default=None,
+            group="Output",
+            help="No progress messages on stderr.",
+        ),
         verbose_option(),
     ],
     help="Research QUESTION on the web and print a cited Markdown report.",
-    epilog=("Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
-            "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
-            "'sleuth resume ID' finishes the run).\n\n"
-            "\b\nOther commands (each has --help):\n"
-            "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
-            "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
-            "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
-            "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
-            "  sleuth resume ID       finish a run that was interrupted\n"
-            "  sleuth cache clear     forget cached searches, pages and model replies\n"
-            "  sleuth mcp             serve research as MCP tools over stdio\n"
-            "  sleuth serve           a local web page for research"),
+    epilog=(
+        "Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
+        "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
+        "'sleuth resume ID' finishes the run).\n\n"
+        "\b\nOther commands (each has --help):\n"
+        "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
+        "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
+        "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
+        "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
+        "  sleuth resume ID       finish a run that was interrupted\n"
+        "  sleuth cache clear     forget cached searches, pages and model replies\n"
+        "  sleuth mcp             serve research as MCP tools over stdio\n"
+        "  sleuth serve           a local web page for research"
+    ),
 )
 
 
@@ -105,14 +114,21 @@ deep_command = click.Command(
     params=[
         click.Argument(["question"]),
         *_deep_options(),
-        click.Option(["--quiet", "-q"], is_flag=True, flag_value=True, default=None,
-                     help="No progress messages on stderr."),
+        click.Option(
+            ["--quiet", "-q"],
+            is_flag=True,
+            flag_value=True,
+            default=None,
+            help="No progress messages on stderr.",
+        ),
         verbose_option(),
     ],
-    help=("Deep research: split QUESTION into sub-questions (--breadth), research them "
-          "and their follow-ups (--levels) in parallel, and write a long report with a "
-          "table of contents, sections and one numbering of sources. Same as "
-          "'sleuth --mode deep QUESTION'; the default --max-sources is 20 (up to 60) and "
-          "--words 3000."),
+    help=(
+        "Deep research: split QUESTION into sub-questions (--breadth), research them "
+        "and their follow-ups (--levels) in parallel, and write a long report with a "
+        "table of contents, sections and one numbering of sources. Same as "
+        "'sleuth --mode deep QUESTION'; the default --max-sources is 20 (up to 60) and "
+        "--words 3000."
+    ),
     epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
 )

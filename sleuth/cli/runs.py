@@ -116,21 +116,33 @@ def format_runs(runs: list[RunSummary]) -> str:
     for run in runs:
         question = " ".join(run.question.split())
         if len(question) > _QUESTION_WIDTH:
-            question = question[:_QUESTION_WIDTH - 1] + "…"
+            question = question[: _QUESTION_WIDTH - 1] + "…"
         started = time.strftime("%Y-%m-%d %H:%M", time.localtime(run.created_at))
-        rows.append((run.id, run.status, started, duration(run.updated_at - run.created_at),
-                     str(run.sources), str(run.tokens), question))
+        rows.append(
+            (
+                run.id,
+                run.status,
+                started,
+                duration(run.updated_at - run.created_at),
+                str(run.sources),
+                str(run.tokens),
+                question,
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     numeric = {4, 5}
     lines = []
     for row in rows:
-        cells = [cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
-                 for i, cell in enumerate(row[:-1])]
+        cells = [
+            cell.rjust(widths[i]) if i in numeric else cell.ljust(widths[i])
+            for i, cell in enumerate(row[:-1])
+        ]
         lines.append("  ".join([*cells, row[-1]]))
     return "\n".join(lines) + "\n"
 
 
 # ---------------------------------------------------------------- callbacks
+
 
 def _runs(home: str | None, limit: int, fmt: str) -> int:
     store = _open_to_read(home)
@@ -154,9 +166,14 @@ def _stored_report(data: Any) -> Report:
 def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
     info = _find_run(home, run_id)
     if info.report is None:
-        raise SleuthError(f"run {info.id} has no report: it is {info.status}"
-                          + ("; 'sleuth resume " + info.id + "' finishes it"
-                             if info.status == "interrupted" else ""))
+        raise SleuthError(
+            f"run {info.id} has no report: it is {info.status}"
+            + (
+                "; 'sleuth resume " + info.id + "' finishes it"
+                if info.status == "interrupted"
+                else ""
+            )
+        )
     _emit(_stored_report(info.report), fmt, output, quiet=False)
     return 0
 
@@ -166,8 +183,10 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
     with _open(home) as store:
         info = store.get_run(run_id)
     if info.status == "running":
-        raise ConfigError(f"run {info.id} is still running (pid {info.pid} on {info.host}); "
-                          "resume it once it has stopped")
+        raise ConfigError(
+            f"run {info.id} is still running (pid {info.pid} on {info.host}); "
+            "resume it once it has stopped"
+        )
     if info.status == "done" and info.report is not None:
         if not quiet:
             click.echo(f"run {info.id} is already done; here is its report", err=True)
@@ -181,9 +200,11 @@ def _resume(run_id: str, home: str | None, fmt: str, output: str | None, quiet: 
 
         progress = Progress(quiet, wanted=pages_wanted(settings))
         try:
-            report = run_interruptible(research(info.question, settings=settings,
-                                                on_event=progress, resume_id=info.id),
-                                       progress, home)
+            report = run_interruptible(
+                research(info.question, settings=settings, on_event=progress, resume_id=info.id),
+                progress,
+                home,
+            )
         finally:
             progress.close()
     _emit(report, fmt, output, quiet)
@@ -197,8 +218,10 @@ def _cache_clear(home: str | None, older_than: str | None) -> int:
     with _open(home) as store:
         counts = store.clear_cache(age)
         size = store.size_bytes()
-    what = (f"{counts['searches']} searches, {counts['pages']} pages and "
-            f"{counts['llm_calls']} model replies")
+    what = (
+        f"{counts['searches']} searches, {counts['pages']} pages and "
+        f"{counts['llm_calls']} model replies"
+    )
     when = f" older than {older_than}" if older_than is not None else ""
     click.echo(f"removed {what}{when}; the store is now {size / 1e6:.1f} MB")
     return 0
@@ -206,55 +229,105 @@ def _cache_clear(home: str | None, older_than: str | None) -> int:
 
 # ---------------------------------------------------------------- commands
 
+
 def _home_option() -> click.Option:
-    return click.Option(["--home"], default=None, metavar="DIR",
-                        help="Folder of the run store [env: SLEUTH_HOME; default: the user "
-                             "cache folder].")
+    return click.Option(
+        ["--home"],
+        default=None,
+        metavar="DIR",
+        help="Folder of the run store [env: SLEUTH_HOME; default: the user cache folder].",
+    )
 
 
 def _format_option(choices: tuple[str, ...], default: str) -> click.Option:
-    return click.Option(["--format", "fmt"], type=click.Choice(choices), default=default,
-                        show_default=True, help="Output format.")
+    return click.Option(
+        ["--format", "fmt"],
+        type=click.Choice(choices),
+        default=default,
+        show_default=True,
+        help="Output format.",
+    )
 
 
 def _output_option() -> click.Option:
-    return click.Option(["--output", "-o"], default=None, metavar="FILE",
-                        help="Write the report here instead of stdout.")
+    return click.Option(
+        ["--output", "-o"],
+        default=None,
+        metavar="FILE",
+        help="Write the report here instead of stdout.",
+    )
 
 
 def run_commands() -> list[click.Command]:
     """The run-store commands, for the ``sleuth`` group."""
     report_formats = ("markdown", "json", "html")
     runs = click.Command(
-        "runs", callback=_runs,
-        params=[_home_option(),
-                click.Option(["--limit", "-n"], type=click.IntRange(1, 10_000), default=20,
-                             show_default=True, help="Runs to list, newest first."),
-                _format_option(("table", "json"), "table")],
-        help="List past runs: id, status, start, duration, sources, tokens, question.")
+        "runs",
+        callback=_runs,
+        params=[
+            _home_option(),
+            click.Option(
+                ["--limit", "-n"],
+                type=click.IntRange(1, 10_000),
+                default=20,
+                show_default=True,
+                help="Runs to list, newest first.",
+            ),
+            _format_option(("table", "json"), "table"),
+        ],
+        help="List past runs: id, status, start, duration, sources, tokens, question.",
+    )
     show = click.Command(
-        "show", callback=_show,
-        params=[click.Argument(["run_id"]), _home_option(),
-                _format_option(report_formats, "markdown"), _output_option()],
+        "show",
+        callback=_show,
+        params=[
+            click.Argument(["run_id"]),
+            _home_option(),
+            _format_option(report_formats, "markdown"),
+            _output_option(),
+        ],
         help="Print the report of run RUN_ID again: a few characters of the id are enough, "
-             "and 'last' is the latest run.")
+        "and 'last' is the latest run.",
+    )
     resume = click.Command(
-        "resume", callback=_resume,
-        params=[click.Argument(["run_id"]), _home_option(),
-                _format_option(report_formats, "markdown"), _output_option(),
-                click.Option(["--quiet", "-q"], is_flag=True, default=False,
-                             help="No progress messages on stderr."), verbose_option()],
+        "resume",
+        callback=_resume,
+        params=[
+            click.Argument(["run_id"]),
+            _home_option(),
+            _format_option(report_formats, "markdown"),
+            _output_option(),
+            click.Option(
+                ["--quiet", "-q"],
+                is_flag=True,
+                default=False,
+                help="No progress messages on stderr.",
+            ),
+            verbose_option(),
+        ],
         help="Continue an interrupted run (RUN_ID: a few characters of its id, or 'last'): "
-             "its searches, pages and model replies are reused, not repeated, and the same "
-             "run id gets the final report.",
+        "its searches, pages and model replies are reused, not repeated, and the same "
+        "run id gets the final report.",
         epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
-               "130 interrupted.")
+        "130 interrupted.",
+    )
     clear = click.Command(
-        "clear", callback=_cache_clear,
-        params=[_home_option(),
-                click.Option(["--older-than"], default=None, metavar="AGE",
-                             help="Only entries older than this (90, 30m, 12h, 7d).")],
-        help="Delete cached searches, pages and model replies (runs are kept).")
-    cache = click.Group("cache", commands={"clear": clear},
-                        help="Manage the cache of searches, pages and model replies.")
+        "clear",
+        callback=_cache_clear,
+        params=[
+            _home_option(),
+            click.Option(
+                ["--older-than"],
+                default=None,
+                metavar="AGE",
+                help="Only entries older than this (90, 30m, 12h, 7d).",
+            ),
+        ],
+        help="Delete cached searches, pages and model replies (runs are kept).",
+    )
+    cache = click.Group(
+        "cache",
+        commands={"clear": clear},
+        help="Manage the cache of searches, pages and model replies.",
+    )
     return [runs, show, resume, cache]

@@ -21,5 +21,13 @@ from sleuth.extraction.html import extract
 from sleuth.extraction.pdf import pdf_text
 from sleuth.extraction.text import Extracted, ExtractError, normalize_text, truncate_text
 
-__all__ = ["ExtractError", "Extracted", "decode_body", "extract", "looks_binary",
-           "normalize_text", "pdf_text", "truncate_text"]
+__all__ = [
+    "ExtractError",
+    "Extracted",
+    "decode_body",
+    "extract",
+    "looks_binary",
+    "normalize_text",
+    "pdf_text",
+    "truncate_text",
+]

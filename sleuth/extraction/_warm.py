@@ -14,9 +14,11 @@ import logging
 #: Whether the warm-up ran (a worker started without the forkserver warms up itself).
 warm = False
 
-_PAGE = ("<html><head><title>sleuth</title></head><body><article><p>"
-         + "sleuth warms up its text extraction before the first page arrives. " * 3
-         + "</p></article></body></html>")
+_PAGE = (
+    "<html><head><title>sleuth</title></head><body><article><p>"
+    + "sleuth warms up its text extraction before the first page arrives. " * 3
+    + "</p></article></body></html>"
+)
 
 
 def warm_up() -> None:

@@ -57,24 +57,52 @@ from sleuth.extraction.walk import (
     segment,
 )
 
-__all__ = ["ARTICLE_SIGNALS", "BLOCK_TAGS", "CELLS", "DROP_TAGS", "HEADINGS", "N_FEATURES",
-           "N_LANDMARKS", "N_OWN", "N_PAGE_SIGNALS", "PRODUCT_SIGNALS", "TRAFILATURA_COLUMNS",
-           "Block", "Head", "clean_tree", "features", "in_chrome", "is_menu", "page_signals",
-           "read_head", "reads_trafilatura", "segment", "trigrams"]
+__all__ = [
+    "ARTICLE_SIGNALS",
+    "BLOCK_TAGS",
+    "CELLS",
+    "DROP_TAGS",
+    "HEADINGS",
+    "N_FEATURES",
+    "N_LANDMARKS",
+    "N_OWN",
+    "N_PAGE_SIGNALS",
+    "PRODUCT_SIGNALS",
+    "TRAFILATURA_COLUMNS",
+    "Block",
+    "Head",
+    "clean_tree",
+    "features",
+    "in_chrome",
+    "is_menu",
+    "page_signals",
+    "read_head",
+    "reads_trafilatura",
+    "segment",
+    "trigrams",
+]
 
 # URL path / schema.org hints for the kind of page (feature order).
-_URL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((n, re.compile(rx)) for n, rx in (
-    ("forum", r"forum|thread|topic|/t/|discuss|community|question|/r/|/comments/|answers|board"),
-    ("product", r"product|/p/|/dp/|/item|/sku|/shop/[^/]+/|/buy"),
-    ("listing", r"categor|collection|/c/|/shop/?$|search|browse|/list|/tag/|/archive|/best"),
-    ("docs", r"docs?/|documentation|/api|reference|/guide|/manual|/learn|/wiki|readthedocs"),
-    ("article", r"blog|news|article|/20\d\d/|story|post/|/posts/"),
-))
-_LD_KINDS = (("forum", ("DiscussionForumPosting", "QAPage", "Question", "Comment")),
-             ("product", ("Product", "Offer", "AggregateOffer")),
-             ("listing", ("ItemList", "CollectionPage", "SearchResultsPage", "OfferCatalog")),
-             ("docs", ("TechArticle", "APIReference", "SoftwareSourceCode", "HowTo")),
-             ("article", ("Article", "NewsArticle", "BlogPosting", "Report")))
+_URL_KINDS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (n, re.compile(rx))
+    for n, rx in (
+        (
+            "forum",
+            r"forum|thread|topic|/t/|discuss|community|question|/r/|/comments/|answers|board",
+        ),
+        ("product", r"product|/p/|/dp/|/item|/sku|/shop/[^/]+/|/buy"),
+        ("listing", r"categor|collection|/c/|/shop/?$|search|browse|/list|/tag/|/archive|/best"),
+        ("docs", r"docs?/|documentation|/api|reference|/guide|/manual|/learn|/wiki|readthedocs"),
+        ("article", r"blog|news|article|/20\d\d/|story|post/|/posts/"),
+    )
+)
+_LD_KINDS = (
+    ("forum", ("DiscussionForumPosting", "QAPage", "Question", "Comment")),
+    ("product", ("Product", "Offer", "AggregateOffer")),
+    ("listing", ("ItemList", "CollectionPage", "SearchResultsPage", "OfferCatalog")),
+    ("docs", ("TechArticle", "APIReference", "SoftwareSourceCode", "HowTo")),
+    ("article", ("Article", "NewsArticle", "BlogPosting", "Report")),
+)
 
 
 _DIGIT = re.compile(r"\d")
@@ -113,8 +141,10 @@ class Head:
 
 def read_head(tree: Any) -> Head:
     """The page's title and og:type; call it before :func:`clean_tree`, which drops the head."""
-    return Head(title=tree.findtext(".//title") or "",
-                og_type=tree.xpath("string(//meta[@property='og:type']/@content)").lower())
+    return Head(
+        title=tree.findtext(".//title") or "",
+        og_type=tree.xpath("string(//meta[@property='og:type']/@content)").lower(),
+    )
 
 
 def page_signals(html: str, url: str | None, head: Head) -> list[float]:
@@ -150,8 +180,11 @@ def reads_trafilatura(signals: Any) -> bool:
     (bench/README.md). Articles lose precision without it (AEB tune 0.959 -> 0.953),
     and products recall (WCXB tune 0.722 -> 0.708): they keep the ensemble that reads it.
     """
-    return bool(any(signals[i] for i in ARTICLE_SIGNALS) or signals[_URL_ARTICLE]
-                or any(signals[i] for i in PRODUCT_SIGNALS))
+    return bool(
+        any(signals[i] for i in ARTICLE_SIGNALS)
+        or signals[_URL_ARTICLE]
+        or any(signals[i] for i in PRODUCT_SIGNALS)
+    )
 
 
 # ---------------------------------------------------------------- features
@@ -189,11 +222,38 @@ def _count_words(text: str, norm: str) -> int:
     return sum(1 for _ in _WORD.finditer(text))
 
 
-_TAG_GROUPS = {"p": 0, "li": 1, "tr": 2, "table": 2, "h1": 3, "h2": 3, "h3": 3, "h4": 4,
-               "h5": 4, "h6": 4, "div": 5, "section": 5, "article": 5, "main": 5, "td": 2,
-               "dd": 6, "dt": 6, "dl": 6, "pre": 7, "blockquote": 8, "figcaption": 9,
-               "figure": 9, "a": 10, "span": 10, "button": 11, "summary": 11, "legend": 11,
-               "caption": 9, "body": 12, "br": 12}
+_TAG_GROUPS = {
+    "p": 0,
+    "li": 1,
+    "tr": 2,
+    "table": 2,
+    "h1": 3,
+    "h2": 3,
+    "h3": 3,
+    "h4": 4,
+    "h5": 4,
+    "h6": 4,
+    "div": 5,
+    "section": 5,
+    "article": 5,
+    "main": 5,
+    "td": 2,
+    "dd": 6,
+    "dt": 6,
+    "dl": 6,
+    "pre": 7,
+    "blockquote": 8,
+    "figcaption": 9,
+    "figure": 9,
+    "a": 10,
+    "span": 10,
+    "button": 11,
+    "summary": 11,
+    "legend": 11,
+    "caption": 9,
+    "body": 12,
+    "br": 12,
+}
 N_TAG_GROUPS = 13
 
 
@@ -271,8 +331,7 @@ def _indices(keys: list[Any]) -> tuple[np.ndarray, int]:
     return got, len(numbers)
 
 
-def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray
-                  ) -> np.ndarray:
+def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray) -> np.ndarray:
     """Columns 0-11: words, links, position, hidden, cells, punctuation, digits, legal
     words, and how often the block's text and its structure repeat on the page."""
     n = len(blocks)
@@ -295,14 +354,16 @@ def _text_columns(blocks: list[Block], texts: list[str], words: np.ndarray
     return cols
 
 
-def _container_columns(blocks: list[Block], words: np.ndarray, link: np.ndarray
-                       ) -> np.ndarray:
+def _container_columns(blocks: list[Block], words: np.ndarray, link: np.ndarray) -> np.ndarray:
     """For the containers 2, 3, 5 and 8 levels above each block: their share of the
     page's words, and how much of their text is links."""
     total = max(1.0, words.sum())
     depths = np.fromiter((len(b.nodes) for b in blocks), dtype=np.intp, count=len(blocks))
-    flat = np.fromiter(itertools.chain.from_iterable(b.nodes for b in blocks), dtype=np.intp,
-                       count=int(depths.sum()))
+    flat = np.fromiter(
+        itertools.chain.from_iterable(b.nodes for b in blocks),
+        dtype=np.intp,
+        count=int(depths.sum()),
+    )
     size = int(flat.max()) + 1 if len(flat) else 0
     # Summed in block order, as a loop over the blocks would.
     under = np.bincount(flat, weights=np.repeat(words, depths), minlength=size)
@@ -316,8 +377,9 @@ def _container_columns(blocks: list[Block], words: np.ndarray, link: np.ndarray
     return cols
 
 
-def _trafilatura_columns(rows: np.ndarray, tokens: list[list[str]], traf_main: str,
-                         traf_comments: str, total: float) -> None:
+def _trafilatura_columns(
+    rows: np.ndarray, tokens: list[list[str]], traf_main: str, traf_comments: str, total: float
+) -> None:
     """Fill in (in place) each block's share in trafilatura's main text and comments, and
     the page's share of words in its main text."""
     main_n, comm_n = _norm(traf_main[:_OVERLAP_CHARS]), _norm(traf_comments[:_OVERLAP_CHARS])
@@ -329,8 +391,13 @@ def _trafilatura_columns(rows: np.ndarray, tokens: list[list[str]], traf_main: s
     rows[:, _TRAFILATURA_SHARE] = _count_words(traf_main, main_n) / total
 
 
-def features(blocks: list[Block], head: Head, signals: list[float],
-             traf_main: str | None, traf_comments: str | None) -> np.ndarray:
+def features(
+    blocks: list[Block],
+    head: Head,
+    signals: list[float],
+    traf_main: str | None,
+    traf_comments: str | None,
+) -> np.ndarray:
     """One row of features per block (see module docstring); the columns are fixed.
 
     ``signals`` are the page's :func:`page_signals`. ``traf_main`` and ``traf_comments``
@@ -346,8 +413,9 @@ def features(blocks: list[Block], head: Head, signals: list[float],
         return rows
     texts = [b.text for b in blocks]
     tokens = [b.tokens for b in blocks]
-    words = np.array([_word_count(t, tok) for t, tok in zip(texts, tokens, strict=True)],
-                     dtype=float)
+    words = np.array(
+        [_word_count(t, tok) for t, tok in zip(texts, tokens, strict=True)], dtype=float
+    )
     total = max(1.0, words.sum())
     rows[:, :12] = _text_columns(blocks, texts, words)
     if traf_main is not None:
@@ -355,10 +423,11 @@ def features(blocks: list[Block], head: Head, signals: list[float],
     at = 14
     rows[np.arange(n), at + np.array([_TAG_GROUPS.get(b.tag, 5) for b in blocks])] = 1.0
     at += N_TAG_GROUPS
-    rows[:, at:at + N_LANDMARKS + len(_HINTS)] = np.minimum(
-        np.array([b.ctx for b in blocks], dtype=float), 3.0)
+    rows[:, at : at + N_LANDMARKS + len(_HINTS)] = np.minimum(
+        np.array([b.ctx for b in blocks], dtype=float), 3.0
+    )
     at += N_LANDMARKS + len(_HINTS)
-    rows[:, at:at + 8] = _container_columns(blocks, words, rows[:, 1])
+    rows[:, at : at + 8] = _container_columns(blocks, words, rows[:, 1])
     at += 8
     rows[:, at] = [len(b.path) for b in blocks]
     rows[:, at + 1] = np.log1p(total)
@@ -375,8 +444,8 @@ def features(blocks: list[Block], head: Head, signals: list[float],
     rows[:, at:N_OWN] = signals
     # Neighbours: the same few signals for the previous and next blocks.
     base = rows[:, _NEIGHBOUR_COLS]
-    rows[1:, N_OWN:N_OWN + base.shape[1]] = base[:-1]
-    rows[:-1, N_OWN + base.shape[1]:] = base[1:]
+    rows[1:, N_OWN : N_OWN + base.shape[1]] = base[:-1]
+    rows[:-1, N_OWN + base.shape[1] :] = base[1:]
     return rows
 
 
@@ -390,7 +459,13 @@ _TRAFILATURA_SHARE = N_OWN - N_PAGE_SIGNALS - 4  # (the third of the page's own 
 #: its comments, the page's share of words in its main text, and the neighbours' copies
 #: of the first two. They are 0 on a page extracted without trafilatura (see
 #: :func:`features`), and the block model's ``plain`` ensemble never reads them.
-TRAFILATURA_COLUMNS = (*_IN_TRAFILATURA, _TRAFILATURA_SHARE,
-                       *(N_OWN + i for i, c in enumerate(_NEIGHBOUR_COLS) if c in _IN_TRAFILATURA),
-                       *(N_OWN + len(_NEIGHBOUR_COLS) + i
-                         for i, c in enumerate(_NEIGHBOUR_COLS) if c in _IN_TRAFILATURA))
+TRAFILATURA_COLUMNS = (
+    *_IN_TRAFILATURA,
+    _TRAFILATURA_SHARE,
+    *(N_OWN + i for i, c in enumerate(_NEIGHBOUR_COLS) if c in _IN_TRAFILATURA),
+    *(
+        N_OWN + len(_NEIGHBOUR_COLS) + i
+        for i, c in enumerate(_NEIGHBOUR_COLS)
+        if c in _IN_TRAFILATURA
+    ),
+)

@@ -17,8 +17,15 @@ from sleuth.extraction.html import extract
 from sleuth.extraction.pdf import pdf_text
 from sleuth.extraction.text import Extracted, ExtractError, normalize_text
 
-__all__ = ["ACCEPTED_TYPES", "HTML_TYPES", "Body", "Unreadable", "consent_only", "convert",
-           "kind_of"]
+__all__ = [
+    "ACCEPTED_TYPES",
+    "HTML_TYPES",
+    "Body",
+    "Unreadable",
+    "consent_only",
+    "convert",
+    "kind_of",
+]
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
@@ -36,7 +43,8 @@ _CONSENT = re.compile(
     r"\b(cookies?|consent(?:ing)?|(?:our|\d+) partners|personal data|privacy policy|"
     r"cookie policy|accept all|reject all|(?:manage|your) preferences|legitimate interests?|"
     r"personali[sz]ed (?:ads|advertising|content)|store and/or access information)\b",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _CONSENT_MAX_WORDS = 400
 
 
@@ -66,7 +74,7 @@ class Body:
 
 
 def kind_of(body: Body) -> str:
-    """"html", "pdf" or "text"; raises :class:`Unreadable` for anything else."""
+    """ "html", "pdf" or "text"; raises :class:`Unreadable` for anything else."""
     data, mime = body.data, body.mime
     if data.lstrip()[:5] == b"%PDF-":
         return "pdf"

@@ -14,13 +14,30 @@ __all__ = ["decode_body", "looks_binary"]
 
 
 _META_CHARSET = re.compile(
-    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.IGNORECASE)
+    rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.IGNORECASE
+)
 # WHATWG: these labels mean windows-1252 in practice; cp1252 is a superset for text.
-_LATIN1_LABELS = {"iso-8859-1", "iso8859-1", "latin-1", "latin1", "l1", "ascii", "us-ascii",
-                  "cp819", "ibm819", "iso_8859-1", "windows-1252", "cp1252"}
-_BOMS = ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF32_LE, "utf-32"),
-         (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF16_LE, "utf-16"),
-         (codecs.BOM_UTF16_BE, "utf-16"))
+_LATIN1_LABELS = {
+    "iso-8859-1",
+    "iso8859-1",
+    "latin-1",
+    "latin1",
+    "l1",
+    "ascii",
+    "us-ascii",
+    "cp819",
+    "ibm819",
+    "iso_8859-1",
+    "windows-1252",
+    "cp1252",
+}
+_BOMS = (
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
 # Control bytes that never occur in text (everything below 0x20 except \t \n \f \r and ESC).
 _CONTROL = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27)) + b"\x7f"
 
@@ -120,8 +137,11 @@ def _guess_decode(data: bytes, declared: str | None) -> str:
         if best is not None and best.encoding:
             # Latin texts often fit several code pages equally well; windows-1252 is
             # the web's own default (WHATWG), so it wins a tie.
-            tied = {m.encoding for m in matches
-                    if (m.chaos, m.coherence) == (best.chaos, best.coherence)}
+            tied = {
+                m.encoding
+                for m in matches
+                if (m.chaos, m.coherence) == (best.chaos, best.coherence)
+            }
             return data.decode("cp1252" if "cp1252" in tied else best.encoding, errors="replace")
     except ImportError:  # charset-normalizer comes with trafilatura; be safe anyway
         pass

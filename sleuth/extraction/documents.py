@@ -21,8 +21,7 @@ from sleuth.extraction.html import extract
 from sleuth.extraction.pdf import pdf_text
 from sleuth.extraction.workers import ExtractLimits, TooComplex, run_bounded_sync
 
-__all__ = ["DOC_SUFFIXES", "MAX_DOC_CHARS", "Document", "DocumentExtractor",
-           "extract_document"]
+__all__ = ["DOC_SUFFIXES", "MAX_DOC_CHARS", "Document", "DocumentExtractor", "extract_document"]
 
 HTML_SUFFIXES = frozenset({".html", ".htm"})
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown"})
@@ -68,7 +67,7 @@ def _unescape_line(line: str) -> str:
     """One line with its backslash escapes resolved, except inside code spans."""
     out, at = [], 0
     for span in _MD_CODE_SPAN.finditer(line):
-        out += [_MD_ESCAPE.sub(r"\1", line[at:span.start()]), span.group(0)]
+        out += [_MD_ESCAPE.sub(r"\1", line[at : span.start()]), span.group(0)]
         at = span.end()
     out.append(_MD_ESCAPE.sub(r"\1", line[at:]))
     return "".join(out)
@@ -107,8 +106,7 @@ def _decode_text(data: bytes) -> str:
     return decode_body(data, html=False)
 
 
-def _bounded(func: Callable[..., Any], args: tuple[Any, ...], limits: ExtractLimits | None
-             ) -> Any:
+def _bounded(func: Callable[..., Any], args: tuple[Any, ...], limits: ExtractLimits | None) -> Any:
     """``func(*args)``, in an extraction worker within ``limits`` when there are some; a
     file over them is a ValueError, so a failure of that file."""
     if limits is None:
@@ -119,8 +117,7 @@ def _bounded(func: Callable[..., Any], args: tuple[Any, ...], limits: ExtractLim
         raise ValueError(exc.reason) from None
 
 
-def extract_document(path: Path, data: bytes, limits: ExtractLimits | None = None
-                     ) -> Document:
+def extract_document(path: Path, data: bytes, limits: ExtractLimits | None = None) -> Document:
     """The kind, title and text of one file's bytes; raises ValueError when unreadable."""
     suffix = path.suffix.lower()
     if suffix in PDF_SUFFIXES:

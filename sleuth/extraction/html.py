@@ -36,11 +36,50 @@ _TRAFILATURA_LOCK = threading.Lock()
 # ---------------------------------------------------------------- HTML
 
 # Elements whose text is never the main content.
-_NOISE_TAGS = ("script", "style", "noscript", "template", "svg", "nav", "footer", "header",
-               "aside", "form", "button", "select", "iframe", "object")
-_BLOCK_TAGS = frozenset({"p", "div", "section", "article", "main", "li", "ul", "ol", "table",
-                         "tr", "h1", "h2", "h3", "h4", "h5", "h6", "pre", "blockquote", "br",
-                         "dd", "dt", "figcaption", "td", "th"})
+_NOISE_TAGS = (
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "svg",
+    "nav",
+    "footer",
+    "header",
+    "aside",
+    "form",
+    "button",
+    "select",
+    "iframe",
+    "object",
+)
+_BLOCK_TAGS = frozenset(
+    {
+        "p",
+        "div",
+        "section",
+        "article",
+        "main",
+        "li",
+        "ul",
+        "ol",
+        "table",
+        "tr",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "pre",
+        "blockquote",
+        "br",
+        "dd",
+        "dt",
+        "figcaption",
+        "td",
+        "th",
+    }
+)
 
 
 # lxml refuses a text that declares its encoding (an XHTML page's ``<?xml ...
@@ -67,12 +106,16 @@ def _parse_html(html: str) -> Any:
         # object made, by our walk and trafilatura's, ~7% of a page's time. Nothing
         # here uses those classes' extra methods.
         etree = importlib.import_module("lxml.etree")
-        parser.set_element_class_lookup(etree.ElementDefaultClassLookup(
-            element=lxml_html.HtmlElement, comment=lxml_html.HtmlComment,
-            pi=lxml_html.HtmlProcessingInstruction, entity=lxml_html.HtmlEntity))
+        parser.set_element_class_lookup(
+            etree.ElementDefaultClassLookup(
+                element=lxml_html.HtmlElement,
+                comment=lxml_html.HtmlComment,
+                pi=lxml_html.HtmlProcessingInstruction,
+                entity=lxml_html.HtmlEntity,
+            )
+        )
     try:
-        return lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1),
-                                             parser=parser)
+        return lxml_html.document_fromstring(_XML_DECLARATION.sub("", html, count=1), parser=parser)
     except MemoryError:  # not a reading of the page: the caller must see it
         raise
     except Exception:  # lxml raises several unrelated types on garbage; any means "no tree"
@@ -82,8 +125,11 @@ def _parse_html(html: str) -> Any:
 # Elements a reader never sees. Cheap test first: most pages have none of these.
 # Three searches, most often found first: one search of all three (an alternation,
 # case-insensitive) tried each at every character, 0.7 ms on a median page's HTML.
-_HIDDEN_HINTS = (re.compile(r"display\s*:\s*none", re.I), re.compile(r"\shidden[\s>=/]", re.I),
-                 re.compile(r"visibility\s*:\s*hidden", re.I))
+_HIDDEN_HINTS = (
+    re.compile(r"display\s*:\s*none", re.I),
+    re.compile(r"\shidden[\s>=/]", re.I),
+    re.compile(r"visibility\s*:\s*hidden", re.I),
+)
 _HIDDEN_STYLE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 #: A hidden element holding more of the page's text than this is content a script
 #: reveals (an app shell, an anti-flicker wrapper), not something hidden from readers.
@@ -151,8 +197,11 @@ def _drop_hidden(tree: Any, html: str) -> bool:
     nodes = tree.xpath(_MAY_HIDE)
     # React's segments are among them (one walk of the tree for both); placed, they are
     # not where they were, so the elements that may hide are looked up again.
-    segments = [node for node in nodes if node.get("hidden") is not None
-                and (node.get("id") or "").startswith("S:")]
+    segments = [
+        node
+        for node in nodes
+        if node.get("hidden") is not None and (node.get("id") or "").startswith("S:")
+    ]
     changed = _place_streamed(tree, html, segments)
     if changed:
         nodes = tree.xpath(_MAY_HIDE)
@@ -182,7 +231,7 @@ def _drop_hidden(tree: Any, html: str) -> bool:
 
 # MediaWiki's "[edit]" beside every section heading (Wikipedia, Fandom, wiki.js sites'
 # exports): a control, not the article ("Software[edit]" in the text and its passages).
-_EDIT_SECTION = ("//*[contains(concat(' ', normalize-space(@class), ' '), ' mw-editsection ')]")
+_EDIT_SECTION = "//*[contains(concat(' ', normalize-space(@class), ' '), ' mw-editsection ')]"
 
 
 def _drop_edit_links(tree: Any, html: str) -> None:
@@ -201,7 +250,8 @@ def _drop_edit_links(tree: Any, html: str) -> None:
 # so it is neither hidden nor at the end. WCXB: 33 of 1,497 pages, whole articles and
 # product grids among them, which came out empty or as a stub.
 _STREAMED = re.compile(
-    r"""\$R([CS])\(\s*["']([A-Z]:[0-9a-zA-Z]+)["']\s*,\s*["']([A-Z]:[0-9a-zA-Z]+)["']""")
+    r"""\$R([CS])\(\s*["']([A-Z]:[0-9a-zA-Z]+)["']\s*,\s*["']([A-Z]:[0-9a-zA-Z]+)["']"""
+)
 
 
 def _place_streamed(tree: Any, html: str, segments: list[Any]) -> bool:
@@ -223,11 +273,17 @@ def _place_streamed(tree: Any, html: str, segments: list[Any]) -> bool:
         segment_id = segment.get("id")
         del segment.attrib["hidden"]
         suffix = segment_id[2:]
-        target = next((by_id[i] for i in (where.get(segment_id), f"P:{suffix}", f"B:{suffix}")
-                       if i in by_id), None)
+        target = next(
+            (by_id[i] for i in (where.get(segment_id), f"P:{suffix}", f"B:{suffix}") if i in by_id),
+            None,
+        )
         # Nested either way round (only a hostile page does that): read it where it is.
-        if (target is None or target is segment or segment in target.iterancestors()
-                or target in segment.iterancestors()):
+        if (
+            target is None
+            or target is segment
+            or segment in target.iterancestors()
+            or target in segment.iterancestors()
+        ):
             continue
         _keep_tail(segment)
         target.addprevious(segment)
@@ -278,8 +334,14 @@ def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
     # the whole page itself. Measured (2026-11-25): WCXB held-out F1 0.8814 -> 0.8807,
     # AEB 0.962 either way, Readability 0.933 -> 0.937 (bench/README.md).
     doc = trafilatura.bare_extraction(
-        html, url=url, include_tables=True, include_comments=True, include_images=False,
-        with_metadata=False, fast=True)
+        html,
+        url=url,
+        include_tables=True,
+        include_comments=True,
+        include_images=False,
+        with_metadata=False,
+        fast=True,
+    )
     if doc is None:
         return "", ""
     if isinstance(doc, dict):  # older trafilatura returned dicts
@@ -299,9 +361,9 @@ def _reader_tree(html: str) -> Any:
     return tree
 
 
-def _block_inputs(html: str, url: str | None, tree: Any = None, *,
-                  with_trafilatura: bool | None = None
-                  ) -> tuple[Any, Any, str | None, str | None, str | None] | None:
+def _block_inputs(
+    html: str, url: str | None, tree: Any = None, *, with_trafilatura: bool | None = None
+) -> tuple[Any, Any, str | None, str | None, str | None] | None:
     """Blocks and their features, plus trafilatura's text, title and date.
 
     ``tree`` is the page parsed (:func:`_reader_tree`); by default ``html`` is parsed
@@ -380,11 +442,12 @@ def cut_elements(html: str, max_elements: int = MAX_ELEMENTS) -> tuple[str, bool
     beyond = next(itertools.islice(_START_TAG.finditer(html), max_elements, None), None)
     if beyond is None:
         return html, False
-    return html[:beyond.start()], True
+    return html[: beyond.start()], True
 
 
-def extract(html: str | bytes, url: str | None = None, *,
-            max_elements: int = MAX_ELEMENTS) -> Extracted:
+def extract(
+    html: str | bytes, url: str | None = None, *, max_elements: int = MAX_ELEMENTS
+) -> Extracted:
     """Main text, title and date of an HTML page; never raises on any input.
 
     The page is cut into text blocks and a small trained model keeps the blocks
@@ -408,8 +471,9 @@ def extract(html: str | bytes, url: str | None = None, *,
     html, cut = cut_elements(html, max_elements)
     with _TRAFILATURA_LOCK, _cycle_collector_paused():
         text, title, date = _extract_locked(html, url)
-    return Extracted(text=text, title=normalize_text(title) if title else None, date=date,
-                     truncated=cut)
+    return Extracted(
+        text=text, title=normalize_text(title) if title else None, date=date, truncated=cut
+    )
 
 
 def _extract_locked(html: str, url: str | None) -> tuple[str, str | None, str | None]:

@@ -109,8 +109,9 @@ def share_justext_stoplist() -> None:
 
     def jt_stoplist_init() -> frozenset[str]:
         nonlocal union
-        union = frozenset(word.lower() for language in get_stoplists()
-                          for word in get_stoplist(language))
+        union = frozenset(
+            word.lower() for language in get_stoplists() for word in get_stoplist(language)
+        )
         # trafilatura types it as a tuple; justext only iterates it or tests membership.
         trafilatura.external.JT_STOPLIST = union  # type: ignore[assignment]
         return union

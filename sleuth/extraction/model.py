@@ -69,8 +69,9 @@ class Trees(NamedTuple):
     walking: tuple[int, ...]
 
 
-def _tree_depths(feature: np.ndarray, left: np.ndarray, right: np.ndarray,
-                 roots: np.ndarray) -> np.ndarray:
+def _tree_depths(
+    feature: np.ndarray, left: np.ndarray, right: np.ndarray, roots: np.ndarray
+) -> np.ndarray:
     """The number of splits on the longest path of each tree."""
     depths = np.zeros(len(roots), dtype=np.intp)
     nodes, tree = roots, np.arange(len(roots))
@@ -98,9 +99,21 @@ def _trees(spec: dict[str, Any]) -> Trees:
     depths = _tree_depths(feature, left, right, roots)
     order = np.argsort(-depths, kind="stable")
     walking = tuple(int((depths > level).sum()) for level in range(int(depths.max(initial=0))))
-    return Trees(feature, threshold, left, right, get("value", float), roots,
-                 float(spec["baseline"]), int(spec["depth"]), child,
-                 np.where(leaf, 0, feature), np.where(leaf, np.inf, threshold), order, walking)
+    return Trees(
+        feature,
+        threshold,
+        left,
+        right,
+        get("value", float),
+        roots,
+        float(spec["baseline"]),
+        int(spec["depth"]),
+        child,
+        np.where(leaf, 0, feature),
+        np.where(leaf, np.inf, threshold),
+        order,
+        walking,
+    )
 
 
 def _load_models() -> dict[str, Any]:
@@ -138,7 +151,7 @@ def predict(trees: Trees, matrix: np.ndarray) -> np.ndarray:
     roots = trees.roots[trees.order]
     back = np.argsort(trees.order)
     for start in range(0, len(matrix), _PREDICT_CHUNK):
-        chunk = np.ascontiguousarray(matrix[start:start + _PREDICT_CHUNK], dtype=float)
+        chunk = np.ascontiguousarray(matrix[start : start + _PREDICT_CHUNK], dtype=float)
         flat = chunk.ravel()
         rows = (np.arange(len(chunk)) * chunk.shape[1])[:, None]
         nodes = np.broadcast_to(roots, (len(chunk), len(roots))).copy()
@@ -148,7 +161,7 @@ def predict(trees: Trees, matrix: np.ndarray) -> np.ndarray:
             went_left = flat.take(rows + trees.test.take(at)) <= trees.cut.take(at)
             nodes[:, :walking] = trees.child.take(2 * at + went_left)
         leaves = nodes.take(back, axis=1)
-        raw[start:start + len(chunk)] = trees.baseline + trees.value.take(leaves).sum(axis=1)
+        raw[start : start + len(chunk)] = trees.baseline + trees.value.take(leaves).sum(axis=1)
     return np.asarray(1.0 / (1.0 + np.exp(-raw)))
 
 
@@ -177,7 +190,8 @@ _FORUM_SIGNAL = _PAGE_AT + 5  # schema.org DiscussionForumPosting, QAPage, ...
 
 def _block_words(matrix: np.ndarray) -> np.ndarray:
     """Each block's word count (the features hold it as log1p, in column 0)."""
-    return np.expm1(matrix[:, 0])
+    words: np.ndarray = np.expm1(matrix[:, 0])
+    return words
 
 
 def _declares_article(matrix: np.ndarray) -> bool:
@@ -216,10 +230,10 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray, prob: np.ndarray) -> n
         return keep
     trimmed = keep.copy()
     if found < _LONG_ARTICLE_WORDS:
-        trimmed[span[-1] + 1:] &= prob[span[-1] + 1:] >= _SURE_AFTER_SHORT
+        trimmed[span[-1] + 1 :] &= prob[span[-1] + 1 :] >= _SURE_AFTER_SHORT
         return trimmed
-    trimmed[:span[0]] = False
-    trimmed[span[-1] + 1:] = False
+    trimmed[: span[0]] = False
+    trimmed[span[-1] + 1 :] = False
     return trimmed
 
 
@@ -252,20 +266,24 @@ def _without_reviews(blocks: list[Block], matrix: np.ndarray, keep: np.ndarray) 
     def is_reviews(node: Any) -> bool:
         hit = named.get(id(node))
         if hit is None:
-            hit = named[id(node)] = bool(_REVIEWS.search(
-                f"{node.get('class') or ''} {node.get('id') or ''}"))
+            hit = named[id(node)] = bool(
+                _REVIEWS.search(f"{node.get('class') or ''} {node.get('id') or ''}")
+            )
         return hit
 
-    reviews = np.fromiter((any(map(is_reviews, block.path)) for block in blocks),
-                          dtype=bool, count=len(blocks))
+    reviews = np.fromiter(
+        (any(map(is_reviews, block.path)) for block in blocks), dtype=bool, count=len(blocks)
+    )
     if not reviews.any():
         return keep
     heading = next((i for i, block in enumerate(blocks) if block.tag == "h1"), None)
     words = _block_words(matrix)
-    if ((heading is not None and reviews[heading])
-            or words[reviews].sum() >= _REVIEWS_MAX_SHARE * words.sum()):
+    if (heading is not None and reviews[heading]) or words[
+        reviews
+    ].sum() >= _REVIEWS_MAX_SHARE * words.sum():
         return keep
-    return keep & ~reviews
+    kept: np.ndarray = keep & ~reviews
+    return kept
 
 
 # The lowest probability a kept block may have, whatever the page's best cutoff says.

@@ -16,15 +16,78 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Elements dropped before segmentation: never readable text.
-DROP_TAGS = ("script", "style", "template", "svg", "math", "iframe", "object",
-             "embed", "canvas", "video", "audio", "head", "select", "option", "textarea",
-             "input", "link", "meta", "base")
-BLOCK_TAGS = frozenset({
-    "address", "article", "aside", "blockquote", "body", "center", "dd", "details", "dialog",
-    "dir", "div", "dl", "dt", "fieldset", "figcaption", "figure", "footer", "form", "h1", "h2",
-    "h3", "h4", "h5", "h6", "header", "hgroup", "hr", "html", "legend", "li", "main", "menu",
-    "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "thead", "tfoot", "tr",
-    "ul", "caption", "br", "button"})
+DROP_TAGS = (
+    "script",
+    "style",
+    "template",
+    "svg",
+    "math",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "video",
+    "audio",
+    "head",
+    "select",
+    "option",
+    "textarea",
+    "input",
+    "link",
+    "meta",
+    "base",
+)
+BLOCK_TAGS = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "body",
+        "center",
+        "dd",
+        "details",
+        "dialog",
+        "dir",
+        "div",
+        "dl",
+        "dt",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hgroup",
+        "hr",
+        "html",
+        "legend",
+        "li",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "summary",
+        "table",
+        "tbody",
+        "thead",
+        "tfoot",
+        "tr",
+        "ul",
+        "caption",
+        "br",
+        "button",
+    }
+)
 HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 # Cells are inline separators inside their row, so that a spec row reads "Weight | 2 kg".
 CELLS = frozenset({"td", "th"})
@@ -32,30 +95,61 @@ _WORD = re.compile(r"\w+")
 _SPACE = re.compile(r"\s+")
 
 # Class/id/role fragments, grouped by what they usually mean. Order is the feature order.
-_HINTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple((name, re.compile(rx)) for name, rx in (
-    ("nav", r"nav|menu|breadcrumb|toolbar|tabs?\b|pagination|pager|skip"),
-    ("header", r"header|masthead|topbar|top-bar|banner|hero"),
-    ("footer", r"footer|copyright|legal|bottom"),
-    ("side", r"sidebar|side-bar|aside|rail|widget|sidenav"),
-    ("social", r"share|social|follow|twitter|facebook|linkedin|pinterest|whatsapp"),
-    ("related", r"related|recommend|more-|also|trending|popular|suggest|upsell|carousel"),
-    ("promo", r"promo|advert|\bads?\b|sponsor|newsletter|subscribe|signup|sign-up|cta"),
-    ("modal", r"cookie|consent|gdpr|modal|popup|overlay|dialog|banner|toast|notice"),
-    ("account", r"login|log-in|signin|sign-in|account|auth|cart|basket|checkout|wishlist"),
-    ("meta", r"meta|byline|author|date|time|tags?\b|categor|label|badge|rating|avatar"),
-    ("content", r"content|article|entry|main|body|text|story|prose|markdown|rte|wysiwyg"),
-    ("post", r"post|comment|message|reply|replies|answer|thread|topic|discussion|review"),
-    ("product", r"product|description|detail|spec|feature|price|pdp|item|sku|variant"),
-    ("listing", r"list|grid|card|tile|result|teaser|collection|catalog|search"),
-    ("doc", r"doc|api|reference|manual|guide|tutorial|code|highlight|syntax"),
-    ("hidden", r"hidden|sr-only|visually-hidden|screen-reader|offscreen|d-none|collapse"),
-))
-_LANDMARKS = {"nav": 0, "header": 1, "footer": 2, "aside": 3, "form": 4, "article": 5,
-              "main": 6, "table": 7, "li": 8, "a": 9, "button": 10, "label": 11,
-              "blockquote": 12, "pre": 13, "code": 13, "figure": 14, "figcaption": 14,
-              "dl": 15, "section": 16}
-_ROLES = {"navigation": 0, "banner": 1, "contentinfo": 2, "complementary": 3, "search": 4,
-          "main": 6, "article": 5, "dialog": 2, "menu": 0, "menubar": 0, "tablist": 0}
+_HINTS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (name, re.compile(rx))
+    for name, rx in (
+        ("nav", r"nav|menu|breadcrumb|toolbar|tabs?\b|pagination|pager|skip"),
+        ("header", r"header|masthead|topbar|top-bar|banner|hero"),
+        ("footer", r"footer|copyright|legal|bottom"),
+        ("side", r"sidebar|side-bar|aside|rail|widget|sidenav"),
+        ("social", r"share|social|follow|twitter|facebook|linkedin|pinterest|whatsapp"),
+        ("related", r"related|recommend|more-|also|trending|popular|suggest|upsell|carousel"),
+        ("promo", r"promo|advert|\bads?\b|sponsor|newsletter|subscribe|signup|sign-up|cta"),
+        ("modal", r"cookie|consent|gdpr|modal|popup|overlay|dialog|banner|toast|notice"),
+        ("account", r"login|log-in|signin|sign-in|account|auth|cart|basket|checkout|wishlist"),
+        ("meta", r"meta|byline|author|date|time|tags?\b|categor|label|badge|rating|avatar"),
+        ("content", r"content|article|entry|main|body|text|story|prose|markdown|rte|wysiwyg"),
+        ("post", r"post|comment|message|reply|replies|answer|thread|topic|discussion|review"),
+        ("product", r"product|description|detail|spec|feature|price|pdp|item|sku|variant"),
+        ("listing", r"list|grid|card|tile|result|teaser|collection|catalog|search"),
+        ("doc", r"doc|api|reference|manual|guide|tutorial|code|highlight|syntax"),
+        ("hidden", r"hidden|sr-only|visually-hidden|screen-reader|offscreen|d-none|collapse"),
+    )
+)
+_LANDMARKS = {
+    "nav": 0,
+    "header": 1,
+    "footer": 2,
+    "aside": 3,
+    "form": 4,
+    "article": 5,
+    "main": 6,
+    "table": 7,
+    "li": 8,
+    "a": 9,
+    "button": 10,
+    "label": 11,
+    "blockquote": 12,
+    "pre": 13,
+    "code": 13,
+    "figure": 14,
+    "figcaption": 14,
+    "dl": 15,
+    "section": 16,
+}
+_ROLES = {
+    "navigation": 0,
+    "banner": 1,
+    "contentinfo": 2,
+    "complementary": 3,
+    "search": 4,
+    "main": 6,
+    "article": 5,
+    "dialog": 2,
+    "menu": 0,
+    "menubar": 0,
+    "tablist": 0,
+}
 N_LANDMARKS = 17
 _NAV, _FOOTER = _LANDMARKS["nav"], _LANDMARKS["footer"]
 
@@ -93,7 +187,6 @@ class Block:
         return _WORD.findall(self.text[:_OVERLAP_CHARS].lower())
 
 
-
 # Which hint groups a class, id or itemprop token matches. No hint pattern matches
 # whitespace, so a whole attribute string matches what its tokens match together.
 _TOKEN_HINTS: dict[str, frozenset[int]] = {}
@@ -111,9 +204,11 @@ def _hints(attrs: str) -> frozenset[int]:
         if hints is None:
             if len(_TOKEN_HINTS) > 50_000:  # (as _DESCRIBED)
                 _TOKEN_HINTS.clear()
-            hints = _TOKEN_HINTS[token] = frozenset(
-                i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(token)
-            ) if _ANY_HINT.search(token) else frozenset()
+            hints = _TOKEN_HINTS[token] = (
+                frozenset(i for i, (_, pattern) in enumerate(_HINTS) if pattern.search(token))
+                if _ANY_HINT.search(token)
+                else frozenset()
+            )
         found |= hints
     return found
 
@@ -124,14 +219,19 @@ _MAY_HIDE = frozenset({"style", "hidden", "aria-hidden"})
 
 def _is_hidden(elem: Any) -> bool:
     style = (elem.get("style") or "").replace(" ", "").lower()
-    return (elem.get("hidden") is not None or elem.get("aria-hidden") == "true"
-            or "display:none" in style or "visibility:hidden" in style)
+    return (
+        elem.get("hidden") is not None
+        or elem.get("aria-hidden") == "true"
+        or "display:none" in style
+        or "visibility:hidden" in style
+    )
 
 
 # What _Walker.start reads off an element, by its tag, role, class, id and itemprop:
 # kept from page to page (sites share their frameworks' class names).
-_DESCRIBED: dict[tuple[str, str | None, str | None, str | None, str | None],
-                 tuple[tuple[int, ...], str]] = {}
+_DESCRIBED: dict[
+    tuple[str, str | None, str | None, str | None, str | None], tuple[tuple[int, ...], str]
+] = {}
 
 
 class _Walker:
@@ -168,9 +268,14 @@ class _Walker:
 
     def _make(self, tag: str, depth: int) -> Block:
         ctx, _, _, hidden, sig = self.states[depth - 1]
-        block = self.current = Block(tag=tag, ctx=ctx, path=tuple(self.elems[:depth]),
-                                     signature=sig, hidden=hidden,
-                                     nodes=tuple(self.numbers[:depth]))
+        block = self.current = Block(
+            tag=tag,
+            ctx=ctx,
+            path=tuple(self.elems[:depth]),
+            signature=sig,
+            hidden=hidden,
+            nodes=tuple(self.numbers[:depth]),
+        )
         return block
 
     def _where(self, pending: tuple[str, int] | None, depth: int) -> tuple[str, int]:
@@ -227,8 +332,9 @@ class _Walker:
         if in_link:
             block.link_chars += len(text)
 
-    def _describe(self, tag: str, role: str | None, cls: str | None, ident: str | None,
-                  itemprop: str | None) -> tuple[tuple[int, ...], str]:
+    def _describe(
+        self, tag: str, role: str | None, cls: str | None, ident: str | None, itemprop: str | None
+    ) -> tuple[tuple[int, ...], str]:
         """The ctx counts an element raises, and its first class (for its signature)."""
         bumps = [_LANDMARKS[tag]] if tag in _LANDMARKS else []
         if role in _ROLES:
@@ -247,7 +353,12 @@ class _Walker:
         if names:
             get = elem.get
             key: tuple[str, str | None, str | None, str | None, str | None] = (
-                tag, get("role"), get("class"), get("id"), get("itemprop"))
+                tag,
+                get("role"),
+                get("class"),
+                get("id"),
+                get("itemprop"),
+            )
             hidden = hidden or (not _MAY_HIDE.isdisjoint(names) and _is_hidden(elem))
         else:
             key = (tag, None, None, None, None)
@@ -269,8 +380,7 @@ class _Walker:
         self.elems.append(elem)
         self.numbers.append(self.count)
         self.count += 1
-        self.states.append((ctx, is_block, in_link, hidden,
-                            sig if len(sig) <= 300 else sig[-300:]))
+        self.states.append((ctx, is_block, in_link, hidden, sig if len(sig) <= 300 else sig[-300:]))
         if is_block:
             if self.current is not None or self.spaces:  # (else there is nothing to flush)
                 self._flush()
@@ -346,8 +456,6 @@ def clean_tree(tree: Any) -> Any:
         if len(_WORD.findall(node.text_content())) < 25:
             node.drop_tree()
     return tree
-
-
 
 
 def in_chrome(block: Block) -> bool:

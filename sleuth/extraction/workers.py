@@ -37,8 +37,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["ExtractLimits", "TooComplex", "extract_limits", "run_bounded", "run_bounded_sync",
-           "run_in_extraction_thread", "shutdown", "start_pool", "worker_pids"]
+__all__ = [
+    "ExtractLimits",
+    "TooComplex",
+    "extract_limits",
+    "run_bounded",
+    "run_bounded_sync",
+    "run_in_extraction_thread",
+    "shutdown",
+    "start_pool",
+    "worker_pids",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,7 @@ async def run_in_extraction_thread(func: Callable[..., T], *args: Any) -> T:
     loop = asyncio.get_running_loop()
     return await loop.run_in_executor(_extraction_executor(), func, *args)
 
+
 #: What the forkserver imports once, so that every worker forked from it has it: this
 #: module loads (and runs) all of extraction, and quiets the workers' standard error.
 _PRELOAD = ["sleuth.extraction._forkserver"]
@@ -80,8 +90,11 @@ class ExtractLimits:
 def extract_limits(settings: Any) -> ExtractLimits:
     """The limits a run's settings (``extract_timeout``, ``extract_memory_mb``,
     ``extract_workers``) give one page's extraction."""
-    return ExtractLimits(seconds=settings.extract_timeout, memory_mb=settings.extract_memory_mb,
-                         workers=settings.extract_workers)
+    return ExtractLimits(
+        seconds=settings.extract_timeout,
+        memory_mb=settings.extract_memory_mb,
+        workers=settings.extract_workers,
+    )
 
 
 class TooComplex(Exception):
@@ -176,6 +189,7 @@ def _call_limited(func: Callable[..., T], args: tuple[Any, ...], memory_mb: int)
 
 # ---------------------------------------------------------------- the pool
 
+
 class _Pool:
     """One process pool, started in a background thread; ``ready`` gives it (or why not)."""
 
@@ -183,7 +197,8 @@ class _Pool:
         self.workers = workers
         self.ready: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
-            weakref.WeakKeyDictionary())
+            weakref.WeakKeyDictionary()
+        )
         threading.Thread(target=self._start, name="sleuth-extract-start", daemon=True).start()
 
     def _start(self) -> None:
@@ -192,8 +207,9 @@ class _Pool:
 
             _at_exit()
             _keep_main_out()
-            pool = ProcessPool(max_workers=self.workers, initializer=_init_worker,
-                               context=_context())
+            pool = ProcessPool(
+                max_workers=self.workers, initializer=_init_worker, context=_context()
+            )
             if not pool.active:  # starts the workers (forks them) here, off the caller's path
                 raise RuntimeError("the extraction pool did not start")
         except Exception as exc:  # no processes on this platform: the caller falls back
@@ -300,12 +316,14 @@ def _failure(exc: BaseException, limits: ExtractLimits) -> TooComplex | None:
     return None
 
 
-def _schedule(entry: _Pool, pool: Any, func: Callable[..., Any], args: tuple[Any, ...],
-              limits: ExtractLimits) -> concurrent.futures.Future[Any] | None:
+def _schedule(
+    entry: _Pool, pool: Any, func: Callable[..., Any], args: tuple[Any, ...], limits: ExtractLimits
+) -> concurrent.futures.Future[Any] | None:
     """Hand the call to ``pool``; None when the pool has broken (a new one starts next time)."""
     try:
         future: concurrent.futures.Future[Any] = pool.schedule(
-            _call_limited, args=(func, args, limits.memory_mb), timeout=limits.seconds)
+            _call_limited, args=(func, args, limits.memory_mb), timeout=limits.seconds
+        )
     except RuntimeError:  # pebble's pool is not running any more (all its workers died)
         log.warning("the extraction pool broke; starting a new one")
         with _pools_lock:
@@ -368,8 +386,11 @@ def run_bounded_sync(func: Callable[..., T], *args: Any, limits: ExtractLimits) 
 
 def worker_pids() -> list[int]:
     """Process ids of the extraction workers now alive (for tests and benchmarks)."""
-    return sorted(child.pid for child in multiprocessing.active_children()
-                  if child.name == _WORKER_NAME and child.pid is not None)
+    return sorted(
+        child.pid
+        for child in multiprocessing.active_children()
+        if child.name == _WORKER_NAME and child.pid is not None
+    )
 
 
 def shutdown() -> None:

@@ -34,38 +34,75 @@ from urllib.parse import urlsplit
 from sleuth import _extras as extras
 from sleuth.errors import BlockedURLError, ConfigError
 
-__all__ = ["Browser", "BrowserFetch", "Fetched", "RenderError", "Rendered",
-           "looks_like_script_shell", "playwright_installed", "require_playwright"]
+__all__ = [
+    "Browser",
+    "BrowserFetch",
+    "Fetched",
+    "RenderError",
+    "Rendered",
+    "looks_like_script_shell",
+    "playwright_installed",
+    "require_playwright",
+]
 
 log = logging.getLogger(__name__)
 
+
 def install_hint() -> str:
     """What the playwright engine needs, and the commands that install it."""
-    return (f"the playwright fetch engine needs Playwright: {extras.install_hint('browser')}, "
-            "plus a Chromium (apt install chromium, or: playwright install chromium)")
+    return (
+        f"the playwright fetch engine needs Playwright: {extras.install_hint('browser')}, "
+        "plus a Chromium (apt install chromium, or: playwright install chromium)"
+    )
 
-_CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                  "--disable-background-networking", "--no-first-run",
-                  # No QUIC, and WebRTC only through the proxy (so never): UDP goes round a
-                  # proxy. The switch was renamed; each Chromium ignores the name it lacks.
-                  "--disable-quic", "--webrtc-ip-handling-policy=disable_non_proxied_udp",
-                  "--force-webrtc-ip-handling-policy=disable_non_proxied_udp"]
+
+_CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    # No QUIC, and WebRTC only through the proxy (so never): UDP goes round a
+    # proxy. The switch was renamed; each Chromium ignores the name it lacks.
+    "--disable-quic",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+]
 # Chromium builds we can use instead of Playwright's own download (which may be impossible).
 _CHROMIUM_NAMES = ("chromium", "chromium-browser", "chromium-headless-shell")
 _SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
 # Request headers Chromium sends that are the transport's business, or that would ask
 # for encodings the bounded inflater does not read (sleuth's client sets its own).
-_DROPPED_REQUEST_HEADERS = frozenset({
-    "host", "connection", "keep-alive", "proxy-connection", "proxy-authorization",
-    "content-length", "transfer-encoding", "te", "upgrade", "accept-encoding"})
+_DROPPED_REQUEST_HEADERS = frozenset(
+    {
+        "host",
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "proxy-authorization",
+        "content-length",
+        "transfer-encoding",
+        "te",
+        "upgrade",
+        "accept-encoding",
+    }
+)
 # Response headers that describe the bytes on the wire, not the (decoded) body handed over.
-_DROPPED_RESPONSE_HEADERS = frozenset({
-    "content-encoding", "content-length", "transfer-encoding", "connection", "keep-alive",
-    "alt-svc"})
+_DROPPED_RESPONSE_HEADERS = frozenset(
+    {
+        "content-encoding",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "keep-alive",
+        "alt-svc",
+    }
+)
 
 _SCRIPT = re.compile(r"<script\b", re.IGNORECASE)
-_INVISIBLE = re.compile(r"<(script|style|noscript|template|svg)\b.*?</\1\s*>",
-                        re.IGNORECASE | re.DOTALL)
+_INVISIBLE = re.compile(
+    r"<(script|style|noscript|template|svg)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL
+)
 _TAG = re.compile(r"<[^>]*>")
 _APP_ROOT = re.compile(r"""<div[^>]+id=["'](root|app|__next|__nuxt|svelte)["']""", re.IGNORECASE)
 
@@ -156,8 +193,11 @@ def _closed_port() -> socket.socket:
 
 
 def _request_headers(headers: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items()
-            if k.lower() not in _DROPPED_REQUEST_HEADERS and not k.startswith(":")}
+    return {
+        k: v
+        for k, v in headers.items()
+        if k.lower() not in _DROPPED_REQUEST_HEADERS and not k.startswith(":")
+    }
 
 
 def _response_headers(fetched: Fetched) -> dict[str, str]:
@@ -174,8 +214,11 @@ def _response_headers(fetched: Fetched) -> dict[str, str]:
 def _main_frame_navigation(request: Any, page: Any) -> bool:
     """Whether ``request`` loads a new document into ``page`` itself (not a frame, a popup)."""
     try:
-        return bool(request.is_navigation_request()) and page is not None \
+        return (
+            bool(request.is_navigation_request())
+            and page is not None
             and request.frame == page.main_frame
+        )
     except Exception:  # a request with no frame (a worker's) is no navigation
         return False
 
@@ -223,17 +266,21 @@ class Browser:
 
             self._proxy = _closed_port()
             # Loopback is proxied too: Chromium bypasses the proxy for it unless told.
-            args = [*_CHROMIUM_ARGS,
-                    f"--proxy-server=http://127.0.0.1:{self._proxy.getsockname()[1]}",
-                    "--proxy-bypass-list=<-loopback>"]
+            args = [
+                *_CHROMIUM_ARGS,
+                f"--proxy-server=http://127.0.0.1:{self._proxy.getsockname()[1]}",
+                "--proxy-bypass-list=<-loopback>",
+            ]
             try:
                 self._playwright = await async_playwright().start()
                 self._browser = await self._playwright.chromium.launch(
-                    executable_path=_chromium_path(), args=args, headless=True)
+                    executable_path=_chromium_path(), args=args, headless=True
+                )
             except Exception as exc:  # playwright's launch errors are plain Error types
                 await self._stop()
-                raise ConfigError(f"could not start Chromium ({_one_line(exc)}); "
-                                  f"{install_hint()}") from exc
+                raise ConfigError(
+                    f"could not start Chromium ({_one_line(exc)}); {install_hint()}"
+                ) from exc
 
     async def render(self, document: Fetched, limit_s: float) -> Rendered:
         """Show ``document`` (already fetched) with its scripts run; return the HTML.
@@ -247,7 +294,8 @@ class Browser:
         context: Any = None
         try:
             context = await self._browser.new_context(
-                java_script_enabled=True, service_workers="block", accept_downloads=False)
+                java_script_enabled=True, service_workers="block", accept_downloads=False
+            )
             context.set_default_timeout(limit_s * 1000)
             await context.route("**/*", partial(self._route, session))
             await context.route_web_socket(lambda _url: True, _refuse_web_socket)
@@ -274,13 +322,18 @@ class Browser:
             raise RenderError(f"the page ended at {final[:100]}, not a web page")
         answer = session.main.get(final) or session.last or session.document
         size = await page.evaluate(
-            "document.documentElement ? document.documentElement.outerHTML.length : 0")
+            "document.documentElement ? document.documentElement.outerHTML.length : 0"
+        )
         if size > self._max_bytes:
             raise RenderError(f"the rendered page is too large (over {self._max_bytes:,} bytes)")
         html = await page.content()
         content_type = _response_headers(answer).get("content-type", "text/html")
-        return Rendered(final_url=answer.url if final in session.main else final,
-                        status=answer.status, html=html, content_type=content_type)
+        return Rendered(
+            final_url=answer.url if final in session.main else final,
+            status=answer.status,
+            html=html,
+            content_type=content_type,
+        )
 
     async def _route(self, session: _Session, route: Any) -> None:
         """Playwright's route handler: answer in a task the render can cancel when it ends."""
@@ -311,8 +364,9 @@ class Browser:
                 fetched = session.document
             else:
                 headers = _request_headers(await request.all_headers())
-                fetched = await self._fetch(request.method, request.url, headers,
-                                            request.post_data_buffer)
+                fetched = await self._fetch(
+                    request.method, request.url, headers, request.post_data_buffer
+                )
         except BlockedURLError as exc:
             refusal = "blockedbyclient"
             if main and session.blocked is None:
@@ -324,8 +378,11 @@ class Browser:
             return
         if main:
             session.main[request.url] = session.last = fetched
-        await _ignore_errors(route.fulfill(
-            status=fetched.status, headers=_response_headers(fetched), body=fetched.body))
+        await _ignore_errors(
+            route.fulfill(
+                status=fetched.status, headers=_response_headers(fetched), body=fetched.body
+            )
+        )
 
     async def _stop(self) -> None:
         for name in ("_browser", "_playwright"):

@@ -19,8 +19,17 @@ from typing import Any, Protocol
 from sleuth.errors import ConfigError
 from sleuth.models import FetchFailure, Page
 
-__all__ = ["CachedResult", "LocalDocuments", "NotModified", "PageCache", "Validators",
-           "cache_failed", "lookup", "quietly", "validators_of"]
+__all__ = [
+    "CachedResult",
+    "LocalDocuments",
+    "NotModified",
+    "PageCache",
+    "Validators",
+    "cache_failed",
+    "lookup",
+    "quietly",
+    "validators_of",
+]
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +69,14 @@ class PageCache(Protocol):
     async def get(self, url: str) -> CachedResult | None:
         """The last fetch of ``url`` (keyed by its canonical form), or None."""
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
-                  public: bool | None = None) -> None:
+    async def put(
+        self,
+        url: str,
+        result: Page | FetchFailure,
+        validators: Validators,
+        *,
+        public: bool | None = None,
+    ) -> None:
         """Remember a fresh fetch of ``url`` (page or failure), and whether it is known to
         come from a public address (to hand back as ``CachedResult.public``)."""
 

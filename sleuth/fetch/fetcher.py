@@ -68,8 +68,16 @@ from sleuth.models import FetchFailure, Page
 from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
 
-__all__ = ["DEFAULT_USER_AGENT", "CachedResult", "Fetcher", "LocalDocuments", "PageCache",
-           "RunFetcher", "Validators", "fetch_page"]
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "CachedResult",
+    "Fetcher",
+    "LocalDocuments",
+    "PageCache",
+    "RunFetcher",
+    "Validators",
+    "fetch_page",
+]
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +85,7 @@ log = logging.getLogger(__name__)
 KEEPALIVE = 32
 
 DEFAULT_USER_AGENT = f"sleuth/{__version__} (+https://github.com/sleuth-research/sleuth)"
+
 
 @dataclass
 class _Entry:
@@ -89,8 +98,6 @@ class _Entry:
 def _fallback_title(text: str, url: str) -> str:
     first = text.split("\n", 1)[0].strip()
     return first if 0 < len(first) <= 120 else url
-
-
 
 
 class RunFetcher:
@@ -141,13 +148,17 @@ class Fetcher(HttpTransfer):
     latest few, and its page cache answers for the rest).
     """
 
-    def __init__(self, settings: Settings, *,
-                 transport: httpx.AsyncBaseTransport | None = None,
-                 cache: PageCache | None = None,
-                 documents: LocalDocuments | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                 keep: int | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        cache: PageCache | None = None,
+        documents: LocalDocuments | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        keep: int | None = None,
+    ) -> None:
         self._settings = settings
         self._transport = transport
         self._cache = cache
@@ -163,8 +174,9 @@ class Fetcher(HttpTransfer):
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._domains = DomainRules.from_settings(settings)
         self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
-        self._polite = Politeness(settings, self._user_agent, self._read_robots, clock=clock,
-                                  sleep=sleep)
+        self._polite = Politeness(
+            settings, self._user_agent, self._read_robots, clock=clock, sleep=sleep
+        )
 
     async def __aenter__(self) -> Self:
         settings = self._settings
@@ -180,21 +192,35 @@ class Fetcher(HttpTransfer):
             self._browser = Browser(self._fetch_for_browser, settings.max_page_bytes)
         # httpcore scans every pooled connection for each request: hundreds of idle ones
         # (a batch's fetcher, its pages on many hosts) cost more CPU than reconnecting.
-        limits = httpx.Limits(max_connections=settings.concurrency,
-                              max_keepalive_connections=min(settings.concurrency, KEEPALIVE))
+        limits = httpx.Limits(
+            max_connections=settings.concurrency,
+            max_keepalive_connections=min(settings.concurrency, KEEPALIVE),
+        )
         transport = self._transport or GuardedTransport(
-            allow_private=settings.allow_private_urls, http2=True, limits=limits,
-            domains=self._domains)
+            allow_private=settings.allow_private_urls,
+            http2=True,
+            limits=limits,
+            domains=self._domains,
+        )
         headers = {**_HEADERS, "User-Agent": self._user_agent}
         self._client = httpx.AsyncClient(
-            transport=transport, headers=headers, follow_redirects=False, trust_env=False,
-            timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0)))
+            transport=transport,
+            headers=headers,
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(settings.timeout, connect=min(settings.timeout, 10.0)),
+        )
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None,
-                        exc: BaseException | None, tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         pending: list[asyncio.Task[Any]] = [
-            e.task for e in self._entries.values() if not e.task.done()]
+            e.task for e in self._entries.values() if not e.task.done()
+        ]
         pending += self._polite.pending()
         for task in pending:
             task.cancel()
@@ -271,8 +297,10 @@ class Fetcher(HttpTransfer):
         """A local document, the cache's answer, or a (conditional) download."""
         if url.strip()[:5].lower() == "file:":
             if self._documents is None:
-                return FetchFailure(url=url, reason="blocked: file URLs are read only from "
-                                    "the documents folder (--docs)")
+                return FetchFailure(
+                    url=url,
+                    reason="blocked: file URLs are read only from the documents folder (--docs)",
+                )
             return await self._documents.read(url)
         # Rules first, cache second: a page cached under other settings is not a way in.
         try:
@@ -348,8 +376,9 @@ class Fetcher(HttpTransfer):
             return True
         return address is not None and is_public_address(address)
 
-    async def _fetch_network(self, url: str, stale: CachedResult | None
-                             ) -> tuple[Page | FetchFailure, Validators, bool]:
+    async def _fetch_network(
+        self, url: str, stale: CachedResult | None
+    ) -> tuple[Page | FetchFailure, Validators, bool]:
         """Download and extract ``url``; raises NotModified when a conditional GET gets 304.
 
         The flag says whether the result surely came from a public address (see _public).
@@ -359,7 +388,8 @@ class Fetcher(HttpTransfer):
             conditional = (stale.result.final_url, stale.validators)
         timeout = self._settings.timeout
         host_slots = self._host_slots.setdefault(
-            host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency))
+            host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency)
+        )
         try:
             # Host slot first, so a page waiting for its host holds no global slot.
             async with host_slots, self._slots:
@@ -387,28 +417,39 @@ class Fetcher(HttpTransfer):
             failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
         return failure, Validators(), self._public(url, None)
 
-    async def _read(self, url: str, start: float, download: _Download
-                    ) -> tuple[Page, Validators]:
+    async def _read(self, url: str, start: float, download: _Download) -> tuple[Page, Validators]:
         settings = self._settings
         limits = extract_limits(settings)
         try:
-            body = Body(url=download.url, status=download.status, mime=download.mime,
-                        charset=download.charset, data=download.data)
-            extracted, content_type = await run_bounded(convert, body, settings.max_chars,
-                                                        limits=limits)
+            body = Body(
+                url=download.url,
+                status=download.status,
+                mime=download.mime,
+                charset=download.charset,
+                data=download.data,
+            )
+            extracted, content_type = await run_bounded(
+                convert, body, settings.max_chars, limits=limits
+            )
         except TooComplex as exc:
             raise Unreadable(exc.reason, download.status) from None
         text, truncated = truncate_text(extracted.text, settings.max_chars)
         truncated = truncated or download.incomplete or extracted.truncated
         return Page(
-            url=url, final_url=download.url, canonical_url=canonicalize(download.url),
-            title=extracted.title or _fallback_title(text, download.url), text=text,
-            content_type=content_type, status=download.status, date=extracted.date,
-            truncated=truncated, engine=download.engine,
-            elapsed_s=round(time.monotonic() - start, 3)), download.validators
+            url=url,
+            final_url=download.url,
+            canonical_url=canonicalize(download.url),
+            title=extracted.title or _fallback_title(text, download.url),
+            text=text,
+            content_type=content_type,
+            status=download.status,
+            date=extracted.date,
+            truncated=truncated,
+            engine=download.engine,
+            elapsed_s=round(time.monotonic() - start, 3),
+        ), download.validators
 
-    async def _get(self, url: str, conditional: tuple[str, Validators] | None = None
-                   ) -> _Download:
+    async def _get(self, url: str, conditional: tuple[str, Validators] | None = None) -> _Download:
         """Download ``url``, and show it in the browser where that is wanted.
 
         ``conditional`` is (the cached page's final URL, its validators): the request
@@ -418,9 +459,14 @@ class Fetcher(HttpTransfer):
         otherwise when the page is an empty shell that scripts fill in.
         """
         download = await self._download(url, conditional)
-        if (self._browser is not None and download.mime in HTML_TYPES
-                and (self._settings.fetch_engine == "playwright" or looks_like_script_shell(
-                    download.data.decode("utf-8", "replace")))):
+        if (
+            self._browser is not None
+            and download.mime in HTML_TYPES
+            and (
+                self._settings.fetch_engine == "playwright"
+                or looks_like_script_shell(download.data.decode("utf-8", "replace"))
+            )
+        ):
             rendered = await self._render(download)
             if rendered is not None:
                 return rendered
@@ -433,10 +479,13 @@ class Fetcher(HttpTransfer):
         any other browser failure is one line in the log, and the download is used.
         """
         assert self._browser is not None
-        content_type = download.mime + (f"; charset={download.charset}" if download.charset
-                                        else "")
-        document = Fetched(url=download.url, status=download.status,
-                           headers=(("content-type", content_type),), body=download.data)
+        content_type = download.mime + (f"; charset={download.charset}" if download.charset else "")
+        document = Fetched(
+            url=download.url,
+            status=download.status,
+            headers=(("content-type", content_type),),
+            body=download.data,
+        )
         try:
             rendered = await self._browser.render(document, self._settings.timeout)
         except ConfigError as exc:
@@ -446,8 +495,9 @@ class Fetcher(HttpTransfer):
             self._browser = None
             return None
         except RenderError as exc:
-            log.info("the browser could not render %s: %s; using it as downloaded",
-                     download.url, exc)
+            log.info(
+                "the browser could not render %s: %s; using it as downloaded", download.url, exc
+            )
             return None
         self._check(rendered.final_url)  # the browser's answers were checked; so is the end
         mime, _ = parse_content_type(rendered.content_type)
@@ -455,8 +505,14 @@ class Fetcher(HttpTransfer):
             return None  # PDFs and text are better read by the plain HTTP path
         if rendered.status >= 400:
             raise Unreadable(f"HTTP {rendered.status}", rendered.status)
-        return _Download(url=rendered.final_url, status=rendered.status, mime=mime,
-                         charset="utf-8", data=rendered.html.encode("utf-8"), engine="playwright")
+        return _Download(
+            url=rendered.final_url,
+            status=rendered.status,
+            mime=mime,
+            charset="utf-8",
+            data=rendered.html.encode("utf-8"),
+            engine="playwright",
+        )
 
 
 async def fetch_page(url: str, settings: Settings | None = None) -> Page:

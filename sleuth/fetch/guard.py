@@ -48,12 +48,21 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Cloud instance-metadata endpoints: the classic SSRF prize (AWS/GCP/Azure/OpenStack,
 # AWS over IPv6, Alibaba, Azure's wireserver which sits on a public-looking address).
-_METADATA = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254", "fd00:ec2::254", "100.100.100.200", "168.63.129.16", "169.254.170.2"))
+_METADATA = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",
+        "fd00:ec2::254",
+        "100.100.100.200",
+        "168.63.129.16",
+        "169.254.170.2",
+    )
+)
 
 # (network, what to call it). Order matters only for the wording of the reason.
 _V4_RULES: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
-    (ipaddress.IPv4Network(net), label) for net, label in (
+    (ipaddress.IPv4Network(net), label)
+    for net, label in (
         ("0.0.0.0/8", "unspecified"),
         ("127.0.0.0/8", "loopback"),
         ("10.0.0.0/8", "private"),
@@ -70,9 +79,11 @@ _V4_RULES: tuple[tuple[ipaddress.IPv4Network, str], ...] = tuple(
         ("192.0.2.0/24", "documentation"),
         ("198.51.100.0/24", "documentation"),
         ("203.0.113.0/24", "documentation"),
-    ))
+    )
+)
 _V6_RULES: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
-    (ipaddress.IPv6Network(net), label) for net, label in (
+    (ipaddress.IPv6Network(net), label)
+    for net, label in (
         ("::/128", "unspecified"),
         ("::1/128", "loopback"),
         ("fe80::/10", "link-local"),
@@ -84,7 +95,8 @@ _V6_RULES: tuple[tuple[ipaddress.IPv6Network, str], ...] = tuple(
         ("2001:db8::/32", "documentation"),
         ("2001::/23", "reserved"),
         ("::/8", "reserved"),
-    ))
+    )
+)
 _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 
 
@@ -147,6 +159,7 @@ def is_public_address(ip: str | IPAddress) -> bool:
 
 
 # ---------------------------------------------------------------- domain lists
+
 
 def _canonical_host(host: str) -> str:
     """``host`` for list matching: lower case, no final dot, one spelling per IP address
@@ -212,8 +225,11 @@ class DomainRules:
 
     def allows_private(self, host: str) -> bool:
         """Whether ``host`` was allow-listed, so its private addresses may be used."""
-        return bool(self.allow) and _listed(host, self.allow) is not None \
+        return (
+            bool(self.allow)
+            and _listed(host, self.allow) is not None
             and _listed(host, self.deny) is None
+        )
 
 
 NO_DOMAIN_RULES = DomainRules()
@@ -317,8 +333,9 @@ def _authority(url: str) -> str:
     return re.split(r"[/?#]", rest, maxsplit=1)[0]
 
 
-def check_url(url: str, allow_private: bool = False,
-              domains: DomainRules = NO_DOMAIN_RULES) -> None:
+def check_url(
+    url: str, allow_private: bool = False, domains: DomainRules = NO_DOMAIN_RULES
+) -> None:
     """Raise :class:`BlockedURLError` unless ``url`` is an http(s) URL sleuth may fetch.
 
     With ``allow_private`` the address checks are skipped (for intranets and tests)
@@ -364,6 +381,7 @@ def check_url(url: str, allow_private: bool = False,
 
 # ---------------------------------------------------------------- connect time
 
+
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     """An httpcore network backend that only ever connects to checked addresses.
 
@@ -373,9 +391,12 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
     between the check and the connection.
     """
 
-    def __init__(self, allow_private: bool = False,
-                 backend: httpcore.AsyncNetworkBackend | None = None,
-                 domains: DomainRules = NO_DOMAIN_RULES) -> None:
+    def __init__(
+        self,
+        allow_private: bool = False,
+        backend: httpcore.AsyncNetworkBackend | None = None,
+        domains: DomainRules = NO_DOMAIN_RULES,
+    ) -> None:
         self._allow_private = allow_private
         self._backend = backend or httpcore.AnyIOBackend()
         self._domains = domains
@@ -399,13 +420,16 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         return addresses
 
     # The signature is httpcore's, "timeout" name included.
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,  # noqa: ASYNC109
-                          local_address: str | None = None,
-                          socket_options: Iterable[Any] | None = None,
-                          ) -> httpcore.AsyncNetworkStream:
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         """Resolve ``host``, refuse non-public answers, connect to a checked address."""
-        refused = self._domains.refusal(host.lower().removesuffix(".")) if self._domains \
-            else None
+        refused = self._domains.refusal(host.lower().removesuffix(".")) if self._domains else None
         if refused is not None:
             raise BlockedURLError(host, refused)
         addresses = await self._resolve(host, port, timeout)
@@ -418,16 +442,23 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         for address in addresses:
             try:
                 return await self._backend.connect_tcp(
-                    address, port, timeout=timeout, local_address=local_address,
-                    socket_options=socket_options)
+                    address,
+                    port,
+                    timeout=timeout,
+                    local_address=local_address,
+                    socket_options=socket_options,
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc  # try the next address, as getaddrinfo-based clients do
         assert error is not None
         raise error
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,  # noqa: ASYNC109
-                                  socket_options: Iterable[Any] | None = None,
-                                  ) -> httpcore.AsyncNetworkStream:
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
         """Never: a web page is not behind a Unix socket."""
         raise BlockedURLError(path, "Unix sockets are not allowed")
 
@@ -446,9 +477,14 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
     purpose: through a proxy the guard would only ever see the proxy's address.
     """
 
-    def __init__(self, *, allow_private: bool = False, http2: bool = True,
-                 limits: httpx.Limits | None = None,
-                 domains: DomainRules = NO_DOMAIN_RULES) -> None:
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        http2: bool = True,
+        limits: httpx.Limits | None = None,
+        domains: DomainRules = NO_DOMAIN_RULES,
+    ) -> None:
         limits = limits or httpx.Limits()
         ssl_context = shared_ssl_context(trust_env=False)
         super().__init__(verify=ssl_context, http2=http2, limits=limits, trust_env=False)

@@ -88,9 +88,15 @@ class Politeness:
     ``sleep`` pace the requests; tests pass fake ones to see the spacing without waiting.
     """
 
-    def __init__(self, settings: Settings, user_agent: str,
-                 read_robots: Callable[[str], Awaitable[Robots]], *,
-                 clock: Callable[[], float], sleep: Callable[[float], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        user_agent: str,
+        read_robots: Callable[[str], Awaitable[Robots]],
+        *,
+        clock: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> None:
         self._settings = settings
         self._user_agent = user_agent
         self._read_robots = read_robots
@@ -123,8 +129,7 @@ class Politeness:
         pages are used up (else None)."""
         cap = self._settings.max_pages_per_host
         if pages[host] >= cap:
-            return (f"{CAPPED} ({cap} pages from {host}; "
-                    "--max-pages-per-host)")
+            return f"{CAPPED} ({cap} pages from {host}; --max-pages-per-host)"
         pages[host] += 1
         return None
 

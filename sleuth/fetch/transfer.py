@@ -31,8 +31,10 @@ log = logging.getLogger("sleuth.fetch.fetcher")
 _REDIRECT_CODES = frozenset({301, 302, 303, 307, 308})
 _ERRNO = re.compile(r"^\[Errno -?\d+\]\s*")
 _HEADERS = {
-    "Accept": ("text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
-               "text/markdown;q=0.8,*/*;q=0.1"),
+    "Accept": (
+        "text/html,application/xhtml+xml,application/pdf;q=0.9,text/plain;q=0.8,"
+        "text/markdown;q=0.8,*/*;q=0.1"
+    ),
     "Accept-Language": "en;q=1.0, *;q=0.5",
     # Only what the Inflater can decode with a bound on output (see sleuth.fetch.body).
     "Accept-Encoding": "gzip, deflate",
@@ -73,6 +75,7 @@ def _network_reason(exc: httpx.HTTPError) -> str:
     else:
         reason = f"network error ({type(exc).__name__}: {message})"
     return reason[:200]
+
 
 class HttpTransfer:
     """Requests for a fetcher: paced per host, redirects checked hop by hop, bodies capped.
@@ -145,18 +148,19 @@ class HttpTransfer:
             return Robots.parse(data.decode("utf-8", "replace"))
         return Robots.allow_all("robots.txt: too many redirects")
 
-    def _client_request(self, url: httpx.URL, headers: dict[str, str] | None = None
-                        ) -> httpx.Request:
+    def _client_request(
+        self, url: httpx.URL, headers: dict[str, str] | None = None
+    ) -> httpx.Request:
         assert self._client is not None
         return self._client.build_request("GET", url, headers=headers)
 
     async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
         """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
-        return (await read_body(response, self._settings.max_page_bytes if cap is None
-                                else cap))[0]
+        return (await read_body(response, self._settings.max_page_bytes if cap is None else cap))[0]
 
-    async def _fetch_for_browser(self, method: str, url: str, headers: dict[str, str],
-                                 body: bytes | None) -> Fetched:
+    async def _fetch_for_browser(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> Fetched:
         """One request of the browser's, made by sleuth's guarded client.
 
         Redirects are followed here, every hop checked like a page's (Chromium never
@@ -168,8 +172,10 @@ class HttpTransfer:
         current = url
         for _ in range(self._settings.max_redirects + 1):
             self._check(current)
-            response = await self._client.send(self._client.build_request(
-                method, current, headers=headers, content=body), stream=True)
+            response = await self._client.send(
+                self._client.build_request(method, current, headers=headers, content=body),
+                stream=True,
+            )
             try:
                 status = response.status_code
                 location = response.headers.get("location")
@@ -177,21 +183,29 @@ class HttpTransfer:
                     target = response.url.join(location)
                     if target.host != response.url.host:
                         # As browsers do: credentials do not follow a request to another host.
-                        headers = {k: v for k, v in headers.items()
-                                   if k.lower() not in ("cookie", "authorization")}
+                        headers = {
+                            k: v
+                            for k, v in headers.items()
+                            if k.lower() not in ("cookie", "authorization")
+                        }
                     if status == 303 or (status in (301, 302) and method == "POST"):
                         method, body = ("HEAD" if method == "HEAD" else "GET"), None
                     current = str(target)
                     continue
                 data = await self._read_body(response)
-                return Fetched(url=str(response.url), status=status,
-                               headers=tuple(response.headers.multi_items()), body=data)
+                return Fetched(
+                    url=str(response.url),
+                    status=status,
+                    headers=tuple(response.headers.multi_items()),
+                    body=data,
+                )
             finally:
                 await response.aclose()
         raise Unreadable("too many redirects")
 
-    async def _download(self, url: str, conditional: tuple[str, Validators] | None = None
-                        ) -> _Download:
+    async def _download(
+        self, url: str, conditional: tuple[str, Validators] | None = None
+    ) -> _Download:
         """GET ``url``, following up to ``max_redirects`` redirects by hand."""
         assert self._client is not None
         self._check(url)  # before httpx parses it at all
@@ -223,10 +237,16 @@ class HttpTransfer:
                 if mime not in ACCEPTED_TYPES:
                     raise Unreadable(f"unsupported content type {mime}", status)
                 data, complete = await read_body(response, self._settings.max_page_bytes)
-                return _Download(url=str(response.url), status=status, mime=mime,
-                                 charset=charset, data=data,
-                                 validators=validators_of(response.headers),
-                                 incomplete=not complete, address=_peer(response))
+                return _Download(
+                    url=str(response.url),
+                    status=status,
+                    mime=mime,
+                    charset=charset,
+                    data=data,
+                    validators=validators_of(response.headers),
+                    incomplete=not complete,
+                    address=_peer(response),
+                )
             finally:
                 await response.aclose()
         raise Unreadable("too many redirects")

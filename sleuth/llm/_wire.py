@@ -30,8 +30,18 @@ import httpx
 
 from sleuth._tls import client_tls
 
-__all__ = ["MAX_REPLY_BYTES", "UNPARSABLE", "Completion", "Misshapen", "ReplyRefused", "cause",
-           "headers_of", "model_http_client", "parse_retry_after", "read_completion"]
+__all__ = [
+    "MAX_REPLY_BYTES",
+    "UNPARSABLE",
+    "Completion",
+    "Misshapen",
+    "ReplyRefused",
+    "cause",
+    "headers_of",
+    "model_http_client",
+    "parse_retry_after",
+    "read_completion",
+]
 
 _E = TypeVar("_E", bound=BaseException)
 
@@ -62,8 +72,7 @@ def _too_large(limit: int) -> str:
 class _CappedStream(httpx.AsyncByteStream):
     """A response body that raises :class:`ReplyRefused` once it passes ``limit`` bytes."""
 
-    def __init__(self, stream: httpx.AsyncByteStream, limit: int,
-                 request: httpx.Request) -> None:
+    def __init__(self, stream: httpx.AsyncByteStream, limit: int, request: httpx.Request) -> None:
         self._stream = stream
         self._limit = limit
         self._request = request
@@ -86,14 +95,17 @@ def _capper(limit: int) -> Callable[[httpx.Response], Awaitable[None]]:
     httpx runs response hooks before it reads the body, and closes the response
     when one raises.
     """
+
     async def cap(response: httpx.Response) -> None:
         declared = response.headers.get("content-length", "").strip()
         encoding = response.headers.get("content-encoding", "").strip().lower()
         if declared.isdigit() and int(declared) > limit:
             raise ReplyRefused(_too_large(limit), request=response.request)
         if encoding not in ("", "identity"):
-            raise ReplyRefused(f"the reply is compressed ({encoding[:40]}) although none was "
-                               "asked for", request=response.request)
+            raise ReplyRefused(
+                f"the reply is compressed ({encoding[:40]}) although none was asked for",
+                request=response.request,
+            )
         assert isinstance(response.stream, httpx.AsyncByteStream)
         response.stream = _CappedStream(response.stream, limit, response.request)
 
@@ -107,17 +119,21 @@ def model_http_client(timeout: float, *, limit: int = MAX_REPLY_BYTES) -> httpx.
     environment); ``timeout`` applies to each connect and read, and does not bound a
     whole call (see the module docstring).
     """
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=True,
-                             **client_tls(limits=httpx.Limits(
-                                 max_connections=1000, max_keepalive_connections=100)),
-                             headers={"Accept-Encoding": "identity"},
-                             event_hooks={"response": [_capper(limit)]})
+    return httpx.AsyncClient(
+        timeout=timeout,
+        follow_redirects=True,
+        **client_tls(limits=httpx.Limits(max_connections=1000, max_keepalive_connections=100)),
+        headers={"Accept-Encoding": "identity"},
+        event_hooks={"response": [_capper(limit)]},
+    )
 
 
 # -- reading errors ---------------------------------------------------------------------
 
-def parse_retry_after(headers: Mapping[str, str] | None, *, now: float | None = None
-                      ) -> float | None:
+
+def parse_retry_after(
+    headers: Mapping[str, str] | None, *, now: float | None = None
+) -> float | None:
     """Seconds a server asked us to wait, or None when it did not say (or said nonsense).
 
     Reads ``retry-after-ms`` (OpenAI's) first, then ``Retry-After`` as seconds or as an
@@ -171,8 +187,8 @@ def headers_of(exc: BaseException) -> dict[str, str]:
     return dict(headers.items()) if headers is not None else {}
 
 
-
 # -- reading a completion --------------------------------------------------------------
+
 
 class Misshapen(ValueError):
     """A reply that parsed as JSON but is not shaped like a chat completion."""
@@ -206,16 +222,22 @@ def read_completion(completion: Any) -> Completion | None:
     raw_calls = getattr(message, "tool_calls", None) or []
     if not isinstance(raw_calls, list):
         raise Misshapen("'tool_calls' is not a list")
-    calls = tuple(_tool_call(n, c) for n, c in enumerate(raw_calls)
-                  if getattr(c, "function", None) is not None)
+    calls = tuple(
+        _tool_call(n, c)
+        for n, c in enumerate(raw_calls)
+        if getattr(c, "function", None) is not None
+    )
     usage = getattr(completion, "usage", None)
     model = getattr(completion, "model", None)
     finish = getattr(choices[0], "finish_reason", None)
-    return Completion(text=text, model=model if isinstance(model, str) and model else None,
-                      finish_reason=finish if isinstance(finish, str) else None,
-                      prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
-                      completion_tokens=_count(getattr(usage, "completion_tokens", None)),
-                      calls=calls)
+    return Completion(
+        text=text,
+        model=model if isinstance(model, str) and model else None,
+        finish_reason=finish if isinstance(finish, str) else None,
+        prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
+        completion_tokens=_count(getattr(usage, "completion_tokens", None)),
+        calls=calls,
+    )
 
 
 def _text(content: Any) -> str | None:
@@ -223,8 +245,10 @@ def _text(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content or ""
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...] (some servers)
-        parts = [part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
-                 for part in content]
+        parts = [
+            part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+            for part in content
+        ]
         return "".join(p for p in parts if isinstance(p, str))
     return None
 
@@ -241,5 +265,8 @@ def _tool_call(n: int, call: Any) -> tuple[str, str, str]:
     if isinstance(arguments, dict):  # some servers send the object, not its JSON text
         arguments = json.dumps(arguments, ensure_ascii=False)
     name = getattr(function, "name", None)
-    return (str(getattr(call, "id", "") or f"call_{n}"), name if isinstance(name, str) else "",
-            arguments if isinstance(arguments, str) else "")
+    return (
+        str(getattr(call, "id", "") or f"call_{n}"),
+        name if isinstance(name, str) else "",
+        arguments if isinstance(arguments, str) else "",
+    )

@@ -81,7 +81,8 @@ _CONTEXT_OVERFLOW = re.compile(
     r"context[ _-]?(?:length|window|size)|maximum context|too many tokens|"
     r"prompt is too long|input is too long|maximum (?:input|prompt) length|"
     r"reduce the length of the (?:messages|prompt)|exceeds? (?:the )?(?:available )?context",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 _MAX_MESSAGE = 300
 
 
@@ -209,11 +210,16 @@ class ReplyCache(Protocol):
         """Store a reply under ``key``."""
 
 
-def cache_key(model: str, messages: Sequence[Message], max_tokens: int | None,
-              temperature: float) -> str:
+def cache_key(
+    model: str, messages: Sequence[Message], max_tokens: int | None, temperature: float
+) -> str:
     """A stable key for one request: SHA-256 of its canonical JSON."""
-    payload = {"model": model, "messages": [dict(m) for m in messages],
-               "max_tokens": max_tokens, "temperature": temperature}
+    payload = {
+        "model": model,
+        "messages": [dict(m) for m in messages],
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+    }
     canonical = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
@@ -236,13 +242,18 @@ class LLMClient:
     client serves a whole run; its ``usage`` holds the run's totals.
     """
 
-    def __init__(self, config: LLMConfig, *, usage: LLMUsage | None = None,
-                 progress: ProgressCallback = no_progress,
-                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-                 rand: Callable[[], float] = random.random,
-                 clock: Callable[[], float] = time.time,
-                 cache: ReplyCache | None = None,
-                 openai_client: openai.AsyncOpenAI | None = None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        usage: LLMUsage | None = None,
+        progress: ProgressCallback = no_progress,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rand: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.time,
+        cache: ReplyCache | None = None,
+        openai_client: openai.AsyncOpenAI | None = None,
+    ) -> None:
         self.config = config
         self.usage = usage if usage is not None else LLMUsage()
         self.cache = cache
@@ -260,8 +271,11 @@ class LLMClient:
         # Keyless local servers ignore the header, but the SDK insists on some key.
         self._client = openai_client or openai.AsyncOpenAI(
             base_url=config.base_url or "https://api.openai.com/v1",
-            api_key=key or "not-needed", max_retries=0, timeout=config.timeout,
-            http_client=http)
+            api_key=key or "not-needed",
+            max_retries=0,
+            timeout=config.timeout,
+            http_client=http,
+        )
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -282,20 +296,29 @@ class LLMClient:
         """The model ``stage`` uses; ConfigError when none is configured or known yet."""
         model = self.config.model_for(stage) or self._server_model
         if not model:
-            raise ConfigError(f"no model configured for the LLM at {self.server}; "
-                              "set --model (SLEUTH_MODEL)")
+            raise ConfigError(
+                f"no model configured for the LLM at {self.server}; set --model (SLEUTH_MODEL)"
+            )
         return model
 
     def context_window(self, stage: str) -> int:
         """Context window of ``stage``'s model; says so (once) when it is a guess."""
         model = self.model_for(stage)
-        if self.config.context_window is None and not model_info(model).known \
-                and model not in self._warned_unknown:
+        if (
+            self.config.context_window is None
+            and not model_info(model).known
+            and model not in self._warned_unknown
+        ):
             self._warned_unknown.add(model)
             window = context_window(model)
-            self._progress(Event("info", f"model {model!r} is not in sleuth's table; assuming "
-                                 f"a {window}-token context (set --context-window)",
-                                 {"model": model, "context_window": window}))
+            self._progress(
+                Event(
+                    "info",
+                    f"model {model!r} is not in sleuth's table; assuming "
+                    f"a {window}-token context (set --context-window)",
+                    {"model": model, "context_window": window},
+                )
+            )
         return context_window(model, self.config.context_window)
 
     async def list_models(self) -> list[str]:
@@ -307,8 +330,9 @@ class LLMClient:
             raise self._translate(exc) from None
         data = getattr(page, "data", None)
         if not isinstance(data, list):  # the SDK does not check the shape of the JSON
-            raise ParseError(f"the LLM server at {self.server} sent a model list sleuth "
-                             "cannot read")
+            raise ParseError(
+                f"the LLM server at {self.server} sent a model list sleuth cannot read"
+            )
         return [m.id for m in data if isinstance(getattr(m, "id", None), str)]
 
     async def resolve_model(self) -> str:
@@ -331,13 +355,20 @@ class LLMClient:
         hinted = parse_retry_after(headers, now=self._clock())
         if hinted is not None:
             return min(hinted, self.config.retry_after_cap)
-        ceiling = min(self.config.backoff_cap, self.config.backoff_base * 2 ** attempt)
-        return ceiling * (0.5 + 0.5 * self._rand())
+        ceiling = min(self.config.backoff_cap, self.config.backoff_base * 2**attempt)
+        return float(ceiling * (0.5 + 0.5 * self._rand()))
 
-    async def chat(self, messages: Sequence[Message], *, stage: str, model: str | None = None,
-                   max_tokens: int | None = None, temperature: float = 0.2,
-                   tools: Sequence[Mapping[str, Any]] | None = None,
-                   tool_choice: str | Mapping[str, Any] | None = None) -> LLMReply:
+    async def chat(
+        self,
+        messages: Sequence[Message],
+        *,
+        stage: str,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+    ) -> LLMReply:
         """Ask the model; the reply, with usage counted in ``self.usage``.
 
         ``stage`` names the pipeline stage (plan, select, summarize, merge, report,
@@ -350,8 +381,9 @@ class LLMClient:
         if not self.config.model_for(stage) and not model and not self._server_model:
             await self.resolve_model()
         name = model or self.model_for(stage)
-        key = (cache_key(name, messages, max_tokens, temperature)
-               if self.cache and not tools else None)
+        key = (
+            cache_key(name, messages, max_tokens, temperature) if self.cache and not tools else None
+        )
         if key is not None and self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
@@ -359,9 +391,11 @@ class LLMClient:
                 self.usage.record(reply)
                 return reply
         # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
-        request: dict[str, Any] = {"model": name,
-                                   "messages": [valid_data(dict(m)) for m in messages],
-                                   "temperature": temperature}
+        request: dict[str, Any] = {
+            "model": name,
+            "messages": [valid_data(dict(m)) for m in messages],
+            "temperature": temperature,
+        }
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
         if tools:
@@ -374,12 +408,19 @@ class LLMClient:
         # One event per call the model really answered: live token counters (sleuth serve).
         # Its cost too, when the model's price is known (the CLI's progress shows the sum).
         cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
-        self._progress(Event("llm", f"{stage}: {reply.prompt_tokens:,} + "
-                                    f"{reply.completion_tokens:,} tokens ({name})",
-                             {"stage": stage, "model": name,
-                              "prompt_tokens": reply.prompt_tokens,
-                              "completion_tokens": reply.completion_tokens,
-                              **({"cost_usd": cost} if cost is not None else {})}))
+        self._progress(
+            Event(
+                "llm",
+                f"{stage}: {reply.prompt_tokens:,} + {reply.completion_tokens:,} tokens ({name})",
+                {
+                    "stage": stage,
+                    "model": name,
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    **({"cost_usd": cost} if cost is not None else {}),
+                },
+            )
+        )
         if key is not None and self.cache is not None and reply.text:
             self.cache.put(key, reply)
         return reply
@@ -405,46 +446,64 @@ class LLMClient:
                 if not error.retryable or attempt >= self.config.max_retries or out_of_time:
                     self.usage.failures += 1
                     if error.retryable:
-                        error = type(error)(f"{error} (gave up after {attempt + 1} attempts)",
-                                            status=error.status, retryable=True)
+                        error = type(error)(
+                            f"{error} (gave up after {attempt + 1} attempts)",
+                            status=error.status,
+                            retryable=True,
+                        )
                     raise error from None
             attempt += 1
             self.usage.retries += 1
-            self._progress(Event("info", f"LLM {stage}: {error}; retry {attempt} in "
-                                 f"{delay:.1f} s", {"stage": stage, "attempt": attempt,
-                                                    "delay_s": delay, "status": error.status}))
+            self._progress(
+                Event(
+                    "info",
+                    f"LLM {stage}: {error}; retry {attempt} in {delay:.1f} s",
+                    {"stage": stage, "attempt": attempt, "delay_s": delay, "status": error.status},
+                )
+            )
             # Sleep outside the semaphore: a waiting call must not block the others.
             await self._sleep(delay)
 
-    def _reply(self, completion: Any, name: str, messages: Sequence[Message],
-               stage: str) -> LLMReply:
+    def _reply(
+        self, completion: Any, name: str, messages: Sequence[Message], stage: str
+    ) -> LLMReply:
         try:
             read = read_completion(completion)
         except Misshapen as exc:
-            raise ParseError(f"the LLM server at {self.server} sent a reply that is not a chat "
-                             f"completion: {exc}") from None
+            raise ParseError(
+                f"the LLM server at {self.server} sent a reply that is not a chat completion: {exc}"
+            ) from None
         if read is None:
             raise LLMError(f"the LLM server at {self.server} returned no answer for {name!r}")
         # A reply is untrusted text: JSON's "\ud800" escape decodes to a lone surrogate,
         # which would break whatever stores, prints or sends the text next.
         text = valid_text(read.text)
-        calls = tuple(ToolCall(id=valid_text(i), name=valid_text(n), arguments=valid_text(a))
-                      for i, n, a in read.calls)
+        calls = tuple(
+            ToolCall(id=valid_text(i), name=valid_text(n), arguments=valid_text(a))
+            for i, n, a in read.calls
+        )
         prompt, answer = read.prompt_tokens, read.completion_tokens
         estimated = prompt is None or answer is None
         if estimated:
             # Servers that omit usage still cost tokens: count them ourselves, flagged.
             spoken = text + "".join(c.name + c.arguments for c in calls)
             prompt, answer = message_tokens(messages, name), count_tokens(spoken, name)
-        return LLMReply(text=text, model=valid_text(read.model or name), prompt_tokens=prompt or 0,
-                        completion_tokens=answer or 0, finish_reason=read.finish_reason,
-                        estimated=estimated, stage=stage, tool_calls=calls)
+        return LLMReply(
+            text=text,
+            model=valid_text(read.model or name),
+            prompt_tokens=prompt or 0,
+            completion_tokens=answer or 0,
+            finish_reason=read.finish_reason,
+            estimated=estimated,
+            stage=stage,
+            tool_calls=calls,
+        )
 
     def _scrub(self, message: str) -> str:
         if self._key:
             message = message.replace(self._key, "***")
         message = " ".join(message.split())
-        return message if len(message) <= _MAX_MESSAGE else message[:_MAX_MESSAGE - 1] + "…"
+        return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
 
     def _translate(self, exc: BaseException) -> LLMError:
         """The sleuth error for an SDK error (see the tree in sleuth.errors).
@@ -454,41 +513,61 @@ class LLMClient:
         """
         where = self.server
         if isinstance(exc, openai.APITimeoutError | TimeoutError):
-            return LLMUnavailableError(f"the LLM server at {where} did not answer within "
-                                       f"{self.config.timeout:g} s", retryable=True)
+            return LLMUnavailableError(
+                f"the LLM server at {where} did not answer within {self.config.timeout:g} s",
+                retryable=True,
+            )
         refused = cause(exc, ReplyRefused)
         if refused is not None:
-            return ParseError(f"the LLM server at {where} sent a reply sleuth did not use: "
-                              f"{refused}")
+            return ParseError(
+                f"the LLM server at {where} sent a reply sleuth did not use: {refused}"
+            )
         if isinstance(exc, UNPARSABLE):
-            what = ("JSON nested too deep to parse" if isinstance(exc, RecursionError) else
-                    "bytes that are not UTF-8" if isinstance(exc, UnicodeDecodeError) else
-                    f"a body that is not valid JSON ({self._scrub(exc.msg)})"
-                    if isinstance(exc, json.JSONDecodeError) else type(exc).__name__)
-            return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: "
-                              f"{what}")
+            what = (
+                "JSON nested too deep to parse"
+                if isinstance(exc, RecursionError)
+                else "bytes that are not UTF-8"
+                if isinstance(exc, UnicodeDecodeError)
+                else f"a body that is not valid JSON ({self._scrub(exc.msg)})"
+                if isinstance(exc, json.JSONDecodeError)
+                else type(exc).__name__
+            )
+            return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: {what}")
         if isinstance(exc, openai.APIConnectionError):
-            return LLMUnavailableError(f"could not connect to the LLM server at {where}",
-                                       retryable=True)
+            return LLMUnavailableError(
+                f"could not connect to the LLM server at {where}", retryable=True
+            )
         if not isinstance(exc, openai.APIStatusError):
             return LLMError(f"LLM call failed: {self._scrub(str(exc))}")
         status = exc.status_code
         detail = self._scrub(_server_message(exc))
         if status in (401, 403):
-            return LLMAuthError(f"the LLM server at {where} refused the request ({status}): "
-                                f"{detail}; check OPENAI_API_KEY and the model name",
-                                status=status)
+            return LLMAuthError(
+                f"the LLM server at {where} refused the request ({status}): "
+                f"{detail}; check OPENAI_API_KEY and the model name",
+                status=status,
+            )
         if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(detail):
-            return ContextOverflowError(f"the prompt is too long for the model ({status}): "
-                                        f"{detail}", status=status)
+            return ContextOverflowError(
+                f"the prompt is too long for the model ({status}): {detail}", status=status
+            )
         if status == 404:
-            return LLMError(f"the LLM server at {where} does not know this model or API "
-                            f"(404): {detail}", status=status)
+            return LLMError(
+                f"the LLM server at {where} does not know this model or API (404): {detail}",
+                status=status,
+            )
         if status == 429:
-            return LLMUnavailableError(f"rate limited by the LLM server at {where} (429): "
-                                       f"{detail}", status=status, retryable=True)
+            return LLMUnavailableError(
+                f"rate limited by the LLM server at {where} (429): {detail}",
+                status=status,
+                retryable=True,
+            )
         if status >= 500 or status in _RETRYABLE_STATUS:
-            return LLMUnavailableError(f"the LLM server at {where} failed ({status}): {detail}",
-                                       status=status, retryable=True)
-        return LLMError(f"the LLM server at {where} rejected the request ({status}): {detail}",
-                        status=status)
+            return LLMUnavailableError(
+                f"the LLM server at {where} failed ({status}): {detail}",
+                status=status,
+                retryable=True,
+            )
+        return LLMError(
+            f"the LLM server at {where} rejected the request ({status}): {detail}", status=status
+        )

@@ -56,10 +56,15 @@ STAGE_MODELS: dict[str, str] = {
 # The settings keys read, and the LLMConfig field each sets. Only these: Settings has
 # other fields (its ``timeout`` is the page timeout) that must not leak in.
 _SETTINGS_KEYS = {
-    "base_url": "base_url", "model": "model", "plan_model": "plan_model",
-    "summary_model": "summary_model", "report_model": "report_model",
-    "context_window": "context_window", "llm_concurrency": "max_concurrency",
-    "llm_timeout": "timeout", "llm_retries": "max_retries",
+    "base_url": "base_url",
+    "model": "model",
+    "plan_model": "plan_model",
+    "summary_model": "summary_model",
+    "report_model": "report_model",
+    "context_window": "context_window",
+    "llm_concurrency": "max_concurrency",
+    "llm_timeout": "timeout",
+    "llm_retries": "max_retries",
 }
 
 
@@ -71,29 +76,36 @@ class LLMConfig(BaseModel):
     base_url: str | None = Field(
         default=None,
         description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1; "
-                    "None means api.openai.com.")
+        "None means api.openai.com.",
+    )
     api_key: SecretStr | None = Field(
-        default=None, description="Bearer key; None for keyless servers.")
+        default=None, description="Bearer key; None for keyless servers."
+    )
     model: str | None = Field(default=None, description="Default model; None: ask the server.")
-    plan_model: str | None = Field(
-        default=None, description="Model for plan, refine and select.")
+    plan_model: str | None = Field(default=None, description="Model for plan, refine and select.")
     summary_model: str | None = Field(
-        default=None, description="Model for summarize, merge and verify.")
+        default=None, description="Model for summarize, merge and verify."
+    )
     report_model: str | None = Field(default=None, description="Model for the report.")
     context_window: int | None = Field(
-        default=None, ge=512, description="Context window; overrides the models table.")
+        default=None, ge=512, description="Context window; overrides the models table."
+    )
     max_concurrency: int = Field(
-        default=8, ge=1, le=64, description="Model calls in flight at once.")
+        default=8, ge=1, le=64, description="Model calls in flight at once."
+    )
     timeout: float = Field(
-        default=180.0, gt=0, le=3600, description="Seconds allowed for one call.")
+        default=180.0, gt=0, le=3600, description="Seconds allowed for one call."
+    )
     max_retries: int = Field(
-        default=4, ge=0, le=10, description="Retries after a retryable failure.")
-    backoff_base: float = Field(
-        default=1.0, ge=0, le=60, description="First retry delay, seconds.")
+        default=4, ge=0, le=10, description="Retries after a retryable failure."
+    )
+    backoff_base: float = Field(default=1.0, ge=0, le=60, description="First retry delay, seconds.")
     backoff_cap: float = Field(
-        default=30.0, ge=0, le=600, description="Longest computed retry delay, seconds.")
+        default=30.0, ge=0, le=600, description="Longest computed retry delay, seconds."
+    )
     retry_after_cap: float = Field(
-        default=60.0, ge=0, le=3600, description="Longest Retry-After wait honoured, seconds.")
+        default=60.0, ge=0, le=3600, description="Longest Retry-After wait honoured, seconds."
+    )
 
     @field_validator("base_url")
     @classmethod
@@ -125,8 +137,9 @@ def _as_mapping(settings: Mapping[str, Any] | BaseModel | None) -> dict[str, Any
     return dict(settings)
 
 
-def resolve_config(settings: Mapping[str, Any] | BaseModel | None = None,
-                   env: Mapping[str, str] | None = None) -> LLMConfig | None:
+def resolve_config(
+    settings: Mapping[str, Any] | BaseModel | None = None, env: Mapping[str, str] | None = None
+) -> LLMConfig | None:
     """The LLM configuration from settings values and the API key, or None.
 
     ``settings`` is a mapping (or a pydantic model such as ``Settings``) that may hold
@@ -158,8 +171,9 @@ def resolve_config(settings: Mapping[str, Any] | BaseModel | None = None,
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(part) for part in err["loc"]) or "LLM setting"
-        raise ConfigError(f"invalid {where}: {str(err['msg']).removeprefix('Value error, ')}"
-                          ) from None
+        raise ConfigError(
+            f"invalid {where}: {str(err['msg']).removeprefix('Value error, ')}"
+        ) from None
 
 
 def ollama_url(env: Mapping[str, str] | None = None) -> str:
@@ -188,8 +202,9 @@ def ollama_url(env: Mapping[str, str] | None = None) -> str:
     return f"{scheme}://{host}:{port or default_port}"
 
 
-def ollama_config(model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] | None = None,
-                  **overrides: Any) -> LLMConfig:
+def ollama_config(
+    model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] | None = None, **overrides: Any
+) -> LLMConfig:
     """A config for a local Ollama: its OpenAI-compatible API, keyless, with its context.
 
     The context window is ``OLLAMA_CONTEXT_LENGTH`` (or ``OLLAMA_DEFAULT_CONTEXT``)
@@ -203,8 +218,12 @@ def ollama_config(model: str, *, url: str = OLLAMA_URL, env: Mapping[str, str] |
     return LLMConfig(base_url=f"{url.rstrip('/')}/v1", model=model, **fields)
 
 
-async def detect_ollama(client: httpx.AsyncClient, url: str = OLLAMA_URL, *,
-                        timeout: float = 0.5) -> str | None:  # noqa: ASYNC109 (an httpx request timeout)
+async def detect_ollama(
+    client: httpx.AsyncClient,
+    url: str = OLLAMA_URL,
+    *,
+    timeout: float = 0.5,  # noqa: ASYNC109 (an httpx request timeout)
+) -> str | None:
     """The first model a local Ollama has pulled, or None. Never raises.
 
     Asks ``<url>/api/tags`` with a short timeout, so a machine without Ollama costs

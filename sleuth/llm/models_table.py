@@ -35,16 +35,17 @@ class ModelInfo:
         """Estimated price of one call, or None when the price is not in the table."""
         if self.input_usd_per_mtok is None or self.output_usd_per_mtok is None:
             return None
-        return (prompt_tokens * self.input_usd_per_mtok
-                + completion_tokens * self.output_usd_per_mtok) / 1_000_000
+        return (
+            prompt_tokens * self.input_usd_per_mtok + completion_tokens * self.output_usd_per_mtok
+        ) / 1_000_000
 
 
 def normalise(name: str) -> str:
     """The key a model name is matched on (see the rules in models.toml)."""
     key = name.strip().lower()
     key = key.removeprefix("ft:")  # fine-tuned OpenAI models: ft:<base>:<org>::<id>
-    key = key.rsplit("/", 1)[-1]   # gateway and Hugging Face prefixes: openai/gpt-4o
-    key = key.split(":", 1)[0]     # Ollama tags: llama3.1:8b
+    key = key.rsplit("/", 1)[-1]  # gateway and Hugging Face prefixes: openai/gpt-4o
+    key = key.split(":", 1)[0]  # Ollama tags: llama3.1:8b
     key = _NOT_KEPT.sub("", key)
     return key.removeprefix("meta")  # meta-llama-3.1-8b -> llama3.18b
 

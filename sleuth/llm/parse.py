@@ -43,19 +43,29 @@ MAX_PARSE_CHARS = 200_000
 _MAX_JSON_STARTS = 50
 
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.IGNORECASE)
-_THINK_CLOSES = {tag: re.compile(rf"</{tag}>", re.IGNORECASE)
-                 for tag in ("think", "thinking", "reasoning")}
+_THINK_CLOSES = {
+    tag: re.compile(rf"</{tag}>", re.IGNORECASE) for tag in ("think", "thinking", "reasoning")
+}
 _THINK_CLOSE = re.compile(r"</(?:think|thinking|reasoning)>", re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*[\w+-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _ITEM_LINE = re.compile(
-    r"^\s*(?:(?:\(?\d{1,3}[.)]|[-*•+–])\s+|#{1,6}\s+\d{1,3}[.)]\s+)(?P<item>\S.*)$")
+    r"^\s*(?:(?:\(?\d{1,3}[.)]|[-*•+–])\s+|#{1,6}\s+\d{1,3}[.)]\s+)(?P<item>\S.*)$"
+)
 _QUOTED = re.compile(r'"([^"\n]*)"|“([^”\n]*)”|\'([^\'\n]*)\'')
-_QUOTES_ONLY_LINE = re.compile(
-    r'^\s*(?:(?:"[^"\n]*"|“[^”\n]*”)\s*[,;]?\s*)+$')
+_QUOTES_ONLY_LINE = re.compile(r'^\s*(?:(?:"[^"\n]*"|“[^”\n]*”)\s*[,;]?\s*)+$')
 _WRAPPERS = "\"'“”‘’`"
 _EMPHASIS = re.compile(r"^(\*\*|__)(.+)\1$")
-_LIST_KEYS = ("queries", "items", "results", "list", "urls", "selected", "indices",
-              "answer", "data")
+_LIST_KEYS = (
+    "queries",
+    "items",
+    "results",
+    "list",
+    "urls",
+    "selected",
+    "indices",
+    "answer",
+    "data",
+)
 
 
 def _cap(text: object) -> str:
@@ -78,7 +88,7 @@ def strip_think(text: str) -> str:
         closed = _THINK_CLOSES[opened.group(1).lower()].search(text, opened.end())
         if closed is None:
             break
-        kept.append(text[pos:opened.start()])
+        kept.append(text[pos : opened.start()])
         pos = closed.end()
     kept.append(text[pos:])
     text = "".join(kept).strip()
@@ -87,7 +97,7 @@ def strip_think(text: str) -> str:
         return ""
     stray_close = _THINK_CLOSE.search(text)
     if stray_close:
-        text = text[stray_close.end():]
+        text = text[stray_close.end() :]
     return text.strip()
 
 
@@ -183,8 +193,13 @@ def _from_json(text: str) -> list[str]:
 def _from_brackets(text: str) -> list[str]:
     # Almost-JSON: ['a', 'b'] or ["a", "b",] — quoted strings inside one [...] span.
     for span in re.findall(r"\[([^\[\]]{1,20000})\]", text):
-        items = _unique([_clean_item(next(g for g in groups if g))
-                         for groups in _QUOTED.findall(span) if any(groups)])
+        items = _unique(
+            [
+                _clean_item(next(g for g in groups if g))
+                for groups in _QUOTED.findall(span)
+                if any(groups)
+            ]
+        )
         if items:
             return items
     return []
@@ -231,8 +246,10 @@ def expect_list(text: str, *, what: str = "items") -> list[str]:
     """Like :func:`parse_list`, but raises ParseError naming ``what`` when empty."""
     items = parse_list(text)
     if not items:
-        raise ParseError(f"the model's reply had no list of {what}",
-                         excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)))
+        raise ParseError(
+            f"the model's reply had no list of {what}",
+            excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)),
+        )
     return items
 
 
@@ -256,7 +273,9 @@ def _as_index(value: Any) -> int | None:
 # Separators are required between numbers, so the pattern cannot backtrack badly.
 _NUMBERS_LINE = re.compile(
     r"^\s*(?:[-*•]\s*)?(?:(?:results?|sources?|choices?|selected|answer)\s*:?\s*)?"
-    r"#?\d+(?:(?:\s*[,;&]\s*|\s+and\s+|\s+)#?\d+)*\s*\.?\s*$", re.IGNORECASE)
+    r"#?\d+(?:(?:\s*[,;&]\s*|\s+and\s+|\s+)#?\d+)*\s*\.?\s*$",
+    re.IGNORECASE,
+)
 _CITED = re.compile(r"\[(\d{1,6})\]")
 
 
@@ -318,8 +337,10 @@ def expect_indices(text: str, n: int, *, what: str = "results") -> list[int]:
     """Like :func:`parse_indices`, but raises ParseError when nothing valid was picked."""
     picked = parse_indices(text, n)
     if not picked:
-        raise ParseError(f"the model's reply picked no valid {what} (1 to {n})",
-                         excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)))
+        raise ParseError(
+            f"the model's reply picked no valid {what} (1 to {n})",
+            excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)),
+        )
     return picked
 
 
@@ -341,8 +362,10 @@ def expect_verdict(text: str) -> bool:
     """Like :func:`parse_verdict`, but raises ParseError when there is no verdict."""
     verdict = parse_verdict(text)
     if verdict is None:
-        raise ParseError("the model's reply had no SUPPORTED/UNSUPPORTED verdict",
-                         excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)))
+        raise ParseError(
+            "the model's reply had no SUPPORTED/UNSUPPORTED verdict",
+            excerpt=_excerpt(strip_think(_cap(text)) or _cap(text)),
+        )
     return verdict
 
 

@@ -24,8 +24,21 @@ from sleuth.errors import PromptError
 
 __all__ = ["PROMPT_NAMES", "Prompt", "load", "placeholders", "render", "render_messages"]
 
-PROMPT_NAMES = ("plan", "refine", "select", "summarize", "merge", "report", "verify",
-                "agent_round", "subquestions", "learn", "outline", "section", "frame")
+PROMPT_NAMES = (
+    "plan",
+    "refine",
+    "select",
+    "summarize",
+    "merge",
+    "report",
+    "verify",
+    "agent_round",
+    "subquestions",
+    "learn",
+    "outline",
+    "section",
+    "frame",
+)
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^\[(system|user)\]\s*$", re.MULTILINE)
@@ -96,8 +109,10 @@ def _fill(prompt: Prompt, values: dict[str, object]) -> tuple[str, str]:
     text: dict[str, str] = {}
     for key, value in values.items():
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise PromptError(f"prompt {prompt.name!r}: value {key!r} must be text or a "
-                              f"number, not {type(value).__name__}")
+            raise PromptError(
+                f"prompt {prompt.name!r}: value {key!r} must be text or a "
+                f"number, not {type(value).__name__}"
+            )
         text[key] = _defang(str(value))
 
     def substitute(match: re.Match[str]) -> str:

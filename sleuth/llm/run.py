@@ -54,8 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ModelChoice", "RunLLM", "choose_model", "open_llm_client", "reply_tokens"]
 
-NO_LLM_HINT = ("set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run "
-               "Ollama")
+NO_LLM_HINT = "set --model with --base-url (or OPENAI_BASE_URL), or OPENAI_API_KEY, or run Ollama"
 
 
 def reply_tokens(words: int, window: int, *, share: int = 4) -> int:
@@ -75,9 +74,17 @@ class RunLLM:
     with a ``RunLLM`` too.
     """
 
-    def __init__(self, client: LLMClient, *, question: str, language: str,
-                 budget: Budget | None = None, emit: ProgressCallback = no_progress,
-                 failures: list[Failure] | None = None, today: str | None = None) -> None:
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        question: str,
+        language: str,
+        budget: Budget | None = None,
+        emit: ProgressCallback = no_progress,
+        failures: list[Failure] | None = None,
+        today: str | None = None,
+    ) -> None:
         self.client = client
         self.question = question
         self.language = language
@@ -127,9 +134,16 @@ class RunLLM:
         return None
 
     # -- calls -----------------------------------------------------------------------
-    async def chat(self, messages: Sequence[Mapping[str, Any]], *, stage: str,
-                   model: str | None = None, max_tokens: int | None = None,
-                   temperature: float = 0.2, **extra: Any) -> LLMReply:
+    async def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        stage: str,
+        model: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.2,
+        **extra: Any,
+    ) -> LLMReply:
         """One model call, refused when the budget is spent, charged to it when made.
 
         Cancelled when ``--max-time`` passes while it is in flight (LLMBudgetError).
@@ -143,9 +157,14 @@ class RunLLM:
         deadline = asyncio.timeout(self.budget.seconds_left() if self.budget else None)
         try:
             async with deadline:
-                reply = await self.client.chat(messages, stage=stage, model=model,
-                                               max_tokens=max_tokens, temperature=temperature,
-                                               **extra)
+                reply = await self.client.chat(
+                    messages,
+                    stage=stage,
+                    model=model,
+                    max_tokens=max_tokens,
+                    temperature=temperature,
+                    **extra,
+                )
         except TimeoutError:
             if not deadline.expired() or self.budget is None:
                 raise
@@ -166,11 +185,13 @@ class RunLLM:
             self.budget.charge_tokens(reply.prompt_tokens + reply.completion_tokens, cost)
         return reply
 
-    async def ask(self, prompt: str, *, stage: str, max_tokens: int | None = None,
-                  **values: object) -> LLMReply:
+    async def ask(
+        self, prompt: str, *, stage: str, max_tokens: int | None = None, **values: object
+    ) -> LLMReply:
         """Render prompt ``prompt`` with ``values`` and ask ``stage``'s model."""
-        return await self.chat(render_messages(prompt, **values), stage=stage,
-                               max_tokens=max_tokens)
+        return await self.chat(
+            render_messages(prompt, **values), stage=stage, max_tokens=max_tokens
+        )
 
     # -- token budgets ---------------------------------------------------------------
     def tokens(self, text: str, stage: str) -> int:
@@ -231,8 +252,7 @@ class ModelChoice:
         return self.source == "settings"
 
 
-async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
-                       ) -> ModelChoice:
+async def choose_model(settings: Settings, env: Mapping[str, str] | None = None) -> ModelChoice:
     """The model configuration for ``settings``: the one function every mode asks.
 
     ``--no-llm`` wins; then the settings (:func:`resolve_config`: ``--base-url``,
@@ -254,9 +274,12 @@ async def choose_model(settings: Settings, env: Mapping[str, str] | None = None
     if found is None:
         return ModelChoice(None, "none", url)
     overrides: dict[str, Any] = {
-        "plan_model": settings.plan_model, "summary_model": settings.summary_model,
-        "report_model": settings.report_model, "max_concurrency": settings.llm_concurrency,
-        "timeout": settings.llm_timeout}
+        "plan_model": settings.plan_model,
+        "summary_model": settings.summary_model,
+        "report_model": settings.report_model,
+        "max_concurrency": settings.llm_concurrency,
+        "timeout": settings.llm_timeout,
+    }
     if settings.context_window is not None:
         overrides["context_window"] = settings.context_window
     model = settings.model or found
@@ -268,12 +291,23 @@ def _announce(choice: ModelChoice, emit: ProgressCallback) -> None:
     if choice.source == "no_llm":
         emit(Event("info", "--no-llm: the no-LLM pipeline runs (quoted passages, no model)"))
     elif choice.source == "none":
-        emit(Event("info", f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
-                           "(quoted passages, no model)", {"llm": None}))
+        emit(
+            Event(
+                "info",
+                f"no model configured ({NO_LLM_HINT}): the no-LLM pipeline runs "
+                "(quoted passages, no model)",
+                {"llm": None},
+            )
+        )
     elif choice.source == "ollama":
-        emit(Event("info", f"no model configured; Ollama answers at {choice.url}: using its "
-                           f"model {choice.model!r}", {"llm": "ollama", "url": choice.url,
-                                                       "model": choice.model}))
+        emit(
+            Event(
+                "info",
+                f"no model configured; Ollama answers at {choice.url}: using its "
+                f"model {choice.model!r}",
+                {"llm": "ollama", "url": choice.url, "model": choice.model},
+            )
+        )
 
 
 def _describe(client: LLMClient) -> str:
@@ -281,16 +315,23 @@ def _describe(client: LLMClient) -> str:
     stages = {stage: client.model_for(stage) for stage in ("plan", "summarize", "report")}
     default = client.model_for("")
     extra = ", ".join(f"{stage}: {m}" for stage, m in stages.items() if m != default)
-    return f"LLM: model {default!r} at {client.server}" + (f" ({extra})" if extra else "") + (
-        f", {config.context_window}-token context" if config.context_window else "")
+    return (
+        f"LLM: model {default!r} at {client.server}"
+        + (f" ({extra})" if extra else "")
+        + (f", {config.context_window}-token context" if config.context_window else "")
+    )
 
 
 @asynccontextmanager
-async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_progress,
-                          failures: list[Failure] | None = None,
-                          cache: ReplyCache | None = None, env: Mapping[str, str] | None = None,
-                          on_chosen: Callable[[], Awaitable[None] | None] | None = None
-                          ) -> AsyncIterator[LLMClient | None]:
+async def open_llm_client(
+    settings: Settings,
+    *,
+    emit: ProgressCallback = no_progress,
+    failures: list[Failure] | None = None,
+    cache: ReplyCache | None = None,
+    env: Mapping[str, str] | None = None,
+    on_chosen: Callable[[], Awaitable[None] | None] | None = None,
+) -> AsyncIterator[LLMClient | None]:
     """The model's client for research, or None for the no-LLM pipeline; closed on exit.
 
     ``cache`` is handed to ``LLMClient(cache=...)`` (the run store's reply cache).
@@ -320,8 +361,12 @@ async def open_llm_client(settings: Settings, *, emit: ProgressCallback = no_pro
     except ImportError:
         if explicit:
             raise missing_extra("llm", "openai", "a configured model") from None
-        emit(Event("info", f"the openai package is missing ({install_hint('llm')}): "
-                           "the no-LLM pipeline runs"))
+        emit(
+            Event(
+                "info",
+                f"the openai package is missing ({install_hint('llm')}): the no-LLM pipeline runs",
+            )
+        )
         yield None
         return
     async with LLMClient(config, progress=emit, cache=cache) as client:

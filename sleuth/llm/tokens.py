@@ -50,15 +50,21 @@ REPLY_PRIMER_TOKENS = 3
 
 # tiktoken's encoding files, with the SHA-256 tiktoken itself checks (tiktoken_ext).
 _ENCODINGS = {
-    "cl100k_base": ("https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-                    "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"),
-    "o200k_base": ("https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-                   "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"),
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
 }
 
-_CJK = (r"\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf"
-        r"\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
-        r"\U00020000-\U0003ffff")
+_CJK = (
+    r"\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u31ff\u3400-\u4dbf"
+    r"\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\uff00-\uffef"
+    r"\U00020000-\U0003ffff"
+)
 _PIECE = re.compile(
     rf"(?P<cjk>[{_CJK}])"
     r"|(?P<ascii>[A-Za-z]+)"
@@ -175,8 +181,9 @@ def message_tokens(messages: Iterable[Mapping[str, Any]], model: str | None = No
     total = REPLY_PRIMER_TOKENS
     for message in messages:
         content = message.get("content")
-        total += PER_MESSAGE_TOKENS + count_tokens(content if isinstance(content, str) else "",
-                                                   model)
+        total += PER_MESSAGE_TOKENS + count_tokens(
+            content if isinstance(content, str) else "", model
+        )
     return total
 
 
@@ -193,8 +200,14 @@ def context_window(model: str | None, override: int | None = None) -> int:
     return model_info(model).context_window
 
 
-def chunk_budget(context_window: int, prompt_overhead_tokens: int, reply_tokens: int, *,
-                 margin: int | None = None, minimum: int = MIN_USEFUL_BUDGET) -> int:
+def chunk_budget(
+    context_window: int,
+    prompt_overhead_tokens: int,
+    reply_tokens: int,
+    *,
+    margin: int | None = None,
+    minimum: int = MIN_USEFUL_BUDGET,
+) -> int:
     """Tokens of page text that fit one call: window − prompt − reply − safety margin.
 
     ``margin`` defaults to 5% of the window (at least 32), for the difference between
@@ -216,7 +229,8 @@ def chunk_budget(context_window: int, prompt_overhead_tokens: int, reply_tokens:
             f"the model's context window ({context_window} tokens) is too small for the "
             f"prompt ({prompt_overhead_tokens}) plus the reply ({reply_tokens}) plus at least "
             f"{minimum} tokens of text; use a model with a larger context, or set "
-            f"--context-window if the server allows more")
+            f"--context-window if the server allows more"
+        )
     return budget
 
 
@@ -244,8 +258,9 @@ def chunk_text(text: str, budget_tokens: int, *, model: str | None = None) -> li
     Empty or blank text gives ``[]``.
     """
     if budget_tokens < MIN_CHUNK_TOKENS:
-        raise ValueError(f"chunk budget must be at least {MIN_CHUNK_TOKENS} tokens, "
-                         f"not {budget_tokens}")
+        raise ValueError(
+            f"chunk budget must be at least {MIN_CHUNK_TOKENS} tokens, not {budget_tokens}"
+        )
 
     def count(piece: str) -> int:
         return count_tokens(piece, model)
@@ -295,8 +310,9 @@ def _verified(parts: list[str], joiner: str, budget: int, count: Callable[[str],
     if len(parts) == 1 or count(joined) <= budget:
         return [joined]
     half = len(parts) // 2
-    return (_verified(parts[:half], joiner, budget, count)
-            + _verified(parts[half:], joiner, budget, count))
+    return _verified(parts[:half], joiner, budget, count) + _verified(
+        parts[half:], joiner, budget, count
+    )
 
 
 def _hard_split(text: str, budget: int, count: Callable[[str], int]) -> list[str]:

@@ -39,8 +39,16 @@ from sleuth.search import build_providers, make_search_client
 from sleuth.settings import Settings, field_meta, with_options
 from sleuth.stages.rank import load_rules
 
-__all__ = ["BATCH_FIELDS", "DEFAULT_JOBS", "BatchQuestion", "BatchResult", "check_batch_settings",
-           "research_many", "run_question", "services_settings"]
+__all__ = [
+    "BATCH_FIELDS",
+    "DEFAULT_JOBS",
+    "BatchQuestion",
+    "BatchResult",
+    "check_batch_settings",
+    "research_many",
+    "run_question",
+    "services_settings",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,7 @@ DEFAULT_JOBS = 8
 #: Settings only the batch as a whole has: what the shared services read, and where the
 #: reports go. A question's line may set any other settings field.
 BATCH_FIELDS = SERVICE_FIELDS | {"output", "format"}
+
 
 def services_settings(base: Settings, jobs: int) -> Settings:
     """The settings of a batch's shared services: the batch's, with ``--concurrency``
@@ -130,8 +139,10 @@ class _Batch:
             if name not in Settings.model_fields:
                 raise ConfigError(f"unknown option {name!r}")
             if name in BATCH_FIELDS:
-                raise ConfigError(f"{field_meta(name)['flag']} applies to the whole batch: "
-                                  "give it on the command line, not per question")
+                raise ConfigError(
+                    f"{field_meta(name)['flag']} applies to the whole batch: "
+                    "give it on the command line, not per question"
+                )
         settings = with_options(self.base, question.options)
         limits: dict[str, Any] = {}
         if settings.fetch_order == "auto":
@@ -152,8 +163,9 @@ class _Batch:
             return failed(question, question.error)
         reason = self.stop_reason()
         if reason is not None:
-            return BatchResult(question.id, question.question, "skipped", error=reason,
-                               line=question.line)
+            return BatchResult(
+                question.id, question.question, "skipped", error=reason, line=question.line
+            )
         try:
             settings = self.settings_for(question)
         except ConfigError as exc:
@@ -193,34 +205,47 @@ class _Batch:
             await asyncio.gather(*workers, return_exceptions=True)
 
     def _tell(self, result: BatchResult) -> None:
-        data = {"question_id": result.id, "status": result.status, "error": result.error,
-                "elapsed_s": round(result.elapsed_s, 3), "tokens": result.tokens,
-                "cost_usd": result.cost_usd}
+        data = {
+            "question_id": result.id,
+            "status": result.status,
+            "error": result.error,
+            "elapsed_s": round(result.elapsed_s, 3),
+            "tokens": result.tokens,
+            "cost_usd": result.cost_usd,
+        }
         message = result.error or result.question
         self.emit(Event(EVENTS[result.status], message, data))
 
 
-def _questions(items: Iterable[str | Mapping[str, Any] | BatchQuestion] | Questions
-               ) -> list[BatchQuestion]:
+def _questions(
+    items: Iterable[str | Mapping[str, Any] | BatchQuestion] | Questions,
+) -> list[BatchQuestion]:
     if isinstance(items, Questions):
         return items.items
     return parse_items(items).items
 
 
 @asynccontextmanager
-async def _local_runner(base: Settings, jobs: int, emit: ProgressCallback
-                        ) -> AsyncIterator[LocalRunner]:
+async def _local_runner(
+    base: Settings, jobs: int, emit: ProgressCallback
+) -> AsyncIterator[LocalRunner]:
     async with open_services(services_settings(base, jobs), emit, shared=True) as services:
         yield LocalRunner(services, emit)
 
 
-async def research_many(questions: Iterable[str | Mapping[str, Any] | BatchQuestion]
-                        | Questions, *,
-                        settings: Settings | None = None, on_event: ProgressCallback | None = None,
-                        jobs: int = DEFAULT_JOBS, max_cost: float | None = None,
-                        max_time: float | None = None, ray: bool = False,
-                        ray_address: str | None = None, ray_workers: int | None = None,
-                        **options: Any) -> AsyncGenerator[BatchResult, None]:
+async def research_many(
+    questions: Iterable[str | Mapping[str, Any] | BatchQuestion] | Questions,
+    *,
+    settings: Settings | None = None,
+    on_event: ProgressCallback | None = None,
+    jobs: int = DEFAULT_JOBS,
+    max_cost: float | None = None,
+    max_time: float | None = None,
+    ray: bool = False,
+    ray_address: str | None = None,
+    ray_workers: int | None = None,
+    **options: Any,
+) -> AsyncGenerator[BatchResult, None]:
     """Research many questions at once; an async iterator of :class:`BatchResult`, each
     yielded as its question finishes (``result.report`` is the question's report)::
 
@@ -253,8 +278,14 @@ async def research_many(questions: Iterable[str | Mapping[str, Any] | BatchQuest
             from sleuth.pipeline.batch_ray import ray_runner
 
             runner = await stack.enter_async_context(
-                ray_runner(services_settings(base, jobs), jobs, address=ray_address,
-                           workers=ray_workers, emit=emit))
+                ray_runner(
+                    services_settings(base, jobs),
+                    jobs,
+                    address=ray_address,
+                    workers=ray_workers,
+                    emit=emit,
+                )
+            )
         else:
             runner = await stack.enter_async_context(_local_runner(base, jobs, emit))
         # Each worker of a Ray cluster runs ``jobs`` at once: the driver keeps them busy.

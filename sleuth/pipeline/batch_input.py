@@ -36,8 +36,7 @@ from typing import Any
 
 from sleuth.errors import ConfigError
 
-__all__ = ["BatchQuestion", "Questions", "file_name", "make_id", "parse_items",
-           "read_questions"]
+__all__ = ["BatchQuestion", "Questions", "file_name", "make_id", "parse_items", "read_questions"]
 
 #: Longest id kept as given; longer ones are refused (one line, not the batch).
 MAX_ID_CHARS = 200
@@ -75,16 +74,22 @@ def _slug(text: str, limit: int = 40) -> str:
 def make_id(question: str, options: Mapping[str, Any]) -> str:
     """A stable id for a question given without one: a slug of it and a short hash of it
     and its options (``what-is-oauth-2-0-3f2a9c1b``)."""
-    digest = hashlib.sha256(json.dumps([question, dict(options)], sort_keys=True,
-                                       ensure_ascii=False, default=str).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps(
+            [question, dict(options)], sort_keys=True, ensure_ascii=False, default=str
+        ).encode()
+    ).hexdigest()
     return f"{_slug(question)}-{digest[:8]}"
 
 
 def file_name(question_id: str) -> str:
     """The file name (without extension) of a question's report: the id when it is a safe
     name on every system, else a slug of it and a hash (``../x`` never leaves reports/)."""
-    if _SAFE_NAME.fullmatch(question_id) and not _WINDOWS_RESERVED.fullmatch(question_id) \
-            and not question_id.endswith("."):
+    if (
+        _SAFE_NAME.fullmatch(question_id)
+        and not _WINDOWS_RESERVED.fullmatch(question_id)
+        and not question_id.endswith(".")
+    ):
         return question_id
     digest = hashlib.sha256(question_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{_slug(question_id, 32)}-{digest}"
@@ -109,14 +114,21 @@ def _item(line: int, data: Any) -> BatchQuestion:
     given = data.get("id")
     qid = _id_of(given) if given not in (None, "") else None
     if given not in (None, "") and qid is None:
-        return BatchQuestion(where, "", line=line, error=f"line {line}: the id must be text "
-                             f"(at most {MAX_ID_CHARS} characters) or a whole number")
+        return BatchQuestion(
+            where,
+            "",
+            line=line,
+            error=f"line {line}: the id must be text "
+            f"(at most {MAX_ID_CHARS} characters) or a whole number",
+        )
     question = data.get("question")
-    options = {str(k).replace("-", "_"): v for k, v in data.items()
-               if k not in ("id", "question") and v not in (None, "")}
+    options = {
+        str(k).replace("-", "_"): v
+        for k, v in data.items()
+        if k not in ("id", "question") and v not in (None, "")
+    }
     if not isinstance(question, str) or not question.strip():
-        return BatchQuestion(qid or where, "", options, line,
-                             error=f"line {line}: no question")
+        return BatchQuestion(qid or where, "", options, line, error=f"line {line}: no question")
     question = question.strip()
     return BatchQuestion(qid or make_id(question, options), question, options, line)
 
@@ -145,8 +157,9 @@ def _csv_items(text: str, name: str) -> Iterable[tuple[int, Any]]:
         raise ConfigError(f"{name}: the CSV has no 'question' column")
     reader.fieldnames = fields
     for row in reader:
-        values = {k: (v.strip() if isinstance(v, str) else v) for k, v in row.items()
-                  if k is not None}
+        values = {
+            k: (v.strip() if isinstance(v, str) else v) for k, v in row.items() if k is not None
+        }
         if not any(values.values()):
             continue  # a blank row
         yield reader.line_num, values
@@ -216,8 +229,10 @@ def read_questions(source: str | Path) -> Questions:
 def parse_items(items: Iterable[str | Mapping[str, Any] | BatchQuestion]) -> Questions:
     """Questions given in Python: texts, ``{"question": ..., "id": ..., **options}``
     mappings, or :class:`BatchQuestion` records (numbered from 1 as lines)."""
-    rows = ((n, {"question": item} if isinstance(item, str) else item)
-            for n, item in enumerate(items, start=1))
+    rows = (
+        (n, {"question": item} if isinstance(item, str) else item)
+        for n, item in enumerate(items, start=1)
+    )
     return _collect(rows, "questions")
 
 
@@ -236,8 +251,9 @@ def _collect(rows: Iterable[tuple[int, Any]], name: str) -> Questions:
             given = isinstance(row, Mapping) and row.get("id") not in (None, "")
         if item.id in seen:
             if given or item.id in explicit:
-                raise ConfigError(f"{name}: line {n}: id {item.id!r} is already used on "
-                                  f"line {seen[item.id]}")
+                raise ConfigError(
+                    f"{name}: line {n}: id {item.id!r} is already used on line {seen[item.id]}"
+                )
             out.repeats.append((n, seen[item.id]))
             continue
         seen[item.id] = n

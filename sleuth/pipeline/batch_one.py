@@ -23,7 +23,10 @@ log = logging.getLogger(__name__)
 
 BatchStatus = Literal["done", "failed", "skipped"]
 EVENTS: dict[BatchStatus, EventKind] = {
-    "done": "question_done", "failed": "question_failed", "skipped": "question_skipped"}
+    "done": "question_done",
+    "failed": "question_failed",
+    "skipped": "question_skipped",
+}
 
 
 @dataclass(frozen=True)
@@ -46,22 +49,33 @@ class BatchResult:
     def to_json_dict(self) -> dict[str, Any]:
         """The ``results.jsonl`` line: id, question, status, the JSON report or the error,
         the number of sources, time, tokens and cost."""
-        return {"id": self.id, "question": self.question, "status": self.status,
-                "line": self.line, "error": self.error,
-                "sources": len(self.report.sources) if self.report is not None else 0,
-                "elapsed_s": round(self.elapsed_s, 3), "tokens": self.tokens,
-                "cost_usd": self.cost_usd,
-                "report": self.report.to_json_dict() if self.report is not None else None}
+        return {
+            "id": self.id,
+            "question": self.question,
+            "status": self.status,
+            "line": self.line,
+            "error": self.error,
+            "sources": len(self.report.sources) if self.report is not None else 0,
+            "elapsed_s": round(self.elapsed_s, 3),
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+            "report": self.report.to_json_dict() if self.report is not None else None,
+        }
 
 
 def failed(question: BatchQuestion, error: str, elapsed: float = 0.0) -> BatchResult:
     """A ``failed`` result for ``question``, with why."""
-    return BatchResult(question.id, question.question, "failed", error=error,
-                       elapsed_s=elapsed, line=question.line)
+    return BatchResult(
+        question.id, question.question, "failed", error=error, elapsed_s=elapsed, line=question.line
+    )
 
 
-async def run_question(question: BatchQuestion, settings: Settings, services: Services,
-                       emit: ProgressCallback = no_progress) -> BatchResult:
+async def run_question(
+    question: BatchQuestion,
+    settings: Settings,
+    services: Services,
+    emit: ProgressCallback = no_progress,
+) -> BatchResult:
     """Research one question of a batch over shared ``services``; never raises for the
     question's own problems (they make a ``failed`` result).
 
@@ -74,18 +88,26 @@ async def run_question(question: BatchQuestion, settings: Settings, services: Se
         emit(Event(event.kind, event.message, {**event.data, "question_id": question.id}))
 
     try:
-        report = await research(question.question, settings=settings, on_event=tagged,
-                                services=services)
+        report = await research(
+            question.question, settings=settings, on_event=tagged, services=services
+        )
     except (LLMAuthError, StoreCorruptError):
         raise
     except SleuthError as exc:
         return failed(question, str(exc), time.monotonic() - start)
     except Exception as exc:  # one question's bug must not cost the others theirs
         log.warning("question %s failed", question.id, exc_info=True)
-        return failed(question, f"internal error: {type(exc).__name__}: {exc}",
-                       time.monotonic() - start)
+        return failed(
+            question, f"internal error: {type(exc).__name__}: {exc}", time.monotonic() - start
+        )
     stats = report.stats
-    return BatchResult(question.id, question.question, "done", report=report,
-                       elapsed_s=time.monotonic() - start,
-                       tokens=stats.prompt_tokens + stats.completion_tokens,
-                       cost_usd=stats.cost_usd, line=question.line)
+    return BatchResult(
+        question.id,
+        question.question,
+        "done",
+        report=report,
+        elapsed_s=time.monotonic() - start,
+        tokens=stats.prompt_tokens + stats.completion_tokens,
+        cost_usd=stats.cost_usd,
+        line=question.line,
+    )

@@ -91,7 +91,7 @@ class OutDir:
         if not results.exists():
             return
         data = results.read_bytes()
-        whole = data[:data.rfind(b"\n") + 1]
+        whole = data[: data.rfind(b"\n") + 1]
         lines: list[tuple[bytes, dict[str, Any]]] = []
         for raw in whole.splitlines(keepends=True):
             try:
@@ -118,8 +118,7 @@ class OutDir:
 
     @staticmethod
     def _rewrite(results: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=results.parent, prefix=f".{results.name}.",
-                                   suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=results.parent, prefix=f".{results.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -145,12 +144,14 @@ class OutDir:
         try:
             if result.report is not None:
                 for fmt in self.formats:
-                    write_atomic(self.report_path(result.id, fmt),
-                                 render_report(result.report, fmt))
+                    write_atomic(
+                        self.report_path(result.id, fmt), render_report(result.report, fmt)
+                    )
                 line["report_file"] = str(self.report_path(result.id).relative_to(self.path))
             # One write of the whole line (a kill may still cut it: see _load).
-            view = memoryview((valid_text(json.dumps(line, ensure_ascii=False)) + "\n")
-                              .encode("utf-8"))
+            view = memoryview(
+                (valid_text(json.dumps(line, ensure_ascii=False)) + "\n").encode("utf-8")
+            )
             while view:
                 written = os.write(self._fd, view)
                 view = view[written:]

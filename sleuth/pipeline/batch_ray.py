@@ -63,7 +63,8 @@ class BatchWorker:
             if self._services is None:
                 stack = AsyncExitStack()
                 self._services = await stack.enter_async_context(
-                    open_services(self.settings, no_progress, shared=True))
+                    open_services(self.settings, no_progress, shared=True)
+                )
                 self._stack = stack
         return self._services
 
@@ -103,8 +104,13 @@ class RayRunner:
             return result
         except RayActorError as exc:  # the worker died (killed, out of memory, node lost)
             why = " ".join(str(exc).split())[:300]
-            return BatchResult(question.id, question.question, "failed", line=question.line,
-                               error=f"the Ray worker running it died: {why}")
+            return BatchResult(
+                question.id,
+                question.question,
+                "failed",
+                line=question.line,
+                error=f"the Ray worker running it died: {why}",
+            )
         except RayTaskError as exc:  # a refused key or a damaged store: the batch's end
             raise exc.cause from None
         finally:
@@ -125,8 +131,13 @@ def _connect(address: str | None, env: dict[str, str]) -> bool:
         if address is None:
             # 127.0.0.1: a local cluster needs no address of its own (Ray would otherwise
             # find one by opening a socket toward 8.8.8.8).
-            ray.init(address="local", include_dashboard=False, _node_ip_address="127.0.0.1",
-                     runtime_env={"env_vars": env}, log_to_driver=False)
+            ray.init(
+                address="local",
+                include_dashboard=False,
+                _node_ip_address="127.0.0.1",
+                runtime_env={"env_vars": env},
+                log_to_driver=False,
+            )
         else:
             ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
     except (ConnectionError, ValueError, RuntimeError) as exc:
@@ -137,9 +148,14 @@ def _connect(address: str | None, env: dict[str, str]) -> bool:
 
 
 @asynccontextmanager
-async def ray_runner(settings: Settings, jobs: int, *, address: str | None = None,
-                     workers: int | None = None, emit: ProgressCallback = no_progress
-                     ) -> AsyncIterator[RayRunner]:
+async def ray_runner(
+    settings: Settings,
+    jobs: int,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+    emit: ProgressCallback = no_progress,
+) -> AsyncIterator[RayRunner]:
     """Workers on Ray for one batch; stopped (and Ray shut down, if started here) at exit.
 
     ``settings``: the services' settings (each worker's own services); ``workers``:
@@ -148,16 +164,25 @@ async def ray_runner(settings: Settings, jobs: int, *, address: str | None = Non
     env = _environment(settings)
     started = _connect(address, env)
     try:
-        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))  # type: ignore[no-untyped-call]
         count = workers or max(1, int(cpus))
         actor = ray.remote(BatchWorker).options(
             # Mostly waiting on the network: a share of a CPU each, so that more workers
             # than CPUs still start; spread over the cluster's machines.
-            num_cpus=min(1.0, cpus / count), max_concurrency=jobs, max_restarts=-1,
-            scheduling_strategy="SPREAD", runtime_env={"env_vars": env})
+            num_cpus=min(1.0, cpus / count),
+            max_concurrency=jobs,
+            max_restarts=-1,
+            scheduling_strategy="SPREAD",
+            runtime_env={"env_vars": env},
+        )
         actors = [actor.remote(settings) for _ in range(count)]
-        emit(Event("info", f"Ray: {count} workers on {cpus:g} CPUs, {jobs} questions at "
-                           "once each", {"workers": count, "cpus": cpus}))
+        emit(
+            Event(
+                "info",
+                f"Ray: {count} workers on {cpus:g} CPUs, {jobs} questions at once each",
+                {"workers": count, "cpus": cpus},
+            )
+        )
         try:
             yield RayRunner(actors)
         finally:
@@ -170,8 +195,7 @@ async def ray_runner(settings: Settings, jobs: int, *, address: str | None = Non
 async def _stop(actors: list[Any]) -> None:
     closing = [a.close.remote() for a in actors]
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True),
-                               _CLOSE_TIMEOUT)
+        await asyncio.wait_for(asyncio.gather(*closing, return_exceptions=True), _CLOSE_TIMEOUT)
     for a in actors:
         with contextlib.suppress(Exception):
             ray.kill(a)

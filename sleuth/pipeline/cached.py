@@ -53,8 +53,10 @@ log = logging.getLogger(__name__)
 #: How long a failure that may well pass (timeout, network error, 5xx, 429) stands (seconds).
 TRANSIENT_FAILURE_TTL_S = 600.0
 # Failures that say what the page *is*: asking again soon gives the same answer.
-_LASTING = re.compile(r"^(HTTP 4\d\d|unsupported content type|binary content|no main text|"
-                      r"empty response|no text in PDF|redirect loop)")
+_LASTING = re.compile(
+    r"^(HTTP 4\d\d|unsupported content type|binary content|no main text|"
+    r"empty response|no text in PDF|redirect loop)"
+)
 _TRUNCATED = re.compile(r"\[… truncated at (\d+) characters\]$")
 _KINDS = {"html": "text/html", "pdf": "application/pdf", "text": "text/plain"}
 
@@ -74,6 +76,7 @@ def failure_ttl(failure: FetchFailure, ttl: float) -> float:
 
 # ---------------------------------------------------------------- searches
 
+
 class CachedProvider(SearchProvider):
     """A search provider in front of the store: cached answers first, every answer kept.
 
@@ -85,10 +88,16 @@ class CachedProvider(SearchProvider):
 
     name = "cached"  # replaced per instance by the wrapped provider's name
 
-    def __init__(self, inner: SearchProvider, store: Store, *, max_age_s: float | None,
-                 read: bool = True, cache: bool = True,
-                 on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        inner: SearchProvider,
+        store: Store,
+        *,
+        max_age_s: float | None,
+        read: bool = True,
+        cache: bool = True,
+        on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None,
+    ) -> None:
         super().__init__(inner.settings, inner.client, env={})
         # The wrapper must answer to the provider's name in hits, failures and events.
         self.__dict__["name"] = inner.name
@@ -103,18 +112,28 @@ class CachedProvider(SearchProvider):
         self.hits_served = 0
 
     @classmethod
-    def for_run(cls, provider: SearchProvider, store: Store, settings: Settings, *,
-                resumed: bool = False,
-                on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None
-                ) -> CachedProvider:
+    def for_run(
+        cls,
+        provider: SearchProvider,
+        store: Store,
+        settings: Settings,
+        *,
+        resumed: bool = False,
+        on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None,
+    ) -> CachedProvider:
         """``provider`` behind the store with a run's rules: ``--cache-ttl``, ``--refresh``
         (a resumed run takes any age), and no caching of the ``local`` provider, whose
         index changes with the folder and costs nothing to search."""
         from sleuth.search.local import LocalSearch
 
-        return cls(provider, store, max_age_s=None if resumed else settings.cache_ttl,
-                   read=resumed or not settings.refresh,
-                   cache=not isinstance(provider, LocalSearch), on_answer=on_answer)
+        return cls(
+            provider,
+            store,
+            max_age_s=None if resumed else settings.cache_ttl,
+            read=resumed or not settings.refresh,
+            cache=not isinstance(provider, LocalSearch),
+            on_answer=on_answer,
+        )
 
     def params(self, limit: int) -> dict[str, Any]:
         """What, besides provider and query, changes the answer (part of the cache key)."""
@@ -125,8 +144,9 @@ class CachedProvider(SearchProvider):
         params = self.params(limit)
         if self.cache and self.read:
             try:
-                found = await asyncio.to_thread(self.store.get_search, self.name, query,
-                                                params, self.max_age_s)
+                found = await asyncio.to_thread(
+                    self.store.get_search, self.name, query, params, self.max_age_s
+                )
             except Exception as exc:  # a broken cache costs a search, never the run
                 log_store_failure(log, "search cache lookup failed", exc)
                 found = None
@@ -154,6 +174,7 @@ class CachedProvider(SearchProvider):
 
 # ---------------------------------------------------------------- pages
 
+
 def _cut_at(text: str) -> int | None:
     """The ``--max-chars`` a cached text was truncated at, or None if it is whole."""
     match = _TRUNCATED.search(text[-80:])
@@ -167,20 +188,24 @@ class StorePageCache:
     (``--refresh``) makes every lookup miss; results are still stored.
     """
 
-    def __init__(self, store: Store, *, max_age_s: float | None, max_chars: int,
-                 read: bool = True) -> None:
+    def __init__(
+        self, store: Store, *, max_age_s: float | None, max_chars: int, read: bool = True
+    ) -> None:
         self.store = store
         self.max_age_s = max_age_s
         self.max_chars = max_chars
         self.read = read
 
     @classmethod
-    def for_run(cls, store: Store, settings: Settings, *, resumed: bool = False
-                ) -> StorePageCache:
+    def for_run(cls, store: Store, settings: Settings, *, resumed: bool = False) -> StorePageCache:
         """The page cache with a run's rules (``--cache-ttl``, ``--refresh``, ``--max-chars``;
         a resumed run takes any age)."""
-        return cls(store, max_age_s=None if resumed else settings.cache_ttl,
-                   max_chars=settings.max_chars, read=resumed or not settings.refresh)
+        return cls(
+            store,
+            max_age_s=None if resumed else settings.cache_ttl,
+            max_chars=settings.max_chars,
+            read=resumed or not settings.refresh,
+        )
 
     def lookup(self, url: str) -> CachedResult | None:
         """The cached result for ``url`` (blocking; :meth:`get` runs it in a thread)."""
@@ -199,37 +224,58 @@ class StorePageCache:
         if cut is not None and cut < self.max_chars:
             return None  # cut shorter than this run wants: fetch the whole page again
         text, truncated = truncate_text(text, self.max_chars)
-        page = entry.to_page().model_copy(update={"url": url, "text": text,
-                                                  "truncated": truncated or cut is not None})
+        page = entry.to_page().model_copy(
+            update={"url": url, "text": text, "truncated": truncated or cut is not None}
+        )
         fresh = self.max_age_s is None or age <= self.max_age_s
-        return CachedResult(page, fresh=fresh, public=entry.public,
-                            validators=Validators(entry.etag, entry.last_modified))
+        return CachedResult(
+            page,
+            fresh=fresh,
+            public=entry.public,
+            validators=Validators(entry.etag, entry.last_modified),
+        )
 
     async def get(self, url: str) -> CachedResult | None:
         """The cached result for ``url``, fresh or stale; None when never fetched."""
         return await asyncio.to_thread(self.lookup, url)
 
-    async def put(self, url: str, result: Page | FetchFailure, validators: Validators, *,
-                  public: bool | None = None) -> None:
+    async def put(
+        self,
+        url: str,
+        result: Page | FetchFailure,
+        validators: Validators,
+        *,
+        public: bool | None = None,
+    ) -> None:
         """Keep a fetch result under ``url``'s canonical form, and where it came from."""
         key = canonicalize(url)
         if isinstance(result, Page):
-            entry = CachedPage.from_page(result, etag=validators.etag,
-                                         last_modified=validators.last_modified,
-                                         fetched_at=self.store.clock(), public=public)
+            entry = CachedPage.from_page(
+                result,
+                etag=validators.etag,
+                last_modified=validators.last_modified,
+                fetched_at=self.store.clock(),
+                public=public,
+            )
             entry = entry.model_copy(update={"canonical_url": key, "url": url})
         else:
-            entry = CachedPage.from_failure(result, key, fetched_at=self.store.clock(),
-                                            public=public)
+            entry = CachedPage.from_failure(
+                result, key, fetched_at=self.store.clock(), public=public
+            )
         await asyncio.to_thread(self.store.put_page, entry)
 
     async def revalidated(self, url: str, validators: Validators) -> None:
         """A 304 answer: the cached page of ``url`` is fresh again."""
-        await asyncio.to_thread(self.store.mark_revalidated, canonicalize(url),
-                                etag=validators.etag, last_modified=validators.last_modified)
+        await asyncio.to_thread(
+            self.store.mark_revalidated,
+            canonicalize(url),
+            etag=validators.etag,
+            last_modified=validators.last_modified,
+        )
 
 
 # ---------------------------------------------------------------- local documents
+
 
 class DocumentReader:
     """Reads ``file://`` sources from the documents index, never from the disk or network.
@@ -258,10 +304,17 @@ class DocumentReader:
         if doc is None:
             return FetchFailure(url=url, reason="not in the documents index")
         text, truncated = truncate_text(doc.text, self.max_chars)
-        return Page(url=url, final_url=url, canonical_url=canonicalize(url),
-                    title=doc.title or path.name, text=text,
-                    content_type=_KINDS.get(doc.kind, "text/plain"), status=200,
-                    truncated=truncated, engine="local")
+        return Page(
+            url=url,
+            final_url=url,
+            canonical_url=canonicalize(url),
+            title=doc.title or path.name,
+            text=text,
+            content_type=_KINDS.get(doc.kind, "text/plain"),
+            status=200,
+            truncated=truncated,
+            engine="local",
+        )
 
     async def read(self, url: str) -> Page | FetchFailure:
         """The indexed document at ``url``, or why it cannot be read."""
@@ -269,6 +322,7 @@ class DocumentReader:
 
 
 # ---------------------------------------------------------------- LLM replies
+
 
 class StoreReplyCache:
     """The LLM client's reply cache (``sleuth.llm.client.ReplyCache``) in the store.
@@ -292,19 +346,24 @@ class StoreReplyCache:
         if hit is None:
             return None
         usage = hit.usage
-        return LLMReply(text=hit.reply, model=hit.model or str(usage.get("model", "")),
-                        prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                        completion_tokens=int(usage.get("completion_tokens", 0)),
-                        finish_reason=usage.get("finish_reason"),
-                        estimated=bool(usage.get("estimated", False)))
+        return LLMReply(
+            text=hit.reply,
+            model=hit.model or str(usage.get("model", "")),
+            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            completion_tokens=int(usage.get("completion_tokens", 0)),
+            finish_reason=usage.get("finish_reason"),
+            estimated=bool(usage.get("estimated", False)),
+        )
 
     def put(self, key: str, reply: LLMReply) -> None:
         """Keep ``reply`` under ``key``."""
-        usage = {"prompt_tokens": reply.prompt_tokens,
-                 "completion_tokens": reply.completion_tokens,
-                 "finish_reason": reply.finish_reason, "estimated": reply.estimated}
+        usage = {
+            "prompt_tokens": reply.prompt_tokens,
+            "completion_tokens": reply.completion_tokens,
+            "finish_reason": reply.finish_reason,
+            "estimated": reply.estimated,
+        }
         try:
             self.store.put_llm(key, reply.text, usage, model=reply.model)
         except Exception as exc:
             log_store_failure(log, "LLM cache write failed", exc)
-

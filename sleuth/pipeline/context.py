@@ -50,9 +50,19 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher, RunFetcher
     from sleuth.llm.client import LLMClient, LLMUsage
 
-__all__ = ["MAX_QUESTION_CHARS", "SERVICE_FIELDS", "QuestionSearch", "RunContext", "Services",
-           "check_run", "check_settings", "clean_question", "documents_search", "open_run",
-           "open_services"]
+__all__ = [
+    "MAX_QUESTION_CHARS",
+    "SERVICE_FIELDS",
+    "QuestionSearch",
+    "RunContext",
+    "Services",
+    "check_run",
+    "check_settings",
+    "clean_question",
+    "documents_search",
+    "open_run",
+    "open_services",
+]
 
 #: The longest the model's client and planning wait for the question's search to be sent
 #: (a loopback or nearby engine takes milliseconds; DNS or a connect may take longer).
@@ -111,8 +121,9 @@ def check_settings(settings: Settings) -> None:
     if resolve_config(settings) is not None and importlib.util.find_spec("openai") is None:
         raise missing_extra("llm", "openai", "a configured model")
     if "local" in settings.search and settings.docs is None:
-        raise ProviderError("search provider 'local' needs a documents folder: "
-                            "--docs DIR or SLEUTH_DOCS")
+        raise ProviderError(
+            "search provider 'local' needs a documents folder: --docs DIR or SLEUTH_DOCS"
+        )
     if settings.docs is not None:
         check_folder(settings.docs)
 
@@ -136,18 +147,44 @@ async def check_run(question: str, settings: Settings) -> None:
 #: The settings the services read (the fetcher, the store session, the model's client):
 #: runs that share services share these; a batch takes them from the batch's own options,
 #: never from one question's.
-SERVICE_FIELDS = frozenset({
-    # the fetcher (and the extraction workers it starts)
-    "allow_private_urls", "fetch_engine", "timeout", "max_page_bytes", "max_redirects",
-    "concurrency", "per_host_concurrency", "user_agent", "host_delay", "max_pages_per_host",
-    "respect_robots", "allow_domains", "deny_domains", "max_chars", "extract_timeout",
-    "extract_memory_mb", "extract_workers",
-    # the store session and its caches, the documents index
-    "home", "no_store", "refresh", "cache_ttl", "docs",
-    # the model's client
-    "model", "plan_model", "summary_model", "report_model", "base_url", "context_window",
-    "llm_concurrency", "llm_timeout", "no_llm",
-})
+SERVICE_FIELDS = frozenset(
+    {
+        # the fetcher (and the extraction workers it starts)
+        "allow_private_urls",
+        "fetch_engine",
+        "timeout",
+        "max_page_bytes",
+        "max_redirects",
+        "concurrency",
+        "per_host_concurrency",
+        "user_agent",
+        "host_delay",
+        "max_pages_per_host",
+        "respect_robots",
+        "allow_domains",
+        "deny_domains",
+        "max_chars",
+        "extract_timeout",
+        "extract_memory_mb",
+        "extract_workers",
+        # the store session and its caches, the documents index
+        "home",
+        "no_store",
+        "refresh",
+        "cache_ttl",
+        "docs",
+        # the model's client
+        "model",
+        "plan_model",
+        "summary_model",
+        "report_model",
+        "base_url",
+        "context_window",
+        "llm_concurrency",
+        "llm_timeout",
+        "no_llm",
+    }
+)
 
 #: Finished pages a fetcher shared by many runs keeps in memory for the next run that
 #: asks (the page cache, when there is one, answers for older ones).
@@ -157,8 +194,15 @@ SHARED_PAGES_KEPT = 64
 class Services:
     """What runs may share; made by :func:`open_services`, each part opened on first use."""
 
-    def __init__(self, settings: Settings, emit: ProgressCallback, store: StoreSession,
-                 stack: AsyncExitStack, *, shared: bool = False) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        emit: ProgressCallback,
+        store: StoreSession,
+        stack: AsyncExitStack,
+        *,
+        shared: bool = False,
+    ) -> None:
         self.settings = settings
         self.emit = emit
         #: The store, its caches and the documents index (all None under --no-store).
@@ -189,9 +233,12 @@ class Services:
         if self._fetcher is None:
             from sleuth.fetch import Fetcher
 
-            fetcher = Fetcher(self.settings, cache=self.store.page_cache,
-                              documents=self.store.documents,
-                              keep=SHARED_PAGES_KEPT if self.shared else None)
+            fetcher = Fetcher(
+                self.settings,
+                cache=self.store.page_cache,
+                documents=self.store.documents,
+                keep=SHARED_PAGES_KEPT if self.shared else None,
+            )
             self._fetcher = await self._stack.enter_async_context(fetcher)
         return self._fetcher
 
@@ -204,9 +251,9 @@ class Services:
             return []
         return await asyncio.to_thread(self.store.index_documents)
 
-    async def llm_client(self, failures: list[Failure],
-                         chosen: Callable[[], Awaitable[None] | None] | None = None
-                         ) -> LLMClient | None:
+    async def llm_client(
+        self, failures: list[Failure], chosen: Callable[[], Awaitable[None] | None] | None = None
+    ) -> LLMClient | None:
         """The model's client, opened once (None: the no-LLM pipeline runs).
 
         How it was chosen is said on the progress stream; why there is none, when that
@@ -218,9 +265,15 @@ class Services:
         async with self._llm_lock:
             if not self._llm_opened:
                 self._llm_opened = True
-                self._llm = await self._stack.enter_async_context(open_llm_client(
-                    self.settings, emit=self.emit, failures=failures,
-                    cache=self.store.reply_cache, on_chosen=chosen))
+                self._llm = await self._stack.enter_async_context(
+                    open_llm_client(
+                        self.settings,
+                        emit=self.emit,
+                        failures=failures,
+                        cache=self.store.reply_cache,
+                        on_chosen=chosen,
+                    )
+                )
                 return self._llm
         if self._llm is not None and chosen is not None:
             started = chosen()  # the client is open: what it started goes out first all the same
@@ -235,9 +288,9 @@ class Services:
 
 
 @asynccontextmanager
-async def open_services(settings: Settings, emit: ProgressCallback, *,
-                        resumed: bool = False, shared: bool = False
-                        ) -> AsyncIterator[Services]:
+async def open_services(
+    settings: Settings, emit: ProgressCallback, *, resumed: bool = False, shared: bool = False
+) -> AsyncIterator[Services]:
     """Open the store (unless ``--no-store``) and the services around it; close all at exit.
 
     ``shared``: the services serve many runs (see :attr:`Services.shared`).
@@ -331,17 +384,23 @@ class RunContext:
     def done(self, report: Report) -> Report:
         """``report`` with the run id and cache counts: the run's result, kept in the store."""
         cached = sum(p.hits_served for p in self.cached_providers)
-        stats = report.stats.model_copy(update={"cached_searches": cached,
-                                                "cached_fetches": self.cached_fetches})
+        stats = report.stats.model_copy(
+            update={"cached_searches": cached, "cached_fetches": self.cached_fetches}
+        )
         self.report = report.model_copy(update={"run_id": self.run_id, "stats": stats})
         return self.report
 
 
 @asynccontextmanager
-async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
-                   resume_id: str | None = None, services: Services | None = None,
-                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
-                   ) -> AsyncIterator[RunContext]:
+async def open_run(
+    topic: str,
+    settings: Settings,
+    emit: ProgressCallback,
+    *,
+    resume_id: str | None = None,
+    services: Services | None = None,
+    with_model: Callable[[RunContext], Awaitable[None] | None] | None = None,
+) -> AsyncIterator[RunContext]:
     """Set up what a run needs: quality rules, budget, the run record, the documents index,
     the model; with its own :class:`Services` unless ``services`` are given.
 
@@ -363,11 +422,20 @@ async def open_run(topic: str, settings: Settings, emit: ProgressCallback, *,
     async with AsyncExitStack() as stack:
         if services is None:
             services = await stack.enter_async_context(
-                open_services(settings, emit, resumed=resume_id is not None))
-        record = await asyncio.to_thread(RunRecord.start, services.store.store, topic,
-                                         settings, resume_id)
-        ctx = RunContext(topic=topic, settings=settings, emit=emit, budget=Budget(settings),
-                         rules=rules, services=services, record=record)
+                open_services(settings, emit, resumed=resume_id is not None)
+            )
+        record = await asyncio.to_thread(
+            RunRecord.start, services.store.store, topic, settings, resume_id
+        )
+        ctx = RunContext(
+            topic=topic,
+            settings=settings,
+            emit=emit,
+            budget=Budget(settings),
+            rules=rules,
+            services=services,
+            record=record,
+        )
         async with _finished(ctx):
             try:
                 await _prepare(ctx, language, with_model)
@@ -383,9 +451,11 @@ async def _cancel(search: QuestionSearch | None) -> None:
         await asyncio.gather(search.task, return_exceptions=True)
 
 
-async def _prepare(ctx: RunContext, language: str,
-                   with_model: Callable[[RunContext], Awaitable[None] | None] | None = None
-                   ) -> None:
+async def _prepare(
+    ctx: RunContext,
+    language: str,
+    with_model: Callable[[RunContext], Awaitable[None] | None] | None = None,
+) -> None:
     """Say the run started, bring the documents index up to date, open the model."""
     record, services, emit = ctx.record, ctx.services, ctx.emit
     if record.run_id is not None:
@@ -399,8 +469,14 @@ async def _prepare(ctx: RunContext, language: str,
     chosen = (lambda: with_model(ctx)) if with_model is not None else None
     client = await services.llm_client(ctx.failures, chosen)
     if client is not None:
-        ctx.llm = RunLLM(client, question=ctx.topic, language=language, budget=ctx.budget,
-                         emit=emit, failures=ctx.failures)
+        ctx.llm = RunLLM(
+            client,
+            question=ctx.topic,
+            language=language,
+            budget=ctx.budget,
+            emit=emit,
+            failures=ctx.failures,
+        )
 
 
 @asynccontextmanager

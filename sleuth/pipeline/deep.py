@@ -95,11 +95,17 @@ class Branch:
 
     def node(self, ids: Iterable[int] = ()) -> TreeNode:
         """The record of this branch, with the report's ids of its sources."""
-        status = self.status if self.status in ("done", "empty", "failed", "skipped") \
-            else "failed"
-        return TreeNode(id=self.id, parent=self.parent, level=self.level,
-                        question=self.question, queries=self.queries, sources=list(ids),
-                        status=status, note=self.note)  # type: ignore[arg-type]
+        status = self.status if self.status in ("done", "empty", "failed", "skipped") else "failed"
+        return TreeNode(
+            id=self.id,
+            parent=self.parent,
+            level=self.level,
+            question=self.question,
+            queries=self.queries,
+            sources=list(ids),
+            status=status,  # type: ignore[arg-type]
+            note=self.note,
+        )
 
 
 class Tree:
@@ -153,8 +159,15 @@ class Tree:
                 continue
             searched.add(key)
             index = len(made) + 1  # a question's follow-ups are made together
-            made.append(Branch(f"{parent.id}.{index}" if parent else str(index),
-                               parent.id if parent else None, level, question, [question]))
+            made.append(
+                Branch(
+                    f"{parent.id}.{index}" if parent else str(index),
+                    parent.id if parent else None,
+                    level,
+                    question,
+                    [question],
+                )
+            )
         return made
 
     async def explore(self) -> None:
@@ -163,14 +176,18 @@ class Tree:
         for level in range(1, self.settings.levels + 1):
             if not frontier:
                 if level > 1:
-                    self.stop_note = (f"the follow-ups of level {level - 1} repeat what is "
-                                      "known: the tree stops there")
+                    self.stop_note = (
+                        f"the follow-ups of level {level - 1} repeat what is "
+                        "known: the tree stops there"
+                    )
                     self.ctx.emit(Event("info", self.stop_note, {"level": level - 1}))
                 return
             left = self.settings.max_sources - self.read
             reason = self.ctx.budget.exhausted() or (
                 f"source budget spent (--max-sources {self.settings.max_sources})"
-                if left <= 0 else None)
+                if left <= 0
+                else None
+            )
             if reason is not None:
                 self._skip(frontier, reason)
                 return
@@ -185,10 +202,14 @@ class Tree:
             branch.status, branch.note = "skipped", reason
             self.branches.append(branch)
             self._tell(branch)
-        self.ctx.failures.append(Failure(
-            url="", stage="budget",
-            reason=f"{reason}: {len(frontier)} question{'s' if len(frontier) > 1 else ''} "
-                   f"of level {frontier[0].level} not explored"))
+        self.ctx.failures.append(
+            Failure(
+                url="",
+                stage="budget",
+                reason=f"{reason}: {len(frontier)} question{'s' if len(frontier) > 1 else ''} "
+                f"of level {frontier[0].level} not explored",
+            )
+        )
 
     def next_level(self, level: int) -> list[Branch]:
         """The follow-ups of the last level, narrower: ``breadth / 2**(level-1)`` per
@@ -209,8 +230,9 @@ class Tree:
         known = self.asked()
         offers: list[list[str]] = []
         parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
-        first = [no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages)
-                 for b in parents]
+        first = [
+            no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages) for b in parents
+        ]
         for parent in parents:
             if no_llm:
                 pages = [(p.title, p.text) for _, p in parent.pages]
@@ -240,31 +262,43 @@ class Tree:
         """Research ``branches`` at once, reading about ``share`` pages between them."""
         self.branches += branches
         contexts = [self._context(b) for b in branches]
-        ranked = await gather_or_cancel(self._guarded(b, self._rank(b, c))
-                            for b, c in zip(branches, contexts, strict=True))
+        ranked = await gather_or_cancel(
+            self._guarded(b, self._rank(b, c)) for b, c in zip(branches, contexts, strict=True)
+        )
         # A second hop without a model looks for one name's page: two pages are enough,
         # and the rest of the level's share goes to the other names.
         cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
         # A page cut short at an earlier level is its name's page for a later branch:
         # worth a second request there, and nowhere else.
-        ranked = [[c for c in r if c.canonical_url not in self.cut
-                   or titled(c.title, b.question)] if r is not None else None
-                  for r, b in zip(ranked, branches, strict=True)]
+        ranked = [
+            [c for c in r if c.canonical_url not in self.cut or titled(c.title, b.question)]
+            if r is not None
+            else None
+            for r, b in zip(ranked, branches, strict=True)
+        ]
         open_ = [[c for c in r or [] if c.canonical_url not in self.tried] for r in ranked]
         # A name with a page of its own is dealt a page first: that page is the hop.
-        named = [bool(o) and titled(o[0].title, b.question)
-                 for o, b in zip(open_, branches, strict=True)]
-        wants = spread(share, [len(o) for o in open_], cap,
-                       first=named if self.ctx.llm is None and branches[0].level > 1 else None)
+        named = [
+            bool(o) and titled(o[0].title, b.question) for o, b in zip(open_, branches, strict=True)
+        ]
+        wants = spread(
+            share,
+            [len(o) for o in open_],
+            cap,
+            first=named if self.ctx.llm is None and branches[0].level > 1 else None,
+        )
         for branch, wanted in zip(branches, wants, strict=True):
             branch.wanted = wanted
         # A page two branches rank alike goes to the narrower question: a name's own page
         # to the branch that searched the name, not to the whole question's.
         narrow = sorted(range(len(branches)), key=lambda i: len(terms(branches[i].question)))
-        lists = assign([r or [] for r in ranked], [b.wanted for b in branches],
-                       self.tried, first=narrow)
-        await gather_or_cancel(self._guarded(b, self._read(b, c, cands))
-                   for b, c, cands in zip(branches, contexts, lists, strict=True))
+        lists = assign(
+            [r or [] for r in ranked], [b.wanted for b in branches], self.tried, first=narrow
+        )
+        await gather_or_cancel(
+            self._guarded(b, self._read(b, c, cands))
+            for b, c, cands in zip(branches, contexts, lists, strict=True)
+        )
         for branch, bctx in zip(branches, contexts, strict=True):
             self.searches += bctx.searches
             self.cached_fetches += bctx.cached_fetches
@@ -278,15 +312,25 @@ class Tree:
     def _context(self, branch: Branch) -> RunContext:
         """The run's context as this branch uses it: its own question, reader and counts;
         the run's services, budget, record, failures and searches shared."""
+
         def emit(event: Event) -> None:
             self.ctx.emit(event)
             if event.kind == "fetched" and branch.status == "reading":
                 branch.read += 1
                 self._tell(branch)
 
-        return replace(self.ctx, topic=branch.question, emit=emit, reader=None,
-                       passage_queries=[branch.question], searches=0, cached_fetches=0,
-                       picks=dict(self.ctx.picks), shown=set(self.ctx.shown), report=None)
+        return replace(
+            self.ctx,
+            topic=branch.question,
+            emit=emit,
+            reader=None,
+            passage_queries=[branch.question],
+            searches=0,
+            cached_fetches=0,
+            picks=dict(self.ctx.picks),
+            shown=set(self.ctx.shown),
+            report=None,
+        )
 
     async def _guarded(self, branch: Branch, work: Awaitable[T]) -> T | None:
         """``work`` of one branch; a failure marks the branch failed, not the run."""
@@ -296,25 +340,32 @@ class Tree:
             raise
         except Exception as exc:
             branch.status = "failed"
-            branch.note = str(exc) if isinstance(exc, _BranchFailed) else \
-                f"{type(exc).__name__}: {exc}"
-            self.ctx.failures.append(Failure(
-                url="", stage="search",
-                reason=f"the question “{branch.question}” could not be researched "
-                       f"({branch.note}); the other branches went on"))
+            branch.note = (
+                str(exc) if isinstance(exc, _BranchFailed) else f"{type(exc).__name__}: {exc}"
+            )
+            self.ctx.failures.append(
+                Failure(
+                    url="",
+                    stage="search",
+                    reason=f"the question “{branch.question}” could not be researched "
+                    f"({branch.note}); the other branches went on",
+                )
+            )
             return None
 
     async def _rank(self, branch: Branch, bctx: RunContext) -> list[Candidate]:
         branch.status = "searching"
         self._tell(branch)
-        branch.plan = Plan(question=branch.question, queries=branch.queries,
-                           planner="llm" if self.ctx.llm is not None else "rules")
+        branch.plan = Plan(
+            question=branch.question,
+            queries=branch.queries,
+            planner="llm" if self.ctx.llm is not None else "rules",
+        )
         hits = await search_stage(bctx, branch.plan)
         if not hits and self._searches_failed(branch):
             raise _BranchFailed("every search for it failed")
         # A branch reads a few pages: its select call is shown its best SHOWN results.
-        ranked = own_first(branch.question,
-                           await rank_stage(bctx, branch.plan, hits, show=SHOWN))
+        ranked = own_first(branch.question, await rank_stage(bctx, branch.plan, hits, show=SHOWN))
         if self.ctx.llm is None and branch.level > 1:
             # A second hop searches a name: a result that does not even mention it is
             # another page that shares a word with it (no model is there to judge).
@@ -325,8 +376,7 @@ class Tree:
         said = [f.reason for f in self.ctx.failures if f.stage == "search"]
         return all(any(f"“{q}”" in reason for reason in said) for q in branch.queries)
 
-    async def _read(self, branch: Branch, bctx: RunContext, candidates: list[Candidate]
-                    ) -> None:
+    async def _read(self, branch: Branch, bctx: RunContext, candidates: list[Candidate]) -> None:
         if branch.status == "failed" or branch.plan is None:
             return
         branch.candidates = candidates
@@ -334,21 +384,31 @@ class Tree:
         self._tell(branch)
         if branch.wanted <= 0 or not candidates:
             branch.status = "empty"
-            branch.note = ("its searches found nothing that was not read already"
-                           if not candidates else "no pages left to read (--max-sources)")
+            branch.note = (
+                "its searches found nothing that was not read already"
+                if not candidates
+                else "no pages left to read (--max-sources)"
+            )
             return
         # Without the relevance gate: on the deep bench it dropped the pages a second hop
         # needs (tune all-gold 84% -> 68%) and sent branches further down their rankings
         # (wall / critical path 1.08 -> 1.49); each branch's ranking already decides.
         # A name's own page (its title carries the name) is what the branch is for: waited
         # for however slow (the fetch timeout bounds it), not cut for quicker pages.
-        own = [c.canonical_url for c in candidates[:branch.wanted]
-               if titled(c.title, branch.question)][:OWN_PAGES]
+        own = [
+            c.canonical_url for c in candidates[: branch.wanted] if titled(c.title, branch.question)
+        ][:OWN_PAGES]
         # Summarised only when it may be kept: a branch's share is small, and summaries of
         # the pages beyond it were most of deep mode's tokens per cited source.
-        gathered = await fetch_stage(bctx, candidates, want=branch.wanted, memo=self.memo,
-                                     gate=False, own=frozenset(own),
-                                     park=True)
+        gathered = await fetch_stage(
+            bctx,
+            candidates,
+            want=branch.wanted,
+            memo=self.memo,
+            gate=False,
+            own=frozenset(own),
+            park=True,
+        )
         self.fetches += gathered.attempted
         sources = await read_stage(bctx, branch.plan, gathered)
         kept = {s.url for s in sources}
@@ -363,8 +423,12 @@ class Tree:
             return
         if bctx.llm is not None:
             branch.learnings, branch.follow_ups = await learn(
-                bctx.llm, self.ctx.topic, branch.question, sources,
-                max(1, math.ceil(self.settings.breadth / 2 ** branch.level)))
+                bctx.llm,
+                self.ctx.topic,
+                branch.question,
+                sources,
+                max(1, math.ceil(self.settings.breadth / 2**branch.level)),
+            )
         branch.status = "done"
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
@@ -383,12 +447,22 @@ class Tree:
 
     def _tell(self, branch: Branch) -> None:
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
-        self.ctx.emit(Event(
-            "branch", f"level {branch.level} · {branch.id} {branch.status}{progress}: "
-                      f"{branch.question}",
-            {"node": branch.id, "parent": branch.parent, "level": branch.level,
-             "question": branch.question, "status": branch.status, "read": branch.read,
-             "wanted": branch.wanted, "note": branch.note}))
+        self.ctx.emit(
+            Event(
+                "branch",
+                f"level {branch.level} · {branch.id} {branch.status}{progress}: {branch.question}",
+                {
+                    "node": branch.id,
+                    "parent": branch.parent,
+                    "level": branch.level,
+                    "question": branch.question,
+                    "status": branch.status,
+                    "read": branch.read,
+                    "wanted": branch.wanted,
+                    "note": branch.note,
+                },
+            )
+        )
 
 
 class _BranchFailed(Exception):
@@ -405,8 +479,9 @@ OWN_PAGES = 2
 SHOWN = 10
 
 
-def spread(share: int, found: list[int], cap: int, first: Sequence[bool] | None = None
-           ) -> list[int]:
+def spread(
+    share: int, found: list[int], cap: int, first: Sequence[bool] | None = None
+) -> list[int]:
     """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
     that found something to read, none over ``cap`` or over what it found; the branches
     marked in ``first`` are dealt their first page before the others."""
@@ -432,8 +507,12 @@ def window(want: int) -> int:
     return want + max(2, want // 2)
 
 
-def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str],
-           first: Sequence[int] | None = None) -> list[list[Candidate]]:
+def assign(
+    lists: list[list[Candidate]],
+    wants: list[int],
+    taken: set[str],
+    first: Sequence[int] | None = None,
+) -> list[list[Candidate]]:
     """Each branch's candidates, no page given to two branches, none of ``taken``.
 
     The branches draft in turn, best-ranked first, each until it holds as many as it may
@@ -463,12 +542,14 @@ def assign(lists: list[list[Candidate]], wants: list[int], taken: set[str],
     return owned
 
 
-
-
-async def deep_research(question: str, *, settings: Settings,
-                        on_event: ProgressCallback | None = None,
-                        resume_id: str | None = None,
-                        services: Services | None = None) -> Report:
+async def deep_research(
+    question: str,
+    *,
+    settings: Settings,
+    on_event: ProgressCallback | None = None,
+    resume_id: str | None = None,
+    services: Services | None = None,
+) -> Report:
     """Research ``question`` as a tree of questions and return the long, cited report.
 
     ``settings`` are the run's (``mode="deep"``; deep mode's defaults of
@@ -480,10 +561,10 @@ async def deep_research(question: str, *, settings: Settings,
 
     topic = clean_question(question)
     settings = mode_defaults(settings)
-    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
-                        services=services) as ctx:
+    async with open_run(
+        topic, settings, on_event or no_progress, resume_id=resume_id, services=services
+    ) as ctx:
         tree = Tree(ctx)
         await tree.explore()
         ctx.session.check_store()  # found damaged while fetching: no report on top
         return ctx.done(await write_report(tree))
-

@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["number_sources", "write_report"]
 
 
-def number_sources(branches: Sequence[Branch]
-                   ) -> tuple[list[Source], list[tuple[Candidate, Page]], dict[str, list[int]]]:
+def number_sources(
+    branches: Sequence[Branch],
+) -> tuple[list[Source], list[tuple[Candidate, Page]], dict[str, list[int]]]:
     """The tree's sources numbered 1… in tree order, their pages, and each branch's ids."""
     sources: list[Source] = []
     pages: list[tuple[Candidate, Page]] = []
@@ -66,8 +67,9 @@ def number_sources(branches: Sequence[Branch]
     seen: dict[str, int] = {}
     for branch in branches:
         mine = ids.setdefault(branch.id, [])
-        by_url = {page.final_url or candidate.url: (candidate, page)
-                  for candidate, page in branch.pages}
+        by_url = {
+            page.final_url or candidate.url: (candidate, page) for candidate, page in branch.pages
+        }
         for source in branch.sources:
             key = canonicalize(source.url)
             if key not in seen:
@@ -95,11 +97,13 @@ def _intro(tree: Tree, sources: list[Source]) -> str:
     subs = sum(1 for b in tree.branches if b.level == 1 and b.status != "skipped")
     follow = sum(1 for b in tree.branches if b.level > 1 and b.status != "skipped")
     levels = max((b.level for b in tree.branches if b.status != "skipped"), default=1)
-    return (f"sleuth explored this question as {subs} sub-question{'s' if subs != 1 else ''}"
-            f" and {follow} follow-up question{'s' if follow != 1 else ''} over {levels} "
-            f"level{'s' if levels != 1 else ''}, and read {len(sources)} sources. Without a "
-            "model, each section quotes what its sources say about its question; the "
-            "follow-ups are the names and titles those pages gave, searched in turn.")
+    return (
+        f"sleuth explored this question as {subs} sub-question{'s' if subs != 1 else ''}"
+        f" and {follow} follow-up question{'s' if follow != 1 else ''} over {levels} "
+        f"level{'s' if levels != 1 else ''}, and read {len(sources)} sources. Without a "
+        "model, each section quotes what its sources say about its question; the "
+        "follow-ups are the names and titles those pages gave, searched in turn."
+    )
 
 
 def _unique(failures: list[Failure]) -> list[Failure]:
@@ -132,42 +136,85 @@ async def write_report(tree: Tree) -> Report:
         llm = ctx.llm
         assert llm is not None
         failures = _unique(ctx.failures)
-        markdown = render_deep(ctx.topic, parts, sources, failures, level, reason,
-                               labels_for(llm.language), footer(check, llm.language))
+        markdown = render_deep(
+            ctx.topic,
+            parts,
+            sources,
+            failures,
+            level,
+            reason,
+            labels_for(llm.language),
+            footer(check, llm.language),
+        )
     else:
-        groups = [(b.question, [sources[n - 1] for n in ids[b.id]],
-                   [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest])
-                  for b, rest in _groups(tree.branches)]
-        sections = [Section(title=title, sources=[s.id for s in own]
-                            + [s.id for _, found in follow for s in found])
-                    for title, own, follow in groups]
-        markdown = render_tree_template(ctx.topic, groups, _intro(tree, sources), sources,
-                                        failures, level, reason)
+        groups = [
+            (
+                b.question,
+                [sources[n - 1] for n in ids[b.id]],
+                [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest],
+            )
+            for b, rest in _groups(tree.branches)
+        ]
+        sections = [
+            Section(
+                title=title,
+                sources=[s.id for s in own] + [s.id for _, found in follow for s in found],
+            )
+            for title, own, follow in groups
+        ]
+        markdown = render_tree_template(
+            ctx.topic, groups, _intro(tree, sources), sources, failures, level, reason
+        )
     llm = ctx.llm
     report = Report(
-        topic=ctx.topic, depth=ctx.settings.depth,
+        topic=ctx.topic,
+        depth=ctx.settings.depth,
         queries=dedupe([q for b in tree.branches if b.status != "skipped" for q in b.queries]),
-        sources=sources, failures=failures, confidence=level, confidence_reason=reason,
+        sources=sources,
+        failures=failures,
+        confidence=level,
+        confidence_reason=reason,
         markdown=markdown,
-        stats=Stats(searches=tree.searches, fetches=tree.fetches,
-                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(llm)),
-        run_id=ctx.run_id, planner=tree.planner,
+        stats=Stats(
+            searches=tree.searches,
+            fetches=tree.fetches,
+            elapsed_s=round(time.monotonic() - ctx.started, 3),
+            **llm_stats(llm),
+        ),
+        run_id=ctx.run_id,
+        planner=tree.planner,
         stopped_by=tree.stopped_by or (llm.cut_by if llm is not None else None),
-        writer="llm" if check is not None else "template", citations=check, mode="deep",
-        tree=[b.node(ids.get(b.id, [])) for b in tree.branches], sections=sections)
-    ctx.emit(Event("report", f"report with {len(sources)} sources in {len(sections or [])} "
-                             "sections", {"confidence": level}))
+        writer="llm" if check is not None else "template",
+        citations=check,
+        mode="deep",
+        tree=[b.node(ids.get(b.id, [])) for b in tree.branches],
+        sections=sections,
+    )
+    ctx.emit(
+        Event(
+            "report",
+            f"report with {len(sources)} sources in {len(sections or [])} sections",
+            {"confidence": level},
+        )
+    )
     return report
 
 
-async def _written(tree: Tree, llm: RunLLM, sources: list[Source],
-                   pages: list[tuple[Candidate, Page]], ids: dict[str, list[int]]
-                   ) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
+async def _written(
+    tree: Tree,
+    llm: RunLLM,
+    sources: list[Source],
+    pages: list[tuple[Candidate, Page]],
+    ids: dict[str, list[int]],
+) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
     """The model's sections, introduction and conclusion, checked; None if none was written."""
     ctx, settings = tree.ctx, tree.settings
     by_url = {canonicalize(s.url): s.id for s in sources}
-    learnings = [(item.text, [by_url[u] for u in item.urls if u in by_url])
-                 for b in tree.branches for item in b.learnings]
+    learnings = [
+        (item.text, [by_url[u] for u in item.urls if u in by_url])
+        for b in tree.branches
+        for item in b.learnings
+    ]
     learnings = [(text, cited) for text, cited in learnings if cited]
     related = {n: set(mine) for mine in ids.values() for n in mine}
     all_ids = [s.id for s in sources]
@@ -177,13 +224,26 @@ async def _written(tree: Tree, llm: RunLLM, sources: list[Source],
     evidence = evidence_of(sources, pages)
     method = settings.verify
     results = await asyncio.gather(
-        *(write_section(llm, ctx.topic, p, outline, [sources[n - 1] for n in p.sources],
-                        words, evidence, method) for p in outline),
+        *(
+            write_section(
+                llm,
+                ctx.topic,
+                p,
+                outline,
+                [sources[n - 1] for n in p.sources],
+                words,
+                evidence,
+                method,
+            )
+            for p in outline
+        ),
         write_frame(llm, ctx.topic, outline, learnings, frame_words, evidence, method),
-        return_exceptions=True)
+        return_exceptions=True,
+    )
     for result in results:
         if isinstance(result, LLMAuthError) or (
-                isinstance(result, BaseException) and not isinstance(result, LLMError)):
+            isinstance(result, BaseException) and not isinstance(result, LLMError)
+        ):
             raise result
     bodies: list[Written] = []
     for planned, result in zip(outline, results[:-1], strict=True):
@@ -198,33 +258,47 @@ async def _written(tree: Tree, llm: RunLLM, sources: list[Source],
     frame = results[-1]
     if isinstance(frame, tuple):
         intro, conclusion = frame
-        parts = [(intro.planned.title, intro.body), *parts,
-                 (conclusion.planned.title, conclusion.body)]
+        parts = [
+            (intro.planned.title, intro.body),
+            *parts,
+            (conclusion.planned.title, conclusion.body),
+        ]
         checks += [c for c in (intro.check, conclusion.check) if c is not None]
     elif isinstance(frame, BaseException):
         llm.fell_back("frame", frame, "the report has no introduction or conclusion")
     if not checks:
         return None
-    sections = [Section(title=w.planned.title, sources=list(w.planned.sources))
-                for w, body in zip(bodies, kept, strict=True) if body]
+    sections = [
+        Section(title=w.planned.title, sources=list(w.planned.sources))
+        for w, body in zip(bodies, kept, strict=True)
+        if body
+    ]
     return parts, sections, merge_checks(checks)
 
 
-async def _outline(tree: Tree, llm: RunLLM, learnings: list[tuple[str, list[int]]],
-                   all_ids: list[int], ids: dict[str, list[int]],
-                   related: dict[int, set[int]]) -> list[Planned]:
+async def _outline(
+    tree: Tree,
+    llm: RunLLM,
+    learnings: list[tuple[str, list[int]]],
+    all_ids: list[int],
+    ids: dict[str, list[int]],
+    related: dict[int, set[int]],
+) -> list[Planned]:
     """The model's outline, every source given to a section; one per sub-question if it
     fails."""
     try:
-        planned = await llm_outline(llm, tree.ctx.topic, learnings, all_ids,
-                                    section_count(tree.settings.words))
+        planned = await llm_outline(
+            llm, tree.ctx.topic, learnings, all_ids, section_count(tree.settings.words)
+        )
         return give_every_source(planned, all_ids, related)
     except LLMAuthError:
         raise
     except LLMError as exc:
         llm.fell_back("outline", exc, "the report has one section per sub-question")
-    groups = [(b.question, [n for x in (b, *rest) for n in ids.get(x.id, [])])
-              for b, rest in _groups(tree.branches)]
+    groups = [
+        (b.question, [n for x in (b, *rest) for n in ids.get(x.id, [])])
+        for b, rest in _groups(tree.branches)
+    ]
     return fallback_outline(groups)
 
 

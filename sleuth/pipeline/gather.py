@@ -34,15 +34,22 @@ if TYPE_CHECKING:
 __all__ = ["MIN_ASIDE", "WAITS", "Gate", "Gathered", "PageCheck", "Waits", "gather_pages"]
 
 
-async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetcher, want: int,
-                       on_event: ProgressCallback = no_progress,
-                       budget: Budget | None = None, *,
-                       known: Mapping[str, Page | FetchFailure] | None = None,
-                       on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
-                       accept: PageCheck | None = None,
-                       more: asyncio.Future[list[Candidate]] | None = None,
-                       waits: Waits = WAITS, gate: Gate | None = None,
-                       by_rank: bool = False, park: bool = False) -> Gathered:
+async def gather_pages(
+    candidates: list[Candidate],
+    fetcher: Fetcher | RunFetcher,
+    want: int,
+    on_event: ProgressCallback = no_progress,
+    budget: Budget | None = None,
+    *,
+    known: Mapping[str, Page | FetchFailure] | None = None,
+    on_result: Callable[[Candidate, Page | FetchFailure], None] | None = None,
+    accept: PageCheck | None = None,
+    more: asyncio.Future[list[Candidate]] | None = None,
+    waits: Waits = WAITS,
+    gate: Gate | None = None,
+    by_rank: bool = False,
+    park: bool = False,
+) -> Gathered:
     """Fetch the best candidates until ``want`` pages are read or a budget is reached.
 
     A few candidates beyond ``want`` are fetched at once so failures cost no extra
@@ -73,20 +80,41 @@ async def gather_pages(candidates: list[Candidate], fetcher: Fetcher | RunFetche
     are read, never which downloads finish first or which pages a cache had (see
     ``_Gatherer._by_rank``).
     """
-    gatherer = _Gatherer(candidates, fetcher, want, on_event, budget, on_result, accept, more,
-                         waits, gate or KeepAll(), by_rank, park and accept is not None)
+    gatherer = _Gatherer(
+        candidates,
+        fetcher,
+        want,
+        on_event,
+        budget,
+        on_result,
+        accept,
+        more,
+        waits,
+        gate or KeepAll(),
+        by_rank,
+        park and accept is not None,
+    )
     return await gatherer.run(known or {})
 
 
 class _Gatherer:
     """The state of one :func:`gather_pages` call."""
 
-    def __init__(self, candidates: list[Candidate], fetcher: Fetcher | RunFetcher, want: int,
-                 on_event: ProgressCallback, budget: Budget | None,
-                 on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
-                 accept: PageCheck | None, more: asyncio.Future[list[Candidate]] | None,
-                 waits: Waits = WAITS, gate: Gate | None = None, by_rank: bool = False,
-                 park: bool = False) -> None:
+    def __init__(
+        self,
+        candidates: list[Candidate],
+        fetcher: Fetcher | RunFetcher,
+        want: int,
+        on_event: ProgressCallback,
+        budget: Budget | None,
+        on_result: Callable[[Candidate, Page | FetchFailure], None] | None,
+        accept: PageCheck | None,
+        more: asyncio.Future[list[Candidate]] | None,
+        waits: Waits = WAITS,
+        gate: Gate | None = None,
+        by_rank: bool = False,
+        park: bool = False,
+    ) -> None:
         self.candidates, self.fetcher, self.want = candidates, fetcher, want
         self.on_event, self.budget = on_event, budget
         self.on_result, self.accept, self.more = on_result, accept, more
@@ -161,10 +189,13 @@ class _Gatherer:
 
     def _launch(self) -> None:
         budget = self.budget
-        while (self.queue and len(self.done) + self._promised() < self.want
-               and self.aside < self.aside_cap
-               and len(self.running) + len(self.judging) + len(self.done) + len(self.parked)
-               < self.window):
+        while (
+            self.queue
+            and len(self.done) + self._promised() < self.want
+            and self.aside < self.aside_cap
+            and len(self.running) + len(self.judging) + len(self.done) + len(self.parked)
+            < self.window
+        ):
             if budget is not None and (reason := budget.exhausted()):
                 self.out.stopped_by = reason
                 return
@@ -188,16 +219,18 @@ class _Gatherer:
             if give_up is not None:
                 left = give_up - asyncio.get_running_loop().time()
                 if left <= 0:
-                    self.cut_why = (f"it took longer than {self.waits.bound_factor:g}x this "
-                                    "run's other pages")
+                    self.cut_why = (
+                        f"it took longer than {self.waits.bound_factor:g}x this run's other pages"
+                    )
                     return
                 timeout = left if timeout is None else min(timeout, left)
             waiting: list[asyncio.Future[Any]] = [*self.running, *self.judging]
             if self._coming():
                 assert self.more is not None
                 waiting.append(self.more)
-            finished, _ = await asyncio.wait(waiting, timeout=timeout,
-                                             return_when=asyncio.FIRST_COMPLETED)
+            finished, _ = await asyncio.wait(
+                waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
             for task in self._in_rank_order(finished):
                 self._settle(task)
             self._unpark()
@@ -263,8 +296,10 @@ class _Gatherer:
             if not waiting:
                 return None
             finished, _ = await asyncio.wait(
-                waiting, timeout=budget.seconds_left() if budget is not None else None,
-                return_when=asyncio.FIRST_COMPLETED)
+                waiting,
+                timeout=budget.seconds_left() if budget is not None else None,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
             for task in finished:
                 self._settle(task)
             if budget is not None and budget.seconds_left() == 0:
@@ -292,8 +327,9 @@ class _Gatherer:
             return
         loop = asyncio.get_running_loop()
         waits = self.waits
-        grace_end = loop.time() + max(waits.grace_min_s,
-                                      waits.grace_share * (loop.time() - self.started))
+        grace_end = loop.time() + max(
+            waits.grace_min_s, waits.grace_share * (loop.time() - self.started)
+        )
         top_end = max(grace_end, self.started + waits.top_s)
         # Only downloads and summaries are awaited below, never ``more``: the order holds.
         position = {c.canonical_url: i for i, c in enumerate(self.order)}
@@ -305,12 +341,17 @@ class _Gatherer:
             # (rank, task) of each better-ranked page still out; past the grace, only the first.
             # Only a page that may displace one kept: its search result looks on-topic.
             # (when its wait ends, task): never past the page's own bound (``_bound``).
-            ends = [(min(top_end if rank == 0 else grace_end, self._bound(task)), task)
-                    for rank, task in self._out_there(position)
-                    if rank < top and self.gate.likely(self._candidate_of(task))]
+            ends = [
+                (min(top_end if rank == 0 else grace_end, self._bound(task)), task)
+                for rank, task in self._out_there(position)
+                if rank < top and self.gate.likely(self._candidate_of(task))
+            ]
             # Pages of ``Waits.own``: until they come or fail (the fetch timeout bounds them).
-            own = {task for _, task in self._out_there(position)
-                   if self._candidate_of(task).canonical_url in waits.own}
+            own = {
+                task
+                for _, task in self._out_there(position)
+                if self._candidate_of(task).canonical_url in waits.own
+            }
             ends = [(math.inf, task) for task in own] + [e for e in ends if e[1] not in own]
             better = [(end, task) for end, task in ends if end > now]
             budget_left = self.budget.seconds_left() if self.budget is not None else None
@@ -321,16 +362,24 @@ class _Gatherer:
                 told = True
                 longest = min(max(end for end, _ in better) - now, left)
                 pages = f"{len(better)} better-ranked page{'s' if len(better) > 1 else ''}"
-                until = ("until they come" if math.isinf(longest)
-                         else f"up to {longest:.1f} s")
-                self.on_event(Event("info", f"waiting {until} for {pages} still on the way",
-                                    {"pages": len(better), "seconds": None
-                                     if math.isinf(longest) else round(longest, 3)}))
+                until = "until they come" if math.isinf(longest) else f"up to {longest:.1f} s"
+                self.on_event(
+                    Event(
+                        "info",
+                        f"waiting {until} for {pages} still on the way",
+                        {
+                            "pages": len(better),
+                            "seconds": None if math.isinf(longest) else round(longest, 3),
+                        },
+                    )
+                )
             # Awake at the first page's end: from then on it is no longer waited for.
             timeout = min(min(end for end, _ in better) - now, left)
-            finished, _ = await asyncio.wait([task for _, task in better],
-                                             timeout=None if math.isinf(timeout) else timeout,
-                                             return_when=asyncio.FIRST_COMPLETED)
+            finished, _ = await asyncio.wait(
+                [task for _, task in better],
+                timeout=None if math.isinf(timeout) else timeout,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
             for task in finished:
                 self._settle(task)
             self._unpark()
@@ -347,12 +396,19 @@ class _Gatherer:
         5 s it stays 18 (seed 8; 16 on seed 9, as before) and the suite takes 19 s, not 28.
         Local documents are never cut.
         """
-        if (self._coming() or (self.queue and self.aside < self.aside_cap) or not self.done
-                or self.judging or not self.running
-                or any(is_local(c) for c in self.running.values())):
+        if (
+            self._coming()
+            or (self.queue and self.aside < self.aside_cap)
+            or not self.done
+            or self.judging
+            or not self.running
+            or any(is_local(c) for c in self.running.values())
+        ):
             return None
-        end = max(max(self._bound(task), self.launched[c.canonical_url] + self.waits.last_min_s)
-                  for task, c in self.running.items())
+        end = max(
+            max(self._bound(task), self.launched[c.canonical_url] + self.waits.last_min_s)
+            for task, c in self.running.items()
+        )
         return None if math.isinf(end) else end
 
     def _bound(self, task: asyncio.Future[Any]) -> float:
@@ -398,7 +454,7 @@ class _Gatherer:
                 read += url in self.done
                 aside += url in self.set_aside
                 if read >= self.want or aside >= self.want:
-                    self._let_go(self.order[rank + 1:])
+                    self._let_go(self.order[rank + 1 :])
                     return
             else:
                 return
@@ -416,8 +472,7 @@ class _Gatherer:
     async def _settle_one(self, tasks: list[asyncio.Future[Any]]) -> bool:
         """Wait for the first of ``tasks`` (within the time budget) and settle what ended."""
         left = self.budget.seconds_left() if self.budget is not None else None
-        finished, _ = await asyncio.wait(tasks, timeout=left,
-                                         return_when=asyncio.FIRST_COMPLETED)
+        finished, _ = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         for task in finished:
             self._settle(task)
         return bool(finished)
@@ -428,8 +483,9 @@ class _Gatherer:
 
     def _out_there(self, position: Mapping[str, int]) -> list[tuple[int, asyncio.Future[Any]]]:
         """(rank, task) of every page still downloading or being summarised."""
-        return [(position.get(c.canonical_url, len(position)), task)
-                for task, c in self._out_pairs()]
+        return [
+            (position.get(c.canonical_url, len(position)), task) for task, c in self._out_pairs()
+        ]
 
     def _take(self, candidate: Candidate, result: Page | FetchFailure) -> None:
         if self.on_result is not None:
@@ -442,10 +498,13 @@ class _Gatherer:
                 # keeps it (a page on-topic ones name may still be chosen) and reports it.
                 self.aside += 1
                 self.set_aside.add(candidate.canonical_url)
-                self.on_event(Event("fetched", f"read {result.title or candidate.url} "
-                                    "(off-topic, set aside)",
-                                    {"url": candidate.url, "chars": len(result.text),
-                                     "off_topic": True}))
+                self.on_event(
+                    Event(
+                        "fetched",
+                        f"read {result.title or candidate.url} (off-topic, set aside)",
+                        {"url": candidate.url, "chars": len(result.text), "off_topic": True},
+                    )
+                )
                 return
             if self.accept is None:
                 self.done[candidate.canonical_url] = result
@@ -453,12 +512,22 @@ class _Gatherer:
                 self.parked[candidate.canonical_url] = (candidate, result)
             else:
                 self._judge(candidate, result)
-            self.on_event(Event("fetched", f"read {result.title or candidate.url}",
-                                {"url": candidate.url, "chars": len(result.text)}))
+            self.on_event(
+                Event(
+                    "fetched",
+                    f"read {result.title or candidate.url}",
+                    {"url": candidate.url, "chars": len(result.text)},
+                )
+            )
         else:
             self.out.failures.append(Failure(url=candidate.url, reason=result.reason))
-            self.on_event(Event("fetch_failed", f"{candidate.url}: {result.reason}",
-                                {"url": candidate.url, "reason": result.reason}))
+            self.on_event(
+                Event(
+                    "fetch_failed",
+                    f"{candidate.url}: {result.reason}",
+                    {"url": candidate.url, "reason": result.reason},
+                )
+            )
 
     def _in_rank_order(self, finished: set[asyncio.Future[Any]]) -> list[asyncio.Future[Any]]:
         """``finished`` best-ranked first when parking (what is parked depends on it)."""
@@ -466,8 +535,10 @@ class _Gatherer:
             return list(finished)
         rank = {c.canonical_url: i for i, c in enumerate(self.order)}
         pairs = dict(self._out_pairs())
-        return sorted(finished, key=lambda t: rank.get(pairs[t].canonical_url, len(rank))
-                      if t in pairs else -1)
+        return sorted(
+            finished,
+            key=lambda t: rank.get(pairs[t].canonical_url, len(rank)) if t in pairs else -1,
+        )
 
     def _judge(self, candidate: Candidate, page: Page) -> None:
         assert self.accept is not None
@@ -504,8 +575,7 @@ class _Gatherer:
             if reason is None:
                 self.done[candidate.canonical_url] = page
             else:
-                self.out.failures.append(Failure(url=candidate.url, reason=reason,
-                                                 stage="read"))
+                self.out.failures.append(Failure(url=candidate.url, reason=reason, stage="read"))
 
     async def _drop_stragglers(self) -> None:
         out = self.out
@@ -519,8 +589,9 @@ class _Gatherer:
             if out.stopped_by and len(self.done) < self.want:
                 self.done[candidate.canonical_url] = page
             else:
-                out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}",
-                                            stage="read"))
+                out.failures.append(
+                    Failure(url=candidate.url, reason=f"not waited for: {why}", stage="read")
+                )
         for candidate, page in self.parked.values():  # likewise a page read, not judged
             if out.stopped_by and len(self.done) < self.want:
                 self.done[candidate.canonical_url] = page

@@ -12,8 +12,17 @@ from typing import Protocol
 
 from sleuth.models import Candidate, Failure, Page
 
-__all__ = ["MIN_ASIDE", "WAITS", "Gate", "Gathered", "KeepAll", "PageCheck", "Pages", "Waits",
-           "is_local"]
+__all__ = [
+    "MIN_ASIDE",
+    "WAITS",
+    "Gate",
+    "Gathered",
+    "KeepAll",
+    "PageCheck",
+    "Pages",
+    "Waits",
+    "is_local",
+]
 
 #: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
 PageCheck = Callable[[Candidate, Page], Awaitable[str | None]]
@@ -26,8 +35,9 @@ class Gate(Protocol):
     def check(self, candidate: Candidate, page: Page) -> str | None:
         """As a page arrives: None to read it on, else why it is set aside."""
 
-    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
-               ) -> tuple[Pages, list[Failure]]:
+    def choose(
+        self, pages: Sequence[tuple[Candidate, Page]], want: int
+    ) -> tuple[Pages, list[Failure]]:
         """The sources among ``pages`` (in rank order), and the pages left out, as failures."""
 
     def forget(self, urls: set[str]) -> None:
@@ -43,8 +53,9 @@ class KeepAll:
     def check(self, candidate: Candidate, page: Page) -> str | None:
         return None
 
-    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
-               ) -> tuple[Pages, list[Failure]]:
+    def choose(
+        self, pages: Sequence[tuple[Candidate, Page]], want: int
+    ) -> tuple[Pages, list[Failure]]:
         return list(pages[:want]), []
 
     def forget(self, urls: set[str]) -> None:

@@ -51,7 +51,8 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
     """
     assert ctx.llm is not None
     first: asyncio.Future[tuple[list[str], list[SearchHit]]] = (
-        asyncio.get_running_loop().create_future())
+        asyncio.get_running_loop().create_future()
+    )
     asked = [ctx.question_search.query] if ctx.question_search is not None else []
 
     async def search(queries: list[str]) -> list[SearchHit]:
@@ -75,8 +76,9 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
             candidates = await rank_stage(ctx, plan, await search_stage(ctx, plan))
             return plan, await fetch_stage(ctx, candidates)
         queries, hits = first.result()
-        early = await rank_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"),
-                                 hits)
+        early = await rank_stage(
+            ctx, Plan(question=ctx.topic, queries=queries, planner="llm"), hits
+        )
         fuller = asyncio.ensure_future(full_ranking())
         gathered = await fetch_stage(ctx, early, more=fuller)
         await fuller
@@ -129,9 +131,15 @@ async def _stop(*futures: asyncio.Future[Any] | None) -> None:
     await asyncio.gather(*started, return_exceptions=True)
 
 
-async def research(question: str, *, settings: Settings | None = None,
-                   on_event: ProgressCallback | None = None, resume_id: str | None = None,
-                   services: Services | None = None, **options: Any) -> Report:
+async def research(
+    question: str,
+    *,
+    settings: Settings | None = None,
+    on_event: ProgressCallback | None = None,
+    resume_id: str | None = None,
+    services: Services | None = None,
+    **options: Any,
+) -> Report:
     """Research ``question`` and return a cited :class:`~sleuth.models.Report`.
 
     ``options`` are settings fields (``depth=3``, ``max_sources=8``, ``search="searxng"``,
@@ -150,10 +158,17 @@ async def research(question: str, *, settings: Settings | None = None,
     if settings.mode == "deep":
         from sleuth.pipeline.deep import deep_research
 
-        return await deep_research(topic, settings=settings, on_event=on_event,
-                                   resume_id=resume_id, services=services)
-    async with open_run(topic, settings, on_event or no_progress, resume_id=resume_id,
-                        services=services, with_model=search_question) as ctx:
+        return await deep_research(
+            topic, settings=settings, on_event=on_event, resume_id=resume_id, services=services
+        )
+    async with open_run(
+        topic,
+        settings,
+        on_event or no_progress,
+        resume_id=resume_id,
+        services=services,
+        with_model=search_question,
+    ) as ctx:
         if ctx.llm is None:
             plan = await plan_stage(ctx)
             gathered = await search_and_fetch(ctx, plan)
@@ -171,4 +186,3 @@ async def research(question: str, *, settings: Settings | None = None,
 def research_sync(question: str, **kwargs: Any) -> Report:
     """Blocking wrapper around :func:`research` for scripts and notebooks."""
     return asyncio.run(research(question, **kwargs))
-

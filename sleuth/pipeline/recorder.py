@@ -81,34 +81,56 @@ class RunRecorder:
 
     def hits(self, provider: str, query: str, hits: list[SearchHit], cached: bool) -> None:
         """One provider's answer to one query."""
-        self.record("hits", {"provider": provider, "query": query, "cached": cached,
-                             "hits": hits})
+        self.record("hits", {"provider": provider, "query": query, "cached": cached, "hits": hits})
 
     def ranking(self, candidates: Sequence[Candidate]) -> None:
         """The candidates in the order they will be fetched."""
-        self.record("ranking", [{"url": c.url, "title": c.title, "quality": c.quality,
-                                 "score": c.score} for c in candidates])
+        self.record(
+            "ranking",
+            [
+                {"url": c.url, "title": c.title, "quality": c.quality, "score": c.score}
+                for c in candidates
+            ],
+        )
 
-    def fetched(self, candidate: Candidate, result: Page | FetchFailure,
-                passages: Sequence[str] = ()) -> None:
+    def fetched(
+        self, candidate: Candidate, result: Page | FetchFailure, passages: Sequence[str] = ()
+    ) -> None:
         """A page read (URL, hash, its ``passages``; the text is in the pages cache) or a
         failure."""
         if isinstance(result, Page):
-            self.record("fetched", {
-                "url": candidate.url, "final_url": result.final_url, "title": result.title,
-                "hash": text_hash(result.text), "chars": len(result.text),
-                "engine": result.engine, "passages": list(passages)})
+            self.record(
+                "fetched",
+                {
+                    "url": candidate.url,
+                    "final_url": result.final_url,
+                    "title": result.title,
+                    "hash": text_hash(result.text),
+                    "chars": len(result.text),
+                    "engine": result.engine,
+                    "passages": list(passages),
+                },
+            )
         else:
-            self.record("fetch_failed", {"url": candidate.url, "reason": result.reason,
-                                         "status": result.status})
+            self.record(
+                "fetch_failed",
+                {"url": candidate.url, "reason": result.reason, "status": result.status},
+            )
 
     def summaries(self, judge: PageCheck, summaries: Mapping[str, str]) -> PageCheck:
         """``judge`` (the LLM reader's) recording each page's summary as it is made."""
+
         async def recorded(candidate: Candidate, page: Page) -> str | None:
             reason = await judge(candidate, page)
-            self.record("summary", {"url": candidate.url, "kept": reason is None,
-                                    "reason": reason,
-                                    "summary": summaries.get(candidate.canonical_url)})
+            self.record(
+                "summary",
+                {
+                    "url": candidate.url,
+                    "kept": reason is None,
+                    "reason": reason,
+                    "summary": summaries.get(candidate.canonical_url),
+                },
+            )
             return reason
 
         return recorded
@@ -139,8 +161,9 @@ class RunRecord:
     store: Store | None = None
 
     @classmethod
-    def start(cls, store: Store | None, topic: str, settings: Settings,
-              resume_id: str | None = None) -> RunRecord:
+    def start(
+        cls, store: Store | None, topic: str, settings: Settings, resume_id: str | None = None
+    ) -> RunRecord:
         """Create the run record (or take back ``resume_id``'s); blocking.
 
         Raises :class:`~sleuth.errors.ConfigError` (one line) when the store cannot be
@@ -171,8 +194,9 @@ class RunRecord:
         if self.recorder is not None:
             self.recorder.record(stage, payload)
 
-    def finish(self, status: FinalStatus, report: Report | None = None,
-               error: str | None = None) -> None:
+    def finish(
+        self, status: FinalStatus, report: Report | None = None, error: str | None = None
+    ) -> None:
         """Write what is queued and mark the run finished (blocking); never raises."""
         try:
             if self.recorder is not None:
@@ -182,13 +206,14 @@ class RunRecord:
             if self.store is not None and self.run_id is not None:
                 stats = None
                 if report is not None:
-                    stats = {**report.stats.model_dump(mode="json"),
-                             "sources": len(report.sources),
-                             "tokens": report.stats.prompt_tokens
-                             + report.stats.completion_tokens}
-                self.store.finish_run(self.run_id, status,
-                                      report.model_dump(mode="json") if report else None,
-                                      stats)
+                    stats = {
+                        **report.stats.model_dump(mode="json"),
+                        "sources": len(report.sources),
+                        "tokens": report.stats.prompt_tokens + report.stats.completion_tokens,
+                    }
+                self.store.finish_run(
+                    self.run_id, status, report.model_dump(mode="json") if report else None, stats
+                )
         except Exception as exc:  # the report is the user's; a failing record must not cost it
             log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
 
@@ -248,34 +273,52 @@ class StoreSession:
 
         read = DocumentExtractor(extract_limits(self.settings))
         self.index = report = index_folder(self.docs_store, Path(folder), read)
-        self.documents = DocumentReader(self.docs_store, report.folder,
-                                        max_chars=self.settings.max_chars)
-        return [Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
-                for path, reason in report.failed]
+        self.documents = DocumentReader(
+            self.docs_store, report.folder, max_chars=self.settings.max_chars
+        )
+        return [
+            Failure(url=file_url(path), reason=f"could not index: {reason}", stage="read")
+            for path, reason in report.failed
+        ]
 
     def index_record(self) -> dict[str, Any]:
         """What indexing did, as the run record keeps it."""
         report = self.index
         assert report is not None
-        return {"folder": str(report.folder), "added": report.added, "updated": report.updated,
-                "unchanged": report.unchanged, "removed": report.removed,
-                "failed": report.failed}
+        return {
+            "folder": str(report.folder),
+            "added": report.added,
+            "updated": report.updated,
+            "unchanged": report.unchanged,
+            "removed": report.removed,
+            "failed": report.failed,
+        }
 
     def index_event(self) -> Event:
         """The progress event that says what indexing did."""
         report = self.index
         assert report is not None
-        return Event("info", f"documents: {report.indexed} indexed ({report.added} new, "
-                     f"{report.updated} changed, {len(report.failed)} unreadable)",
-                     {"folder": str(report.folder), "added": report.added,
-                      "updated": report.updated, "unchanged": report.unchanged,
-                      "removed": report.removed, "failed": len(report.failed)})
+        return Event(
+            "info",
+            f"documents: {report.indexed} indexed ({report.added} new, "
+            f"{report.updated} changed, {len(report.failed)} unreadable)",
+            {
+                "folder": str(report.folder),
+                "added": report.added,
+                "updated": report.updated,
+                "unchanged": report.unchanged,
+                "removed": report.removed,
+                "failed": len(report.failed),
+            },
+        )
 
     # ------------------------------------------------------------ searching
 
-    def wrap_providers(self, providers: list[SearchProvider],
-                       on_answer: Callable[[str, str, list[SearchHit], bool], None] | None
-                       ) -> list[SearchProvider]:
+    def wrap_providers(
+        self,
+        providers: list[SearchProvider],
+        on_answer: Callable[[str, str, list[SearchHit], bool], None] | None,
+    ) -> list[SearchProvider]:
         """The providers with the store in front: cached answers, answers told to
         ``on_answer`` (the run record; None: no cache either, as without a record)."""
         wrapped: list[SearchProvider] = []
@@ -285,13 +328,16 @@ class StoreSession:
             if self.store is None or on_answer is None:
                 wrapped.append(provider)
                 continue
-            wrapped.append(CachedProvider.for_run(provider, self.store, self.settings,
-                                                  resumed=self.resumed, on_answer=on_answer))
+            wrapped.append(
+                CachedProvider.for_run(
+                    provider, self.store, self.settings, resumed=self.resumed, on_answer=on_answer
+                )
+            )
         return wrapped
 
-    async def fresh_results(self, candidates: Sequence[Candidate], usable: CacheCheck, *,
-                            topic: str, run_id: str | None
-                            ) -> dict[str, Page | FetchFailure]:
+    async def fresh_results(
+        self, candidates: Sequence[Candidate], usable: CacheCheck, *, topic: str, run_id: str | None
+    ) -> dict[str, Page | FetchFailure]:
         """Fetch results the page cache holds fresh, by canonical URL (no page request).
 
         Only those ``usable`` (the run's fetcher's :meth:`~sleuth.fetch.Fetcher.usable`)
@@ -306,8 +352,11 @@ class StoreSession:
             return {}
 
         def look() -> tuple[list[tuple[Candidate, CachedResult]], set[str]]:
-            found = [(candidate, hit) for candidate in candidates
-                     if (hit := cache.lookup(candidate.url)) is not None and hit.fresh]
+            found = [
+                (candidate, hit)
+                for candidate in candidates
+                if (hit := cache.lookup(candidate.url)) is not None and hit.fresh
+            ]
             last = store.last_report(topic, exclude=run_id) or {}
             used = {canonicalize(str(s.get("url", ""))) for s in last.get("sources") or []}
             return found, used
@@ -317,10 +366,16 @@ class StoreSession:
         except Exception as exc:  # a broken cache costs downloads, never the run
             log_store_failure(log, "page cache lookup failed", exc)
             return {}
-        found = {candidate.canonical_url: hit.result for candidate, hit in hits
-                 if await usable(candidate.url, hit)}
-        first = {key: result for key, result in found.items()
-                 if isinstance(result, Page) and canonicalize(result.final_url) in used}
+        found = {
+            candidate.canonical_url: hit.result
+            for candidate, hit in hits
+            if await usable(candidate.url, hit)
+        }
+        first = {
+            key: result
+            for key, result in found.items()
+            if isinstance(result, Page) and canonicalize(result.final_url) in used
+        }
         return {**first, **found}
 
     @property

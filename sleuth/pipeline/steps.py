@@ -51,21 +51,39 @@ if TYPE_CHECKING:
 # The stages after the searches (select, relevance, write, check) are imported by the
 # steps that use them: a run's first search does not wait for their import (issue 26).
 
-__all__ = ["Draft", "check_stage", "explain_empty_search", "fetch_stage", "llm_stats",
-           "plan_stage", "rank_stage", "read_sources", "read_stage", "report_stage",
-           "search_question", "search_stage", "write_stage"]
+__all__ = [
+    "Draft",
+    "check_stage",
+    "explain_empty_search",
+    "fetch_stage",
+    "llm_stats",
+    "plan_stage",
+    "rank_stage",
+    "read_sources",
+    "read_stage",
+    "report_stage",
+    "search_question",
+    "search_stage",
+    "write_stage",
+]
 
 
-def read_sources(pages: list[tuple[Candidate, Page]], queries: list[str],
-                 settings: Settings) -> list[Source]:
+def read_sources(
+    pages: list[tuple[Candidate, Page]], queries: list[str], settings: Settings
+) -> list[Source]:
     """Number the read pages in rank order and pick their best passages."""
     return [
-        Source(id=n, url=page.final_url or candidate.url, title=page.title or candidate.title,
-               quality=candidate.quality, quality_score=candidate.quality_score,
-               score=candidate.score, passages=best_passages(page.text, queries, settings.passages))
+        Source(
+            id=n,
+            url=page.final_url or candidate.url,
+            title=page.title or candidate.title,
+            quality=candidate.quality,
+            quality_score=candidate.quality_score,
+            score=candidate.score,
+            passages=best_passages(page.text, queries, settings.passages),
+        )
         for n, (candidate, page) in enumerate(pages, start=1)
     ]
-
 
 
 async def plan_stage(ctx: RunContext) -> Plan:
@@ -92,8 +110,9 @@ def search_question(ctx: RunContext) -> Awaitable[None]:
     sent = asyncio.Event()
     token = ON_SENT.set(sent.set)
     try:  # the task copies the context: its request hook sees ON_SENT
-        task = asyncio.ensure_future(search_stage(
-            ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm")))
+        task = asyncio.ensure_future(
+            search_stage(ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm"))
+        )
     finally:
         ON_SENT.reset(token)
     task.add_done_callback(lambda _: sent.set())
@@ -104,8 +123,12 @@ def search_question(ctx: RunContext) -> Awaitable[None]:
 def _in_flight(ctx: RunContext, queries: list[str]) -> dict[str, asyncio.Future[list[SearchHit]]]:
     """Those of ``queries`` still being searched by the question's search (elsewhere)."""
     early = ctx.question_search
-    if (early is None or early.task.done() or early.query not in queries
-            or early.task is asyncio.current_task()):
+    if (
+        early is None
+        or early.task.done()
+        or early.query not in queries
+        or early.task is asyncio.current_task()
+    ):
         return {}
     return {early.query: early.task}
 
@@ -117,8 +140,9 @@ def results_wanted(settings: Settings) -> int:
     return min(50, max(settings.results_per_query, math.ceil(settings.max_sources * 1.5)))
 
 
-async def search_stage(ctx: RunContext, plan: Plan,
-                       lead: asyncio.Future[list[SearchHit]] | None = None) -> list[SearchHit]:
+async def search_stage(
+    ctx: RunContext, plan: Plan, lead: asyncio.Future[list[SearchHit]] | None = None
+) -> list[SearchHit]:
     """Stage 2: every query through the providers; failures go to ``ctx.failures``.
 
     Queries already searched in this run (the LLM planner's first round) are not
@@ -149,10 +173,14 @@ async def search_stage(ctx: RunContext, plan: Plan,
 
     async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
         # The documents folder is searched alongside the web, not as its fallback.
-        return await asyncio.gather(*(
-            run_searches(batch, group, limit=results_wanted(settings),
-                         timeout=timeout, on_event=ctx.emit)
-            for group in groups))
+        return await asyncio.gather(
+            *(
+                run_searches(
+                    batch, group, limit=results_wanted(settings), timeout=timeout, on_event=ctx.emit
+                )
+                for group in groups
+            )
+        )
 
     answers: _Answers = []
     if lead is not None and len(queries) + len(waiting) > 1:
@@ -163,8 +191,11 @@ async def search_stage(ctx: RunContext, plan: Plan,
     failures = [failure for _, failed in answers for failure in failed]
     ctx.search_failures += failures
     ctx.failures += [
-        Failure(url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}",
-                stage="search") for f in failures]
+        Failure(
+            url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}", stage="search"
+        )
+        for f in failures
+    ]
     ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
     for query in queries:
         ctx.searched[query] = [h for h in hits if h.query == query]
@@ -195,12 +226,13 @@ def explain_empty_search(ctx: RunContext) -> None:
     failed, settings = ctx.search_failures, ctx.settings
     if failed and all(f.unreachable for f in failed):
         reason = _unreachable_line(settings, [f.provider for f in failed])
-        raw = "\n".join(f"{f.provider} search for “{f.query}” failed: {f.reason}"
-                         for f in failed)
+        raw = "\n".join(f"{f.provider} search for “{f.query}” failed: {f.reason}" for f in failed)
         first = next(n for n, f in enumerate(ctx.failures) if f.stage == "search")
-        ctx.failures[:] = [*ctx.failures[:first],
-                           Failure(url="", stage="search", reason=reason, detail=raw),
-                           *(f for f in ctx.failures[first:] if f.stage != "search")]
+        ctx.failures[:] = [
+            *ctx.failures[:first],
+            Failure(url="", stage="search", reason=reason, detail=raw),
+            *(f for f in ctx.failures[first:] if f.stage != "search"),
+        ]
         ctx.emit(Event("search_failed", reason, {"unreachable": True}))
     elif not failed:
         reason = _nothing_found_line(ctx)
@@ -217,25 +249,33 @@ def _nothing_found_line(ctx: RunContext) -> str:
             return f"the documents folder {settings.docs} holds no file sleuth can read"
         return f"nothing in the documents folder {settings.docs} matched the question"
     names = ", ".join(settings.search)
-    return (f"no search found anything ({names}, "
-            f"{plural(len(ctx.searched), 'query', 'queries')}): try other words")
+    return (
+        f"no search found anything ({names}, "
+        f"{plural(len(ctx.searched), 'query', 'queries')}): try other words"
+    )
 
 
 def _unreachable_line(settings: Settings, providers: list[str]) -> str:
-    """"could not reach the search engine …" with what the user can do about it."""
+    """ "could not reach the search engine …" with what the user can do about it."""
     names = ", ".join(dict.fromkeys(providers))
     if "searxng" in providers:
         advice = f"is SearXNG running at {settings.searxng_url}?"
     else:
-        advice = ("no network? Search your own SearXNG with --search searxng "
-                  "--searxng-url URL, or a folder of documents with --docs DIR")
+        advice = (
+            "no network? Search your own SearXNG with --search searxng "
+            "--searxng-url URL, or a folder of documents with --docs DIR"
+        )
     return f"could not reach the search engine ({names}): {advice}"
 
 
-async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
-                            planned: list[str], queries: list[str],
-                            lead: asyncio.Future[list[SearchHit]], ctx: RunContext,
-                            waiting: dict[str, asyncio.Future[list[SearchHit]]]) -> _Answers:
+async def _search_with_lead(
+    search: Callable[[list[str]], Awaitable[_Answers]],
+    planned: list[str],
+    queries: list[str],
+    lead: asyncio.Future[list[SearchHit]],
+    ctx: RunContext,
+    waiting: dict[str, asyncio.Future[list[SearchHit]]],
+) -> _Answers:
     """Search ``queries`` (of ``planned``); resolve ``lead`` with the hits of the first
     query to answer among those that hold the whole question (it, and its templated
     variants), whether searched here, already searched, or still ``waiting``.
@@ -267,8 +307,9 @@ async def _search_with_lead(search: Callable[[list[str]], Awaitable[_Answers]],
                 task.cancel()
 
 
-async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit],
-                     show: int | None = None) -> list[Candidate]:
+async def rank_stage(
+    ctx: RunContext, plan: Plan, hits: list[SearchHit], show: int | None = None
+) -> list[Candidate]:
     """Stage 3: candidates in the order they should be fetched.
 
     With a model, its picks come first, then the quality ranking's order (one select
@@ -280,22 +321,33 @@ async def rank_stage(ctx: RunContext, plan: Plan, hits: list[SearchHit],
     else:
         from sleuth.stages.select import select_candidates
 
-        candidates, picked = await select_candidates(ctx.llm, ctx.topic, plan.queries, hits,
-                                                     ctx.rules, picked=ctx.picks,
-                                                     shown=ctx.shown, show=show)
+        candidates, picked = await select_candidates(
+            ctx.llm,
+            ctx.topic,
+            plan.queries,
+            hits,
+            ctx.rules,
+            picked=ctx.picks,
+            shown=ctx.shown,
+            show=show,
+        )
     chosen = f" ({picked} chosen by the model)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
-    ctx.emit(Event("rank", found + chosen,
-                   {"candidates": len(candidates), "picked": picked}))
+    ctx.emit(Event("rank", found + chosen, {"candidates": len(candidates), "picked": picked}))
     return candidates
 
 
-async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
-                      more: asyncio.Future[list[Candidate]] | None = None, *,
-                      want: int | None = None,
-                      memo: dict[str, Page | FetchFailure] | None = None,
-                      gate: bool = True, own: frozenset[str] = frozenset(),
-                      park: bool = False) -> Gathered:
+async def fetch_stage(
+    ctx: RunContext,
+    candidates: list[Candidate],
+    more: asyncio.Future[list[Candidate]] | None = None,
+    *,
+    want: int | None = None,
+    memo: dict[str, Page | FetchFailure] | None = None,
+    gate: bool = True,
+    own: frozenset[str] = frozenset(),
+    park: bool = False,
+) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
@@ -321,33 +373,53 @@ async def fetch_stage(ctx: RunContext, candidates: list[Candidate],
     fetcher = await ctx.fetcher()
     hits_before = fetcher.cache_hits
     # Cached pages meet this run's URL rules like fetched ones (the fetcher's check).
-    known = await session.fresh_results(candidates, fetcher.usable, topic=ctx.topic,
-                                        run_id=ctx.run_id)
+    known = await session.fresh_results(
+        candidates, fetcher.usable, topic=ctx.topic, run_id=ctx.run_id
+    )
     session.check_store()  # a damaged store ends the run before any page is fetched
     want = ctx.settings.max_sources if want is None else want
     on_result = _recording(ctx)
     if memo is not None:
-        known = {**{c.canonical_url: memo[c.canonical_url] for c in candidates
-                    if c.canonical_url in memo}, **known}
+        known = {
+            **{
+                c.canonical_url: memo[c.canonical_url]
+                for c in candidates
+                if c.canonical_url in memo
+            },
+            **known,
+        }
         on_result = _remembering(memo, on_result)
-    gathered = await gather_pages(candidates, fetcher, want, ctx.emit,
-                                  ctx.budget, known=known,
-                                  on_result=on_result,
-                                  accept=accept, more=more,
-                                  waits=Waits(top_s=ctx.settings.top_wait, own=own),
-                                  gate=Relevance(ctx.topic) if gate else None, park=park,
-                                  by_rank=ctx.settings.fetch_order == "rank")
+    gathered = await gather_pages(
+        candidates,
+        fetcher,
+        want,
+        ctx.emit,
+        ctx.budget,
+        known=known,
+        on_result=on_result,
+        accept=accept,
+        more=more,
+        waits=Waits(top_s=ctx.settings.top_wait, own=own),
+        gate=Relevance(ctx.topic) if gate else None,
+        park=park,
+        by_rank=ctx.settings.fetch_order == "rank",
+    )
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before
     ctx.failures += gathered.failures
     # --respect-robots: a site whose robots.txt could not be read was read anyway; say so
     # (once a run: the fetcher, and its notes, may serve several).
-    notes = {origin: note for origin, note in fetcher.robots_notes.items()
-             if origin not in ctx.robots_told}
+    notes = {
+        origin: note
+        for origin, note in fetcher.robots_notes.items()
+        if origin not in ctx.robots_told
+    }
     ctx.robots_told.update(notes)
-    ctx.failures += [Failure(url=f"{origin}/robots.txt", reason=f"{note}; every page allowed")
-                     for origin, note in notes.items()]
+    ctx.failures += [
+        Failure(url=f"{origin}/robots.txt", reason=f"{note}; every page allowed")
+        for origin, note in notes.items()
+    ]
     if gathered.stopped_by:
         ctx.failures.append(Failure(url="", reason=gathered.stopped_by, stage="budget"))
     return gathered
@@ -360,17 +432,22 @@ def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], No
         return None
 
     def fetched(candidate: Candidate, result: Page | FetchFailure) -> None:
-        passages = (best_passages(result.text, ctx.passage_queries, ctx.settings.passages)
-                    if isinstance(result, Page) else [])
+        passages = (
+            best_passages(result.text, ctx.passage_queries, ctx.settings.passages)
+            if isinstance(result, Page)
+            else []
+        )
         recorder.fetched(candidate, result, passages)
 
     return fetched
 
 
-def _remembering(memo: dict[str, Page | FetchFailure],
-                 then: Callable[[Candidate, Page | FetchFailure], None] | None
-                 ) -> Callable[[Candidate, Page | FetchFailure], None]:
+def _remembering(
+    memo: dict[str, Page | FetchFailure],
+    then: Callable[[Candidate, Page | FetchFailure], None] | None,
+) -> Callable[[Candidate, Page | FetchFailure], None]:
     """An ``on_result`` that keeps each result in ``memo`` before ``then`` records it."""
+
     def fetched(candidate: Candidate, result: Page | FetchFailure) -> None:
         memo.setdefault(candidate.canonical_url, result)
         if then is not None:
@@ -394,8 +471,11 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
     if reader is not None:
         sources = reader.apply(sources, pages)
-    ctx.emit(Event("read", plural(len(sources), "source", "sources") + " read",
-                   {"sources": len(sources)}))
+    ctx.emit(
+        Event(
+            "read", plural(len(sources), "source", "sources") + " read", {"sources": len(sources)}
+        )
+    )
     return sources
 
 
@@ -404,9 +484,13 @@ def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
     if llm is None:
         return {}
     usage = llm.usage
-    return {"llm_calls": usage.calls, "prompt_tokens": usage.prompt_tokens,
-            "completion_tokens": usage.completion_tokens, "cached_llm_calls": usage.cached_calls,
-            "cost_usd": round(usage.cost_usd, 6) if usage.cost_usd is not None else None}
+    return {
+        "llm_calls": usage.calls,
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "cached_llm_calls": usage.cached_calls,
+        "cost_usd": round(usage.cost_usd, 6) if usage.cost_usd is not None else None,
+    }
 
 
 @dataclass(frozen=True)
@@ -431,8 +515,9 @@ async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
     return Draft(level, reason, body)
 
 
-async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
-                      gathered: Gathered) -> Draft:
+async def check_stage(
+    ctx: RunContext, draft: Draft, sources: list[Source], gathered: Gathered
+) -> Draft:
     """Stage 7: the model's body with only the citations that hold (``--verify``)."""
     from sleuth.stages.check import check_citations, evidence_of
 
@@ -440,35 +525,66 @@ async def check_stage(ctx: RunContext, draft: Draft, sources: list[Source],
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
     body, citations = await check_citations(
-        draft.body, ids={s.id for s in sources}, urls=urls, evidence=evidence,
-        method=ctx.settings.verify, llm=ctx.llm, language=ctx.llm.language)
+        draft.body,
+        ids={s.id for s in sources},
+        urls=urls,
+        evidence=evidence,
+        method=ctx.settings.verify,
+        llm=ctx.llm,
+        language=ctx.llm.language,
+    )
     return replace(draft, body=body, citations=citations)
 
 
-def report_stage(ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered,
-                 draft: Draft) -> Report:
+def report_stage(
+    ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered, draft: Draft
+) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
     from sleuth.stages.check import footer
     from sleuth.stages.write import render_llm_markdown, render_markdown
 
     level, reason, llm = draft.level, draft.reason, ctx.llm
     if draft.body is not None and draft.citations is not None and llm is not None:
-        markdown = render_llm_markdown(ctx.topic, draft.body, sources, ctx.failures, level,
-                                       reason, labels_for(llm.language),
-                                       footer(draft.citations, llm.language))
+        markdown = render_llm_markdown(
+            ctx.topic,
+            draft.body,
+            sources,
+            ctx.failures,
+            level,
+            reason,
+            labels_for(llm.language),
+            footer(draft.citations, llm.language),
+        )
     else:
         markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason)
     written = draft.citations is not None
     report = Report(
-        topic=ctx.topic, depth=ctx.settings.depth, queries=plan.queries, sources=sources,
-        failures=ctx.failures, confidence=level, confidence_reason=reason, markdown=markdown,
-        stats=Stats(searches=ctx.searches, fetches=gathered.attempted,
-                    elapsed_s=round(time.monotonic() - ctx.started, 3), **llm_stats(llm)),
-        run_id=ctx.run_id, planner=plan.planner,
+        topic=ctx.topic,
+        depth=ctx.settings.depth,
+        queries=plan.queries,
+        sources=sources,
+        failures=ctx.failures,
+        confidence=level,
+        confidence_reason=reason,
+        markdown=markdown,
+        stats=Stats(
+            searches=ctx.searches,
+            fetches=gathered.attempted,
+            elapsed_s=round(time.monotonic() - ctx.started, 3),
+            **llm_stats(llm),
+        ),
+        run_id=ctx.run_id,
+        planner=plan.planner,
         # A model call cut by --max-time after gathering (the report, the check) says so too.
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
-        writer="llm" if written else "template", citations=draft.citations,
+        writer="llm" if written else "template",
+        citations=draft.citations,
     )
-    ctx.emit(Event("report", "report with " + plural(len(sources), "source", "sources"),
-                   {"confidence": level}))
+    ctx.emit(
+        Event(
+            "report",
+            "report with " + plural(len(sources), "source", "sources"),
+            {"confidence": level},
+        )
+    )
     return report

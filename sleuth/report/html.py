@@ -28,8 +28,14 @@ from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
 
-__all__ = ["REPORT_CSP", "REPORT_CSS", "TIERS", "render_fragment", "render_html",
-           "report_from_data"]
+__all__ = [
+    "REPORT_CSP",
+    "REPORT_CSS",
+    "TIERS",
+    "render_fragment",
+    "render_html",
+    "report_from_data",
+]
 
 # "[3]", "[1, 4]", "[2-3]": numbers only, so ordinary bracketed words stay text.
 _CITE = re.compile(r"\[(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\]")
@@ -39,11 +45,14 @@ _TIER = re.compile(r"\((PRIMARY|SECONDARY|UNVERIFIED)\)")
 _SOURCES_TITLES = sorted({"References", *(labels.sources for labels in LABELS.values())})
 _GAPS_TITLES = {labels.gaps.casefold() for labels in LABELS.values()}
 _SOURCES_HEADING = re.compile(
-    r"^#{1,3}\s+(?:" + "|".join(map(re.escape, _SOURCES_TITLES)) + r")\s*[:：]?\s*$",
-    re.IGNORECASE)
+    r"^#{1,3}\s+(?:" + "|".join(map(re.escape, _SOURCES_TITLES)) + r")\s*[:：]?\s*$", re.IGNORECASE
+)
 _CONFIDENCE_HEADING = re.compile(
-    r"^(?:" + "|".join(map(re.escape, sorted({labels.confidence for labels in LABELS.values()})))
-    + r")\s*[:：]\s*(HIGH|MEDIUM|LOW)\b", re.IGNORECASE)
+    r"^(?:"
+    + "|".join(map(re.escape, sorted({labels.confidence for labels in LABELS.values()})))
+    + r")\s*[:：]\s*(HIGH|MEDIUM|LOW)\b",
+    re.IGNORECASE,
+)
 _ANY_HEADING = re.compile(r"^#{1,3}\s")
 _SAFE_SCHEMES = ("http://", "https://", "mailto:", "#")
 
@@ -103,7 +112,7 @@ def _citation_rule(known: Mapping[int, Source]) -> Callable[[StateInline, bool],
         if state.src[state.pos] != "[":
             return False
         match = _CITE.match(state.src, state.pos, state.posMax)
-        if match is None or state.src[match.end():match.end() + 1] == "(":
+        if match is None or state.src[match.end() : match.end() + 1] == "(":
             return False  # "[1](https://…)" is a real link
         numbers = [int(n) for n in _NUMBER.findall(match.group(1))]
         if not all(n in known for n in numbers):
@@ -124,8 +133,9 @@ def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
     md.validateLink = _safe_url  # type: ignore[method-assign]
     md.inline.ruler.before("link", "citation", _citation_rule(known))
 
-    def render_citation(self: RendererHTML, tokens: list[Token], idx: int,
-                        options: OptionsDict, env: EnvType) -> str:
+    def render_citation(
+        self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+    ) -> str:
         def link(match: re.Match[str]) -> str:
             n = int(match.group(0))
             title = escape(known[n].title, quote=True)
@@ -133,13 +143,15 @@ def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
 
         return "[" + _NUMBER.sub(link, escape(tokens[idx].content)) + "]"
 
-    def render_text(self: RendererHTML, tokens: list[Token], idx: int,
-                    options: OptionsDict, env: EnvType) -> str:
+    def render_text(
+        self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+    ) -> str:
         text = escape(tokens[idx].content, quote=False)
         return _TIER.sub(lambda m: _badge(m.group(1)), text)
 
-    def render_link_open(self: RendererHTML, tokens: list[Token], idx: int,
-                         options: OptionsDict, env: EnvType) -> str:
+    def render_link_open(
+        self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
+    ) -> str:
         token = tokens[idx]
         if not str(token.attrGet("href") or "").startswith("#"):
             token.attrSet("rel", "noopener noreferrer nofollow")
@@ -157,11 +169,16 @@ def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
 #: "UNVERIFIED" read as a warning about the page, when it only says that the site is not
 #: on sleuth's list of known sites.
 TIERS = {
-    "PRIMARY": ("primary", "an official site, standard or documentation on sleuth's list "
-                           "of known sites"),
+    "PRIMARY": (
+        "primary",
+        "an official site, standard or documentation on sleuth's list of known sites",
+    ),
     "SECONDARY": ("secondary", "a well-known reference or community site on sleuth's list"),
-    "UNVERIFIED": ("unlisted", "a site that is not on sleuth's list of known sites; this "
-                               "says nothing against the page itself"),
+    "UNVERIFIED": (
+        "unlisted",
+        "a site that is not on sleuth's list of known sites; this "
+        "says nothing against the page itself",
+    ),
 }
 
 
@@ -209,7 +226,8 @@ def _mark_headings(tokens: list[Token]) -> None:
 def _render_md(md: MarkdownIt, text: str) -> str:
     tokens = md.parse(text)
     _mark_headings(tokens)
-    return md.renderer.render(tokens, md.options, {})
+    html: str = md.renderer.render(tokens, md.options, {})
+    return html
 
 
 def _split_sources(markdown: str) -> tuple[str, str, bool]:
@@ -217,8 +235,9 @@ def _split_sources(markdown: str) -> tuple[str, str, bool]:
     lines = markdown.splitlines()
     for i, line in enumerate(lines):
         if _SOURCES_HEADING.match(line):
-            end = next((j for j in range(i + 1, len(lines)) if _ANY_HEADING.match(lines[j])),
-                       len(lines))
+            end = next(
+                (j for j in range(i + 1, len(lines)) if _ANY_HEADING.match(lines[j])), len(lines)
+            )
             return "\n".join(lines[:i]), "\n".join(lines[end:]), True
     return markdown, "", False
 
@@ -230,30 +249,36 @@ def _sources_html(sources: list[Source]) -> str:
         host = escape(urlsplit(source.url).hostname or "")
         if source.url.lower().startswith(("http://", "https://")):
             href = escape(source.url, quote=True)
-            name = (f'<a href="{href}" rel="noopener noreferrer nofollow" target="_blank">'
-                    f"{title}</a>")
+            name = (
+                f'<a href="{href}" rel="noopener noreferrer nofollow" target="_blank">{title}</a>'
+            )
         else:
             name = title
-        items.append(f'<li id="source-{source.id}"><span class="num">[{source.id}]</span> '
-                     f'{_badge(source.quality.value)} {name}<span class="host">{host}</span></li>')
+        items.append(
+            f'<li id="source-{source.id}"><span class="num">[{source.id}]</span> '
+            f'{_badge(source.quality.value)} {name}<span class="host">{host}</span></li>'
+        )
     body = "\n".join(items) if items else "<li><em>None.</em></li>"
-    return f'<section id="sources-list"><h2 id="sources">Sources</h2>\n<ol class="sources">\n' \
-           f"{body}\n</ol>\n{_legend(sources)}</section>\n"
+    return (
+        f'<section id="sources-list"><h2 id="sources">Sources</h2>\n<ol class="sources">\n'
+        f"{body}\n</ol>\n{_legend(sources)}</section>\n"
+    )
 
 
 def _meta_html(report: Report) -> str:
     stats = report.stats
     level = report.confidence
     gaps = plural(len(report.failures), "gap", "gaps")
-    parts = [f'<span class="badge conf-{level.lower()}" title="{escape(report.confidence_reason)}"'
-             f">confidence {level}</span>",
-             f"<span>{plural(len(report.sources), 'source', 'sources')} read</span>",
-             f"<span>{plural(stats.searches, 'search', 'searches')}</span>",
-             f"<span>{plural(stats.fetches, 'page', 'pages')} fetched</span>",
-             # A link only when there is something to go to.
-             f'<span><a href="#gaps">{gaps}</a></span>' if report.failures
-             else f"<span>{gaps}</span>",
-             f"<span>{stats.elapsed_s:,.1f} s</span>"]
+    parts = [
+        f'<span class="badge conf-{level.lower()}" title="{escape(report.confidence_reason)}"'
+        f">confidence {level}</span>",
+        f"<span>{plural(len(report.sources), 'source', 'sources')} read</span>",
+        f"<span>{plural(stats.searches, 'search', 'searches')}</span>",
+        f"<span>{plural(stats.fetches, 'page', 'pages')} fetched</span>",
+        # A link only when there is something to go to.
+        f'<span><a href="#gaps">{gaps}</a></span>' if report.failures else f"<span>{gaps}</span>",
+        f"<span>{stats.elapsed_s:,.1f} s</span>",
+    ]
     if stats.llm_calls:
         tokens = stats.prompt_tokens + stats.completion_tokens
         cost = f", ${stats.cost_usd:.4f}" if stats.cost_usd is not None else ""
@@ -276,18 +301,23 @@ def render_fragment(report: Report) -> str:
         head = f"<h1>Research: {escape(report.topic)}</h1>\n"
     body = _render_md(md, before) + _sources_html(report.sources) + _render_md(md, after)
     if not had_sources and 'id="gaps"' not in body and report.failures:
-        gaps = "\n".join(f"- {escape(f.url or f.stage)} — {escape(f.reason)}"
-                         for f in report.failures)
+        gaps = "\n".join(
+            f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
+        )
         body += _render_md(md, "## Gaps\n\n" + gaps)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 
 #: The report document's Content-Security-Policy: its inline CSS, nothing else, ever.
-REPORT_CSP = ("default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
-              "form-action 'none'")
-_PAGE_CSS = "body{margin:0;padding:2rem 1rem}main{margin:0 auto;max-width:52rem}" \
-            "footer{margin-top:2.5rem;font:13px system-ui,sans-serif;color:#7a848d}" \
-            "@media (prefers-color-scheme:dark){body{background:#14191d}}"
+REPORT_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+    "form-action 'none'"
+)
+_PAGE_CSS = (
+    "body{margin:0;padding:2rem 1rem}main{margin:0 auto;max-width:52rem}"
+    "footer{margin-top:2.5rem;font:13px system-ui,sans-serif;color:#7a848d}"
+    "@media (prefers-color-scheme:dark){body{background:#14191d}}"
+)
 
 
 def render_html(report: Report) -> str:
@@ -318,8 +348,9 @@ def report_from_data(data: Mapping[str, Any]) -> Report:
     for source in fixed.get("sources") or []:
         source = dict(source)
         if "quality_score" not in source:
-            source["quality_score"] = default_score.get(Quality(source.get("quality",
-                                                                            "UNVERIFIED")), 2)
+            source["quality_score"] = default_score.get(
+                Quality(source.get("quality", "UNVERIFIED")), 2
+            )
         sources.append(source)
     fixed["sources"] = sources
     return Report.model_validate(fixed)

@@ -51,8 +51,9 @@ log = logging.getLogger(__name__)
 UNREACHABLE = "could not reach the search engine (no network?)"
 
 
-def build_providers(settings: Settings, client: httpx.AsyncClient,
-                    env: Mapping[str, str] | None = None) -> list[SearchProvider]:
+def build_providers(
+    settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+) -> list[SearchProvider]:
     """The providers named in ``settings.search``, in fallback order.
 
     Every name and every API key is checked before this returns, so a run never
@@ -80,9 +81,13 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     a no-op otherwise).
     """
     user_agent = settings.user_agent or f"sleuth/{__version__}"
-    return httpx.AsyncClient(timeout=httpx.Timeout(settings.search_timeout),
-                             headers={"User-Agent": user_agent}, max_redirects=5,
-                             event_hooks={"request": [trace_sent]}, **client_tls())
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(settings.search_timeout),
+        headers={"User-Agent": user_agent},
+        max_redirects=5,
+        event_hooks={"request": [trace_sent]},
+        **client_tls(),
+    )
 
 
 def _unreachable(exc: Exception) -> bool:
@@ -111,9 +116,14 @@ def _own_hits(hits: Sequence[SearchHit], query: str, limit: int) -> list[SearchH
     return sorted(tagged, key=lambda h: h.rank)[:limit]
 
 
-async def _search_one(query: str, providers: Sequence[SearchProvider], *, limit: int,
-                      per_search: float, on_event: ProgressCallback,
-                      ) -> tuple[list[SearchHit], list[SearchFailure]]:
+async def _search_one(
+    query: str,
+    providers: Sequence[SearchProvider],
+    *,
+    limit: int,
+    per_search: float,
+    on_event: ProgressCallback,
+) -> tuple[list[SearchHit], list[SearchFailure]]:
     """Try the providers in order until one answers ``query`` with at least one hit."""
     failures: list[SearchFailure] = []
     answered_empty: str | None = None
@@ -124,33 +134,56 @@ async def _search_one(query: str, providers: Sequence[SearchProvider], *, limit:
         except Exception as exc:
             reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
             unreachable = _unreachable(exc)
-            failures.append(SearchFailure(provider=provider.name, query=query, reason=reason,
-                                          unreachable=unreachable))
+            failures.append(
+                SearchFailure(
+                    provider=provider.name, query=query, reason=reason, unreachable=unreachable
+                )
+            )
             log.info("search provider %s failed for %r: %s", provider.name, query, reason)
             # A network error's text is a resolver's or a socket's (URLs of engines the
             # user never chose): the line says what it means; --verbose and data keep it.
             said = UNREACHABLE if unreachable else reason
             data = {"query": query, "provider": provider.name, "reason": reason}
-            on_event(Event("search_failed", f"{provider.name} failed for {query!r}: {said}",
-                           {**data, "unreachable": True} if unreachable else data))
+            on_event(
+                Event(
+                    "search_failed",
+                    f"{provider.name} failed for {query!r}: {said}",
+                    {**data, "unreachable": True} if unreachable else data,
+                )
+            )
             continue
         hits = _own_hits(found, query, limit)
         if hits:
             count = f"{len(hits)} result{'' if len(hits) == 1 else 's'}"
-            on_event(Event("search", f"{provider.name}: {count} for {query!r}",
-                           {"query": query, "provider": provider.name, "hits": len(hits)}))
+            on_event(
+                Event(
+                    "search",
+                    f"{provider.name}: {count} for {query!r}",
+                    {"query": query, "provider": provider.name, "hits": len(hits)},
+                )
+            )
             return hits, failures
         answered_empty = provider.name
     if answered_empty is not None:
-        on_event(Event("search", f"no results for {query!r}",
-                       {"query": query, "provider": answered_empty, "hits": 0}))
+        on_event(
+            Event(
+                "search",
+                f"no results for {query!r}",
+                {"query": query, "provider": answered_empty, "hits": 0},
+            )
+        )
     return [], failures
 
 
-async def run_searches(queries: list[str], providers: list[SearchProvider], *, limit: int,
-                       timeout: float,  # noqa: ASYNC109 (per search, not for the whole call)
-                       on_event: ProgressCallback = no_progress,
-                       concurrency: int = 4) -> tuple[list[SearchHit], list[SearchFailure]]:
+async def run_searches(
+    queries: list[str],
+    providers: list[SearchProvider],
+    *,
+    limit: int,
+    timeout: float,  # noqa: ASYNC109 (per search, not for the whole call)
+    on_event: ProgressCallback = no_progress,
+    concurrency: int = 4,
+) -> tuple[list[SearchHit], list[SearchFailure]]:
     """Search every query, falling back through ``providers`` in order.
 
     Queries run concurrently (at most ``concurrency`` at once; repeats and blank
@@ -169,8 +202,9 @@ async def run_searches(queries: list[str], providers: list[SearchProvider], *, l
 
     async def bounded(query: str) -> tuple[list[SearchHit], list[SearchFailure]]:
         async with semaphore:
-            return await _search_one(query, providers, limit=limit, per_search=timeout,
-                                     on_event=on_event)
+            return await _search_one(
+                query, providers, limit=limit, per_search=timeout, on_event=on_event
+            )
 
     unique = [q for q in dict.fromkeys(queries) if q.strip()]
     async with asyncio.TaskGroup() as group:

@@ -43,8 +43,9 @@ class SearchProvider(ABC):
     #: Environment variables that must be set for the provider to work.
     env_keys: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+    ) -> None:
         self.settings = settings
         self.client = client
         env = os.environ if env is None else env
@@ -52,23 +53,39 @@ class SearchProvider(ABC):
         if missing:
             needed = " and ".join(missing)
             raise ProviderError(
-                f"search provider '{self.name}' needs {needed} set in the environment")
+                f"search provider '{self.name}' needs {needed} set in the environment"
+            )
         self.keys = {key: env[key] for key in self.env_keys}
 
     @abstractmethod
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """Return at most ``limit`` hits for ``query``; raise on failure (the caller records it)."""
 
-    def hit(self, query: str, rank: int, *, title: object, url: object,
-            snippet: object = "") -> SearchHit | None:
+    def hit(
+        self, query: str, rank: int, *, title: object, url: object, snippet: object = ""
+    ) -> SearchHit | None:
         """Build a hit from loosely typed API fields; ``None`` when the URL is unusable."""
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             return None
-        return SearchHit(title=clean_text(title) or url, url=url, snippet=clean_text(snippet),
-                         rank=rank, provider=self.name, query=query)
+        return SearchHit(
+            title=clean_text(title) or url,
+            url=url,
+            snippet=clean_text(snippet),
+            rank=rank,
+            provider=self.name,
+            query=query,
+        )
 
-    def hits(self, query: str, items: Iterable[Any], limit: int, *, title: str = "title",
-             url: str = "url", snippet: str = "snippet") -> list[SearchHit]:
+    def hits(
+        self,
+        query: str,
+        items: Iterable[Any],
+        limit: int,
+        *,
+        title: str = "title",
+        url: str = "url",
+        snippet: str = "snippet",
+    ) -> list[SearchHit]:
         """Hits from a list of result objects, reading the named keys of each.
 
         Entries that are not objects, lack a usable URL or repeat an earlier URL are
@@ -81,8 +98,13 @@ class SearchProvider(ABC):
                 break
             if not isinstance(item, Mapping):
                 continue
-            made = self.hit(query, len(found) + 1, title=item.get(title), url=item.get(url),
-                            snippet=item.get(snippet))
+            made = self.hit(
+                query,
+                len(found) + 1,
+                title=item.get(title),
+                url=item.get(url),
+                snippet=item.get(snippet),
+            )
             if made is not None and made.url not in seen:
                 seen.add(made.url)
                 found.append(made)

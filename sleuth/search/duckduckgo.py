@@ -40,13 +40,15 @@ class DuckDuckGoProvider(SearchProvider):
             raise ProviderFailure("rate limited") from None
         except TimeoutException:
             raise ProviderFailure(
-                f"timed out after {seconds(self.settings.search_timeout)}") from None
+                f"timed out after {seconds(self.settings.search_timeout)}"
+            ) from None
         except DDGSException as exc:
             if _NO_RESULTS in str(exc).lower():
                 return []
             # ddgs words a network error as "DNSError: DNSError('…')" (primp's class name).
-            raise ProviderFailure(f"search failed: {exc}",
-                                  unreachable=str(exc).startswith(_UNREACHABLE)) from None
+            raise ProviderFailure(
+                f"search failed: {exc}", unreachable=str(exc).startswith(_UNREACHABLE)
+            ) from None
         return self.hits(query, rows or [], limit, url="href", snippet="body")
 
     def _text(self, query: str, limit: int) -> list[dict[str, Any]]:
@@ -55,5 +57,6 @@ class DuckDuckGoProvider(SearchProvider):
 
         timeout = max(1, math.ceil(self.settings.search_timeout))
         result: list[dict[str, Any]] = DDGS(timeout=timeout).text(
-            query, max_results=limit, backend=self.backend)
+            query, max_results=limit, backend=self.backend
+        )
         return result

@@ -31,8 +31,10 @@ class _MaskKeysFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         if isinstance(record.args, tuple):
-            record.args = tuple(mask_key_params(str(arg)) if isinstance(arg, httpx.URL | str)
-                                else arg for arg in record.args)
+            record.args = tuple(
+                mask_key_params(str(arg)) if isinstance(arg, httpx.URL | str) else arg
+                for arg in record.args
+            )
         return True
 
 
@@ -75,27 +77,39 @@ class JsonApiProvider(SearchProvider):
             return f"HTTP {status} (is {' / '.join(self.env_keys)} valid?)"
         return f"HTTP {status}"
 
-    async def request_json(self, method: str, url: str, *,
-                           params: Mapping[str, str | int] | None = None,
-                           json: Mapping[str, object] | None = None,
-                           headers: Mapping[str, str] | None = None,
-                           follow_redirects: bool = False) -> Any:
+    async def request_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        json: Mapping[str, object] | None = None,
+        headers: Mapping[str, str] | None = None,
+        follow_redirects: bool = False,
+    ) -> Any:
         """Send the request and decode the answer; ``ProviderFailure`` on any problem.
 
         Redirects are not followed unless asked: an API key in a custom header must
         never travel to another host.
         """
         try:
-            response = await self.client.request(method, url, params=params, json=json,
-                                                 headers=headers,
-                                                 follow_redirects=follow_redirects)
+            response = await self.client.request(
+                method,
+                url,
+                params=params,
+                json=json,
+                headers=headers,
+                follow_redirects=follow_redirects,
+            )
         except httpx.TimeoutException:
             raise ProviderFailure(
-                f"timed out after {seconds(self.settings.search_timeout)}") from None
+                f"timed out after {seconds(self.settings.search_timeout)}"
+            ) from None
         except httpx.HTTPError as exc:
             detail = mask_key_params(self.redact(str(exc))) or type(exc).__name__
-            raise ProviderFailure(f"request failed: {detail}",
-                                  unreachable=isinstance(exc, httpx.ConnectError)) from None
+            raise ProviderFailure(
+                f"request failed: {detail}", unreachable=isinstance(exc, httpx.ConnectError)
+            ) from None
         if not response.is_success:
             raise ProviderFailure(self.status_reason(response.status_code))
         try:

@@ -26,8 +26,11 @@ class SerperProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """POST the query as JSON; results are in ``organic``."""
         data = await self.request_json(
-            "POST", self.endpoint, json={"q": query, "num": limit},
-            headers={"X-API-KEY": self.keys["SERPER_API_KEY"]})
+            "POST",
+            self.endpoint,
+            json={"q": query, "num": limit},
+            headers={"X-API-KEY": self.keys["SERPER_API_KEY"]},
+        )
         return self.hits(query, json_list(data, "organic"), limit, url="link")
 
 
@@ -42,9 +45,15 @@ class SerpApiProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """GET with the key as a parameter; results are in ``organic_results``."""
         data = await self.request_json(
-            "GET", self.endpoint,
-            params={"engine": "google", "q": query, "num": limit,
-                    "api_key": self.keys["SERPAPI_API_KEY"]})
+            "GET",
+            self.endpoint,
+            params={
+                "engine": "google",
+                "q": query,
+                "num": limit,
+                "api_key": self.keys["SERPAPI_API_KEY"],
+            },
+        )
         if isinstance(data, dict) and data.get("error"):
             info = data.get("search_information")
             state = info.get("organic_results_state", "") if isinstance(info, dict) else ""
@@ -66,9 +75,15 @@ class GoogleProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """GET with key and engine id; results are in ``items`` (absent when none)."""
         data = await self.request_json(
-            "GET", self.endpoint,
-            params={"key": self.keys["GOOGLE_API_KEY"], "cx": self.keys["GOOGLE_CSE_ID"],
-                    "q": query, "num": min(limit, self.max_num)})
+            "GET",
+            self.endpoint,
+            params={
+                "key": self.keys["GOOGLE_API_KEY"],
+                "cx": self.keys["GOOGLE_CSE_ID"],
+                "q": query,
+                "num": min(limit, self.max_num),
+            },
+        )
         return self.hits(query, json_list(data, "items"), limit, url="link")
 
 
@@ -84,11 +99,15 @@ class BraveProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """GET with the subscription token header; results are in ``web.results``."""
         data = await self.request_json(
-            "GET", self.endpoint, params={"q": query, "count": min(limit, self.max_count)},
-            headers={"X-Subscription-Token": self.keys["BRAVE_API_KEY"],
-                     "Accept": "application/json"})
-        return self.hits(query, json_list(data, "web", "results"), limit,
-                         snippet="description")
+            "GET",
+            self.endpoint,
+            params={"q": query, "count": min(limit, self.max_count)},
+            headers={
+                "X-Subscription-Token": self.keys["BRAVE_API_KEY"],
+                "Accept": "application/json",
+            },
+        )
+        return self.hits(query, json_list(data, "web", "results"), limit, snippet="description")
 
 
 @register
@@ -103,8 +122,13 @@ class TavilyProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """POST the query as JSON with a bearer token; results are in ``results``."""
         data = await self.request_json(
-            "POST", self.endpoint,
-            json={"query": query, "max_results": min(limit, self.max_results),
-                  "search_depth": "basic"},
-            headers={"Authorization": f"Bearer {self.keys['TAVILY_API_KEY']}"})
+            "POST",
+            self.endpoint,
+            json={
+                "query": query,
+                "max_results": min(limit, self.max_results),
+                "search_depth": "basic",
+            },
+            headers={"Authorization": f"Bearer {self.keys['TAVILY_API_KEY']}"},
+        )
         return self.hits(query, json_list(data, "results"), limit, snippet="content")

@@ -30,13 +30,20 @@ class LocalSearch(SearchProvider):
 
     name = "local"
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient,
-                 env: Mapping[str, str] | None = None, *, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        client: httpx.AsyncClient,
+        env: Mapping[str, str] | None = None,
+        *,
+        store: Store | None = None,
+    ) -> None:
         super().__init__(settings, client, env)
         docs = getattr(settings, "docs", None)
         if docs is None:
-            raise ProviderError("search provider 'local' needs a documents folder: "
-                                "--docs DIR or SLEUTH_DOCS")
+            raise ProviderError(
+                "search provider 'local' needs a documents folder: --docs DIR or SLEUTH_DOCS"
+            )
         self.folder = Path(docs).expanduser()
         if not self.folder.is_dir():
             raise ProviderError(f"search provider 'local': {self.folder} is not a folder")
@@ -67,10 +74,14 @@ class LocalSearch(SearchProvider):
 
                 try:
                     store = await asyncio.to_thread(self.store)
-                    limits = (extract_limits(self.settings)
-                              if isinstance(self.settings, Settings) else None)
+                    limits = (
+                        extract_limits(self.settings)
+                        if isinstance(self.settings, Settings)
+                        else None
+                    )
                     self.index_report = await asyncio.to_thread(
-                        index_folder, store, self.folder, DocumentExtractor(limits))
+                        index_folder, store, self.folder, DocumentExtractor(limits)
+                    )
                 except ConfigError as exc:
                     raise ProviderFailure(str(exc)) from exc
             return self.index_report
@@ -79,9 +90,17 @@ class LocalSearch(SearchProvider):
         """The best ``limit`` documents for ``query``, as hits with ``file://`` URLs."""
         report = await self.ensure_index()
         found = await asyncio.to_thread(search_docs, self.store(), query, limit, report.folder)
-        return [SearchHit(title=hit.title or Path(hit.path).name, url=file_url(hit.path),
-                          snippet=hit.snippet, rank=rank, provider=self.name, query=query)
-                for rank, hit in enumerate(found, start=1)]
+        return [
+            SearchHit(
+                title=hit.title or Path(hit.path).name,
+                url=file_url(hit.path),
+                snippet=hit.snippet,
+                rank=rank,
+                provider=self.name,
+                query=query,
+            )
+            for rank, hit in enumerate(found, start=1)
+        ]
 
 
 def provider_groups(providers: Sequence[SearchProvider]) -> list[list[SearchProvider]]:

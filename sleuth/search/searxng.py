@@ -19,12 +19,14 @@ class SearxngProvider(JsonApiProvider):
 
     name = "searxng"
 
-    def __init__(self, settings: Settings, client: httpx.AsyncClient,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+    ) -> None:
         super().__init__(settings, client, env)
         if not settings.searxng_url:
             raise ProviderError(
-                "search provider 'searxng' needs --searxng-url or SLEUTH_SEARXNG_URL")
+                "search provider 'searxng' needs --searxng-url or SLEUTH_SEARXNG_URL"
+            )
         self.base_url = settings.searxng_url.rstrip("/")
 
     def status_reason(self, status: int) -> str:
@@ -36,13 +38,19 @@ class SearxngProvider(JsonApiProvider):
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
         """One page of results; an empty page where every engine failed is a failure."""
         data = await self.request_json(
-            "GET", f"{self.base_url}/search",
+            "GET",
+            f"{self.base_url}/search",
             params={"q": query, "format": "json", "pageno": 1},
-            headers={"Accept": "application/json"}, follow_redirects=True)
+            headers={"Accept": "application/json"},
+            follow_redirects=True,
+        )
         found = self.hits(query, json_list(data, "results"), limit, snippet="content")
         if not found and isinstance(data, dict):
-            engines = [str(entry[0]) for entry in data.get("unresponsive_engines") or []
-                       if isinstance(entry, list | tuple) and entry]
+            engines = [
+                str(entry[0])
+                for entry in data.get("unresponsive_engines") or []
+                if isinstance(entry, list | tuple) and entry
+            ]
             if engines:
                 raise ProviderFailure(f"no engine answered ({', '.join(sorted(engines))})")
         return found

@@ -44,8 +44,7 @@ from sleuth.urls import canonicalize
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Evidence", "check_citations", "evidence_of", "footer", "key_terms",
-           "lexical_support"]
+__all__ = ["Evidence", "check_citations", "evidence_of", "footer", "key_terms", "lexical_support"]
 
 # -- URLs ------------------------------------------------------------------------------
 _LINK = re.compile(r"(!?)\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -53,28 +52,47 @@ _REF_DEF = re.compile(r"^[ \t]{0,3}\[[^\]\n]{1,100}\]:[ \t]*<?(\S+?)>?(?:[ \t].*
 # Both take the blanks before the URL along, so a removed URL leaves no " ." behind.
 _NEXT = r"(?=([.,;:!?。，；：！？])?)"
 _AUTOLINK = re.compile(r"([ \t]*)<((?:https?|ftp)://[^>\s]{1,2000})>" + _NEXT, re.IGNORECASE)
-_BARE_URL = re.compile(r"([ \t]*)((?:https?|ftp)://[^\s<>\[\]()\"'`]{1,2000}"
-                       r"|\bwww\.[a-z0-9-]+\.[^\s<>\[\]()\"'`]{2,2000})" + _NEXT,
-                       re.IGNORECASE)
+_BARE_URL = re.compile(
+    r"([ \t]*)((?:https?|ftp)://[^\s<>\[\]()\"'`]{1,2000}"
+    r"|\bwww\.[a-z0-9-]+\.[^\s<>\[\]()\"'`]{2,2000})" + _NEXT,
+    re.IGNORECASE,
+)
 #: Link texts that say nothing of their own: the link becomes just its citation.
-_GENERIC_LINK = frozenset({"source", "sources", "link", "here", "this", "ref", "reference",
-                           "more", "read more", "来源", "链接", "这里", "参考"})
+_GENERIC_LINK = frozenset(
+    {
+        "source",
+        "sources",
+        "link",
+        "here",
+        "this",
+        "ref",
+        "reference",
+        "more",
+        "read more",
+        "来源",
+        "链接",
+        "这里",
+        "参考",
+    }
+)
 _URL_TAIL = ".,;:!?。，；：！？"
 _NUMBER_ONLY = re.compile(r"\s*\[?\s*\d{1,4}\s*\]?\s*")
 
 # -- citations -------------------------------------------------------------------------
-_CITE = re.compile(r"\[\^?\s*(\d{1,4}(?:\s*(?:[,;，、]|[-–—])\s*\^?\d{1,4}){0,30})\s*\]"
-                   r"|【\s*(\d{1,4})\s*】")
+_CITE = re.compile(
+    r"\[\^?\s*(\d{1,4}(?:\s*(?:[,;，、]|[-–—])\s*\^?\d{1,4}){0,30})\s*\]"
+    r"|【\s*(\d{1,4})\s*】"
+)
 _RANGE = re.compile(r"(\d{1,4})\s*[-–—]\s*(\d{1,4})")
 _MAX_RANGE = 20
 
 # -- sentences -------------------------------------------------------------------------
 _TRAIL_CITES = r"(?:\s*(?:\[\^?[\d\s,;，、\-–—^]{1,60}\]|【\d{1,4}】))*"
-_BOUNDARY = re.compile(
-    rf"[.!?]+[\"'”’)]*{_TRAIL_CITES}(?=\s|$)|[。！？]+[”’）]*{_TRAIL_CITES}")
+_BOUNDARY = re.compile(rf"[.!?]+[\"'”’)]*{_TRAIL_CITES}(?=\s|$)|[。！？]+[”’）]*{_TRAIL_CITES}")
 _LINE_PREFIX = re.compile(r"^(\s*(?:>\s*)*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?)")
-_ABBREVIATIONS = re.compile(r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Ms|Fig|No)\.)$",
-                            re.IGNORECASE)
+_ABBREVIATIONS = re.compile(
+    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Ms|Fig|No)\.)$", re.IGNORECASE
+)
 
 # -- terms -----------------------------------------------------------------------------
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
@@ -94,8 +112,10 @@ describes described explains explained notes noted also well many several variou
 using new like including include includes
 """
 _STOP = frozenset(_STOP_WORDS.split())
-_CJK_STOP_WORDS = ("我们 可以 一个 这个 通过 以及 进行 他们 因此 但是 如果 由于 这些 那些 其中 "
-                   "并且 或者 来源 根据 指出 表示 认为")
+_CJK_STOP_WORDS = (
+    "我们 可以 一个 这个 通过 以及 进行 他们 因此 但是 如果 由于 这些 那些 其中 "
+    "并且 或者 来源 根据 指出 表示 认为"
+)
 _CJK_STOP = frozenset(_CJK_STOP_WORDS.split())
 
 
@@ -115,7 +135,7 @@ def key_terms(text: str) -> tuple[set[str], set[str]]:
     and the numbers that must be found verbatim (two digits or more, or decimals)."""
     terms: set[str] = set()
     for run in _CJK_RUN.findall(text):
-        pairs = {run[i:i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
+        pairs = {run[i : i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
         terms |= pairs - _CJK_STOP
     latin = _CJK_RUN.sub(" ", text)
     for word in _WORD.findall(latin.lower()):
@@ -144,7 +164,7 @@ class Evidence:
     def build(cls, text: str, summary: str | None = None) -> Evidence:
         """Windows of two adjacent passages of ``text``, plus the summary as one window."""
         passages = split_passages(text)
-        windows = [" ".join(passages[i:i + 2]) for i in range(max(1, len(passages) - 1))]
+        windows = [" ".join(passages[i : i + 2]) for i in range(max(1, len(passages) - 1))]
         windows = [w for w in windows if w.strip()]
         if summary:
             windows.append(summary)
@@ -219,8 +239,12 @@ def clean_urls(body: str, known: dict[str, int], counts: _Counts) -> str:
         if n is None:
             counts.invented += 1
             return "" if match.group(1) else text
-        if (not text or _NUMBER_ONLY.fullmatch(text) or text.lower() in _GENERIC_LINK
-                or canonicalize(text) == canonicalize(url)):
+        if (
+            not text
+            or _NUMBER_ONLY.fullmatch(text)
+            or text.lower() in _GENERIC_LINK
+            or canonicalize(text) == canonicalize(url)
+        ):
             return f"[{n}]"
         return f"{text} [{n}]"
 
@@ -231,7 +255,7 @@ def clean_urls(body: str, known: dict[str, int], counts: _Counts) -> str:
 
     def bare(match: re.Match[str]) -> str:
         lead, raw = match.group(1), match.group(2)
-        tail = raw[len(raw.rstrip(_URL_TAIL)):] if match.re is _BARE_URL else ""
+        tail = raw[len(raw.rstrip(_URL_TAIL)) :] if match.re is _BARE_URL else ""
         n = _url_id(raw, known)
         if n is None:
             counts.invented += 1
@@ -277,9 +301,9 @@ def split_sentences(text: str) -> list[str]:
     pieces: list[str] = []
     start = 0
     for match in _BOUNDARY.finditer(text):
-        if _ABBREVIATIONS.search(text[start:match.start() + 1]):
+        if _ABBREVIATIONS.search(text[start : match.start() + 1]):
             continue
-        pieces.append(text[start:match.end()])
+        pieces.append(text[start : match.end()])
         start = match.end()
     if start < len(text):
         pieces.append(text[start:])
@@ -316,7 +340,7 @@ def _parse(body: str, ids: set[int], counts: _Counts) -> _Body:
         table = line.lstrip().startswith("|")
         found_prefix = _LINE_PREFIX.match(line)
         prefix = "" if heading or table or found_prefix is None else found_prefix.group(1)
-        rest = line[len(prefix):]
+        rest = line[len(prefix) :]
         pieces = [rest] if heading or table else split_sentences(rest)
         cleaned = []
         for index, piece in enumerate(pieces):
@@ -348,7 +372,7 @@ def _render(parsed: _Body, marker: str) -> str:
                 if at > 0:
                     kept.append(f"{piece[:at].rstrip()} {marker} {piece[at:]}")
                 else:
-                    kept.append(f"{piece.rstrip()} {marker}" + piece[len(piece.rstrip()):])
+                    kept.append(f"{piece.rstrip()} {marker}" + piece[len(piece.rstrip()) :])
         text = "".join(kept).lstrip()
         if not text.strip():
             continue  # every sentence of the line was removed: drop the line
@@ -383,15 +407,20 @@ async def _llm_verdict(llm: RunLLM, unit: _Unit, evidence: dict[int, Evidence]) 
     from sleuth.llm.run import reply_tokens
 
     reply = reply_tokens(5, llm.window("verify"), share=8)
-    budget = llm.text_budget("verify", llm.overhead("verify", "verify", sentence=unit.claim,
-                                                    passage=""), reply, minimum=64)
+    budget = llm.text_budget(
+        "verify",
+        llm.overhead("verify", "verify", sentence=unit.claim, passage=""),
+        reply,
+        minimum=64,
+    )
     terms = key_terms(unit.claim)[0]
     unread = False
     for n in unit.ids:
         passage = "\n\n".join(evidence[n].best(terms, k=3)[::-1])
         passage = chunk_text(passage, budget, model=llm.model_for("verify"))[0] if passage else ""
-        answer = await llm.ask("verify", stage="verify", max_tokens=reply,
-                               sentence=unit.claim, passage=passage)
+        answer = await llm.ask(
+            "verify", stage="verify", max_tokens=reply, sentence=unit.claim, passage=passage
+        )
         verdict = parse_verdict(answer.text)
         if verdict:
             return True
@@ -399,8 +428,9 @@ async def _llm_verdict(llm: RunLLM, unit: _Unit, evidence: dict[int, Evidence]) 
     return None if unread else False
 
 
-async def _judge(units: list[_Unit], evidence: dict[int, Evidence], method: str,
-                 llm: RunLLM | None) -> str:
+async def _judge(
+    units: list[_Unit], evidence: dict[int, Evidence], method: str, llm: RunLLM | None
+) -> str:
     """Set each unit's verdict; the method actually used ("llm" or "lexical")."""
     for unit in units:
         if unit.ids:
@@ -408,8 +438,9 @@ async def _judge(units: list[_Unit], evidence: dict[int, Evidence], method: str,
     if method != "llm" or llm is None or not llm.usable:
         return "lexical"
     cited = [u for u in units if u.ids]
-    results = await asyncio.gather(*(_llm_verdict(llm, u, evidence) for u in cited),
-                                   return_exceptions=True)
+    results = await asyncio.gather(
+        *(_llm_verdict(llm, u, evidence) for u in cited), return_exceptions=True
+    )
     used = False
     for unit, result in zip(cited, results, strict=True):
         if isinstance(result, LLMAuthError):
@@ -423,10 +454,16 @@ async def _judge(units: list[_Unit], evidence: dict[int, Evidence], method: str,
     return "llm" if used else "lexical"
 
 
-async def check_citations(body: str, *, ids: set[int], urls: dict[str, int],
-                          evidence: dict[int, Evidence], method: str = "lexical",
-                          llm: RunLLM | None = None, language: str = "English"
-                          ) -> tuple[str, CitationCheck]:
+async def check_citations(
+    body: str,
+    *,
+    ids: set[int],
+    urls: dict[str, int],
+    evidence: dict[int, Evidence],
+    method: str = "lexical",
+    llm: RunLLM | None = None,
+    language: str = "English",
+) -> tuple[str, CitationCheck]:
     """The checked body and what the check did; see the module docstring.
 
     ``urls`` maps canonical URLs of the run's sources to their numbers,
@@ -438,18 +475,27 @@ async def check_citations(body: str, *, ids: set[int], urls: dict[str, int],
     checked = len(parsed.units)
     kept = sum(1 for u in parsed.units if u.verdict is True)
     invented = sum(1 for u in parsed.units if u.invented)
-    flagged = sum(1 for u in parsed.units if not u.invented
-                  and (u.verdict is None or (u.table and not u.verdict)))
-    result = CitationCheck(method="llm" if used == "llm" else "lexical", checked=checked,
-                           kept=kept, removed=checked - kept - flagged - invented,
-                           flagged=flagged, unknown_citations_removed=counts.unknown,
-                           invented_urls_removed=counts.invented,
-                           invented_claims_removed=invented)
+    flagged = sum(
+        1
+        for u in parsed.units
+        if not u.invented and (u.verdict is None or (u.table and not u.verdict))
+    )
+    result = CitationCheck(
+        method="llm" if used == "llm" else "lexical",
+        checked=checked,
+        kept=kept,
+        removed=checked - kept - flagged - invented,
+        flagged=flagged,
+        unknown_citations_removed=counts.unknown,
+        invented_urls_removed=counts.invented,
+        invented_claims_removed=invented,
+    )
     return _render(parsed, labels_for(language).unverified), result
 
 
-def evidence_of(sources: list[Source], pages: list[tuple[Candidate, Page]]
-              ) -> tuple[dict[str, int], dict[int, Evidence]]:
+def evidence_of(
+    sources: list[Source], pages: list[tuple[Candidate, Page]]
+) -> tuple[dict[str, int], dict[int, Evidence]]:
     """Each source's known URLs (canonical, to its number) and its text, for
     :func:`check_citations`: the page it was read from when at hand, else its passages."""
     by_url = {page.final_url or candidate.url: (candidate, page) for candidate, page in pages}
@@ -471,20 +517,24 @@ def footer(check: CitationCheck, language: str = "English") -> str:
     """The report's last line: what the citation check did."""
     labels: Labels = labels_for(language)
     if language in ("Simplified Chinese", "Traditional Chinese"):
-        text = (f"{labels.check_title}（{check.method}）：检查了 {check.checked} 个带引用的句子；"
-                f"保留 {check.kept} 个，删除 {check.removed} 个（引用的来源不支持），"
-                f"标记 {check.flagged} 个为未核实。另删除 {check.unknown_citations_removed} "
-                f"个未知来源的引用、{check.invented_urls_removed} 个不在来源列表中的网址、"
-                f"{check.invented_claims_removed} 个只引用不存在来源的句子。")
+        text = (
+            f"{labels.check_title}（{check.method}）：检查了 {check.checked} 个带引用的句子；"
+            f"保留 {check.kept} 个，删除 {check.removed} 个（引用的来源不支持），"
+            f"标记 {check.flagged} 个为未核实。另删除 {check.unknown_citations_removed} "
+            f"个未知来源的引用、{check.invented_urls_removed} 个不在来源列表中的网址、"
+            f"{check.invented_claims_removed} 个只引用不存在来源的句子。"
+        )
         return f"_{text}_"
 
     def plural(n: int, word: str) -> str:
         return f"{n} {word}{'' if n == 1 else 's'}"
 
-    return (f"_{labels.check_title} ({check.method}): {plural(check.checked, 'cited sentence')} "
-            f"checked; {check.kept} kept, {check.removed} removed as not supported by the "
-            f"cited source, {check.flagged} marked unverified. Also removed: "
-            f"{plural(check.unknown_citations_removed, 'citation')} of an unknown source, "
-            f"{plural(check.invented_urls_removed, 'URL')} not among the sources, "
-            f"{plural(check.invented_claims_removed, 'sentence')} citing only sources that "
-            "do not exist._")
+    return (
+        f"_{labels.check_title} ({check.method}): {plural(check.checked, 'cited sentence')} "
+        f"checked; {check.kept} kept, {check.removed} removed as not supported by the "
+        f"cited source, {check.flagged} marked unverified. Also removed: "
+        f"{plural(check.unknown_citations_removed, 'citation')} of an unknown source, "
+        f"{plural(check.invented_urls_removed, 'URL')} not among the sources, "
+        f"{plural(check.invented_claims_removed, 'sentence')} citing only sources that "
+        "do not exist._"
+    )

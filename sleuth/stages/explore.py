@@ -37,20 +37,51 @@ from sleuth.urls import canonicalize
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Learning", "bridge_entities", "learn", "llm_subquestions", "mentions",
-           "named_by", "named_things", "own_first", "quoted_titles", "repeats", "rule_subquestions",
-           "terms", "titled"]
+__all__ = [
+    "Learning",
+    "bridge_entities",
+    "learn",
+    "llm_subquestions",
+    "mentions",
+    "named_by",
+    "named_things",
+    "own_first",
+    "quoted_titles",
+    "repeats",
+    "rule_subquestions",
+    "terms",
+    "titled",
+]
 
 #: Learnings kept per branch (the prompt asks for at most 8).
 MAX_LEARNINGS = 8
-_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|\s+(?:and|or|vs\.?|versus)\s+|,\s*)",
-                    re.IGNORECASE)
+_SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|\s+(?:and|or|vs\.?|versus)\s+|,\s*)", re.IGNORECASE)
 _QUOTED = re.compile(r"[\"“]([^\"”\n]{2,80})[\"”]")
 _TOKEN = re.compile(r"[^\W_][\w'’.-]*")
 _CITE = re.compile(r"\[(\d{1,3})\]")
 #: Lower-case words allowed inside a name ("Recovery of Aristotle", "Ludwig van Beethoven").
-_JOINERS = frozenset({"of", "the", "de", "del", "della", "der", "van", "von", "da", "la",
-                      "le", "du", "y", "al", "bin", "on", "upon", "for"})
+_JOINERS = frozenset(
+    {
+        "of",
+        "the",
+        "de",
+        "del",
+        "della",
+        "der",
+        "van",
+        "von",
+        "da",
+        "la",
+        "le",
+        "du",
+        "y",
+        "al",
+        "bin",
+        "on",
+        "upon",
+        "for",
+    }
+)
 _SUFFIXES = ("ing", "ed", "es", "s")
 #: Capitalised words that are not names: sentence starts, question words, calendar words.
 _NOT_NAME_WORDS = """
@@ -86,7 +117,7 @@ _STOP = _NOT_NAMES | frozenset(_COMMON_WORDS.split()) | frozenset(_ADJECTIVES.sp
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[:-len(suffix)]
+            return word[: -len(suffix)]
     return word
 
 
@@ -125,8 +156,11 @@ def _clean_name(name: str) -> str:
 
 def quoted_titles(text: str) -> list[str]:
     """Titles in quotes in ``text`` (a film, a song, a book), those with a capital."""
-    return [_clean_name(m.group(1)) for m in _QUOTED.finditer(text)
-            if any(ch.isupper() for ch in m.group(1))]
+    return [
+        _clean_name(m.group(1))
+        for m in _QUOTED.finditer(text)
+        if any(ch.isupper() for ch in m.group(1))
+    ]
 
 
 def _starts_sentence(text: str, at: int) -> bool:
@@ -135,16 +169,21 @@ def _starts_sentence(text: str, at: int) -> bool:
 
 
 #: Short words whose period does not end a sentence.
-_ABBREVIATIONS = frozenset({"st", "mt", "dr", "jr", "sr", "mr", "mrs", "ms", "no", "vs", "co",
-                            "inc", "ltd"})
+_ABBREVIATIONS = frozenset(
+    {"st", "mt", "dr", "jr", "sr", "mr", "mrs", "ms", "no", "vs", "co", "inc", "ltd"}
+)
 
 
 def _ends_sentence(word: str) -> bool:
     """Whether a capitalised token's final period ends its sentence ("Alexander." yes;
     "St.", "D.III", an initial "M." no)."""
     bare = word[:-1]
-    return (word.endswith(".") and len(bare) > 2 and "." not in bare
-            and bare.lower() not in _ABBREVIATIONS)
+    return (
+        word.endswith(".")
+        and len(bare) > 2
+        and "." not in bare
+        and bare.lower() not in _ABBREVIATIONS
+    )
 
 
 def mentions(text: str, name: str) -> bool:
@@ -200,20 +239,23 @@ def named_things(text: str) -> list[str]:
     def close() -> None:
         while run and run[-1].group(0).lower() in _JOINERS:
             run.pop()  # "Bank of" → "Bank"
-        while run and run[0].group(0).lower() in _NOT_NAMES and not (
-                run[0].group(0) == "The" and len(run) > 1):
+        while (
+            run
+            and run[0].group(0).lower() in _NOT_NAMES
+            and not (run[0].group(0) == "The" and len(run) > 1)
+        ):
             run.pop(0)  # "In Akkadian" is "Akkadian"; "The Exies" keeps its "The"
         if len(run) == 1 and _starts_sentence(text, run[0].start()):
             run.clear()
         if all(token.group(0).isdigit() for token in run):
             run.clear()  # "At 2011" is no name once "At" is gone
         if run:
-            found.append(_clean_name(text[run[0].start():run[-1].end()]))
+            found.append(_clean_name(text[run[0].start() : run[-1].end()]))
         run.clear()
 
     for i, token in enumerate(tokens):
         word = token.group(0)
-        gap = text[tokens[i - 1].end():token.start()] if i else ""
+        gap = text[tokens[i - 1].end() : token.start()] if i else ""
         if run and (gap.strip() or "\n" in gap):  # punctuation or a line break ends a name
             close()
         # A number after a name is part of it: "Heinkel HD 23", "BWV 1033", "Apollo 11".
@@ -240,13 +282,14 @@ def rule_subquestions(question: str, breadth: int) -> list[str]:
     core = question.strip().rstrip("?!.。？！ ").strip()
     names = [n for n in named_things(core) if n.lower() != core.lower()]
     # A name inside a longer one ("York" in "New York") is researched as the longer one.
-    names = [n for n in names
-             if not any(n != other and n.lower() in other.lower() for other in names)]
+    names = [
+        n for n in names if not any(n != other and n.lower() in other.lower() for other in names)
+    ]
     parts = [p.strip() for p in _SPLIT.split(core) if len(terms(p)) >= 1]
     subs = [question.strip(), *names]
     if len(subs) == 1 and len(parts) > 1:
         subs += parts
-    return dedupe(subs)[:max(1, breadth)]
+    return dedupe(subs)[: max(1, breadth)]
 
 
 def _clean_questions(items: Sequence[str], count: int) -> list[str]:
@@ -254,16 +297,22 @@ def _clean_questions(items: Sequence[str], count: int) -> list[str]:
     return dedupe([q for q in kept if q and len(q) <= MAX_QUERY_CHARS])[:count]
 
 
-async def llm_subquestions(question: str, breadth: int, llm: RunLLM
-                           ) -> tuple[list[str], str | None]:
+async def llm_subquestions(
+    question: str, breadth: int, llm: RunLLM
+) -> tuple[list[str], str | None]:
     """The model's sub-questions, and a note; the rule-based ones when it fails."""
     from sleuth.llm.run import reply_tokens
 
     try:
         reply = await llm.ask(
-            "subquestions", stage="subquestions",
+            "subquestions",
+            stage="subquestions",
             max_tokens=reply_tokens(40 * breadth, llm.window("subquestions")),
-            today=llm.today, question=question, count=breadth, language=llm.language)
+            today=llm.today,
+            question=question,
+            count=breadth,
+            language=llm.language,
+        )
         subs = _clean_questions(expect_list(reply.text, what="sub-questions"), breadth)
     except LLMAuthError:
         raise
@@ -298,11 +347,17 @@ def _parse_learn(text: str) -> tuple[list[str], list[str]]:
     answer = strip_think(text)
     for value in json_values(answer):
         if isinstance(value, dict):
-            lists = {str(k).lower().replace("-", "_").replace(" ", "_"): v
-                     for k, v in value.items() if isinstance(v, list)}
+            lists = {
+                str(k).lower().replace("-", "_").replace(" ", "_"): v
+                for k, v in value.items()
+                if isinstance(v, list)
+            }
             learned = [str(v) for v in lists.get("learnings", []) if isinstance(v, str)]
-            follow = [str(v) for v in lists.get("follow_ups", lists.get("followups", []))
-                      if isinstance(v, str)]
+            follow = [
+                str(v)
+                for v in lists.get("follow_ups", lists.get("followups", []))
+                if isinstance(v, str)
+            ]
             if learned or follow or "learnings" in lists:
                 return learned, follow
     learned = parse_list(answer)
@@ -311,8 +366,9 @@ def _parse_learn(text: str) -> tuple[list[str], list[str]]:
     return learned, []
 
 
-async def learn(llm: RunLLM, question: str, subquestion: str, sources: Sequence[Source],
-                count: int) -> tuple[list[Learning], list[str]]:
+async def learn(
+    llm: RunLLM, question: str, subquestion: str, sources: Sequence[Source], count: int
+) -> tuple[list[Learning], list[str]]:
     """What a branch's ``sources`` established (cited), and at most ``count`` follow-ups.
 
     ``sources`` are numbered as the branch read them (1, 2, …); a learning's citations
@@ -325,15 +381,24 @@ async def learn(llm: RunLLM, question: str, subquestion: str, sources: Sequence[
         return [], []
     local = [s.model_copy(update={"id": n}) for n, s in enumerate(sources, start=1)]
     urls = {s.id: canonicalize(s.url) for s in local}
-    values: dict[str, object] = {"question": question, "subquestion": subquestion,
-                                 "count": count, "language": llm.language}
+    values: dict[str, object] = {
+        "question": question,
+        "subquestion": subquestion,
+        "count": count,
+        "language": llm.language,
+    }
     try:
         reply_size = reply_tokens(60 * MAX_LEARNINGS, llm.window("learn"))
-        budget = llm.text_budget("learn", llm.overhead("learn", "learn", sources="", **values),
-                                 reply_size)
-        reply = await llm.ask("learn", stage="learn", max_tokens=reply_size,
-                              sources=sources_block(local, llm, budget, stage="learn"),
-                              **values)
+        budget = llm.text_budget(
+            "learn", llm.overhead("learn", "learn", sources="", **values), reply_size
+        )
+        reply = await llm.ask(
+            "learn",
+            stage="learn",
+            max_tokens=reply_size,
+            sources=sources_block(local, llm, budget, stage="learn"),
+            **values,
+        )
         learned, follow = _parse_learn(reply.text)
     except LLMAuthError:
         raise
@@ -342,8 +407,7 @@ async def learn(llm: RunLLM, question: str, subquestion: str, sources: Sequence[
         return _fallback_learnings(sources), []
     out = []
     for text in learned[:MAX_LEARNINGS]:
-        cited = tuple(dict.fromkeys(urls[n] for n in map(int, _CITE.findall(text))
-                                    if n in urls))
+        cited = tuple(dict.fromkeys(urls[n] for n in map(int, _CITE.findall(text)) if n in urls))
         statement = " ".join(_CITE.sub("", text).split())
         if cited and statement:
             out.append(Learning(statement, cited))
@@ -357,8 +421,9 @@ def _base_title(title: str) -> str:
     return " ".join(re.split(r"\s+[-|–—]\s+", title)[0].lower().split())
 
 
-def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
-                    known: Iterable[str] = ()) -> list[str]:
+def bridge_entities(
+    question: str, pages: Sequence[tuple[str, str]], count: int, known: Iterable[str] = ()
+) -> list[str]:
     """Names and titles the ``pages`` mention that the question does not: second hops.
 
     ``pages`` are (title, text) in the branch's rank order. Each name is scored by the
@@ -383,9 +448,14 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
             for name in named_things(sentence):
                 words = terms(name)
                 key = name.lower()
-                if (not words or words <= asked or key == own or key in read
-                        or any(words <= seen for seen in read_terms)
-                        or repeats(name, known_list)):
+                if (
+                    not words
+                    or words <= asked
+                    or key == own
+                    or key in read
+                    or any(words <= seen for seen in read_terms)
+                    or repeats(name, known_list)
+                ):
                     continue
                 # A title in quotes is a work (film, song, book): the commonest bridge. A
                 # name sharing the words of the page's own title is more often a sibling
@@ -397,4 +467,4 @@ def bridge_entities(question: str, pages: Sequence[tuple[str, str]], count: int,
                 shown.setdefault(key, name)
     order = list(shown)
     best = sorted(scores, key=lambda k: (-scores[k], order.index(k)))
-    return [shown[key] for key in best[:max(0, count)]]
+    return [shown[key] for key in best[: max(0, count)]]

@@ -65,11 +65,12 @@ def _part_query(words: list[str], question: str) -> str | None:
     return f"what is {query}"
 
 
-def _coordination_queries(question: str, span: tuple[int, int],
-                          items: tuple[tuple[str, ...], ...]) -> list[str]:
+def _coordination_queries(
+    question: str, span: tuple[int, int], items: tuple[tuple[str, ...], ...]
+) -> list[str]:
     tokens = parse(question).tokens
-    before = keywords(tokens[:span[0]])
-    after = keywords(tokens[span[1] + 1:], start=span[1] + 1)
+    before = keywords(tokens[: span[0]])
+    after = keywords(tokens[span[1] + 1 :], start=span[1] + 1)
     out = []
     for item in items:
         query = _part_query([*before, *keywords(item, start=1), *after], question)
@@ -169,8 +170,15 @@ def _clean_queries(items: list[str], count: int) -> list[str]:
     """Usable queries: one line, not too long, with a word, no control character (a NUL
     byte), not a bare URL; de-duplicated, at most ``count``. A model's reply is data."""
     kept = [" ".join(item.split()) for item in items]
-    kept = [q for q in kept if q and len(q) <= MAX_QUERY_CHARS and not _CONTROL.search(q)
-            and _WORD.search(q) and not _URL_ONLY.match(q)]
+    kept = [
+        q
+        for q in kept
+        if q
+        and len(q) <= MAX_QUERY_CHARS
+        and not _CONTROL.search(q)
+        and _WORD.search(q)
+        and not _URL_ONLY.match(q)
+    ]
     return dedupe(kept)[:count]
 
 
@@ -185,11 +193,15 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
 
     try:
         reply = await llm.ask(
-            "plan", stage="plan", max_tokens=reply_tokens(150, llm.window("plan")),
-            today=llm.today, question=question, count=FIRST_QUERIES[depth],
-            language=llm.language)
-        first = _clean_queries(expect_list(reply.text, what="search queries"),
-                               FIRST_QUERIES[depth])
+            "plan",
+            stage="plan",
+            max_tokens=reply_tokens(150, llm.window("plan")),
+            today=llm.today,
+            question=question,
+            count=FIRST_QUERIES[depth],
+            language=llm.language,
+        )
+        first = _clean_queries(expect_list(reply.text, what="search queries"), FIRST_QUERIES[depth])
     except LLMAuthError:
         raise
     except LLMError as exc:
@@ -197,18 +209,25 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
         plan = make_plan(question, depth)
         return plan.model_copy(update={"note": f"LLM planning failed: {exc}"})
     if not first:  # every query in the reply was junk (no words, a NUL byte, a URL)
-        _note(llm, "LLM plan: the model's queries were unusable (no words, control "
-              "characters or bare URLs); the rule-based queries were used")
+        _note(
+            llm,
+            "LLM plan: the model's queries were unusable (no words, control "
+            "characters or bare URLs); the rule-based queries were used",
+        )
         return make_plan(question, depth).model_copy(
-            update={"note": "the model's queries were unusable"})
+            update={"note": "the model's queries were unusable"}
+        )
     llm.info(f"LLM plan: {len(first)} queries", queries=first)
     hits = await search(first)
     if not hits:
         # The model's queries found nothing at all: the rule-based ones are searched.
         rules = [q for q in make_plan(question, depth).queries if q not in first]
         hits = await search(rules) if rules else []
-        _note(llm, "LLM plan: the model's queries found nothing; the rule-based queries "
-              "were searched instead")
+        _note(
+            llm,
+            "LLM plan: the model's queries found nothing; the rule-based queries "
+            "were searched instead",
+        )
         first = first + rules
     follow_ups, note = await _follow_ups(question, depth, llm, first, hits)
     return Plan(question=question, queries=dedupe(first + follow_ups), planner="llm", note=note)
@@ -245,12 +264,16 @@ def _results_text(queries: list[str], hits: list[SearchHit], llm: RunLLM, budget
             used += cost
             listed.add(url)
             chosen[query].append(line)
-    return "\n\n".join(f"Query: {q}\n" + "\n".join(lines or [SAME_PAGES])
-                        for q, lines in chosen.items() if by_query[q])
+    return "\n\n".join(
+        f"Query: {q}\n" + "\n".join(lines or [SAME_PAGES])
+        for q, lines in chosen.items()
+        if by_query[q]
+    )
 
 
-async def _follow_ups(question: str, depth: int, llm: RunLLM, first: list[str],
-                      hits: list[SearchHit]) -> tuple[list[str], str | None]:
+async def _follow_ups(
+    question: str, depth: int, llm: RunLLM, first: list[str], hits: list[SearchHit]
+) -> tuple[list[str], str | None]:
     """The model's follow-up queries after seeing the first results, and a note."""
     from sleuth.llm.run import reply_tokens
 
@@ -259,15 +282,22 @@ async def _follow_ups(question: str, depth: int, llm: RunLLM, first: list[str],
         return [], None
     if not hits:
         return [], "the first searches found nothing, so no follow-up queries were planned"
-    values = {"today": llm.today, "question": question, "queries": "\n".join(first),
-              "count": count, "language": llm.language}
+    values = {
+        "today": llm.today,
+        "question": question,
+        "queries": "\n".join(first),
+        "count": count,
+        "language": llm.language,
+    }
     try:
         reply_size = reply_tokens(150, llm.window("refine"))
-        budget = llm.text_budget("refine", llm.overhead("refine", "refine", results="", **values),
-                                 reply_size)
+        budget = llm.text_budget(
+            "refine", llm.overhead("refine", "refine", results="", **values), reply_size
+        )
         results = _results_text(first, hits, llm, budget)
-        reply = await llm.ask("refine", stage="refine", max_tokens=reply_size,
-                              results=results, **values)
+        reply = await llm.ask(
+            "refine", stage="refine", max_tokens=reply_size, results=results, **values
+        )
         if is_empty_answer(reply.text):
             return [], "the model found the first searches sufficient"
         extra = _clean_queries(expect_list(reply.text, what="follow-up queries"), count)

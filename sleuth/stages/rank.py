@@ -61,8 +61,10 @@ def _parse_rules(text: str, origin: str) -> list[QualityRule]:
             QualityRule(
                 tier=Quality(str(item["tier"]).upper()),
                 score=int(item["score"]),
-                **{key: frozenset(str(v).lower() for v in item.get(key, []))
-                   for key in ("domains", "hosts", "suffixes", "labels")},
+                **{
+                    key: frozenset(str(v).lower() for v in item.get(key, []))
+                    for key in ("domains", "hosts", "suffixes", "labels")
+                },
             )
             for item in raw
         ]
@@ -152,12 +154,20 @@ def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) ->
         tier, quality = classify(group.url, rules)
         frequency = len(group.queries)
         score = 2.0 * frequency + quality + 2.0 / group.best_rank
-        scored.append(Candidate(
-            url=group.url, canonical_url=key, domain=diversity_key(group.url),
-            title=group.title or group.url, snippet=group.snippet, quality=tier,
-            quality_score=quality, frequency=frequency, score=round(score, 3),
-            queries=group.queries,
-        ))
+        scored.append(
+            Candidate(
+                url=group.url,
+                canonical_url=key,
+                domain=diversity_key(group.url),
+                title=group.title or group.url,
+                snippet=group.snippet,
+                quality=tier,
+                quality_score=quality,
+                frequency=frequency,
+                score=round(score, 3),
+                queries=group.queries,
+            )
+        )
     scored.sort(key=lambda c: (-c.score, c.canonical_url))
     seen: set[str] = set()
     diverse: list[Candidate] = []

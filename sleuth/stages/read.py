@@ -56,7 +56,7 @@ def _sentences_to_windows(paragraph: str) -> list[str]:
     if current:
         out.append(current)
     # A "sentence" longer than the cap (no punctuation) is cut hard.
-    return [piece[i:i + MAX_PASSAGE] for piece in out for i in range(0, len(piece), MAX_PASSAGE)]
+    return [piece[i : i + MAX_PASSAGE] for piece in out for i in range(0, len(piece), MAX_PASSAGE)]
 
 
 def split_passages(text: str, joiner: str = " ") -> list[str]:
@@ -89,19 +89,22 @@ def split_passages(text: str, joiner: str = " ") -> list[str]:
     return passages
 
 
-_READER_RULES = [re.compile(p, re.IGNORECASE) for p in (
-    r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:previous|prior|above|earlier"
-    r"|all|any|your|the)\b[^.!?\n]{0,20}\b(?:instructions?|prompts?|rules|directions|question)",
-    r"\b(?:you are|you're)\s+(?:now\s+)?(?:an?\s+|in\s+)?(?:ai\b|assistant|language model"
-    r"|llm|chatbot|developer mode|jailbroken|dan\b)",
-    r"\b(?:system|developer)\s+prompt\b",
-    r"\b(?:note|message|instructions?|notice)\s+(?:to|for)\s+(?:all\s+)?(?:the\s+)?(?:ai\b"
-    r"|assistants?|language models?|llms?|chatbots?|models?|bots?|crawlers?)",
-    r"^\s*(?:system|assistant|developer)\s*:",
-    r"\b(?:tell|inform|convince)\s+(?:the|your)\s+(?:reader|user)s?\b",
-    r"\b(?:cite|quote|trust)\s+only\s+this\s+(?:page|source|site)\b",
-    r"\bas an ai\b",
-)]
+_READER_RULES = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:previous|prior|above|earlier"
+        r"|all|any|your|the)\b[^.!?\n]{0,20}\b(?:instructions?|prompts?|rules|directions|question)",
+        r"\b(?:you are|you're)\s+(?:now\s+)?(?:an?\s+|in\s+)?(?:ai\b|assistant|language model"
+        r"|llm|chatbot|developer mode|jailbroken|dan\b)",
+        r"\b(?:system|developer)\s+prompt\b",
+        r"\b(?:note|message|instructions?|notice)\s+(?:to|for)\s+(?:all\s+)?(?:the\s+)?(?:ai\b"
+        r"|assistants?|language models?|llms?|chatbots?|models?|bots?|crawlers?)",
+        r"^\s*(?:system|assistant|developer)\s*:",
+        r"\b(?:tell|inform|convince)\s+(?:the|your)\s+(?:reader|user)s?\b",
+        r"\b(?:cite|quote|trust)\s+only\s+this\s+(?:page|source|site)\b",
+        r"\bas an ai\b",
+    )
+]
 
 
 def addresses_a_reader(passage: str) -> bool:
@@ -163,8 +166,9 @@ def _by_relevance(passages: list[str], queries: list[str]) -> list[tuple[float, 
     retriever = _bm25s().BM25()
     retriever.index(_tokens(passages), show_progress=False)
     scores = retriever.get_scores(query)
-    return sorted(((float(scores[i]), i) for i in range(len(passages))),
-                  key=lambda pair: (-pair[0], pair[1]))
+    return sorted(
+        ((float(scores[i]), i) for i in range(len(passages))), key=lambda pair: (-pair[0], pair[1])
+    )
 
 
 def best_passages(text: str, queries: list[str], k: int) -> list[str]:
@@ -185,8 +189,7 @@ def best_passages(text: str, queries: list[str], k: int) -> list[str]:
     return [passages[i] for i in sorted(chosen)]
 
 
-def passages_within(text: str, queries: list[str], budget: int,
-                    count: Callable[[str], int]) -> str:
+def passages_within(text: str, queries: list[str], budget: int, count: Callable[[str], int]) -> str:
     """``text`` itself if it fits ``budget`` tokens, else its most relevant passages that do.
 
     The passages are kept in page order, their lines as they were, with "[…]" where
@@ -264,34 +267,56 @@ class PageReader:
             self.llm.fell_back("summarize", exc, "the page's passages are quoted instead")
             return None
         if summary is None:
-            self.llm.emit(Event("read", f"not relevant: {page.title or page.url}",
-                                {"url": candidate.url, "relevant": False}))
+            self.llm.emit(
+                Event(
+                    "read",
+                    f"not relevant: {page.title or page.url}",
+                    {"url": candidate.url, "relevant": False},
+                )
+            )
             return NOT_RELEVANT
         self.summaries[candidate.canonical_url] = summary
-        self.llm.emit(Event("read", f"summarised {page.title or page.url}",
-                            {"url": candidate.url, "words": len(summary.split())}))
+        self.llm.emit(
+            Event(
+                "read",
+                f"summarised {page.title or page.url}",
+                {"url": candidate.url, "words": len(summary.split())},
+            )
+        )
         return None
 
-    async def read_all(self, pages: list[tuple[Candidate, Page]]
-                       ) -> tuple[list[tuple[Candidate, Page]], list[tuple[Candidate, str]]]:
+    async def read_all(
+        self, pages: list[tuple[Candidate, Page]]
+    ) -> tuple[list[tuple[Candidate, Page]], list[tuple[Candidate, str]]]:
         """Judge the pages not judged yet (concurrently); the kept pages and the dropped."""
         todo = [(c, p) for c, p in pages if c.canonical_url not in self.judged]
-        verdicts = dict(zip([c.canonical_url for c, _ in todo],
-                            await gather_or_cancel(self.judge(c, p) for c, p in todo), strict=True))
+        verdicts = dict(
+            zip(
+                [c.canonical_url for c, _ in todo],
+                await gather_or_cancel(self.judge(c, p) for c, p in todo),
+                strict=True,
+            )
+        )
         kept = [(c, p) for c, p in pages if verdicts.get(c.canonical_url) is None]
         dropped = [(c, why) for c, _ in pages if (why := verdicts.get(c.canonical_url))]
         return kept, dropped
 
     def apply(self, sources: list[Source], pages: list[tuple[Candidate, Page]]) -> list[Source]:
         """``sources`` (numbered from ``pages``, in order) with their summaries filled in."""
-        return [source.model_copy(update={"summary": self.summaries.get(c.canonical_url)})
-                for source, (c, _page) in zip(sources, pages, strict=True)]
+        return [
+            source.model_copy(update={"summary": self.summaries.get(c.canonical_url)})
+            for source, (c, _page) in zip(sources, pages, strict=True)
+        ]
 
     # -- summarising ---------------------------------------------------------------------
     def _values(self, page: Page) -> dict[str, object]:
-        return {"question": self.question, "title": page.title or "(untitled)",
-                "url": page.final_url or page.url, "words": SUMMARY_WORDS,
-                "language": self.llm.language}
+        return {
+            "question": self.question,
+            "title": page.title or "(untitled)",
+            "url": page.final_url or page.url,
+            "words": SUMMARY_WORDS,
+            "language": self.llm.language,
+        }
 
     async def summarise(self, page: Page) -> str | None:
         """The page's summary against the question; None when nothing in it is relevant."""
@@ -300,8 +325,9 @@ class PageReader:
         llm = self.llm
         reply = reply_tokens(SUMMARY_WORDS, llm.window("summarize"))
         values = self._values(page)
-        budget = llm.text_budget("summarize", llm.overhead("summarize", "summarize", page="",
-                                                           **values), reply)
+        budget = llm.text_budget(
+            "summarize", llm.overhead("summarize", "summarize", page="", **values), reply
+        )
         if self.cap is not None:
             budget = min(budget, self.cap)
         text = page.text
@@ -309,31 +335,50 @@ class PageReader:
             # Tokens buy evidence: a long page's passages about the question, not all of it.
             # In a thread: counting a page's tokens, and the first long page's bm25s
             # import (~0.2 s), would otherwise hold up the pages still downloading.
-            text = await asyncio.to_thread(passages_within, text, [self.question],
-                                           self.read_tokens,
-                                           lambda t: llm.tokens(t, "summarize"))
+            text = await asyncio.to_thread(
+                passages_within,
+                text,
+                [self.question],
+                self.read_tokens,
+                lambda t: llm.tokens(t, "summarize"),
+            )
         chunks = chunk_text(text, budget, model=llm.model_for("summarize"))
-        notes = [note for found in await gather_or_cancel(self._chunk(c, budget, reply, values)
-                                               for c in chunks) for note in found]
+        notes = [
+            note
+            for found in await gather_or_cancel(
+                self._chunk(c, budget, reply, values) for c in chunks
+            )
+            for note in found
+        ]
         if not notes:
             return None
         return await self._merge(page, notes)
 
-    async def _chunk(self, text: str, budget: int, reply: int,
-                     values: dict[str, object]) -> list[str]:
+    async def _chunk(
+        self, text: str, budget: int, reply: int, values: dict[str, object]
+    ) -> list[str]:
         """Notes on one chunk ([] if not relevant); halves the chunk on a context overflow."""
         try:
-            answer = (await self.llm.ask("summarize", stage="summarize", max_tokens=reply,
-                                         page=text, **values)).answer
+            answer = (
+                await self.llm.ask(
+                    "summarize", stage="summarize", max_tokens=reply, page=text, **values
+                )
+            ).answer
         except ContextOverflowError:
             half = budget // 2
-            pieces = (chunk_text(text, half, model=self.llm.model_for("summarize"))
-                      if half >= MIN_CHUNK_BUDGET else [])
+            pieces = (
+                chunk_text(text, half, model=self.llm.model_for("summarize"))
+                if half >= MIN_CHUNK_BUDGET
+                else []
+            )
             if len(pieces) < 2:
                 raise
             self.cap = min(self.cap or half, half)
-            self.llm.info(f"the summary model's context is smaller than sleuth assumed; "
-                          f"reading in chunks of {half} tokens", chunk_tokens=half)
+            self.llm.info(
+                f"the summary model's context is smaller than sleuth assumed; "
+                f"reading in chunks of {half} tokens",
+                chunk_tokens=half,
+            )
             found = await gather_or_cancel(self._chunk(p, half, reply, values) for p in pieces)
             return [note for notes in found for note in notes]
         if not answer.strip():
@@ -347,8 +392,7 @@ class PageReader:
         llm = self.llm
         values = self._values(page)
         reply = reply_tokens(SUMMARY_WORDS, llm.window("merge"))
-        budget = llm.text_budget("merge", llm.overhead("merge", "merge", notes="", **values),
-                                 reply)
+        budget = llm.text_budget("merge", llm.overhead("merge", "merge", notes="", **values), reply)
         model = llm.model_for("merge")
         for _round in range(MERGE_ROUNDS + 1):
             if len(notes) == 1:
@@ -356,17 +400,21 @@ class PageReader:
             joined = "\n\n".join(notes)
             if llm.tokens(joined, "merge") <= budget or _round == MERGE_ROUNDS:
                 text = chunk_text(joined, budget, model=model)[0]
-                answer = (await llm.ask("merge", stage="merge", max_tokens=reply, notes=text,
-                                        **values)).answer.strip()
+                answer = (
+                    await llm.ask("merge", stage="merge", max_tokens=reply, notes=text, **values)
+                ).answer.strip()
                 if not answer:
                     raise ParseError("the summary model's merge reply was empty")
                 return None if is_not_relevant(answer) else answer
             groups = chunk_text(joined, budget, model=model)
             merged = await gather_or_cancel(
-                llm.ask("merge", stage="merge", max_tokens=reply, notes=g, **values)
-                for g in groups)
-            notes = [m.answer.strip() for m in merged
-                     if m.answer.strip() and not is_not_relevant(m.answer)]
+                llm.ask("merge", stage="merge", max_tokens=reply, notes=g, **values) for g in groups
+            )
+            notes = [
+                m.answer.strip()
+                for m in merged
+                if m.answer.strip() and not is_not_relevant(m.answer)
+            ]
             if not notes:
                 return None
         return notes[0]

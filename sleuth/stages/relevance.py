@@ -70,13 +70,48 @@ QUERY_SHARE = 0.5
 _CONNECTORS = frozenset(["of", "to", "the", "for", "de", "del", "du", "von", "van", "la", "le"])
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
 OFF_TOPIC = "read and left out as off-topic"
-_DEMONYMS = frozenset([
-    "african", "american", "arab", "asian", "australian", "austrian", "belgian", "brazilian",
-    "british", "canadian", "chinese", "danish", "dutch", "egyptian", "english", "european",
-    "finnish", "french", "german", "greek", "indian", "iranian", "irish", "israeli", "italian",
-    "japanese", "korean", "mexican", "norwegian", "polish", "portuguese", "russian", "scottish",
-    "spanish", "swedish", "swiss", "turkish", "welsh",
-])
+_DEMONYMS = frozenset(
+    [
+        "african",
+        "american",
+        "arab",
+        "asian",
+        "australian",
+        "austrian",
+        "belgian",
+        "brazilian",
+        "british",
+        "canadian",
+        "chinese",
+        "danish",
+        "dutch",
+        "egyptian",
+        "english",
+        "european",
+        "finnish",
+        "french",
+        "german",
+        "greek",
+        "indian",
+        "iranian",
+        "irish",
+        "israeli",
+        "italian",
+        "japanese",
+        "korean",
+        "mexican",
+        "norwegian",
+        "polish",
+        "portuguese",
+        "russian",
+        "scottish",
+        "spanish",
+        "swedish",
+        "swiss",
+        "turkish",
+        "welsh",
+    ]
+)
 _TOKEN = re.compile(r"[^\W\d_]\.(?=\s+[^\W\d_])|[^\W_](?:[\w'’.\-&]*[^\W_])?|[^\w\s]")
 _QUOTED = re.compile(r"\"([^\"\n]{2,120})\"|“([^”\n]{2,120})”")
 
@@ -127,11 +162,9 @@ class _Query:
     def of(cls, text: str) -> _Query:
         names = name_terms(text)
         terms = dict.fromkeys(terms_of(text))
-        return cls({t: 2.0 if t in names else 1.0 for t in terms}, names,
-                   tuple(name_phrases(text)))
+        return cls({t: 2.0 if t in names else 1.0 for t in terms}, names, tuple(name_phrases(text)))
 
-    def coverage(self, terms: frozenset[str], about: frozenset[str] | None = frozenset()
-                 ) -> float:
+    def coverage(self, terms: frozenset[str], about: frozenset[str] | None = frozenset()) -> float:
         """The weighted share of the query's terms in ``terms``: 0 without any of its
         names, or without any of its other words when it has some (a page on "Beer in
         Hong Kong" names the place but says nothing of protests or responses), unless
@@ -144,8 +177,12 @@ class _Query:
         if self.phrases and not any(phrase <= terms for phrase in self.phrases):
             return 0.0
         plain = set(self.weights) - self.names
-        if about is not None and plain and not plain & terms \
-                and not (about and about <= set(self.weights)):
+        if (
+            about is not None
+            and plain
+            and not plain & terms
+            and not (about and about <= set(self.weights))
+        ):
             return 0.0
         return sum(w for t, w in self.weights.items() if t in terms) / total
 
@@ -203,14 +240,15 @@ class Relevance:
         # ("Welcome to the Show and the band f(x)": the answer's page names neither).
         items = parse(self.question).items
         self._about_parts = bool(self.parts) and (
-            len(items) >= 3 or not any(w[:1].isupper() for item in items for w in item))
+            len(items) >= 3 or not any(w[:1].isupper() for item in items for w in item)
+        )
 
     def _part_terms(self) -> list[frozenset[str]]:
         parsed = parse(self.question)
         if len(parsed.items) < 2:
             return []
         tokens = parsed.tokens
-        context = content_terms(" ".join(tokens[:parsed.span[0]] + tokens[parsed.span[1] + 1:]))
+        context = content_terms(" ".join(tokens[: parsed.span[0]] + tokens[parsed.span[1] + 1 :]))
         items = [content_terms(" ".join(item)) - context for item in parsed.items]
         parts = []
         for n, item in enumerate(items):
@@ -226,8 +264,11 @@ class Relevance:
         if text not in self._queries:
             query = _Query.of(text)
             held = frozenset(query.weights)
-            named = (all(phrase <= held for phrase in self._question.phrases)
-                     if self._question.phrases else len(held & set(self._question.weights)) >= 2)
+            named = (
+                all(phrase <= held for phrase in self._question.phrases)
+                if self._question.phrases
+                else len(held & set(self._question.weights)) >= 2
+            )
             named = named and self._question.coverage(held, None) >= QUERY_SHARE
             self._queries[text] = query if named else _Query({}, frozenset())
         found = self._queries[text]
@@ -239,8 +280,9 @@ class Relevance:
         if self._about_parts and not any(part & terms for part in self.parts):
             return 0.0, terms  # a question with parts is about them: this page names none
         about = content_terms(_title_core(title))
-        best = max([self._question.coverage(terms, about),
-                    *(q.coverage(terms, None) for q in self._own)])
+        best = max(
+            [self._question.coverage(terms, about), *(q.coverage(terms, None) for q in self._own)]
+        )
         for text_of_query in candidate.queries:
             query = self._query(text_of_query)
             if query is not None:
@@ -269,8 +311,9 @@ class Relevance:
         for url in urls:
             self.read.pop(url, None)
 
-    def choose(self, pages: Sequence[tuple[Candidate, Page]], want: int
-               ) -> tuple[list[tuple[Candidate, Page]], list[Failure]]:
+    def choose(
+        self, pages: Sequence[tuple[Candidate, Page]], want: int
+    ) -> tuple[list[tuple[Candidate, Page]], list[Failure]]:
         """The sources among the pages read (in rank order), and the off-topic pages.
 
         ``pages`` passed the floor; the pages set aside are this gate's own record.
@@ -286,13 +329,24 @@ class Relevance:
         rank.sort(key=lambda r: order.get(r.candidate.canonical_url, len(order)))
         kept = self._parts_first(rank, want)
         kept_urls = {r.candidate.canonical_url for r in kept}
-        out = [r for r in [*weak, *aside] if r.candidate.canonical_url not in kept_urls
-               and r not in hops]
-        failures = [Failure(url=r.candidate.url, stage="read", reason=(
-            f"{OFF_TOPIC} (it covers {r.score:.0%} of the question's key terms, "
-            f"the best page {best:.0%})" if r in weak else
-            f"{OFF_TOPIC} (it covers {r.score:.0%} of the question's key terms)"))
-            for r in out]
+        out = [
+            r
+            for r in [*weak, *aside]
+            if r.candidate.canonical_url not in kept_urls and r not in hops
+        ]
+        failures = [
+            Failure(
+                url=r.candidate.url,
+                stage="read",
+                reason=(
+                    f"{OFF_TOPIC} (it covers {r.score:.0%} of the question's key terms, "
+                    f"the best page {best:.0%})"
+                    if r in weak
+                    else f"{OFF_TOPIC} (it covers {r.score:.0%} of the question's key terms)"
+                ),
+            )
+            for r in out
+        ]
         return [(r.candidate, r.page) for r in kept], failures
 
     def _entry(self, candidate: Candidate, page: Page) -> _Read:
@@ -318,8 +372,11 @@ class Relevance:
         covered: set[int] = set()
         first: list[_Read] = []
         for entry in ranked:
-            new = {n for n, part in enumerate(self.parts) if n not in covered
-                   and len(part & entry.terms) >= math.ceil(len(part) / 2)}
+            new = {
+                n
+                for n, part in enumerate(self.parts)
+                if n not in covered and len(part & entry.terms) >= math.ceil(len(part) / 2)
+            }
             if new and len(first) < want:
                 first.append(entry)
                 covered |= new

@@ -46,9 +46,20 @@ from sleuth.stages.write import (
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Planned", "Written", "anchors", "drop_repeats", "fallback_outline",
-           "llm_outline", "merge_checks", "render_deep", "render_tree_template",
-           "section_count", "write_frame", "write_section"]
+__all__ = [
+    "Planned",
+    "Written",
+    "anchors",
+    "drop_repeats",
+    "fallback_outline",
+    "llm_outline",
+    "merge_checks",
+    "render_deep",
+    "render_tree_template",
+    "section_count",
+    "write_frame",
+    "write_section",
+]
 
 MAX_SECTIONS = 7
 #: A later sentence sharing this share of its content words with an earlier one repeats it.
@@ -83,8 +94,9 @@ def section_count(words: int) -> int:
 
 
 # -- the outline -------------------------------------------------------------------------
-def learnings_block(learnings: Sequence[tuple[str, Sequence[int]]], llm: RunLLM,
-                    budget: int, stage: str) -> str:
+def learnings_block(
+    learnings: Sequence[tuple[str, Sequence[int]]], llm: RunLLM, budget: int, stage: str
+) -> str:
     """The learnings as prompts show them ("- statement [1][3]"), as many as fit."""
     lines, used = [], 0
     for text, ids in learnings:
@@ -109,9 +121,13 @@ def _as_ids(value: object, known: set[int]) -> list[int]:
 
 def _parse_outline(text: str, known: set[int], count: int) -> list[Planned]:
     for value in json_values(strip_think(text)):
-        items = value if isinstance(value, list) else next(
-            (v for v in value.values() if isinstance(v, list)), []) if isinstance(
-            value, dict) else []
+        items = (
+            value
+            if isinstance(value, list)
+            else next((v for v in value.values() if isinstance(v, list)), [])
+            if isinstance(value, dict)
+            else []
+        )
         planned, titles = [], set()
         for item in items:
             if not isinstance(item, dict):
@@ -124,12 +140,15 @@ def _parse_outline(text: str, known: set[int], count: int) -> list[Planned]:
                 planned.append(Planned(title, covers, tuple(ids)))
         if planned:
             return planned[:count]
-    raise ParseError("the model's outline had no section with a title and sources",
-                     excerpt=strip_think(text)[:80])
+    raise ParseError(
+        "the model's outline had no section with a title and sources",
+        excerpt=strip_think(text)[:80],
+    )
 
 
-def give_every_source(planned: list[Planned], ids: Sequence[int],
-                      related: Mapping[int, set[int]]) -> list[Planned]:
+def give_every_source(
+    planned: list[Planned], ids: Sequence[int], related: Mapping[int, set[int]]
+) -> list[Planned]:
     """``planned`` with each source no section was given added to the section that has
     most of its ``related`` sources (those its branch read), else the first."""
     sections = [list(p.sources) for p in planned]
@@ -143,20 +162,28 @@ def give_every_source(planned: list[Planned], ids: Sequence[int],
     return [Planned(p.title, p.covers, tuple(s)) for p, s in zip(planned, sections, strict=True)]
 
 
-async def llm_outline(llm: RunLLM, question: str,
-                      learnings: Sequence[tuple[str, Sequence[int]]], ids: Sequence[int],
-                      count: int) -> list[Planned]:
+async def llm_outline(
+    llm: RunLLM,
+    question: str,
+    learnings: Sequence[tuple[str, Sequence[int]]],
+    ids: Sequence[int],
+    count: int,
+) -> list[Planned]:
     """The model's outline (ParseError / LLMError when it gives none usable)."""
     from sleuth.llm.run import reply_tokens
 
-    values: dict[str, object] = {"question": question, "count": count,
-                                 "language": llm.language}
+    values: dict[str, object] = {"question": question, "count": count, "language": llm.language}
     reply_size = reply_tokens(60 * count, llm.window("outline"))
-    budget = llm.text_budget("outline", llm.overhead("outline", "outline", learnings="",
-                                                     **values), reply_size)
-    reply = await llm.ask("outline", stage="outline", max_tokens=reply_size,
-                          learnings=learnings_block(learnings, llm, budget, "outline"),
-                          **values)
+    budget = llm.text_budget(
+        "outline", llm.overhead("outline", "outline", learnings="", **values), reply_size
+    )
+    reply = await llm.ask(
+        "outline",
+        stage="outline",
+        max_tokens=reply_size,
+        learnings=learnings_block(learnings, llm, budget, "outline"),
+        **values,
+    )
     return _parse_outline(reply.text, set(ids), count)
 
 
@@ -168,14 +195,21 @@ def fallback_outline(groups: Sequence[tuple[str, Sequence[int]]]) -> list[Planne
 # -- writing -----------------------------------------------------------------------------
 def _others(planned: Planned, outline: Sequence[Planned]) -> str:
     rest = [p for p in outline if p is not planned]
-    return "\n".join(f"- {p.title}" + (f": {p.covers}" if p.covers else "")
-                     for p in rest) or "(none)"
+    return (
+        "\n".join(f"- {p.title}" + (f": {p.covers}" if p.covers else "") for p in rest) or "(none)"
+    )
 
 
-async def write_section(llm: RunLLM, question: str, planned: Planned,
-                        outline: Sequence[Planned], sources: Sequence[Source], words: int,
-                        evidence: tuple[dict[str, int], dict[int, Evidence]],
-                        method: str = "lexical") -> Written:
+async def write_section(
+    llm: RunLLM,
+    question: str,
+    planned: Planned,
+    outline: Sequence[Planned],
+    sources: Sequence[Source],
+    words: int,
+    evidence: tuple[dict[str, int], dict[int, Evidence]],
+    method: str = "lexical",
+) -> Written:
     """One section from its own ``sources``, its citations checked against them.
 
     ``evidence`` is the run's (URL → id, id → text) for the check; only this section's
@@ -184,64 +218,103 @@ async def write_section(llm: RunLLM, question: str, planned: Planned,
     from sleuth.llm.run import reply_tokens
 
     reply_size = reply_tokens(max(words, 150), llm.window("section"), share=2)
-    values: dict[str, object] = {"today": llm.today, "question": question,
-                                 "title": planned.title, "covers": planned.covers or "-",
-                                 "others": _others(planned, outline), "words": words,
-                                 "language": llm.language}
-    budget = llm.text_budget("section", llm.overhead("section", "section", sources="",
-                                                     **values), reply_size)
-    answer = await llm.ask("section", stage="section", max_tokens=reply_size,
-                           sources=sources_block(list(sources), llm, budget, stage="section"),
-                           **values)
+    values: dict[str, object] = {
+        "today": llm.today,
+        "question": question,
+        "title": planned.title,
+        "covers": planned.covers or "-",
+        "others": _others(planned, outline),
+        "words": words,
+        "language": llm.language,
+    }
+    budget = llm.text_budget(
+        "section", llm.overhead("section", "section", sources="", **values), reply_size
+    )
+    answer = await llm.ask(
+        "section",
+        stage="section",
+        max_tokens=reply_size,
+        sources=sources_block(list(sources), llm, budget, stage="section"),
+        **values,
+    )
     body = _without_heading(tidy_body(answer.answer), planned.title)
     if not body:
         raise ParseError("the model's section was empty")
     return await _checked(planned, body, {s.id for s in sources}, evidence, method, llm)
 
 
-async def _checked(planned: Planned, body: str, ids: set[int],
-                   evidence: tuple[dict[str, int], dict[int, Evidence]], method: str,
-                   llm: RunLLM) -> Written:
+async def _checked(
+    planned: Planned,
+    body: str,
+    ids: set[int],
+    evidence: tuple[dict[str, int], dict[int, Evidence]],
+    method: str,
+    llm: RunLLM,
+) -> Written:
     urls, texts = evidence
     checked, check = await check_citations(
-        body, ids=ids, urls=urls, evidence={n: texts[n] for n in ids if n in texts},
-        method=method, llm=llm, language=llm.language)
+        body,
+        ids=ids,
+        urls=urls,
+        evidence={n: texts[n] for n in ids if n in texts},
+        method=method,
+        llm=llm,
+        language=llm.language,
+    )
     return Written(planned, checked, check)
 
 
 def _without_heading(body: str, title: str) -> str:
     """The body without a first line repeating the section's title as a heading."""
     lines = body.split("\n")
-    if lines and re.match(r"^\s{0,3}#{1,6}\s", lines[0]) and \
-            lines[0].lstrip("# ").strip().lower() == title.strip().lower():
+    if (
+        lines
+        and re.match(r"^\s{0,3}#{1,6}\s", lines[0])
+        and lines[0].lstrip("# ").strip().lower() == title.strip().lower()
+    ):
         lines = lines[1:]
     # A section's own "##" headings would sit beside the report's: make them "###".
     return "\n".join(re.sub(r"^(\s{0,3})#{1,2}(\s)", r"\1###\2", line) for line in lines).strip()
 
 
-async def write_frame(llm: RunLLM, question: str, outline: Sequence[Planned],
-                      learnings: Sequence[tuple[str, Sequence[int]]], words: int,
-                      evidence: tuple[dict[str, int], dict[int, Evidence]],
-                      method: str = "lexical") -> tuple[Written, Written]:
+async def write_frame(
+    llm: RunLLM,
+    question: str,
+    outline: Sequence[Planned],
+    learnings: Sequence[tuple[str, Sequence[int]]],
+    words: int,
+    evidence: tuple[dict[str, int], dict[int, Evidence]],
+    method: str = "lexical",
+) -> tuple[Written, Written]:
     """The introduction and the conclusion, checked against the sources they cite."""
     from sleuth.llm.run import reply_tokens
 
     reply_size = reply_tokens(2 * words, llm.window("frame"), share=2)
     values: dict[str, object] = {
-        "question": question, "words": words, "language": llm.language,
-        "outline": "\n".join(f"- {p.title}" + (f": {p.covers}" if p.covers else "")
-                             for p in outline)}
-    budget = llm.text_budget("frame", llm.overhead("frame", "frame", learnings="", **values),
-                             reply_size)
-    answer = await llm.ask("frame", stage="frame", max_tokens=reply_size,
-                           learnings=learnings_block(learnings, llm, budget, "frame"), **values)
+        "question": question,
+        "words": words,
+        "language": llm.language,
+        "outline": "\n".join(
+            f"- {p.title}" + (f": {p.covers}" if p.covers else "") for p in outline
+        ),
+    }
+    budget = llm.text_budget(
+        "frame", llm.overhead("frame", "frame", learnings="", **values), reply_size
+    )
+    answer = await llm.ask(
+        "frame",
+        stage="frame",
+        max_tokens=reply_size,
+        learnings=learnings_block(learnings, llm, budget, "frame"),
+        **values,
+    )
     intro, conclusion = _split_frame(answer.answer)
     ids = set(evidence[1])
     labels = Labels()
-    return (await _checked(Planned(labels.introduction, "", ()), intro, ids, evidence, method,
-                           llm),
-            await _checked(Planned(labels.conclusion, "", ()), conclusion, ids, evidence,
-                           method, llm))
+    return (
+        await _checked(Planned(labels.introduction, "", ()), intro, ids, evidence, method, llm),
+        await _checked(Planned(labels.conclusion, "", ()), conclusion, ids, evidence, method, llm),
+    )
 
 
 def _split_frame(text: str) -> tuple[str, str]:
@@ -251,13 +324,13 @@ def _split_frame(text: str) -> tuple[str, str]:
     if end_at is None:
         paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
         if len(paragraphs) < 2:
-            raise ParseError("the model's introduction and conclusion were not marked",
-                             excerpt=text[:80])
+            raise ParseError(
+                "the model's introduction and conclusion were not marked", excerpt=text[:80]
+            )
         intro, conclusion = paragraphs[0], "\n\n".join(paragraphs[1:])
     else:
-        start = intro_at.end() if intro_at is not None and intro_at.start() < end_at.start() \
-            else 0
-        intro, conclusion = text[start:end_at.start()], text[end_at.end():]
+        start = intro_at.end() if intro_at is not None and intro_at.start() < end_at.start() else 0
+        intro, conclusion = text[start : end_at.start()], text[end_at.end() :]
     intro, conclusion = tidy_body(intro), tidy_body(conclusion)
     if not intro or not conclusion:
         raise ParseError("the model's introduction or conclusion was empty", excerpt=text[:80])
@@ -267,7 +340,8 @@ def _split_frame(text: str) -> tuple[str, str]:
 # -- no repeats --------------------------------------------------------------------------
 def _repeats(terms: set[str], seen: list[set[str]]) -> bool:
     return len(terms) >= REPEAT_MIN_TERMS and any(
-        len(terms & other) >= REPEAT_SHARE * len(terms | other) for other in seen)
+        len(terms & other) >= REPEAT_SHARE * len(terms | other) for other in seen
+    )
 
 
 def drop_repeats(bodies: Sequence[str]) -> tuple[list[str], int]:
@@ -308,10 +382,12 @@ def merge_checks(checks: Sequence[CitationCheck]) -> CitationCheck:
     return CitationCheck(
         method="llm" if any(c.method == "llm" for c in checks) else "lexical",
         checked=sum(c.checked for c in checks),
-        kept=sum(c.kept for c in checks), removed=sum(c.removed for c in checks),
+        kept=sum(c.kept for c in checks),
+        removed=sum(c.removed for c in checks),
         flagged=sum(c.flagged for c in checks),
         unknown_citations_removed=sum(c.unknown_citations_removed for c in checks),
-        invented_urls_removed=sum(c.invented_urls_removed for c in checks))
+        invented_urls_removed=sum(c.invented_urls_removed for c in checks),
+    )
 
 
 # -- the Markdown ------------------------------------------------------------------------
@@ -339,17 +415,26 @@ def _with_contents(heading: str, parts: Sequence[tuple[str, str]], labels: Label
     titles = [escape_inline(title) for title, _ in parts]
     ids = anchors([labels.contents, *titles])[1:]
     lines = [heading, "", f"## {labels.contents}", ""]
-    lines += [f"{n}. [{title}](#{anchor})" for n, (title, anchor)
-              in enumerate(zip(titles, ids, strict=True), start=1)]
+    lines += [
+        f"{n}. [{title}](#{anchor})"
+        for n, (title, anchor) in enumerate(zip(titles, ids, strict=True), start=1)
+    ]
     lines.append("")
     for title, (_, body) in zip(titles, parts, strict=True):
         lines += [f"## {title}", "", body.strip(), ""]
     return lines
 
 
-def render_deep(question: str, parts: Sequence[tuple[str, str]], sources: list[Source],
-                failures: list[Failure], level: Confidence, reason: str, labels: Labels,
-                footer: str) -> str:
+def render_deep(
+    question: str,
+    parts: Sequence[tuple[str, str]],
+    sources: list[Source],
+    failures: list[Failure],
+    level: Confidence,
+    reason: str,
+    labels: Labels,
+    footer: str,
+) -> str:
     """A model-written deep report: title, contents, the parts, sleuth's tail and footer."""
     lines = _with_contents(f"# {labels.research}: {escape_inline(question)}", parts, labels)
     lines += report_tail(sources, failures, level, reason, labels)
@@ -360,17 +445,21 @@ def render_deep(question: str, parts: Sequence[tuple[str, str]], sources: list[S
 def _quoted(sources: Sequence[Source]) -> list[str]:
     lines: list[str] = []
     for source in sources:
-        lines += [f"**[{source.id}] {escape_inline(source.title)} ({source.quality.value})**",
-                  ""]
+        lines += [f"**[{source.id}] {escape_inline(source.title)} ({source.quality.value})**", ""]
         for passage in [source.summary] if source.summary else source.passages:
             lines += [quote(passage), ""]
     return lines
 
 
-def render_tree_template(question: str, groups: Sequence[tuple[str, list[Source],
-                                                               list[tuple[str, list[Source]]]]],
-                         intro: str, sources: list[Source], failures: list[Failure],
-                         level: Confidence, reason: str) -> str:
+def render_tree_template(
+    question: str,
+    groups: Sequence[tuple[str, list[Source], list[tuple[str, list[Source]]]]],
+    intro: str,
+    sources: list[Source],
+    failures: list[Failure],
+    level: Confidence,
+    reason: str,
+) -> str:
     """The deep report without a model: per sub-question, its sources' quoted passages,
     then each follow-up it led to (``groups``: title, sources, [(follow-up, sources)])."""
     if not sources:
@@ -386,4 +475,3 @@ def render_tree_template(question: str, groups: Sequence[tuple[str, list[Source]
             parts.append((title, "\n".join(body)))
     lines = _with_contents(f"# Research: {escape_inline(question)}", parts, labels)
     return "\n".join(lines + report_tail(sources, failures, level, reason, labels))
-

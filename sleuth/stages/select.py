@@ -44,28 +44,36 @@ def _results_block(candidates: list[Candidate]) -> str:
     lines = []
     for n, candidate in enumerate(candidates, start=1):
         snippet = " ".join(candidate.snippet.split())[:SNIPPET_CHARS]
-        lines.append(f"{n}. {' '.join(candidate.title.split())}\n"
-                     f"   URL: {candidate.url}\n   {snippet}")
+        lines.append(
+            f"{n}. {' '.join(candidate.title.split())}\n   URL: {candidate.url}\n   {snippet}"
+        )
     return "\n".join(lines)
 
 
-async def _pick(llm: RunLLM, question: str, queries: list[str],
-                candidates: list[Candidate]) -> list[str]:
+async def _pick(
+    llm: RunLLM, question: str, queries: list[str], candidates: list[Candidate]
+) -> list[str]:
     """Canonical URLs the model picked among ``candidates``, best first ([] for none)."""
     from sleuth.llm.run import reply_tokens
 
     reply = await llm.ask(
-        "select", stage="select", max_tokens=reply_tokens(40, llm.window("select")),
-        question=question, queries="\n".join(" ".join(q.split()) for q in queries),
-        results=_results_block(candidates), count=PICKS_PER_CALL)
+        "select",
+        stage="select",
+        max_tokens=reply_tokens(40, llm.window("select")),
+        question=question,
+        queries="\n".join(" ".join(q.split()) for q in queries),
+        results=_results_block(candidates),
+        count=PICKS_PER_CALL,
+    )
     if is_empty_answer(reply.text):
         return []
     picked = expect_indices(reply.text, len(candidates), what="search results")
     return [candidates[i - 1].canonical_url for i in picked[:PICKS_PER_CALL]]
 
 
-def _in_turn(queries: list[str], hits: list[SearchHit], ranked: list[Candidate],
-             seen: set[str]) -> list[Candidate]:
+def _in_turn(
+    queries: list[str], hits: list[SearchHit], ranked: list[Candidate], seen: set[str]
+) -> list[Candidate]:
     """The candidates these queries found and no call showed yet, each query's best in turn.
 
     Each query's first result, then each one's second, and so on: every query's best
@@ -82,8 +90,12 @@ def _in_turn(queries: list[str], hits: list[SearchHit], ranked: list[Candidate],
     return list(out.values())
 
 
-def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[str],
-                rules: tuple[QualityRule, ...] | None = None) -> list[Candidate]:
+def merge_picks(
+    ranked: list[Candidate],
+    hits: list[SearchHit],
+    picks: list[str],
+    rules: tuple[QualityRule, ...] | None = None,
+) -> list[Candidate]:
     """Picked candidates first, in the order picked, then the quality ranking's rest.
 
     ``picks`` holds canonical URLs, best first (a URL picked twice counts at its first
@@ -102,11 +114,17 @@ def merge_picks(ranked: list[Candidate], hits: list[SearchHit], picks: list[str]
     return picked + rest
 
 
-async def select_candidates(llm: RunLLM, question: str, queries: list[str],
-                            hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None,
-                            *, picked: dict[str, list[str]] | None = None,
-                            shown: set[str] | None = None,
-                            show: int | None = None) -> tuple[list[Candidate], int]:
+async def select_candidates(
+    llm: RunLLM,
+    question: str,
+    queries: list[str],
+    hits: list[SearchHit],
+    rules: tuple[QualityRule, ...] | None = None,
+    *,
+    picked: dict[str, list[str]] | None = None,
+    shown: set[str] | None = None,
+    show: int | None = None,
+) -> tuple[list[Candidate], int]:
     """Candidates in fetch order, and how many of them the model picked.
 
     One select call for the queries not asked about yet, over their results that no
@@ -119,8 +137,7 @@ async def select_candidates(llm: RunLLM, question: str, queries: list[str],
     ranked = rank(hits, rules)
     known = picked if picked is not None else {}
     seen = shown if shown is not None else set()
-    todo = [q for q in dict.fromkeys(queries)
-            if q not in known and any(h.query == q for h in hits)]
+    todo = [q for q in dict.fromkeys(queries) if q not in known and any(h.query == q for h in hits)]
     if not llm.usable or not (todo or known):
         return ranked, 0
     if todo:

@@ -85,17 +85,23 @@ def _gaps(failures: list[Failure], labels: Labels | None = None) -> list[str]:
     off = [f for f in failures if f.reason.startswith(OFF_TOPIC) or f.reason == NOT_RELEVANT]
     if off:
         pages = "page was" if len(off) == 1 else "pages were"
-        lines.append(f"- {len(off)} candidate {pages} read and left out as off-topic: "
-                     + ", ".join(f"<{f.url}>" for f in off))
+        lines.append(
+            f"- {len(off)} candidate {pages} read and left out as off-topic: "
+            + ", ".join(f"<{f.url}>" for f in off)
+        )
     for failure in (f for f in failures if f not in off):
-        where = (f"<{failure.url}>" if failure.url.startswith(("http://", "https://", "file://"))
-                 else "search")
+        where = (
+            f"<{failure.url}>"
+            if failure.url.startswith(("http://", "https://", "file://"))
+            else "search"
+        )
         lines.append(f"- {where} — {escape_inline(failure.reason)}")
     return lines
 
 
-def render_markdown(question: str, sources: list[Source], failures: list[Failure],
-                    level: Confidence, reason: str) -> str:
+def render_markdown(
+    question: str, sources: list[Source], failures: list[Failure], level: Confidence, reason: str
+) -> str:
     """The full report: findings, confidence, sources and gaps."""
     lines = [f"# Research: {escape_inline(question)}", "", "## Key Findings", ""]
     lines += _findings(sources)
@@ -106,23 +112,37 @@ def render_markdown(question: str, sources: list[Source], failures: list[Failure
 def _sources(sources: list[Source], labels: Labels) -> list[str]:
     if not sources:
         return [labels.no_sources]
-    return [f"[{source.id}] [{source.quality.value}] {escape_inline(source.title)} — "
-            f"<{source.url}>  " for source in sources]
+    return [
+        f"[{source.id}] [{source.quality.value}] {escape_inline(source.title)} — <{source.url}>  "
+        for source in sources
+    ]
 
 
-def report_tail(sources: list[Source], failures: list[Failure], level: Confidence,
-                reason: str, labels: Labels) -> list[str]:
+def report_tail(
+    sources: list[Source], failures: list[Failure], level: Confidence, reason: str, labels: Labels
+) -> list[str]:
     """Confidence, Sources and Gaps: the part of every report that sleuth writes itself."""
-    return [f"## {labels.confidence}: {level} — {reason}", "", f"## {labels.sources}", "",
-            *_sources(sources, labels), "", f"## {labels.gaps}", "",
-            *_gaps(failures, labels), ""]
+    return [
+        f"## {labels.confidence}: {level} — {reason}",
+        "",
+        f"## {labels.sources}",
+        "",
+        *_sources(sources, labels),
+        "",
+        f"## {labels.gaps}",
+        "",
+        *_gaps(failures, labels),
+        "",
+    ]
 
 
 # -- the LLM writer -------------------------------------------------------------------------
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _REFERENCES = re.compile(
     r"^(?:\*\*)?(?:sources|references|bibliography|works cited|citations|参考来源|参考文献|"
-    r"参考资料|來源|参考|來源列表|资料来源|出典|参考文献一覧)(?:\*\*)?\s*:?\s*$", re.IGNORECASE)
+    r"参考资料|來源|参考|來源列表|资料来源|出典|参考文献一覧)(?:\*\*)?\s*:?\s*$",
+    re.IGNORECASE,
+)
 _HTML_TAG = re.compile(r"<(?=[A-Za-z/!?])")
 #: Words of the report asked for by --words count for this many tokens of reply.
 REPORT_WORDS_FLOOR = 300
@@ -137,15 +157,14 @@ def sources_block(sources: list[Source], llm: RunLLM, budget: int, stage: str = 
     (tokens counted for ``stage``'s model: deep mode's prompts show sources too)."""
     model = llm.model_for(stage)
     heads = [f"[{s.id}] {' '.join(s.title.split())}\nURL: {s.url}" for s in sources]
-    share = max(32, (budget - sum(llm.tokens(h, stage) + 4 for h in heads))
-                // max(1, len(sources)))
+    share = max(32, (budget - sum(llm.tokens(h, stage) + 4 for h in heads)) // max(1, len(sources)))
     blocks = []
     for head, source in zip(heads, sources, strict=True):
         notes = _source_notes(source).strip()
         if notes and llm.tokens(notes, stage) > share:
             # Only the first chunk is kept: chunk no more than could fill it (8 characters
             # a token at most), or a huge unbroken summary costs minutes to cut.
-            notes = chunk_text(notes[:share * 8], share, model=model)[0] + " …"
+            notes = chunk_text(notes[: share * 8], share, model=model)[0] + " …"
         blocks.append(f"{head}\n{notes}")
     return "\n\n".join(blocks)
 
@@ -177,25 +196,47 @@ async def llm_body(llm: RunLLM, question: str, sources: list[Source], words: int
 
     window = llm.window("report")
     reply = reply_tokens(max(words, REPORT_WORDS_FLOOR), window, share=2)
-    values: dict[str, object] = {"today": llm.today, "question": question, "words": words,
-                                 "language": llm.language}
-    budget = llm.text_budget("report", llm.overhead("report", "report", sources="", **values),
-                             reply)
-    answer = await llm.ask("report", stage="report", max_tokens=reply,
-                           sources=sources_block(sources, llm, budget), **values)
+    values: dict[str, object] = {
+        "today": llm.today,
+        "question": question,
+        "words": words,
+        "language": llm.language,
+    }
+    budget = llm.text_budget(
+        "report", llm.overhead("report", "report", sources="", **values), reply
+    )
+    answer = await llm.ask(
+        "report",
+        stage="report",
+        max_tokens=reply,
+        sources=sources_block(sources, llm, budget),
+        **values,
+    )
     body = tidy_body(answer.answer)
     if not body:
         raise ParseError("the report model's reply was empty")
     if answer.truncated:
-        llm.failures.append(Failure(
-            url="", stage="llm", reason=f"the report reached the model's output limit "
-            f"({reply} tokens) and may end abruptly; ask for fewer --words"))
+        llm.failures.append(
+            Failure(
+                url="",
+                stage="llm",
+                reason=f"the report reached the model's output limit "
+                f"({reply} tokens) and may end abruptly; ask for fewer --words",
+            )
+        )
     return body
 
 
-def render_llm_markdown(question: str, body: str, sources: list[Source],
-                        failures: list[Failure], level: Confidence, reason: str,
-                        labels: Labels, footer: str) -> str:
+def render_llm_markdown(
+    question: str,
+    body: str,
+    sources: list[Source],
+    failures: list[Failure],
+    level: Confidence,
+    reason: str,
+    labels: Labels,
+    footer: str,
+) -> str:
     """An LLM-written report: sleuth's title, the checked body, sleuth's tail and footer."""
     lines = [f"# {labels.research}: {escape_inline(question)}", "", body.strip(), ""]
     lines += report_tail(sources, failures, level, reason, labels)
@@ -203,8 +244,7 @@ def render_llm_markdown(question: str, body: str, sources: list[Source],
     return "\n".join(lines)
 
 
-async def write_body(llm: RunLLM, question: str, sources: list[Source], words: int
-                     ) -> str | None:
+async def write_body(llm: RunLLM, question: str, sources: list[Source], words: int) -> str | None:
     """The report body by the report model; None (reason recorded) to use the template.
 
     The body still holds the model's citations as it wrote them: the check stage

@@ -35,15 +35,19 @@ def search_key(provider: str, query: str, params: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical_json([provider, query, dict(params)]).encode()).hexdigest()
 
 
-def llm_key(model: str, messages: Sequence[Mapping[str, Any]] | Sequence[Any],
-            params: Mapping[str, Any] | None = None) -> str:
+def llm_key(
+    model: str,
+    messages: Sequence[Mapping[str, Any]] | Sequence[Any],
+    params: Mapping[str, Any] | None = None,
+) -> str:
     """sha256 of the canonical JSON of an LLM call: same call, same key.
 
     Keys of every object are sorted, so the order in which a dict was built does
     not matter; the order of the messages does.
     """
-    blob = canonical_json({"model": model, "messages": list(messages),
-                           "params": dict(params or {})})
+    blob = canonical_json(
+        {"model": model, "messages": list(messages), "params": dict(params or {})}
+    )
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -87,32 +91,63 @@ class CachedPage(BaseModel):
         """The pipeline's :class:`Page` record; ``ValueError`` for a cached failure."""
         if not self.ok:
             raise ValueError(f"{self.url} is a cached failure: {self.failure}")
-        return Page(url=self.url, final_url=self.final_url or self.url,
-                    canonical_url=self.canonical_url, title=self.title or self.url,
-                    text=self.text or "", content_type=self.content_type or "",
-                    status=self.status or 200, date=self.date, engine="cache")
+        return Page(
+            url=self.url,
+            final_url=self.final_url or self.url,
+            canonical_url=self.canonical_url,
+            title=self.title or self.url,
+            text=self.text or "",
+            content_type=self.content_type or "",
+            status=self.status or 200,
+            date=self.date,
+            engine="cache",
+        )
 
     @classmethod
-    def from_page(cls, page: Page, *, etag: str | None = None,
-                  last_modified: str | None = None, content_hash: str | None = None,
-                  fetched_at: float | None = None, public: bool | None = None) -> CachedPage:
+    def from_page(
+        cls,
+        page: Page,
+        *,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        content_hash: str | None = None,
+        fetched_at: float | None = None,
+        public: bool | None = None,
+    ) -> CachedPage:
         """A cache entry for a fetched page (hash of the text unless one is given)."""
-        return cls(canonical_url=page.canonical_url, url=page.url, final_url=page.final_url,
-                   public=public,
-                   status=page.status, etag=etag, last_modified=last_modified,
-                   content_type=page.content_type,
-                   content_hash=content_hash or text_hash(page.text), title=page.title,
-                   text=page.text, date=page.date,
-                   fetched_at=time.time() if fetched_at is None else fetched_at)
+        return cls(
+            canonical_url=page.canonical_url,
+            url=page.url,
+            final_url=page.final_url,
+            public=public,
+            status=page.status,
+            etag=etag,
+            last_modified=last_modified,
+            content_type=page.content_type,
+            content_hash=content_hash or text_hash(page.text),
+            title=page.title,
+            text=page.text,
+            date=page.date,
+            fetched_at=time.time() if fetched_at is None else fetched_at,
+        )
 
     @classmethod
-    def from_failure(cls, failure: FetchFailure, canonical_url: str,
-                     fetched_at: float | None = None, public: bool | None = None
-                     ) -> CachedPage:
+    def from_failure(
+        cls,
+        failure: FetchFailure,
+        canonical_url: str,
+        fetched_at: float | None = None,
+        public: bool | None = None,
+    ) -> CachedPage:
         """A cache entry recording that ``failure.url`` could not be fetched."""
-        return cls(canonical_url=canonical_url, url=failure.url, status=failure.status,
-                   failure=failure.reason, public=public,
-                   fetched_at=time.time() if fetched_at is None else fetched_at)
+        return cls(
+            canonical_url=canonical_url,
+            url=failure.url,
+            status=failure.status,
+            failure=failure.reason,
+            public=public,
+            fetched_at=time.time() if fetched_at is None else fetched_at,
+        )
 
 
 class CachedLLM(BaseModel):
@@ -127,9 +162,22 @@ class CachedLLM(BaseModel):
     created_at: float
 
 
-_PAGE_COLUMNS = ("canonical_url", "url", "final_url", "status", "etag", "last_modified",
-                 "content_type", "content_hash", "title", "text", "date", "failure",
-                 "fetched_at", "public")
+_PAGE_COLUMNS = (
+    "canonical_url",
+    "url",
+    "final_url",
+    "status",
+    "etag",
+    "last_modified",
+    "content_type",
+    "content_hash",
+    "title",
+    "text",
+    "date",
+    "failure",
+    "fetched_at",
+    "public",
+)
 
 
 class CacheStore(Database):
@@ -137,15 +185,23 @@ class CacheStore(Database):
 
     # ------------------------------------------------------------ searches
 
-    def get_search(self, provider: str, query: str, params: Mapping[str, Any],
-                   max_age_s: float | None = SEARCH_TTL_S) -> list[SearchHit] | None:
+    def get_search(
+        self,
+        provider: str,
+        query: str,
+        params: Mapping[str, Any],
+        max_age_s: float | None = SEARCH_TTL_S,
+    ) -> list[SearchHit] | None:
         """The cached hits of this search if younger than ``max_age_s`` (None: any age).
 
         ``None`` means "not cached, search again"; ``[]`` is a cached empty answer.
         """
         key = search_key(provider, query, params)
-        row = self.read(lambda c: c.execute(
-            "SELECT hits, created_at FROM searches WHERE key = ?", (key,)).fetchone())
+        row = self.read(
+            lambda c: c.execute(
+                "SELECT hits, created_at FROM searches WHERE key = ?", (key,)
+            ).fetchone()
+        )
         if row is None:
             return None
         with self.decoding():
@@ -153,15 +209,26 @@ class CacheStore(Database):
                 return None
             return [SearchHit.model_validate(item) for item in json.loads(row[0])]
 
-    def put_search(self, provider: str, query: str, params: Mapping[str, Any],
-                   hits: Sequence[SearchHit]) -> None:
+    def put_search(
+        self, provider: str, query: str, params: Mapping[str, Any], hits: Sequence[SearchHit]
+    ) -> None:
         """Remember the hits of one search (replacing an older answer)."""
         key = search_key(provider, query, params)
-        values = (key, provider, query, canonical_json(dict(params)), to_json(list(hits)),
-                  self.clock())
-        self.write(lambda c: c.execute(
-            "INSERT OR REPLACE INTO searches (key, provider, query, params, hits, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?)", values))
+        values = (
+            key,
+            provider,
+            query,
+            canonical_json(dict(params)),
+            to_json(list(hits)),
+            self.clock(),
+        )
+        self.write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO searches (key, provider, query, params, hits, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                values,
+            )
+        )
 
     # ------------------------------------------------------------ pages
 
@@ -181,8 +248,9 @@ class CacheStore(Database):
         sql = f"INSERT OR REPLACE INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({marks})"
         self.write(lambda c: c.execute(sql, values))
 
-    def mark_revalidated(self, canonical_url: str, *, etag: str | None = None,
-                         last_modified: str | None = None) -> bool:
+    def mark_revalidated(
+        self, canonical_url: str, *, etag: str | None = None, last_modified: str | None = None
+    ) -> bool:
         """A conditional request answered 304: the entry is fresh again. False if absent."""
         now = self.clock()
 
@@ -190,7 +258,8 @@ class CacheStore(Database):
             return c.execute(
                 "UPDATE pages SET fetched_at = ?, etag = COALESCE(?, etag), "
                 "last_modified = COALESCE(?, last_modified) WHERE canonical_url = ?",
-                (now, etag, last_modified, canonical_url)).rowcount
+                (now, etag, last_modified, canonical_url),
+            ).rowcount
 
         return self.write(update) > 0
 
@@ -198,27 +267,41 @@ class CacheStore(Database):
 
     def get_llm(self, key: str) -> CachedLLM | None:
         """The cached reply for :func:`llm_key` ``key``, or None."""
-        row = self.read(lambda c: c.execute(
-            "SELECT key, model, reply, usage, created_at FROM llm_calls WHERE key = ?",
-            (key,)).fetchone())
+        row = self.read(
+            lambda c: c.execute(
+                "SELECT key, model, reply, usage, created_at FROM llm_calls WHERE key = ?", (key,)
+            ).fetchone()
+        )
         if row is None:
             return None
         with self.decoding():
-            return CachedLLM(key=row[0], model=row[1], reply=row[2], usage=json.loads(row[3]),
-                             created_at=row[4])
+            return CachedLLM(
+                key=row[0], model=row[1], reply=row[2], usage=json.loads(row[3]), created_at=row[4]
+            )
 
-    def put_llm(self, key: str, reply_text: str, usage: Mapping[str, Any] | None = None,
-                *, model: str | None = None) -> None:
+    def put_llm(
+        self,
+        key: str,
+        reply_text: str,
+        usage: Mapping[str, Any] | None = None,
+        *,
+        model: str | None = None,
+    ) -> None:
         """Remember one LLM reply and its token usage."""
         values = (key, model, reply_text, to_json(dict(usage or {})), self.clock())
-        self.write(lambda c: c.execute(
-            "INSERT OR REPLACE INTO llm_calls (key, model, reply, usage, created_at) "
-            "VALUES (?, ?, ?, ?, ?)", values))
+        self.write(
+            lambda c: c.execute(
+                "INSERT OR REPLACE INTO llm_calls (key, model, reply, usage, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                values,
+            )
+        )
 
     # ------------------------------------------------------------ clearing
 
-    def clear_cache(self, older_than_s: float | None = None, *, runs: bool = False,
-                    vacuum: bool = True) -> dict[str, int]:
+    def clear_cache(
+        self, older_than_s: float | None = None, *, runs: bool = False, vacuum: bool = True
+    ) -> dict[str, int]:
         """Delete cached searches, pages and LLM replies (older than ``older_than_s``).
 
         Runs are kept unless ``runs`` is true, and a run still marked ``running`` is
@@ -229,13 +312,14 @@ class CacheStore(Database):
         tables = {"searches": "created_at", "pages": "fetched_at", "llm_calls": "created_at"}
 
         def delete(c: sqlite3.Connection) -> dict[str, int]:
-            counts = {table: c.execute(f"DELETE FROM {table} WHERE {column} <= ?",
-                                       (cutoff,)).rowcount
-                      for table, column in tables.items()}
+            counts = {
+                table: c.execute(f"DELETE FROM {table} WHERE {column} <= ?", (cutoff,)).rowcount
+                for table, column in tables.items()
+            }
             if runs:
                 counts["runs"] = c.execute(
-                    "DELETE FROM runs WHERE status != 'running' AND created_at <= ?",
-                    (cutoff,)).rowcount
+                    "DELETE FROM runs WHERE status != 'running' AND created_at <= ?", (cutoff,)
+                ).rowcount
             return counts
 
         counts = self.write(delete)
@@ -245,8 +329,11 @@ class CacheStore(Database):
 
     def cache_counts(self) -> dict[str, int]:
         """How many searches, pages, LLM replies and runs the store holds."""
+
         def count(c: sqlite3.Connection) -> dict[str, int]:
-            return {table: int(c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
-                    for table in ("searches", "pages", "llm_calls", "runs")}
+            return {
+                table: int(c.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+                for table in ("searches", "pages", "llm_calls", "runs")
+            }
 
         return self.read(count)

@@ -87,6 +87,7 @@ def log_store_failure(logger: logging.Logger, what: str, exc: BaseException) -> 
 
 # ---------------------------------------------------------------- helpers
 
+
 def default_home() -> Path:
     """Where sleuth keeps its database when ``--home`` (``SLEUTH_HOME``) is not given.
 
@@ -120,8 +121,14 @@ def to_json(value: Any) -> str:
 
 def canonical_json(value: Any) -> str:
     """JSON with sorted keys and no spaces: equal values give equal strings (for hashing)."""
-    return json.dumps(value, default=_json_default, ensure_ascii=False, sort_keys=True,
-                      separators=(",", ":"), allow_nan=False)
+    return json.dumps(
+        value,
+        default=_json_default,
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+        allow_nan=False,
+    )
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -146,7 +153,7 @@ class _Holder:
 
 
 def _why_not_writable(path: Path) -> str:
-    """"read-only file system" or "permission denied", as the system would say it."""
+    """ "read-only file system" or "permission denied", as the system would say it."""
     try:
         if os.statvfs(path).f_flag & os.ST_RDONLY:
             return os.strerror(errno.EROFS)
@@ -156,6 +163,7 @@ def _why_not_writable(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- the database
+
 
 class Database:
     """Connections to ``<home>/sleuth.db``; the base of :class:`sleuth.store.Store`.
@@ -171,10 +179,16 @@ class Database:
     is read as immutable.
     """
 
-    def __init__(self, home: Path, *, clock: Callable[[], float] = time.time,
-                 migrations: Sequence[Migration] = MIGRATIONS,
-                 busy_timeout_s: float = 5.0, retries: int = 6,
-                 read_only: bool = False) -> None:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        migrations: Sequence[Migration] = MIGRATIONS,
+        busy_timeout_s: float = 5.0,
+        retries: int = 6,
+        read_only: bool = False,
+    ) -> None:
         self.home = Path(home).expanduser()
         self.path = self.home / DB_NAME
         self.clock = clock
@@ -215,8 +229,10 @@ class Database:
 
     def _not_writable(self, what: Path, why: str) -> ConfigError:
         """The one message for a home (or its database) that cannot be written."""
-        return ConfigError(f"cannot write to sleuth home {what}: {why.lower()}; choose "
-                           "another with --home or SLEUTH_HOME")
+        return ConfigError(
+            f"cannot write to sleuth home {what}: {why.lower()}; choose "
+            "another with --home or SLEUTH_HOME"
+        )
 
     def _check_home(self) -> None:
         """Create the home folder; fail early, in one line, when it cannot be written.
@@ -253,24 +269,29 @@ class Database:
         known = len(migrations)
         if versions and max(versions) > known:
             self.close()
-            raise ConfigError(f"{self.path} was written by a newer sleuth (schema "
-                              f"{max(versions)}, this one knows {known}); upgrade or use "
-                              "another --home")
+            raise ConfigError(
+                f"{self.path} was written by a newer sleuth (schema "
+                f"{max(versions)}, this one knows {known}); upgrade or use "
+                "another --home"
+            )
         if len(versions) < known:
             self.close()
-            raise ConfigError(f"{self.path} was written by an older sleuth and cannot be "
-                              "upgraded where it is (read-only); open it once where it can be "
-                              "written")
+            raise ConfigError(
+                f"{self.path} was written by an older sleuth and cannot be "
+                "upgraded where it is (read-only); open it once where it can be "
+                "written"
+            )
 
     def _config_error(self, exc: sqlite3.DatabaseError) -> ConfigError | None:
         """A one-line ConfigError for problems of the file or disk; None for bugs."""
         text = str(exc)
-        if ("not a database" in text or "malformed" in text
-                or text.startswith("Could not decode")):
+        if "not a database" in text or "malformed" in text or text.startswith("Could not decode"):
             return self._corrupt(text)
         if "fts5" in text:
-            return ConfigError(f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, "
-                               "which sleuth's store needs; use a Python built with it")
+            return ConfigError(
+                f"this Python's SQLite ({sqlite3.sqlite_version}) lacks FTS5, "
+                "which sleuth's store needs; use a Python built with it"
+            )
         if any(word in text for word in ("readonly", "unable to open", "disk", "full")):
             return StoreError(f"cannot use sleuth database {self.path}: {text}")
         return None
@@ -287,8 +308,10 @@ class Database:
         # SQLite's "Could not decode … with text '…'" quotes the damaged bytes: not for a terminal.
         why = why.split(" with text ", 1)[0]
         why = "".join(ch if ch.isprintable() else "?" for ch in " ".join(why.split()))[:160]
-        return StoreCorruptError(f"{self.path} is not a usable sleuth database ({why}); "
-                                 "move it away or choose another --home")
+        return StoreCorruptError(
+            f"{self.path} is not a usable sleuth database ({why}); "
+            "move it away or choose another --home"
+        )
 
     def _failed(self, error: StoreError) -> StoreError:
         """Remember the first failure of the file or disk; returns ``error``."""
@@ -306,19 +329,29 @@ class Database:
         except SleuthError:
             raise
         except _UNDECODABLE as exc:
-            raise self._failed(self._corrupt(f"a stored row does not decode: "
-                                             f"{type(exc).__name__}: {exc}")) from None
+            raise self._failed(
+                self._corrupt(f"a stored row does not decode: {type(exc).__name__}: {exc}")
+            ) from None
 
     def _connect(self) -> sqlite3.Connection:
         if not self.read_only:
-            return sqlite3.connect(self.path, timeout=self.busy_timeout_s,
-                                   isolation_level=None, check_same_thread=False)
+            return sqlite3.connect(
+                self.path,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
         # A WAL database can be read with mode=ro only where its -shm file exists or can
         # be made; in a folder nothing can be written to, it is read as immutable.
         uri = self.path.resolve().as_uri() + ("?immutable=1" if self._immutable else "?mode=ro")
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=self.busy_timeout_s,
-                                   isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                uri,
+                uri=True,
+                timeout=self.busy_timeout_s,
+                isolation_level=None,
+                check_same_thread=False,
+            )
             conn.execute("PRAGMA schema_version").fetchone()
         except sqlite3.OperationalError:
             if self._immutable:
@@ -355,16 +388,21 @@ class Database:
         versions = [m.version for m in migrations]
         if versions != list(range(1, len(versions) + 1)):
             raise ValueError("migrations must be numbered 1, 2, 3... in order")
-        self.write(lambda c: c.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations ("
-            "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"))
+        self.write(
+            lambda c: c.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+        )
         done = set(self.schema_versions())
         if done != set(range(1, len(done) + 1)):
             # Every sleuth records 1, 2, 3… in order; anything else was never written so.
             raise self._failed(self._corrupt(f"schema versions {sorted(done)[:5]}"))
         if done and max(done) > len(migrations):
-            raise ConfigError(f"{self.path} was written by a newer sleuth (schema {max(done)}, "
-                              f"this one knows {len(migrations)}); upgrade or use another --home")
+            raise ConfigError(
+                f"{self.path} was written by a newer sleuth (schema {max(done)}, "
+                f"this one knows {len(migrations)}); upgrade or use another --home"
+            )
         applied: list[int] = []
         for migration in migrations:
             if migration.version not in done and self.write(partial(self._apply, migration)):
@@ -373,14 +411,17 @@ class Database:
 
     def _apply(self, migration: Migration, conn: sqlite3.Connection) -> bool:
         """Run one migration unless another process did it first; True if it ran here."""
-        seen = conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?",
-                            (migration.version,)).fetchone()
+        seen = conn.execute(
+            "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+        ).fetchone()
         if seen:
             return False
         for statement in migration.statements:
             conn.execute(statement)
-        conn.execute("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                     (migration.version, migration.name, self.clock()))
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+            (migration.version, migration.name, self.clock()),
+        )
         log.debug("applied migration %d (%s) to %s", migration.version, migration.name, self.path)
         return True
 
@@ -420,8 +461,12 @@ class Database:
     def __enter__(self) -> Database:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.close()
 
     # ------------------------------------------------------------ transactions
@@ -438,7 +483,8 @@ class Database:
                 if number == self.retries:
                     raise StoreBusyError(
                         f"sleuth database {self.path} stayed locked by another process; "
-                        "try again when it has finished") from exc
+                        "try again when it has finished"
+                    ) from exc
                 log.debug("database busy (attempt %d), retrying", number)
                 _sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 1.0)
@@ -498,8 +544,9 @@ class Database:
 
     def schema_versions(self) -> list[int]:
         """The migration versions recorded in this database, ascending."""
-        rows = self.read(lambda c: c.execute(
-            "SELECT version FROM schema_migrations ORDER BY version").fetchall())
+        rows = self.read(
+            lambda c: c.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+        )
         with self.decoding():
             return [int(row[0]) for row in rows]
 

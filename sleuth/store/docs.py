@@ -36,8 +36,18 @@ from urllib.parse import unquote, urlsplit
 from sleuth.errors import ConfigError
 from sleuth.store.db import Database
 
-__all__ = ["DocHit", "DocumentReader", "IndexReport", "LocalDoc", "check_folder", "file_url",
-           "get_doc", "index_folder", "path_from_file_url", "search_docs"]
+__all__ = [
+    "DocHit",
+    "DocumentReader",
+    "IndexReport",
+    "LocalDoc",
+    "check_folder",
+    "file_url",
+    "get_doc",
+    "index_folder",
+    "path_from_file_url",
+    "search_docs",
+]
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +56,45 @@ MAX_FILE_BYTES = 50_000_000
 TITLE_WEIGHT = 5.0
 
 _TERM = re.compile(r"\w+", re.UNICODE)
-_STOPWORDS = frozenset({
-    "a", "an", "and", "are", "as", "at", "be", "by", "did", "do", "does", "for", "from", "how",
-    "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "were",
-    "what", "when", "where", "which", "who", "why", "will", "with"})
+_STOPWORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+    }
+)
 
 
 class DocHit(NamedTuple):
@@ -105,6 +150,7 @@ class _Known(NamedTuple):
 
 # ---------------------------------------------------------------- URLs
 
+
 def file_url(path: Path | str) -> str:
     """The ``file://`` URL of an absolute path (how local documents appear as sources)."""
     return Path(path).absolute().as_uri()
@@ -123,6 +169,7 @@ def path_from_file_url(url: str) -> Path | None:
 
 # ---------------------------------------------------------------- reading files
 
+
 class DocumentReader(Protocol):
     """What turns a file into text for the index (``sleuth.extraction.documents`` has one).
 
@@ -139,6 +186,7 @@ class DocumentReader(Protocol):
 
 
 # ---------------------------------------------------------------- walking
+
 
 def _inside(path: Path, root: Path) -> bool:
     try:
@@ -229,6 +277,7 @@ def check_folder(folder: Path) -> Path:
 
 # ---------------------------------------------------------------- database
 
+
 def _under(root: Path, column: str = "path") -> tuple[str, tuple[str, str]]:
     """SQL condition (and its arguments) for "``column`` is a path inside root"."""
     prefix = str(root).rstrip(os.sep) + os.sep
@@ -238,22 +287,28 @@ def _under(root: Path, column: str = "path") -> tuple[str, tuple[str, str]]:
 def _known(store: Database, root: Path) -> dict[str, tuple[int, int, int]]:
     """Every indexed file under ``root``: its path and (mtime_ns, size, id)."""
     where, args = _under(root)
-    rows = store.read(lambda c: c.execute(
-        f"SELECT path, mtime_ns, size, id FROM docs WHERE {where}", args).fetchall())
+    rows = store.read(
+        lambda c: c.execute(
+            f"SELECT path, mtime_ns, size, id FROM docs WHERE {where}", args
+        ).fetchall()
+    )
     with store.decoding():
         known = {row[0]: row[1:] for row in rows}
         # Checked in bulk, not per row: this runs over the whole folder on every run.
         if not all(type(key) is str for key in known) or not all(
-                type(a) is int and type(b) is int and type(c) is int
-                for a, b, c in known.values()):
+            type(a) is int and type(b) is int and type(c) is int for a, b, c in known.values()
+        ):
             raise TypeError("a damaged row in the documents index")
     return known
 
 
 def _old(store: Database, path: str) -> _Known | None:
     """The index's row of one file (for a file whose size or time changed)."""
-    row = store.read(lambda c: c.execute(
-        "SELECT id, mtime_ns, size, sha256 FROM docs WHERE path = ?", (path,)).fetchone())
+    row = store.read(
+        lambda c: c.execute(
+            "SELECT id, mtime_ns, size, sha256 FROM docs WHERE path = ?", (path,)
+        ).fetchone()
+    )
     if row is None:
         return None
     with store.decoding():
@@ -267,8 +322,9 @@ def _text(value: Any) -> str:
     return value
 
 
-def _save(store: Database, path: str, stat: os.stat_result, digest: str, kind: str,
-          found: _Extracted) -> None:
+def _save(
+    store: Database, path: str, stat: os.stat_result, digest: str, kind: str, found: _Extracted
+) -> None:
     """Insert or replace one document and its FTS row, in one transaction."""
     now = store.clock()
 
@@ -278,21 +334,32 @@ def _save(store: Database, path: str, stat: os.stat_result, digest: str, kind: s
         if row is None:
             doc_id = c.execute(
                 "INSERT INTO docs (mtime_ns, size, sha256, kind, title, indexed_at, path) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", (*values, path)).lastrowid
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (*values, path),
+            ).lastrowid
         else:
             doc_id = row[0]
-            c.execute("UPDATE docs SET mtime_ns = ?, size = ?, sha256 = ?, kind = ?, "
-                      "title = ?, indexed_at = ? WHERE id = ?", (*values, doc_id))
+            c.execute(
+                "UPDATE docs SET mtime_ns = ?, size = ?, sha256 = ?, kind = ?, "
+                "title = ?, indexed_at = ? WHERE id = ?",
+                (*values, doc_id),
+            )
             c.execute("DELETE FROM docs_fts WHERE rowid = ?", (doc_id,))
-        c.execute("INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
-                  (doc_id, found.title, found.text))
+        c.execute(
+            "INSERT INTO docs_fts (rowid, title, body) VALUES (?, ?, ?)",
+            (doc_id, found.title, found.text),
+        )
 
     store.write(save)
 
 
 def _touch(store: Database, doc_id: int, stat: os.stat_result) -> None:
-    store.write(lambda c: c.execute("UPDATE docs SET mtime_ns = ?, size = ? WHERE id = ?",
-                                    (stat.st_mtime_ns, stat.st_size, doc_id)))
+    store.write(
+        lambda c: c.execute(
+            "UPDATE docs SET mtime_ns = ?, size = ? WHERE id = ?",
+            (stat.st_mtime_ns, stat.st_size, doc_id),
+        )
+    )
 
 
 def _delete(store: Database, doc_ids: list[int]) -> None:
@@ -352,8 +419,9 @@ def _unchanged(store: Database, root: Path, fingerprint: str | None, files: int)
     where, args = _under(root)
 
     def read(c: sqlite3.Connection) -> tuple[Any, Any]:
-        row = c.execute("SELECT fingerprint, files FROM docs_folders WHERE root = ?",
-                        (str(root),)).fetchone()
+        row = c.execute(
+            "SELECT fingerprint, files FROM docs_folders WHERE root = ?", (str(root),)
+        ).fetchone()
         count = c.execute(f"SELECT count(*) FROM docs WHERE {where}", args).fetchone()[0]
         return row, count
 
@@ -363,19 +431,24 @@ def _unchanged(store: Database, root: Path, fingerprint: str | None, files: int)
 
 def _record(store: Database, root: Path, fingerprint: str | None, files: int) -> None:
     """Keep a clean scan's fingerprint (None: forget the root's, so it is scanned again)."""
+
     def save(c: sqlite3.Connection) -> None:
         c.execute("DELETE FROM docs_folders WHERE root = ?", (str(root),))
         if fingerprint is not None:
-            c.execute("INSERT INTO docs_folders (root, fingerprint, files) VALUES (?, ?, ?)",
-                      (str(root), fingerprint, files))
+            c.execute(
+                "INSERT INTO docs_folders (root, fingerprint, files) VALUES (?, ?, ?)",
+                (str(root), fingerprint, files),
+            )
 
     store.write(save)
 
 
 # ---------------------------------------------------------------- indexing
 
-def _index_file(store: Database, path: Path, old: _Known | None, report: IndexReport,
-                read: DocumentReader) -> bool:
+
+def _index_file(
+    store: Database, path: Path, old: _Known | None, report: IndexReport, read: DocumentReader
+) -> bool:
     """Bring one file's row up to date; False when it failed (and was reported)."""
     try:
         stat = path.stat()
@@ -406,8 +479,12 @@ def _index_file(store: Database, path: Path, old: _Known | None, report: IndexRe
     return True
 
 
-def index_folder(store: Database, folder: Path, read: DocumentReader,
-                 progress: Callable[[Path], Any] | None = None) -> IndexReport:
+def index_folder(
+    store: Database,
+    folder: Path,
+    read: DocumentReader,
+    progress: Callable[[Path], Any] | None = None,
+) -> IndexReport:
     """Index (or bring up to date) every document under ``folder`` that ``read`` reads.
 
     ``read`` turns a file's bytes into its kind, title and text
@@ -437,8 +514,12 @@ def index_folder(store: Database, folder: Path, read: DocumentReader,
                 stat = entry.stat(follow_symlinks=False)  # cached by _fingerprint
             except OSError:  # the slow path stats it again and reports why
                 stat = None
-            if (stamp is not None and stat is not None and stat.st_mtime_ns == stamp[0]
-                    and stat.st_size == stamp[1]):
+            if (
+                stamp is not None
+                and stat is not None
+                and stat.st_mtime_ns == stamp[0]
+                and stat.st_size == stamp[1]
+            ):
                 report.unchanged += 1  # the common case, kept cheap: no Path, no query
                 seen.add(key)
             else:
@@ -457,12 +538,20 @@ def index_folder(store: Database, folder: Path, read: DocumentReader,
     # makes the next run's differ, so that run looks again.
     clean = not report.failed and report.indexed == files
     _record(store, root, fingerprint if clean else None, files)
-    log.info("indexed %s: %d added, %d updated, %d unchanged, %d removed, %d failed", root,
-             report.added, report.updated, report.unchanged, report.removed, len(report.failed))
+    log.info(
+        "indexed %s: %d added, %d updated, %d unchanged, %d removed, %d failed",
+        root,
+        report.added,
+        report.updated,
+        report.unchanged,
+        report.removed,
+        len(report.failed),
+    )
     return report
 
 
 # ---------------------------------------------------------------- searching
+
 
 def fts_query(text: str) -> str:
     """An FTS5 query matching any term of ``text``; ``""`` when it has no terms.
@@ -476,8 +565,9 @@ def fts_query(text: str) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in useful[:64])
 
 
-def search_docs(store: Database, query: str, limit: int = 10,
-                folder: Path | None = None) -> list[DocHit]:
+def search_docs(
+    store: Database, query: str, limit: int = 10, folder: Path | None = None
+) -> list[DocHit]:
     """The best ``limit`` documents for ``query`` (inside ``folder`` if given), best first."""
     match = fts_query(query)
     if not match or limit < 1:
@@ -487,24 +577,33 @@ def search_docs(store: Database, query: str, limit: int = 10,
     if folder is not None:
         cond, args = _under(Path(folder).expanduser().resolve(), "d.path")
         where = f"AND {cond}"
-    sql = (f"SELECT d.path, d.title, snippet(docs_fts, 1, '', '', ' … ', 24), "
-           f"bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS rank "
-           f"FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
-           f"WHERE docs_fts MATCH ? {where} ORDER BY rank LIMIT ?")
+    sql = (
+        f"SELECT d.path, d.title, snippet(docs_fts, 1, '', '', ' … ', 24), "
+        f"bm25(docs_fts, {TITLE_WEIGHT}, 1.0) AS rank "
+        f"FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
+        f"WHERE docs_fts MATCH ? {where} ORDER BY rank LIMIT ?"
+    )
     rows = store.read(lambda c: c.execute(sql, (match, *args, limit)).fetchall())
     with store.decoding():
-        return [DocHit(_text(row[0]), _text(row[1]), " ".join(_text(row[2]).split()),
-                       -float(row[3])) for row in rows]
+        return [
+            DocHit(_text(row[0]), _text(row[1]), " ".join(_text(row[2]).split()), -float(row[3]))
+            for row in rows
+        ]
 
 
 def get_doc(store: Database, path: Path | str) -> LocalDoc | None:
     """The indexed text of one file (for the fetcher of ``file://`` sources), or None."""
     key = str(path)
-    row = store.read(lambda c: c.execute(
-        "SELECT d.path, d.title, f.body, d.kind, d.sha256, d.mtime_ns FROM docs d "
-        "JOIN docs_fts f ON f.rowid = d.id WHERE d.path = ?", (key,)).fetchone())
+    row = store.read(
+        lambda c: c.execute(
+            "SELECT d.path, d.title, f.body, d.kind, d.sha256, d.mtime_ns FROM docs d "
+            "JOIN docs_fts f ON f.rowid = d.id WHERE d.path = ?",
+            (key,),
+        ).fetchone()
+    )
     if row is None:
         return None
     with store.decoding():
-        return LocalDoc(_text(row[0]), _text(row[1]), _text(row[2]), _text(row[3]),
-                        _text(row[4]), int(row[5]))
+        return LocalDoc(
+            _text(row[0]), _text(row[1]), _text(row[2]), _text(row[3]), _text(row[4]), int(row[5])
+        )

@@ -24,8 +24,11 @@ class Migration(NamedTuple):
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "caches and runs", (
-        """CREATE TABLE searches (
+    Migration(
+        1,
+        "caches and runs",
+        (
+            """CREATE TABLE searches (
             key TEXT PRIMARY KEY,
             provider TEXT NOT NULL,
             query TEXT NOT NULL,
@@ -33,8 +36,8 @@ MIGRATIONS: tuple[Migration, ...] = (
             hits TEXT NOT NULL,
             created_at REAL NOT NULL
         )""",
-        "CREATE INDEX searches_created ON searches(created_at)",
-        """CREATE TABLE pages (
+            "CREATE INDEX searches_created ON searches(created_at)",
+            """CREATE TABLE pages (
             canonical_url TEXT PRIMARY KEY,
             url TEXT NOT NULL,
             final_url TEXT,
@@ -49,16 +52,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             failure TEXT,
             fetched_at REAL NOT NULL
         )""",
-        "CREATE INDEX pages_fetched ON pages(fetched_at)",
-        """CREATE TABLE llm_calls (
+            "CREATE INDEX pages_fetched ON pages(fetched_at)",
+            """CREATE TABLE llm_calls (
             key TEXT PRIMARY KEY,
             model TEXT,
             reply TEXT NOT NULL,
             usage TEXT NOT NULL,
             created_at REAL NOT NULL
         )""",
-        "CREATE INDEX llm_calls_created ON llm_calls(created_at)",
-        """CREATE TABLE runs (
+            "CREATE INDEX llm_calls_created ON llm_calls(created_at)",
+            """CREATE TABLE runs (
             id TEXT PRIMARY KEY,
             question TEXT NOT NULL,
             options TEXT NOT NULL,
@@ -72,18 +75,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             report TEXT,
             stats TEXT
         )""",
-        "CREATE INDEX runs_created ON runs(created_at)",
-        """CREATE TABLE run_stages (
+            "CREATE INDEX runs_created ON runs(created_at)",
+            """CREATE TABLE run_stages (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
             stage TEXT NOT NULL,
             payload TEXT NOT NULL,
             at REAL NOT NULL
         )""",
-        "CREATE INDEX run_stages_run ON run_stages(run_id, id)",
-    )),
-    Migration(2, "local documents index", (
-        """CREATE TABLE docs (
+            "CREATE INDEX run_stages_run ON run_stages(run_id, id)",
+        ),
+    ),
+    Migration(
+        2,
+        "local documents index",
+        (
+            """CREATE TABLE docs (
             id INTEGER PRIMARY KEY,
             path TEXT NOT NULL UNIQUE,
             mtime_ns INTEGER NOT NULL,
@@ -93,25 +100,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             title TEXT NOT NULL,
             indexed_at REAL NOT NULL
         )""",
-        # Contentful FTS5 table whose rowid is docs.id; kept in step by sleuth.store.docs.
-        """CREATE VIRTUAL TABLE docs_fts USING fts5(
+            # Contentful FTS5 table whose rowid is docs.id; kept in step by sleuth.store.docs.
+            """CREATE VIRTUAL TABLE docs_fts USING fts5(
             title, body, tokenize = 'porter unicode61 remove_diacritics 2'
         )""",
-    )),
+        ),
+    ),
     # Whether a cached page surely came from a public address (1), may not have (0, read
     # under --allow-private-urls or an --allow-domains host), or is not known (NULL, a
     # page cached before this column): a run that refuses private addresses reuses only 1.
-    Migration(3, "where cached pages came from", (
-        "ALTER TABLE pages ADD COLUMN public INTEGER",
-    )),
+    Migration(3, "where cached pages came from", ("ALTER TABLE pages ADD COLUMN public INTEGER",)),
     # Documents mode: the fingerprint of each indexed folder's last clean scan (its
     # folders' times, its files' count, times and sizes; see sleuth.store.docs), so a
     # run on an unchanged folder does not compare every file with the index.
-    Migration(4, "documents folders' fingerprints", (
-        """CREATE TABLE docs_folders (
+    Migration(
+        4,
+        "documents folders' fingerprints",
+        (
+            """CREATE TABLE docs_folders (
             root TEXT PRIMARY KEY,
             fingerprint TEXT NOT NULL,
             files INTEGER NOT NULL
         )""",
-    )),
+        ),
+    ),
 )

@@ -25,8 +25,16 @@ from pydantic import BaseModel, ConfigDict
 from sleuth.errors import ConfigError, RunNotFoundError
 from sleuth.store.db import Database, to_json
 
-__all__ = ["LAST", "RunInfo", "RunNotFoundError", "RunStatus", "RunStore", "RunSummary",
-           "StageRecord", "new_run_id"]
+__all__ = [
+    "LAST",
+    "RunInfo",
+    "RunNotFoundError",
+    "RunStatus",
+    "RunStore",
+    "RunSummary",
+    "StageRecord",
+    "new_run_id",
+]
 
 RunStatus = Literal["running", "done", "failed", "interrupted"]
 FINAL_STATUSES: frozenset[str] = frozenset({"done", "failed", "interrupted"})
@@ -37,8 +45,9 @@ _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case (
 _ID_CHARS = 12  # 60 random bits
 #: What ``get_run`` takes for the latest run (no id starts with it: there is no "l").
 LAST = "last"
-_COLUMNS = ("id, question, options, status, created_at, updated_at, finished_at, pid, host, "
-            "report, stats")
+_COLUMNS = (
+    "id, question, options, status, created_at, updated_at, finished_at, pid, host, report, stats"
+)
 
 
 class StageRecord(NamedTuple):
@@ -103,8 +112,10 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-_INSERT_RUN = ("INSERT INTO runs (id, question, options, status, created_at, updated_at, pid, "
-               "host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)")
+_INSERT_RUN = (
+    "INSERT INTO runs (id, question, options, status, created_at, updated_at, pid, "
+    "host) VALUES (?, ?, ?, 'running', ?, ?, ?, ?)"
+)
 
 
 def _execute(sql: str, args: tuple[Any, ...], conn: sqlite3.Connection) -> int:
@@ -114,7 +125,8 @@ def _execute(sql: str, args: tuple[Any, ...], conn: sqlite3.Connection) -> int:
 def _summary(row: tuple[Any, ...]) -> RunSummary:
     run_id, status, question, created, updated, report, stats = row
     if not all(isinstance(v, str) for v in (run_id, status, question)) or not all(
-            isinstance(v, int | float) for v in (created, updated)):
+        isinstance(v, int | float) for v in (created, updated)
+    ):
         raise TypeError("a run row holds values of the wrong type")
     data = json.loads(stats) if stats else {}
     sources = data.get("sources")
@@ -123,8 +135,15 @@ def _summary(row: tuple[Any, ...]) -> RunSummary:
         listed = parsed.get("sources") if isinstance(parsed, dict) else None
         sources = len(listed) if isinstance(listed, list) else 0
     tokens = data.get("tokens")
-    return RunSummary(run_id, status, question, created, updated, sources,
-                      tokens if isinstance(tokens, int) else 0)
+    return RunSummary(
+        run_id,
+        status,
+        question,
+        created,
+        updated,
+        sources,
+        tokens if isinstance(tokens, int) else 0,
+    )
 
 
 class RunStore(Database):
@@ -151,19 +170,21 @@ class RunStore(Database):
         now = self.clock()
 
         def insert(c: sqlite3.Connection) -> None:
-            if not c.execute("UPDATE runs SET updated_at = ? WHERE id = ?",
-                             (now, run_id)).rowcount:
+            if not c.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (now, run_id)).rowcount:
                 raise RunNotFoundError(f"no run with id {run_id}")
-            c.execute("INSERT INTO run_stages (run_id, stage, payload, at) VALUES (?, ?, ?, ?)",
-                      (run_id, stage, blob, now))
+            c.execute(
+                "INSERT INTO run_stages (run_id, stage, payload, at) VALUES (?, ?, ?, ?)",
+                (run_id, stage, blob, now),
+            )
 
         self.write(insert)
 
     def heartbeat(self, run_id: str) -> None:
         """Tell readers the run's process is still alive (between stage records)."""
         now = self.clock()
-        self.write(lambda c: c.execute("UPDATE runs SET updated_at = ? WHERE id = ?",
-                                       (now, run_id)))
+        self.write(
+            lambda c: c.execute("UPDATE runs SET updated_at = ? WHERE id = ?", (now, run_id))
+        )
 
     def stages(self, run_id: str, stage: str | None = None) -> list[StageRecord]:
         """A run's stage records in the order written (only ``stage`` ones if given)."""
@@ -176,8 +197,13 @@ class RunStore(Database):
         with self.decoding():
             return [StageRecord(row[0], json.loads(row[1]), row[2]) for row in rows]
 
-    def finish_run(self, run_id: str, status: RunStatus, report_json: Any = None,
-                   stats: Mapping[str, Any] | None = None) -> None:
+    def finish_run(
+        self,
+        run_id: str,
+        status: RunStatus,
+        report_json: Any = None,
+        stats: Mapping[str, Any] | None = None,
+    ) -> None:
         """Mark a run done/failed/interrupted and keep its report and stats.
 
         ``stats`` may carry ``sources`` and ``tokens`` (ints) for ``sleuth runs``.
@@ -185,13 +211,22 @@ class RunStore(Database):
         if status not in FINAL_STATUSES:
             raise ValueError(f"a run finishes as one of {sorted(FINAL_STATUSES)}, not {status!r}")
         now = self.clock()
-        values = (status, now, now, None if report_json is None else to_json(report_json),
-                  None if stats is None else to_json(dict(stats)), run_id)
+        values = (
+            status,
+            now,
+            now,
+            None if report_json is None else to_json(report_json),
+            None if stats is None else to_json(dict(stats)),
+            run_id,
+        )
 
         def update(c: sqlite3.Connection) -> None:
-            if not c.execute("UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, "
-                             "report = COALESCE(?, report), stats = COALESCE(?, stats) "
-                             "WHERE id = ?", values).rowcount:
+            if not c.execute(
+                "UPDATE runs SET status = ?, updated_at = ?, finished_at = ?, "
+                "report = COALESCE(?, report), stats = COALESCE(?, stats) "
+                "WHERE id = ?",
+                values,
+            ).rowcount:
                 raise RunNotFoundError(f"no run with id {run_id}")
 
         self.write(update)
@@ -200,15 +235,23 @@ class RunStore(Database):
         """Make this process the owner of a run again, status ``running``."""
         now = self.clock()
         values = (now, os.getpid(), socket.gethostname(), run_id)
-        self.write(lambda c: c.execute(
-            "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL, pid = ?, "
-            "host = ? WHERE id = ?", values))
+        self.write(
+            lambda c: c.execute(
+                "UPDATE runs SET status = 'running', updated_at = ?, finished_at = NULL, pid = ?, "
+                "host = ? WHERE id = ?",
+                values,
+            )
+        )
 
     def list_runs(self, limit: int = 20) -> list[RunSummary]:
         """The latest runs, newest first."""
-        rows = self.read(lambda c: c.execute(
-            "SELECT id, status, question, created_at, updated_at, report, stats FROM runs "
-            "ORDER BY created_at DESC, rowid DESC LIMIT ?", (limit,)).fetchall())
+        rows = self.read(
+            lambda c: c.execute(
+                "SELECT id, status, question, created_at, updated_at, report, stats FROM runs "
+                "ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        )
         with self.decoding():
             return [_summary(row) for row in rows]
 
@@ -219,16 +262,21 @@ class RunStore(Database):
         if not prefix:
             raise RunNotFoundError("give a run id (see 'sleuth runs')")
         if prefix == LAST:
-            rows = self.read(lambda c: c.execute(
-                f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
-            ).fetchall())
+            rows = self.read(
+                lambda c: c.execute(
+                    f"SELECT {_COLUMNS} FROM runs ORDER BY created_at DESC, rowid DESC LIMIT 1"
+                ).fetchall()
+            )
             if not rows:
                 raise RunNotFoundError("there is no run yet, so no last one")
             return self._info(rows[0])
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        rows = self.read(lambda c: c.execute(
-            f"SELECT {_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
-            (pattern,)).fetchall())
+        rows = self.read(
+            lambda c: c.execute(
+                f"SELECT {_COLUMNS} FROM runs WHERE id LIKE ? ESCAPE '\\' ORDER BY id LIMIT 6",
+                (pattern,),
+            ).fetchall()
+        )
         exact = [row for row in rows if row[0] == prefix]
         if exact:
             rows = exact
@@ -236,24 +284,37 @@ class RunStore(Database):
             raise RunNotFoundError(f"no run with id {run_id!r} (see 'sleuth runs')")
         if len(rows) > 1:
             shown = ", ".join(row[0] for row in rows[:5])
-            raise ConfigError(f"run id {run_id!r} is ambiguous: it starts {shown}"
-                              f"{', ...' if len(rows) > 5 else ''}; type more of it")
+            raise ConfigError(
+                f"run id {run_id!r} is ambiguous: it starts {shown}"
+                f"{', ...' if len(rows) > 5 else ''}; type more of it"
+            )
         return self._info(rows[0])
 
     def _info(self, row: tuple[Any, ...]) -> RunInfo:
         with self.decoding():
-            return RunInfo(id=row[0], question=row[1], options=json.loads(row[2]),
-                           status=row[3], created_at=row[4], updated_at=row[5],
-                           finished_at=row[6], pid=row[7], host=row[8],
-                           report=json.loads(row[9]) if row[9] else None,
-                           stats=json.loads(row[10]) if row[10] else None)
+            return RunInfo(
+                id=row[0],
+                question=row[1],
+                options=json.loads(row[2]),
+                status=row[3],
+                created_at=row[4],
+                updated_at=row[5],
+                finished_at=row[6],
+                pid=row[7],
+                host=row[8],
+                report=json.loads(row[9]) if row[9] else None,
+                stats=json.loads(row[10]) if row[10] else None,
+            )
 
     def last_report(self, question: str, exclude: str | None = None) -> Any:
         """The report of the latest finished run of ``question`` (not ``exclude``), or None."""
-        row = self.read(lambda c: c.execute(
-            "SELECT report FROM runs WHERE question = ? AND status = 'done' AND id != ? "
-            "AND report IS NOT NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
-            (question, exclude or "")).fetchone())
+        row = self.read(
+            lambda c: c.execute(
+                "SELECT report FROM runs WHERE question = ? AND status = 'done' AND id != ? "
+                "AND report IS NOT NULL ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (question, exclude or ""),
+            ).fetchone()
+        )
         with self.decoding():
             return json.loads(row[0]) if row else None
 
@@ -263,16 +324,22 @@ class RunStore(Database):
         Gone means: its pid no longer exists on this host, or (another host, or a pid
         reused) no stage record or heartbeat for ``stale_after_s`` seconds.
         """
-        rows = self.read(lambda c: c.execute(
-            "SELECT id, pid, host, updated_at FROM runs WHERE status = 'running'").fetchall())
+        rows = self.read(
+            lambda c: c.execute(
+                "SELECT id, pid, host, updated_at FROM runs WHERE status = 'running'"
+            ).fetchall()
+        )
         host = socket.gethostname()
         now = self.clock()
         dead = []
         with self.decoding():
             for run_id, pid, run_host, updated in rows:
                 if now - updated > stale_after_s or (
-                        run_host == host and pid is not None and pid != os.getpid()
-                        and not pid_alive(pid)):
+                    run_host == host
+                    and pid is not None
+                    and pid != os.getpid()
+                    and not pid_alive(pid)
+                ):
                     dead.append(run_id)
         return dead
 
@@ -281,6 +348,12 @@ class RunStore(Database):
         dead = self.orphaned(stale_after_s)
         now = self.clock()
         for run_id in dead:
-            self.write(partial(_execute, "UPDATE runs SET status = 'interrupted', updated_at = ? "
-                               "WHERE id = ? AND status = 'running'", (now, run_id)))
+            self.write(
+                partial(
+                    _execute,
+                    "UPDATE runs SET status = 'interrupted', updated_at = ? "
+                    "WHERE id = ? AND status = 'running'",
+                    (now, run_id),
+                )
+            )
         return dead

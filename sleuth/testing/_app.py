@@ -79,8 +79,14 @@ Site = DocEntry | HostileEntry | dict[str, DocEntry] | None
 class OfflineApp:
     """Routes each request to the main host, a corpus page or a hostile case."""
 
-    def __init__(self, corpus: Corpus, index: SearchIndex, state: WebState,
-                 sites: dict[tuple[str, int], Site], home_links: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        index: SearchIndex,
+        state: WebState,
+        sites: dict[tuple[str, int], Site],
+        home_links: list[tuple[str, str]],
+    ) -> None:
         self.corpus = corpus
         self.index = index
         self.state = state
@@ -96,14 +102,21 @@ class OfflineApp:
         key = (str(server[0]), int(server[1] or 0))
         path: str = scope["path"]
         if not path.startswith(_UNLOGGED_PREFIX):
-            self.state.record(RequestRecord(
-                method=scope["method"], host=f"{key[0]}:{key[1]}", path=path,
-                query=scope.get("query_string", b"").decode("latin-1"), time=time.time()))
+            self.state.record(
+                RequestRecord(
+                    method=scope["method"],
+                    host=f"{key[0]}:{key[1]}",
+                    path=path,
+                    query=scope.get("query_string", b"").decode("latin-1"),
+                    time=time.time(),
+                )
+            )
         response = await self._route(key, scope, receive, path)
         await response(scope, receive, send)
 
-    async def _route(self, key: tuple[str, int], scope: Scope, receive: Receive,
-                     path: str) -> Response:
+    async def _route(
+        self, key: tuple[str, int], scope: Scope, receive: Receive, path: str
+    ) -> Response:
         if key not in self.sites:
             return _not_found()
         site = self.sites[key]
@@ -157,14 +170,19 @@ class OfflineApp:
         except ValueError:
             return JSONResponse({"error": "invalid pageno"}, status_code=400)
         payload: dict[str, Any] = searxng_payload(
-            self.index, query, pageno, self.state.results_per_page)
+            self.index, query, pageno, self.state.results_per_page
+        )
         return EscapedJSONResponse(payload)  # a hostile result's lone surrogate goes out too
 
     def _home(self) -> str:
-        items = "\n".join(f'<li><a href="{html.escape(url)}">{html.escape(title)}</a></li>'
-                          for url, title in self.home_links)
-        return ("<!DOCTYPE html><html><head><title>Offline web</title></head><body>"
-                f"<h1>Offline web</h1><ul>\n{items}\n</ul></body></html>")
+        items = "\n".join(
+            f'<li><a href="{html.escape(url)}">{html.escape(title)}</a></li>'
+            for url, title in self.home_links
+        )
+        return (
+            "<!DOCTYPE html><html><head><title>Offline web</title></head><body>"
+            f"<h1>Offline web</h1><ul>\n{items}\n</ul></body></html>"
+        )
 
 
 def _not_found() -> Response:

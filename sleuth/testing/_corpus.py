@@ -12,8 +12,18 @@ __all__ = ["Corpus", "Doc", "DocEntry", "HostileEntry", "Topic", "default_corpus
 
 #: Every hostile case the web serves; ``OfflineWeb.hostile`` has exactly these keys.
 HOSTILE_CASES = (
-    "slow_drip", "not_found", "forbidden", "server_error", "redirect_loop", "endless",
-    "gzip_bomb", "binary_html", "wrong_charset", "nav_only", "pdf", "empty",
+    "slow_drip",
+    "not_found",
+    "forbidden",
+    "server_error",
+    "redirect_loop",
+    "endless",
+    "gzip_bomb",
+    "binary_html",
+    "wrong_charset",
+    "nav_only",
+    "pdf",
+    "empty",
 )
 
 
@@ -89,15 +99,20 @@ class Corpus:
     def load(cls, root: Path) -> Corpus:
         """Read ``root/manifest.json``; raise ``FileNotFoundError`` if there is none."""
         data = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-        docs = [DocEntry(**{key: entry[key] for key in DocEntry.__dataclass_fields__})
-                for entry in data.get("docs", [])]
-        hostile = {name: _hostile_entry(name, entry)
-                   for name, entry in data.get("hostile", {}).items()}
+        docs = [
+            DocEntry(**{key: entry[key] for key in DocEntry.__dataclass_fields__})
+            for entry in data.get("docs", [])
+        ]
+        hostile = {
+            name: _hostile_entry(name, entry) for name, entry in data.get("hostile", {}).items()
+        }
         missing = [name for name in HOSTILE_CASES if name not in hostile]
         if missing:
             raise ValueError(f"{root}/manifest.json lacks hostile cases: {', '.join(missing)}")
-        topics = [Topic(entry["id"], entry["question"], tuple(entry["expected"]))
-                  for entry in data.get("topics", [])]
+        topics = [
+            Topic(entry["id"], entry["question"], tuple(entry["expected"]))
+            for entry in data.get("topics", [])
+        ]
         return cls(root, docs, hostile, topics)
 
     def body(self, file: str) -> bytes:
@@ -110,15 +125,18 @@ class Corpus:
 
 def _hostile_entry(name: str, entry: dict[str, Any]) -> HostileEntry:
     keys = HostileEntry.__dataclass_fields__
-    return HostileEntry(name=name, **{key: value for key, value in entry.items()
-                                      if key in keys and key != "name"})
+    return HostileEntry(
+        name=name, **{key: value for key, value in entry.items() if key in keys and key != "name"}
+    )
 
 
 def default_corpus_dir() -> Path | None:
     """``tests/data/corpus`` of this checkout (or of the working directory), if present."""
     here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "tests" / "data" / "corpus",
-                      Path.cwd() / "tests" / "data" / "corpus"):
+    for candidate in (
+        here.parents[2] / "tests" / "data" / "corpus",
+        Path.cwd() / "tests" / "data" / "corpus",
+    ):
         if (candidate / "manifest.json").is_file():
             return candidate
     return None

@@ -27,9 +27,20 @@ from starlette.responses import RedirectResponse, Response, StreamingResponse
 
 from sleuth.testing._corpus import Corpus, HostileEntry
 
-__all__ = ["BOMB_INFLATED_SIZE", "FLOOD_NOTE", "LONG_LINE_INTRO", "LONG_LINE_SIZE",
-           "ROBOTS_TXT", "TRUNCATED_GZIP_SHARE", "HostileResponder", "br_flood_page",
-           "div_flood_page", "gzip_bomb_size", "long_line_page", "paragraph_flood_page"]
+__all__ = [
+    "BOMB_INFLATED_SIZE",
+    "FLOOD_NOTE",
+    "LONG_LINE_INTRO",
+    "LONG_LINE_SIZE",
+    "ROBOTS_TXT",
+    "TRUNCATED_GZIP_SHARE",
+    "HostileResponder",
+    "br_flood_page",
+    "div_flood_page",
+    "gzip_bomb_size",
+    "long_line_page",
+    "paragraph_flood_page",
+]
 
 HTML = "text/html; charset=utf-8"
 
@@ -99,8 +110,10 @@ def _binary_body() -> bytes:
 
 
 def _error_page(status: int, reason: str) -> Response:
-    body = (f"<!DOCTYPE html><html><head><title>{status} {reason}</title></head>"
-            f"<body><h1>{status} {reason}</h1><p>nginx</p></body></html>")
+    body = (
+        f"<!DOCTYPE html><html><head><title>{status} {reason}</title></head>"
+        f"<body><h1>{status} {reason}</h1><p>nginx</p></body></html>"
+    )
     return Response(body, status_code=status, media_type=HTML)
 
 
@@ -112,25 +125,28 @@ class HostileResponder:
         self.stopping = stopping
         self._filler = _filler_chunk(corpus)
         builders: dict[str, Callable[[HostileEntry, str], Response]] = {
-            "slow_drip": self._slow_drip, "endless": self._endless,
-            "gzip_bomb": self._gzip_bomb, "redirect_loop": self._redirect_loop,
+            "slow_drip": self._slow_drip,
+            "endless": self._endless,
+            "gzip_bomb": self._gzip_bomb,
+            "redirect_loop": self._redirect_loop,
             "binary_html": lambda case, path: Response(_binary_body(), media_type=HTML),
             "not_found": lambda case, path: _error_page(404, "Not Found"),
             "forbidden": lambda case, path: _error_page(403, "Forbidden"),
             "server_error": lambda case, path: _error_page(500, "Internal Server Error"),
             "empty": lambda case, path: Response(b"", media_type=HTML),
-            "wrong_charset": self._file_response, "nav_only": self._file_response,
+            "wrong_charset": self._file_response,
+            "nav_only": self._file_response,
             "pdf": self._file_response,
             "html_as_pdf": self._labelled("application/pdf"),
             "meta_charset": self._labelled("text/html"),  # charset only in a <meta> tag
             "no_charset": self._labelled("text/html"),  # cp1252, declared nowhere
-            "cookie_wall": self._file_response, "injection": self._file_response,
+            "cookie_wall": self._file_response,
+            "injection": self._file_response,
             "truncated_gzip": self._truncated_gzip,
             "long_line": lambda case, path: Response(long_line_page(), media_type=HTML),
             "div_flood": lambda case, path: Response(div_flood_page(), media_type=HTML),
             "br_flood": lambda case, path: Response(br_flood_page(), media_type=HTML),
-            "paragraph_flood": lambda case, path: Response(paragraph_flood_page(),
-                                                           media_type=HTML),
+            "paragraph_flood": lambda case, path: Response(paragraph_flood_page(), media_type=HTML),
             "robots_disallowed": self._robots_site,
             # Python codecs that are not text encodings: a label is not a licence to
             # run any codec (unicode_escape turns the text's "\\ud800" into a lone
@@ -164,16 +180,18 @@ class HostileResponder:
 
     def _labelled(self, content_type: str) -> Callable[[HostileEntry, str], Response]:
         """The case's file under exactly this Content-Type (no charset added)."""
+
         def respond(case: HostileEntry, path: str) -> Response:
             assert case.file is not None, case.name
             return Response(self.corpus.body(case.file), headers={"Content-Type": content_type})
+
         return respond
 
     def _truncated_gzip(self, case: HostileEntry, path: str) -> Response:
         """The page gzipped and cut off: a complete HTTP response, an incomplete gzip stream."""
         assert case.file is not None, case.name
         packed = gzip.compress(self.corpus.body(case.file), compresslevel=9, mtime=0)
-        body = packed[:int(len(packed) * TRUNCATED_GZIP_SHARE)]
+        body = packed[: int(len(packed) * TRUNCATED_GZIP_SHARE)]
         return Response(body, media_type=HTML, headers={"Content-Encoding": "gzip"})
 
     def _robots_site(self, case: HostileEntry, path: str) -> Response:
@@ -186,9 +204,12 @@ class HostileResponder:
         return RedirectResponse(target, status_code=302)
 
     def _slow_drip(self, case: HostileEntry, path: str) -> Response:
-        page = (f"<!DOCTYPE html><html><head><title>{html.escape(case.title)}</title></head>"
-                f"<body><h1>{html.escape(case.title)}</h1>"
-                + f"<p>{html.escape(case.snippet)}</p>" * 40 + "</body></html>").encode()
+        page = (
+            f"<!DOCTYPE html><html><head><title>{html.escape(case.title)}</title></head>"
+            f"<body><h1>{html.escape(case.title)}</h1>"
+            + f"<p>{html.escape(case.snippet)}</p>" * 40
+            + "</body></html>"
+        ).encode()
         body = (page * (SLOW_DRIP_SECONDS // len(page) + 1))[:SLOW_DRIP_SECONDS]
         return StreamingResponse(self._drip(body), media_type=HTML)
 
@@ -196,7 +217,7 @@ class HostileResponder:
         for index in range(len(body)):
             if index and not await self._pause(1.0):
                 return
-            yield body[index:index + 1]
+            yield body[index : index + 1]
 
     async def _pause(self, seconds: float) -> bool:
         """Sleep ``seconds`` in short ticks; ``False`` as soon as the web is stopping."""
@@ -207,8 +228,10 @@ class HostileResponder:
         return not self.stopping.is_set()
 
     def _endless(self, case: HostileEntry, path: str) -> Response:
-        head = (f"<!DOCTYPE html><html><head><title>{html.escape(case.title)}</title></head>"
-                f"<body><h1>{html.escape(case.title)}</h1>").encode()
+        head = (
+            f"<!DOCTYPE html><html><head><title>{html.escape(case.title)}</title></head>"
+            f"<body><h1>{html.escape(case.title)}</h1>"
+        ).encode()
         return StreamingResponse(self._forever(head), media_type=HTML)
 
     async def _forever(self, head: bytes) -> AsyncIterator[bytes]:
@@ -232,8 +255,20 @@ class HostileResponder:
         yield final + _BOMB_CRC.to_bytes(4, "little") + BOMB_INFLATED_SIZE.to_bytes(4, "little")
 
 
-_TOWNS = ("Lincoln County", "Hartford", "Canton", "Beresford", "Worthing", "Lennox",
-          "Tea", "Harrisburg", "Parker", "Marion", "Chancellor", "Davis")
+_TOWNS = (
+    "Lincoln County",
+    "Hartford",
+    "Canton",
+    "Beresford",
+    "Worthing",
+    "Lennox",
+    "Tea",
+    "Harrisburg",
+    "Parker",
+    "Marion",
+    "Chancellor",
+    "Davis",
+)
 _COMMENTS = (
     "The turbines would stand closer to our farmhouse than the county setback ever allowed.",
     "Our township needs the tax revenue; the school roof has leaked for six winters.",
@@ -247,26 +282,32 @@ _COMMENTS = (
     "Put the hearing record online so that people who work days can read it.",
 )
 #: The first words of the ``long_line`` page's text.
-LONG_LINE_INTRO = ("The county zoning board received thousands of written comments about "
-                   "the Prairie Ridge wind farm permit")
+LONG_LINE_INTRO = (
+    "The county zoning board received thousands of written comments about "
+    "the Prairie Ridge wind farm permit"
+)
 
 
 @cache
 def long_line_page(size: int = LONG_LINE_SIZE) -> bytes:
     """A minified page of ``size`` bytes without one line break: a public-comment record."""
-    head = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Prairie "
-            "Ridge wind farm permit: every public comment | County Record</title></head>"
-            "<body><header><a href=\"/\">County Record</a> <a href=\"/hearings\">Hearings"
-            "</a></header><article><h1>Prairie Ridge wind farm permit: every public comment"
-            f"</h1><p>{LONG_LINE_INTRO}, about turbine setbacks, noise, eagles and road "
-            "repairs. We publish the record exactly as the board handed it over: one unbroken "
-            "block of text.</p><p class=\"record\">")
+    head = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Prairie '
+        "Ridge wind farm permit: every public comment | County Record</title></head>"
+        '<body><header><a href="/">County Record</a> <a href="/hearings">Hearings'
+        "</a></header><article><h1>Prairie Ridge wind farm permit: every public comment"
+        f"</h1><p>{LONG_LINE_INTRO}, about turbine setbacks, noise, eagles and road "
+        "repairs. We publish the record exactly as the board handed it over: one unbroken "
+        'block of text.</p><p class="record">'
+    )
     tail = "</p></article><footer>County Record</footer></body></html>"
     parts, total, n = [head], len(head.encode()) + len(tail), 0
     while True:
         n += 1
-        piece = (f"Comment {n} ({_TOWNS[n % len(_TOWNS)]}): "
-                 f"{html.escape(_COMMENTS[n * 7 % len(_COMMENTS)])} ")
+        piece = (
+            f"Comment {n} ({_TOWNS[n % len(_TOWNS)]}): "
+            f"{html.escape(_COMMENTS[n * 7 % len(_COMMENTS)])} "
+        )
         if total + len(piece.encode()) > size:
             break
         parts.append(piece)
@@ -298,17 +339,23 @@ def br_flood_page(count: int = 350_000) -> bytes:
 @cache
 def paragraph_flood_page(count: int = 60_000) -> bytes:
     """A page of ``count`` short paragraphs (3.3 MB): a long record, as some sites publish."""
-    head = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>The Moon "
-            "and the tides: sixty thousand notes on tidal locking</title></head><body>"
-            "<article><h1>The Moon and the tides: sixty thousand notes</h1>")
+    head = (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>The Moon '
+        "and the tides: sixty thousand notes on tidal locking</title></head><body>"
+        "<article><h1>The Moon and the tides: sixty thousand notes</h1>"
+    )
     notes = (f"<p>Note {n}: the Moon raises two tidal bulges.</p>" for n in range(1, count + 1))
     return (head + "".join(notes) + "</article></body></html>").encode()
 
 
 def _filler_chunk(corpus: Corpus, size: int = 64 * 1024) -> bytes:
     """About ``size`` bytes of article-like HTML made from the corpus's own sentences."""
-    paragraphs = [line.strip() for doc in corpus.docs[:8] for line in doc.text.split("\n")
-                  if len(line.strip()) > 80]
+    paragraphs = [
+        line.strip()
+        for doc in corpus.docs[:8]
+        for line in doc.text.split("\n")
+        if len(line.strip()) > 80
+    ]
     if not paragraphs:
         paragraphs = ["Lorem ipsum dolor sit amet, consectetur adipiscing elit." * 4]
     parts: list[str] = []

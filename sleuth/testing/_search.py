@@ -86,8 +86,11 @@ class SearchIndex:
         scored: list[tuple[float, int]] = []
         for index, counts in enumerate(self._counts):
             norm = self.k1 * (1 - self.b + self.b * self._lengths[index] / self._avg_length)
-            score = sum(self._idf[term] * counts[term] * (self.k1 + 1) / (counts[term] + norm)
-                        for term in terms if counts.get(term))
+            score = sum(
+                self._idf[term] * counts[term] * (self.k1 + 1) / (counts[term] + norm)
+                for term in terms
+                if counts.get(term)
+            )
             if score > 0:
                 scored.append((score, index))
         scored.sort(key=lambda item: (-item[0], item[1]))
@@ -114,26 +117,40 @@ def snippet(index: SearchIndex, entry: IndexEntry, query: str, limit: int = 300)
         return ""
     terms = set(tokenize(query))
     best = max(range(len(sentences)), key=lambda i: (len(terms & sentences[i][1]), -i))
-    passage = " ".join(text for text, _ in sentences[best:best + 3])
+    passage = " ".join(text for text, _ in sentences[best : best + 3])
     if len(passage) <= limit:
         return passage
     return passage[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def searxng_payload(index: SearchIndex, query: str, pageno: int,
-                    per_page: int) -> dict[str, Any]:
+def searxng_payload(index: SearchIndex, query: str, pageno: int, per_page: int) -> dict[str, Any]:
     """The JSON body SearXNG's ``/search?format=json`` gives for one page of results."""
     found = index.search(query)
     start = (pageno - 1) * per_page
     results = []
-    for position, (entry, score) in enumerate(found[start:start + per_page], start + 1):
+    for position, (entry, score) in enumerate(found[start : start + per_page], start + 1):
         parts = urlsplit(entry.url)
-        results.append({
-            "url": entry.url, "title": entry.title, "content": snippet(index, entry, query),
-            "engine": "offline", "engines": ["offline"], "score": round(score, 4),
-            "category": "general", "positions": [position], "template": "default.html",
-            "parsed_url": [parts.scheme, parts.netloc, parts.path, "", parts.query, ""],
-        })
-    return {"query": query, "number_of_results": len(found), "results": results,
-            "answers": [], "corrections": [], "infoboxes": [], "suggestions": [],
-            "unresponsive_engines": []}
+        results.append(
+            {
+                "url": entry.url,
+                "title": entry.title,
+                "content": snippet(index, entry, query),
+                "engine": "offline",
+                "engines": ["offline"],
+                "score": round(score, 4),
+                "category": "general",
+                "positions": [position],
+                "template": "default.html",
+                "parsed_url": [parts.scheme, parts.netloc, parts.path, "", parts.query, ""],
+            }
+        )
+    return {
+        "query": query,
+        "number_of_results": len(found),
+        "results": results,
+        "answers": [],
+        "corrections": [],
+        "infoboxes": [],
+        "suggestions": [],
+        "unresponsive_engines": [],
+    }

@@ -60,13 +60,25 @@ Reply = str | Callable[[dict[str, Any]], "str | dict[str, Any] | Response"]
 #: completion whose text never ends (64 KiB chunks, no Content-Length); ``drip`` a valid
 #: completion sent one byte every ``seconds`` (default 2); ``delay`` a valid completion
 #: after ``seconds`` (default 3600) before the headers.
-MISBEHAVIOURS = ("bad-utf8", "truncated-json", "deep-nesting", "oversized", "endless", "drip",
-                 "delay")
+MISBEHAVIOURS = (
+    "bad-utf8",
+    "truncated-json",
+    "deep-nesting",
+    "oversized",
+    "endless",
+    "drip",
+    "delay",
+)
 _DEFAULT_SECONDS = {"drip": 2.0, "delay": 3600.0}
 _CHUNK = b"a" * 65536
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error",
-                403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
 
 
 @dataclass(frozen=True)
@@ -134,47 +146,101 @@ class ScriptedLLM:
         self.root_url = ""
         self._steps: list[_Step] = []
         self._lock = threading.Lock()
-        self.app = Starlette(routes=[
-            Route("/chat/completions", self._chat, methods=["POST"]),
-            Route("/models", self._models, methods=["GET"]),
-        ])
-        self.root_app = Starlette(routes=[
-            Mount("/v1", app=self.app),
-            Route("/api/tags", self._ollama_tags, methods=["GET"]),
-        ])
+        self.app = Starlette(
+            routes=[
+                Route("/chat/completions", self._chat, methods=["POST"]),
+                Route("/models", self._models, methods=["GET"]),
+            ]
+        )
+        self.root_app = Starlette(
+            routes=[
+                Mount("/v1", app=self.app),
+                Route("/api/tags", self._ollama_tags, methods=["GET"]),
+            ]
+        )
 
     # -- scripting ---------------------------------------------------------------
-    def add(self, reply: Reply, *, model: str | None = None, contains: str | None = None,
-            times: int | None = 1, usage: bool | tuple[int, int] = True,
-            finish_reason: str = "stop", delay: float = 0.0) -> ScriptedLLM:
+    def add(
+        self,
+        reply: Reply,
+        *,
+        model: str | None = None,
+        contains: str | None = None,
+        times: int | None = 1,
+        usage: bool | tuple[int, int] = True,
+        finish_reason: str = "stop",
+        delay: float = 0.0,
+    ) -> ScriptedLLM:
         """Script a reply. ``usage``: True counts words, ``(prompt, completion)`` gives
         the numbers, False leaves usage out. ``delay`` holds the request that long
         (server side) before answering."""
-        return self._push(_Step(reply=reply, model=model, contains=contains, times=times,
-                                usage=usage, finish_reason=finish_reason, delay=delay))
+        return self._push(
+            _Step(
+                reply=reply,
+                model=model,
+                contains=contains,
+                times=times,
+                usage=usage,
+                finish_reason=finish_reason,
+                delay=delay,
+            )
+        )
 
-    def fail(self, status: int = 500, *, message: str | None = None,
-             retry_after: float | str | None = None, model: str | None = None,
-             contains: str | None = None, times: int | None = 1,
-             delay: float = 0.0) -> ScriptedLLM:
+    def fail(
+        self,
+        status: int = 500,
+        *,
+        message: str | None = None,
+        retry_after: float | str | None = None,
+        model: str | None = None,
+        contains: str | None = None,
+        times: int | None = 1,
+        delay: float = 0.0,
+    ) -> ScriptedLLM:
         """Script an OpenAI-style error response, with a ``Retry-After`` header if given
         (a number of seconds or an HTTP date string)."""
         text = message or f"scripted failure {status}"
         after = None if retry_after is None else str(retry_after)
-        return self._push(_Step(reply=None, status=status, message=text, retry_after=after,
-                                model=model, contains=contains, times=times, delay=delay))
+        return self._push(
+            _Step(
+                reply=None,
+                status=status,
+                message=text,
+                retry_after=after,
+                model=model,
+                contains=contains,
+                times=times,
+                delay=delay,
+            )
+        )
 
-    def misbehave(self, mode: str, *, model: str | None = None, contains: str | None = None,
-                  times: int | None = 1, seconds: float | None = None,
-                  size: int = 16 * 1024 * 1024) -> ScriptedLLM:
+    def misbehave(
+        self,
+        mode: str,
+        *,
+        model: str | None = None,
+        contains: str | None = None,
+        times: int | None = 1,
+        seconds: float | None = None,
+        size: int = 16 * 1024 * 1024,
+    ) -> ScriptedLLM:
         """Script a reply that breaks at the HTTP level (``mode``: one of
         :data:`MISBEHAVIOURS`). ``seconds`` is the drip's pause between bytes or the
         delay before the headers; ``size`` the length of an ``oversized`` reply."""
         if mode not in MISBEHAVIOURS:
             raise ValueError(f"unknown misbehaviour {mode!r}; one of {', '.join(MISBEHAVIOURS)}")
         pause = _DEFAULT_SECONDS.get(mode, 0.0) if seconds is None else seconds
-        return self._push(_Step(reply=None, model=model, contains=contains, times=times,
-                                misbehaviour=mode, seconds=pause, size=size))
+        return self._push(
+            _Step(
+                reply=None,
+                model=model,
+                contains=contains,
+                times=times,
+                misbehaviour=mode,
+                seconds=pause,
+                size=size,
+            )
+        )
 
     def wait_disconnected(self, count: int = 1, timeout: float = 30.0) -> bool:
         """Block until ``count`` requests are in ``disconnected`` (False after ``timeout``).
@@ -217,11 +283,13 @@ class ScriptedLLM:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, 0))
         port = sock.getsockname()[1]
-        config = uvicorn.Config(self.root_app, log_level="warning", lifespan="off",
-                                timeout_graceful_shutdown=1)
+        config = uvicorn.Config(
+            self.root_app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
         server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
-                                  name="scripted-llm", daemon=True)
+        thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [sock]}, name="scripted-llm", daemon=True
+        )
         thread.start()
         deadline = time.monotonic() + 10
         while not server.started:
@@ -240,8 +308,9 @@ class ScriptedLLM:
 
     # -- endpoints -----------------------------------------------------------------
     async def _models(self, request: Request) -> Response:
-        data = [{"id": m, "object": "model", "created": 0, "owned_by": "scripted"}
-                for m in self.models]
+        data = [
+            {"id": m, "object": "model", "created": 0, "owned_by": "scripted"} for m in self.models
+        ]
         return JSONResponse({"object": "list", "data": data})
 
     async def _ollama_tags(self, request: Request) -> Response:
@@ -267,8 +336,12 @@ class ScriptedLLM:
         if not isinstance(body, dict):
             return _error(400, "request body must be a JSON object")
         recorded = RecordedRequest(
-            model=body.get("model"), messages=list(body.get("messages") or []),
-            stream=bool(body.get("stream")), body=body, headers=dict(request.headers))
+            model=body.get("model"),
+            messages=list(body.get("messages") or []),
+            stream=bool(body.get("stream")),
+            body=body,
+            headers=dict(request.headers),
+        )
         step = self._take(recorded)
         with self._lock:
             self.in_flight += 1
@@ -286,8 +359,11 @@ class ScriptedLLM:
     def _respond(self, step: _Step | None, recorded: RecordedRequest) -> Response:
         if step is None:
             start = " ".join(recorded.last_user.split())[:80]
-            return _error(500, "ScriptedLLM: script exhausted — nothing scripted matches "
-                          f"model={recorded.model!r}, last user message {start!r}")
+            return _error(
+                500,
+                "ScriptedLLM: script exhausted — nothing scripted matches "
+                f"model={recorded.model!r}, last user message {start!r}",
+            )
         if step.reply is None:
             return _error(step.status, step.message, retry_after=step.retry_after)
         produced = step.reply(recorded.body) if callable(step.reply) else step.reply
@@ -303,48 +379,55 @@ class ScriptedLLM:
             include = bool(options.get("include_usage")) if isinstance(options, dict) else False
             return StreamingResponse(
                 _sse(produced, model, step.finish_reason, usage if include else None),
-                media_type="text/event-stream")
+                media_type="text/event-stream",
+            )
         return EscapedJSONResponse(_completion(produced, model, step.finish_reason, usage))
-
 
     # -- misbehaving -----------------------------------------------------------------
     def _gone(self, recorded: RecordedRequest) -> None:
         with self._lock:
             self.disconnected.append(recorded)
 
-    async def _misbehave(self, step: _Step, recorded: RecordedRequest,
-                         request: Request) -> Response:
+    async def _misbehave(
+        self, step: _Step, recorded: RecordedRequest, request: Request
+    ) -> Response:
         mode = step.misbehaviour
         model = recorded.model or "scripted-model"
-        valid = json.dumps(_completion("a reply from a misbehaving server", model, "stop",
-                                       None)).encode()
+        valid = json.dumps(
+            _completion("a reply from a misbehaving server", model, "stop", None)
+        ).encode()
         if mode == "delay":
             if await _disconnects_within(request, step.seconds):
                 self._gone(recorded)
                 return Response(status_code=499)
             return Response(valid, media_type="application/json")
         if mode == "drip" or mode == "endless":
-            stream = self._drip(valid, step.seconds, recorded) if mode == "drip" \
+            stream = (
+                self._drip(valid, step.seconds, recorded)
+                if mode == "drip"
                 else self._endless(model, recorded)
+            )
             return StreamingResponse(stream, media_type="application/json")
         if mode == "bad-utf8":
             body = valid.replace(b"a reply", b"a \xff\xfe\xc3( reply")
         elif mode == "truncated-json":
-            body = valid[:len(valid) // 2]
+            body = valid[: len(valid) // 2]
         elif mode == "deep-nesting":
             body = b"[" * 100_000 + b"]" * 100_000
         else:  # oversized: valid JSON, ``size`` bytes long
             empty = len(json.dumps(_completion("", model, "stop", None)))
-            body = json.dumps(_completion("x" * max(0, step.size - empty), model, "stop",
-                                          None)).encode()
+            body = json.dumps(
+                _completion("x" * max(0, step.size - empty), model, "stop", None)
+            ).encode()
         return Response(body, media_type="application/json")
 
-    async def _drip(self, body: bytes, pause: float,
-                    recorded: RecordedRequest) -> AsyncIterator[bytes]:
+    async def _drip(
+        self, body: bytes, pause: float, recorded: RecordedRequest
+    ) -> AsyncIterator[bytes]:
         complete = False
         try:
             for n in range(len(body)):
-                yield body[n:n + 1]
+                yield body[n : n + 1]
                 await asyncio.sleep(pause)
             complete = True
         finally:
@@ -354,7 +437,7 @@ class ScriptedLLM:
     async def _endless(self, model: str, recorded: RecordedRequest) -> AsyncIterator[bytes]:
         head = json.dumps(_completion("", model, "stop", None)).encode()
         try:
-            yield head[:head.index(b'"content": "') + len(b'"content": "')]
+            yield head[: head.index(b'"content": "') + len(b'"content": "')]
             while True:
                 yield _CHUNK
                 await asyncio.sleep(0)  # let the server notice a closed connection
@@ -364,6 +447,7 @@ class ScriptedLLM:
 
 async def _disconnects_within(request: Request, seconds: float) -> bool:
     """True when the client closes the connection within ``seconds`` (the body is read)."""
+
     async def gone() -> None:
         while (await request.receive())["type"] != "http.disconnect":
             pass
@@ -375,8 +459,9 @@ async def _disconnects_within(request: Request, seconds: float) -> bool:
     return True
 
 
-def _usage(spec: bool | tuple[int, int], recorded: RecordedRequest,
-           text: str) -> dict[str, int] | None:
+def _usage(
+    spec: bool | tuple[int, int], recorded: RecordedRequest, text: str
+) -> dict[str, int] | None:
     if spec is False:
         return None
     if isinstance(spec, tuple):
@@ -384,8 +469,11 @@ def _usage(spec: bool | tuple[int, int], recorded: RecordedRequest,
     else:
         prompt = sum(_words(str(m.get("content", ""))) for m in recorded.messages)
         completion = _words(text)
-    return {"prompt_tokens": prompt, "completion_tokens": completion,
-            "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
 
 
 def _error(status: int, message: str, *, retry_after: str | None = None) -> Response:
@@ -395,30 +483,44 @@ def _error(status: int, message: str, *, retry_after: str | None = None) -> Resp
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def _completion(text: str, model: str, finish_reason: str,
-                usage: dict[str, int] | None) -> dict[str, Any]:
+def _completion(
+    text: str, model: str, finish_reason: str, usage: dict[str, int] | None
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "id": "chatcmpl-scripted", "object": "chat.completion", "created": int(time.time()),
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion",
+        "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                     "finish_reason": finish_reason}],
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": finish_reason,
+            }
+        ],
     }
     if usage is not None:
         body["usage"] = usage
     return body
 
 
-async def _sse(text: str, model: str, finish_reason: str,
-               usage: dict[str, int] | None) -> AsyncIterator[str]:
+async def _sse(
+    text: str, model: str, finish_reason: str, usage: dict[str, int] | None
+) -> AsyncIterator[str]:
     """The reply as OpenAI's chat.completion.chunk events, a few words per chunk."""
-    base = {"id": "chatcmpl-scripted", "object": "chat.completion.chunk",
-            "created": int(time.time()), "model": model}
+    base = {
+        "id": "chatcmpl-scripted",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
 
     def event(choices: list[dict[str, Any]], **extra: Any) -> str:
         return f"data: {json.dumps({**base, 'choices': choices, **extra})}\n\n"
 
-    yield event([{"index": 0, "delta": {"role": "assistant", "content": ""},
-                  "finish_reason": None}])
+    yield event(
+        [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
+    )
     for piece in re.findall(r"\S+\s*|\s+", text):
         yield event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
     yield event([{"index": 0, "delta": {}, "finish_reason": finish_reason}])

@@ -23,8 +23,7 @@ from typing import Any
 
 from sleuth.testing.llm import ScriptedLLM
 
-__all__ = ["MARKERS", "PLANTED_CITATION", "PLANTED_URL", "PROMPTS", "ScriptedResearcher",
-           "section"]
+__all__ = ["MARKERS", "PLANTED_CITATION", "PLANTED_URL", "PROMPTS", "ScriptedResearcher", "section"]
 
 #: A phrase of each prompt's user message, to script replies per prompt with ``contains``.
 MARKERS = {
@@ -43,8 +42,20 @@ MARKERS = {
     "frame": "an introduction of about",
 }
 #: Every prompt the researcher answers, in the order its replies are installed.
-PROMPTS = ("plan", "refine", "select", "summarize", "merge", "report", "verify",
-           "subquestions", "learn", "outline", "section", "frame")
+PROMPTS = (
+    "plan",
+    "refine",
+    "select",
+    "summarize",
+    "merge",
+    "report",
+    "verify",
+    "subquestions",
+    "learn",
+    "outline",
+    "section",
+    "frame",
+)
 #: What ``plant=True`` puts into every section reply: a citation of a source that does not
 #: exist and a link to a page nobody read (the citation check must remove both).
 PLANTED_URL = "https://planted.invalid/fabricated-study"
@@ -108,28 +119,42 @@ class ScriptedResearcher:
     def _wrap(self, text: str) -> str:
         if not self.think:
             return text
-        return ("<think>\nThe user wants this done well. Let me think step by step.\n"
-                f"</think>\n{text}")
+        return (
+            f"<think>\nThe user wants this done well. Let me think step by step.\n</think>\n{text}"
+        )
 
     # -- one function per prompt ---------------------------------------------------------
     def plan(self, body: dict[str, Any]) -> str:
         question = section(_last_user(body), "QUESTION").rstrip("?")
         words = _content_words(question)
-        queries = [question, " ".join(words[:3]), " ".join(words[-3:]),
-                   " ".join([*words[:2], "news"])]
+        queries = [
+            question,
+            " ".join(words[:3]),
+            " ".join(words[-3:]),
+            " ".join([*words[:2], "news"]),
+        ]
         unique = list(dict.fromkeys(q for q in queries if q.strip()))
-        return self._wrap("Here are the search queries:\n```json\n"
-                          + json.dumps(unique, ensure_ascii=False, indent=2) + "\n```")
+        return self._wrap(
+            "Here are the search queries:\n```json\n"
+            + json.dumps(unique, ensure_ascii=False, indent=2)
+            + "\n```"
+        )
 
     def refine(self, body: dict[str, Any]) -> str:
         prompt = _last_user(body)
         words = _content_words(section(prompt, "QUESTION"))
         asked = re.search(r"Write at most (\d+) new", prompt)
-        follow = [" ".join(words[:4]) + " analysis", " ".join(words[1:4]) + " latest",
-                  " ".join(words[-2:]) + " explained", " ".join(words[:2]) + " criticism",
-                  " ".join(words[2:5]) + " data", " ".join(words[-3:]) + " history"]
-        return self._wrap(json.dumps(follow[:int(asked.group(1)) if asked else 4],
-                                     ensure_ascii=False))
+        follow = [
+            " ".join(words[:4]) + " analysis",
+            " ".join(words[1:4]) + " latest",
+            " ".join(words[-2:]) + " explained",
+            " ".join(words[:2]) + " criticism",
+            " ".join(words[2:5]) + " data",
+            " ".join(words[-3:]) + " history",
+        ]
+        return self._wrap(
+            json.dumps(follow[: int(asked.group(1)) if asked else 4], ensure_ascii=False)
+        )
 
     def select(self, body: dict[str, Any]) -> str:
         results = section(_last_user(body), "RESULTS")
@@ -158,13 +183,21 @@ class ScriptedResearcher:
             lines += [f"- {s[0]} [{n}]" for n, s in notes.items() if s]
             lines += ["", "## 尚未确定的问题", "", "来源没有回答该问题的所有方面。"]
             return self._wrap("\n".join(lines))
-        lines = ["The sources read for this question agree on a few points and leave others "
-                 "open.", "", "## Key points", ""]
+        lines = [
+            "The sources read for this question agree on a few points and leave others open.",
+            "",
+            "## Key points",
+            "",
+        ]
         lines += [f"- {s[0].rstrip('.')} [{n}]." for n, s in notes.items() if s]
         lines += ["", "## Details", ""]
         lines += [f"{s[1].rstrip('.')} [{n}]." for n, s in notes.items() if len(s) > 1]
-        lines += ["", "## What remains open", "",
-                  "The sources do not settle every part of the question."]
+        lines += [
+            "",
+            "## What remains open",
+            "",
+            "The sources do not settle every part of the question.",
+        ]
         return self._wrap("\n".join(lines))
 
     def verify(self, body: dict[str, Any]) -> str:
@@ -176,12 +209,20 @@ class ScriptedResearcher:
         question = section(prompt, "QUESTION").rstrip("?")
         asked = re.search(r"Write (\d+) sub-questions", prompt)
         words = _content_words(question)
-        subs = [question, f"What is {' '.join(words[:3])}?",
-                f"{' '.join(words[-3:])} history", f"{' '.join(words[:2])} latest developments",
-                f"{' '.join(words[1:4])} criticism", f"{' '.join(words[2:5])} data"]
+        subs = [
+            question,
+            f"What is {' '.join(words[:3])}?",
+            f"{' '.join(words[-3:])} history",
+            f"{' '.join(words[:2])} latest developments",
+            f"{' '.join(words[1:4])} criticism",
+            f"{' '.join(words[2:5])} data",
+        ]
         unique = list(dict.fromkeys(q for q in subs if q.strip()))
-        return self._wrap("```json\n" + json.dumps(unique[:int(asked.group(1)) if asked else 4],
-                                                   ensure_ascii=False) + "\n```")
+        return self._wrap(
+            "```json\n"
+            + json.dumps(unique[: int(asked.group(1)) if asked else 4], ensure_ascii=False)
+            + "\n```"
+        )
 
     def learn(self, body: dict[str, Any]) -> str:
         prompt = _last_user(body)
@@ -189,12 +230,17 @@ class ScriptedResearcher:
         asked = re.search(r"Write at most (\d+) follow-up", prompt)
         learnings = [f"{s[0].rstrip('.')} [{n}]." for n, s in notes.items() if s]
         known = section(prompt, "QUESTION") + " " + section(prompt, "SUBQUESTION")
-        names = [w for s in notes.values() for w in re.findall(r"\b[A-Z][a-z]{3,}\b", " ".join(s))
-                 if w not in known and w.lower() not in _STOP]
+        names = [
+            w
+            for s in notes.values()
+            for w in re.findall(r"\b[A-Z][a-z]{3,}\b", " ".join(s))
+            if w not in known and w.lower() not in _STOP
+        ]
         follow = [f"What is known about {name}?" for name in dict.fromkeys(names)]
         count = int(asked.group(1)) if asked else 2
-        return self._wrap(json.dumps({"learnings": learnings, "follow_ups": follow[:count]},
-                                     ensure_ascii=False))
+        return self._wrap(
+            json.dumps({"learnings": learnings, "follow_ups": follow[:count]}, ensure_ascii=False)
+        )
 
     def outline(self, body: dict[str, Any]) -> str:
         prompt = _last_user(body)
@@ -204,12 +250,14 @@ class ScriptedResearcher:
         plan: list[dict[str, Any]] = []
         for i in range(count):
             chunk = lines[i::count]
-            ids = list(dict.fromkeys(int(n) for line in chunk
-                                     for n in re.findall(r"\[(\d+)\]", line)))
+            ids = list(
+                dict.fromkeys(int(n) for line in chunk for n in re.findall(r"\[(\d+)\]", line))
+            )
             words = _content_words(re.sub(r"\[\d+\]", "", chunk[0]))[:4] if chunk else []
             title = f"{i + 1}. {' '.join(words) or 'Findings'}"
-            plan.append({"title": title, "covers": f"what the sources say on {title}",
-                         "sources": ids})
+            plan.append(
+                {"title": title, "covers": f"what the sources say on {title}", "sources": ids}
+            )
         return self._wrap(json.dumps(plan, ensure_ascii=False))
 
     def section(self, body: dict[str, Any]) -> str:
@@ -217,14 +265,18 @@ class ScriptedResearcher:
         lines = [f"- {s[0].rstrip('.')} [{n}]." for n, s in notes.items() if s]
         lines += [""] + [f"{s[1].rstrip('.')} [{n}]." for n, s in notes.items() if len(s) > 1]
         if self.plant:
-            lines += ["", f"A later study confirmed this {PLANTED_CITATION}; see "
-                          f"[the study]({PLANTED_URL}) and {PLANTED_URL} for details."]
+            lines += [
+                "",
+                f"A later study confirmed this {PLANTED_CITATION}; see "
+                f"[the study]({PLANTED_URL}) and {PLANTED_URL} for details.",
+            ]
         return self._wrap("\n".join(lines))
 
     def frame(self, body: dict[str, Any]) -> str:
         prompt = _last_user(body)
-        lines = [line.lstrip("- ") for line in section(prompt, "LEARNINGS").split("\n")
-                 if line.strip()]
+        lines = [
+            line.lstrip("- ") for line in section(prompt, "LEARNINGS").split("\n") if line.strip()
+        ]
         intro = lines[0] if lines else "The sources answer parts of the question."
         end = lines[-1] if len(lines) > 1 else "The sources leave parts of the question open."
         return self._wrap(f"[INTRODUCTION]\n{intro}\n\n[CONCLUSION]\n{end}")

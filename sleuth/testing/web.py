@@ -72,12 +72,19 @@ class OfflineWeb:
     hostile: dict[str, str]
     topics: list[Topic]
 
-    def __init__(self, corpus_dir: Path | None = None, *, latency: float = 0.0,
-                 llm: ScriptedLLM | None = None, one_site: bool = False) -> None:
+    def __init__(
+        self,
+        corpus_dir: Path | None = None,
+        *,
+        latency: float = 0.0,
+        llm: ScriptedLLM | None = None,
+        one_site: bool = False,
+    ) -> None:
         root = corpus_dir if corpus_dir is not None else default_corpus_dir()
         if root is None:
             raise FileNotFoundError(
-                "no corpus: pass corpus_dir or run from a checkout with tests/data/corpus")
+                "no corpus: pass corpus_dir or run from a checkout with tests/data/corpus"
+            )
         self.corpus = Corpus.load(Path(root))
         self._state = WebState(latency=latency)
         self.llm = llm if llm is not None else ScriptedLLM()
@@ -126,9 +133,13 @@ class OfflineWeb:
         """The logged requests for ``url``'s host and path (and query, if it has one)."""
         parts = urlsplit(url)
         path = parts.path or "/"
-        return [record for record in self.requests
-                if record.host == parts.netloc and record.path == path
-                and (not parts.query or record.query == parts.query)]
+        return [
+            record
+            for record in self.requests
+            if record.host == parts.netloc
+            and record.path == path
+            and (not parts.query or record.query == parts.query)
+        ]
 
     def reset_log(self) -> None:
         """Forget every logged request."""
@@ -159,8 +170,12 @@ class OfflineWeb:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -170,9 +185,17 @@ class OfflineWeb:
         try:
             app = self._bind_and_build()
             config = uvicorn.Config(
-                app, lifespan="off", log_config=None, log_level="warning", access_log=False,
-                http="h11", ws="none", loop="asyncio", timeout_graceful_shutdown=2,
-                timeout_keep_alive=5)
+                app,
+                lifespan="off",
+                log_config=None,
+                log_level="warning",
+                access_log=False,
+                http="h11",
+                ws="none",
+                loop="asyncio",
+                timeout_graceful_shutdown=2,
+                timeout_keep_alive=5,
+            )
             self._server = uvicorn.Server(config)
             self._thread = threading.Thread(target=self._serve, name="offline-web", daemon=True)
             self._thread.start()
@@ -222,8 +245,11 @@ class OfflineWeb:
             if address == _MAIN_ADDRESS:
                 sock.close()
                 raise
-            warnings.warn(f"cannot bind {address}; serving that site on {_MAIN_ADDRESS}",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(
+                f"cannot bind {address}; serving that site on {_MAIN_ADDRESS}",
+                RuntimeWarning,
+                stacklevel=3,
+            )
             sock.bind((_MAIN_ADDRESS, 0))
         sock.listen(128)
         sock.setblocking(False)
@@ -245,15 +271,26 @@ class OfflineWeb:
             if shared is None:
                 sites[key] = entry
             url = f"http://{key[0]}:{key[1]}{entry.path}"
-            self.docs.append(Doc(entry.id, url, entry.title, entry.text, entry.content_type,
-                                 entry.source, entry.licence, entry.original_url))
+            self.docs.append(
+                Doc(
+                    entry.id,
+                    url,
+                    entry.title,
+                    entry.text,
+                    entry.content_type,
+                    entry.source,
+                    entry.licence,
+                    entry.original_url,
+                )
+            )
             entries.append(IndexEntry(url, entry.title, entry.text))
         for index, (name, case) in enumerate(sorted(self.corpus.hostile.items())):
             key = self._listen(_hostile_address(index))
             sites[key] = case
             self.hostile[name] = url = f"http://{key[0]}:{key[1]}{case.path}"
-            entries.append(IndexEntry(url, case.title, f"{case.snippet}\n{case.text}",
-                                      snippet=case.snippet))
+            entries.append(
+                IndexEntry(url, case.title, f"{case.snippet}\n{case.text}", snippet=case.snippet)
+            )
         self.page_urls = [doc.url for doc in self.docs]
         links = [(doc.url, doc.title) for doc in self.docs]
         links += [(url, name) for name, url in self.hostile.items()]
@@ -273,8 +310,11 @@ class _LLMMount:
         """ASGI entry point."""
         server = scope.get("server") or ("", 0)
         path = str(scope.get("path", ""))
-        if (scope["type"] == "http" and (str(server[0]), int(server[1] or 0)) == self.main
-                and (path == "/v1" or path.startswith("/v1/"))):
+        if (
+            scope["type"] == "http"
+            and (str(server[0]), int(server[1] or 0)) == self.main
+            and (path == "/v1" or path.startswith("/v1/"))
+        ):
             await self.web.llm.root_app(scope, receive, send)
             return
         await self.app(scope, receive, send)
@@ -284,9 +324,21 @@ def demo_command(web: OfflineWeb, question: str) -> str:
     """A ``sleuth`` command line that researches ``question`` on this offline web."""
     # "Double quotes" read better than shlex's '...'"'"'...' for a question with an
     # apostrophe, and mean the same wherever the shell would not expand anything in them.
-    quoted = (f'"{question}"' if not set(question) & set('"$`\\!') else shlex.quote(question))
-    return shlex.join(["sleuth", "--search", "searxng", "--searxng-url", web.searxng_url,
-                       "--allow-private-urls"]) + " " + quoted
+    quoted = f'"{question}"' if not set(question) & set('"$`\\!') else shlex.quote(question)
+    return (
+        shlex.join(
+            [
+                "sleuth",
+                "--search",
+                "searxng",
+                "--searxng-url",
+                web.searxng_url,
+                "--allow-private-urls",
+            ]
+        )
+        + " "
+        + quoted
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -302,8 +354,10 @@ def main(argv: list[str] | None = None) -> None:
         print(f"python -m sleuth.testing: {exc}", file=sys.stderr)
         sys.exit(2)
     with web:
-        print("The offline web is serving on 127.0.0.1 until Ctrl-C. In another terminal, "
-              "research one of its questions:\n")
+        print(
+            "The offline web is serving on 127.0.0.1 until Ctrl-C. In another terminal, "
+            "research one of its questions:\n"
+        )
         print(f"  {demo_command(web, web.topics[0].question)}\n", flush=True)
         print(f"search: {web.searxng_url}/search?q=...&format=json")
         for doc in web.docs:

@@ -56,11 +56,12 @@ def _warm_up() -> None:
         from sleuth.stages.read import best_passages
 
         text = "<p>sleuth warms up its text extraction before the first research starts.</p>"
-        extract(f"<html><body><article>{text * 3}</article></body></html>",
-                url="http://127.0.0.1/")
+        extract(f"<html><body><article>{text * 3}</article></body></html>", url="http://127.0.0.1/")
         # Three passages for one wanted: fewer would return before bm25s is loaded.
-        passage = ("sleuth reads each page it fetched and keeps the passages that answer "
-                   "the question, ranked by BM25.")
+        passage = (
+            "sleuth reads each page it fetched and keeps the passages that answer "
+            "the question, ranked by BM25."
+        )
         best_passages("\n\n".join([passage] * 3), ["passage"], 1)
     except Exception:  # a slower first research, nothing worse
         return
@@ -81,10 +82,14 @@ def serve(settings: Settings, *, host: str = DEFAULT_HOST, port: int = DEFAULT_P
     # loopback is answered under any name.
     app = create_app(settings, allowed_hosts=host_names(host) if loopback else ["*"])
     shown = f"[{host}]" if ":" in host else host
-    print(f"sleuth: serving on http://{shown}:{actual}/ (Ctrl-C to stop)", file=sys.stderr,
-          flush=True)
+    print(
+        f"sleuth: serving on http://{shown}:{actual}/ (Ctrl-C to stop)", file=sys.stderr, flush=True
+    )
     if not loopback:
-        print(f"sleuth: warning: {host} is reachable from other machines; sleuth serve has no "
-              "login", file=sys.stderr, flush=True)
+        print(
+            f"sleuth: warning: {host} is reachable from other machines; sleuth serve has no login",
+            file=sys.stderr,
+            flush=True,
+        )
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
     asyncio.run(server.serve(sockets=[sock]))

@@ -57,8 +57,7 @@ from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_
 from sleuth.settings import DEEP_DEFAULTS, Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
-__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app",
-           "host_names"]
+__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app", "host_names"]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 #: The most bytes a request body may have: a form is a few hundred.
@@ -91,9 +90,15 @@ class LiveRun:
 
     def on_event(self, event: Event) -> None:
         """The progress callback: every pipeline event becomes a ``progress`` message."""
-        self.add("progress", {"kind": event.kind, "message": event.message,
-                              "data": event.data,
-                              "t": round(time.monotonic() - self.started, 3)})
+        self.add(
+            "progress",
+            {
+                "kind": event.kind,
+                "message": event.message,
+                "data": event.data,
+                "t": round(time.monotonic() - self.started, 3),
+            },
+        )
 
 
 class WebState:
@@ -156,8 +161,9 @@ def run_settings(base: Settings, form: dict[str, Any]) -> Settings:
         if value not in (None, ""):
             chosen[key] = value
     trial = load_settings({**values, **chosen}, env={})  # validates every choice
-    changed = {key: value for key, value in chosen.items()
-               if getattr(trial, key) != getattr(base, key)}
+    changed = {
+        key: value for key, value in chosen.items() if getattr(trial, key) != getattr(base, key)
+    }
     return with_options(base, changed)
 
 
@@ -176,11 +182,18 @@ async def _execute(run: LiveRun) -> None:
     else:
         run.report = report
         stats = report.stats
-        run.add("report", {
-            "html": render_fragment(report), "confidence": report.confidence,
-            "sources": len(report.sources), "failures": len(report.failures),
-            "tokens": stats.prompt_tokens + stats.completion_tokens,
-            "elapsed_s": round(time.monotonic() - run.started, 3), "run_id": report.run_id})
+        run.add(
+            "report",
+            {
+                "html": render_fragment(report),
+                "confidence": report.confidence,
+                "sources": len(report.sources),
+                "failures": len(report.failures),
+                "tokens": stats.prompt_tokens + stats.completion_tokens,
+                "elapsed_s": round(time.monotonic() - run.started, 3),
+                "run_id": report.run_id,
+            },
+        )
     finally:
         run.done = True
         run.add("end", {})
@@ -212,8 +225,10 @@ async def start_run(request: Request) -> Response:
 
     unknown = sorted(set(form) - {"question", *FORM_FIELDS})
     if unknown:
-        return _error(f"unknown field {unknown[0]!r} (the fields are: question, "
-                      f"{', '.join(FORM_FIELDS)})", 400)
+        return _error(
+            f"unknown field {unknown[0]!r} (the fields are: question, {', '.join(FORM_FIELDS)})",
+            400,
+        )
     try:
         question = clean_question(form.get("question", ""))
         settings = run_settings(state.settings, form)
@@ -262,8 +277,11 @@ async def run_events(request: Request) -> Response:
         start = max(0, int(request.headers.get("last-event-id", "0")))
     except ValueError:
         start = 0
-    return StreamingResponse(_follow(run, start), media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        _follow(run, start),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 async def stop_run(request: Request) -> Response:
@@ -283,11 +301,14 @@ async def run_report(request: Request) -> Response:
     if run is None or run.report is None or fmt not in ("html", "md"):
         return _error("no report for that run (yet)", 404)
     if fmt == "md":
-        return PlainTextResponse(valid_text(run.report.markdown),
-                                 media_type="text/markdown; charset=utf-8")
+        return PlainTextResponse(
+            valid_text(run.report.markdown), media_type="text/markdown; charset=utf-8"
+        )
     # The document's own <meta> CSP, as a header too: it then holds from the first byte.
-    return HTMLResponse(valid_text(render_html(run.report)), headers={
-        "Content-Security-Policy": REPORT_CSP, "Referrer-Policy": "no-referrer"})
+    return HTMLResponse(
+        valid_text(render_html(run.report)),
+        headers={"Content-Security-Policy": REPORT_CSP, "Referrer-Policy": "no-referrer"},
+    )
 
 
 async def config(request: Request) -> Response:
@@ -298,11 +319,19 @@ async def config(request: Request) -> Response:
     providers = provider_names()
     if search not in providers:
         providers = [search, *providers]
-    return JSONResponse({
-        "depth": settings.depth, "max_sources": settings.max_sources, "search": search,
-        "mode": settings.mode, "deep_max_sources": DEEP_DEFAULTS["max_sources"],
-        "providers": providers, "model": settings.model or "", "no_llm": settings.no_llm,
-        "store": not settings.no_store})
+    return JSONResponse(
+        {
+            "depth": settings.depth,
+            "max_sources": settings.max_sources,
+            "search": search,
+            "mode": settings.mode,
+            "deep_max_sources": DEEP_DEFAULTS["max_sources"],
+            "providers": providers,
+            "model": settings.model or "",
+            "no_llm": settings.no_llm,
+            "store": not settings.no_store,
+        }
+    )
 
 
 def _history_list(settings: Settings) -> dict[str, Any]:
@@ -333,8 +362,9 @@ async def history(request: Request) -> Response:
     try:
         return JSONResponse(await asyncio.to_thread(_history_list, settings))
     except (SleuthError, OSError, ImportError) as exc:  # history is optional: say why, go on
-        return JSONResponse({"enabled": False, "runs": [],
-                             "note": f"the run store could not be read: {exc}"})
+        return JSONResponse(
+            {"enabled": False, "runs": [], "note": f"the run store could not be read: {exc}"}
+        )
 
 
 async def history_run(request: Request) -> Response:
@@ -342,8 +372,7 @@ async def history_run(request: Request) -> Response:
     if settings.no_store:
         return _error("the run store is off", 404)
     try:
-        result = await asyncio.to_thread(_history_report, settings,
-                                         request.path_params["run_id"])
+        result = await asyncio.to_thread(_history_report, settings, request.path_params["run_id"])
     except ConfigError as exc:
         return _error(str(exc), 404)
     except (SleuthError, OSError, ValueError) as exc:
@@ -353,12 +382,20 @@ async def history_run(request: Request) -> Response:
 
 async def page(request: Request) -> Response:
     nonce = secrets.token_urlsafe(16)
-    csp = (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
-           "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; "
-           "frame-ancestors 'none'")
-    return HTMLResponse(render_page(nonce), headers={
-        "Content-Security-Policy": csp, "Referrer-Policy": "no-referrer",
-        "X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"})
+    csp = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; "
+        "connect-src 'self'; img-src data:; base-uri 'none'; form-action 'self'; "
+        "frame-ancestors 'none'"
+    )
+    return HTMLResponse(
+        render_page(nonce),
+        headers={
+            "Content-Security-Policy": csp,
+            "Referrer-Policy": "no-referrer",
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-store",
+        },
+    )
 
 
 class _NoSniff:
@@ -393,8 +430,12 @@ def create_app(settings: Settings, *, allowed_hosts: list[str] | None = None) ->
         Route("/api/history/{run_id}", history_run),
     ]
     hosts = LOOPBACK_HOSTS if allowed_hosts is None else allowed_hosts
-    app = Starlette(routes=routes,
-                    middleware=[Middleware(_NoSniff),  # outermost: the 400s get it too
-                                Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(_NoSniff),  # outermost: the 400s get it too
+            Middleware(TrustedHostMiddleware, allowed_hosts=hosts),
+        ],
+    )
     app.state.web = WebState(settings)
     return app

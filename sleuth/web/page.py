@@ -364,5 +364,4 @@ PAGE_HTML = """<!DOCTYPE html>
 
 def render_page(nonce: str) -> str:
     """The page, with ``nonce`` on its one style and one script element (for the CSP)."""
-    return PAGE_HTML.format(nonce=nonce, css=PAGE_CSS + REPORT_CSS, js=PAGE_JS,
-                            version=__version__)
+    return PAGE_HTML.format(nonce=nonce, css=PAGE_CSS + REPORT_CSS, js=PAGE_JS, version=__version__)

@@ -34,28 +34,28 @@ SOURCES: dict[str, dict[str, str]] = {
         "repo": "github.com/scrapinghub/article-extraction-benchmark",
         "licence": "MIT",
         "note": "Article Extraction Benchmark, (c) 2020 Scrapinghub; html/<sha256>.html.gz "
-                "with the original URL in ground-truth.json. The pages themselves are "
-                "third-party content kept as benchmark data.",
+        "with the original URL in ground-truth.json. The pages themselves are "
+        "third-party content kept as benchmark data.",
     },
     "readability": {
         "repo": "github.com/mozilla/readability @ ab4027a8b37669745016869a37a504727992b2ba",
         "licence": "Apache-2.0",
         "note": "Mozilla Readability.js test pages, test/test-pages/<name>/source.html "
-                "(URLs rewritten to http://fakehost/ upstream). Third-party content kept "
-                "as test fixtures.",
+        "(URLs rewritten to http://fakehost/ upstream). Third-party content kept "
+        "as test fixtures.",
     },
     "postlight": {
         "repo": "github.com/postlight/parser @ e8ba7ece291efa4d915d50dd4deeec17d54359f2",
         "licence": "MIT OR Apache-2.0",
         "note": "Postlight (Mercury) Parser fixtures, fixtures/<domain>.html. Third-party "
-                "content kept as test fixtures.",
+        "content kept as test fixtures.",
     },
     "pdfs": {
         "repo": "github.com/Unstructured-IO/unstructured @ "
-                "3e5482bfcdc843b5218ad98d2845b4b71ab013b7",
+        "3e5482bfcdc843b5218ad98d2845b4b71ab013b7",
         "licence": "Apache-2.0",
         "note": "unstructured example-docs/pdf/<name>.pdf, (c) 2022 Unstructured "
-                "Technologies; the documents are third-party samples.",
+        "Technologies; the documents are third-party samples.",
     },
 }
 
@@ -116,105 +116,193 @@ SELECTION: list[tuple[str, str, str]] = [
 
 PDF_TITLES = {
     "multi-column-2p.pdf": "Dense Passage Retrieval for Open-Domain Question Answering",
-    "layout-parser-paper-fast.pdf":
-        "LayoutParser: A Unified Toolkit for Deep Learning Based Document Image Analysis",
+    "layout-parser-paper-fast.pdf": (
+        "LayoutParser: A Unified Toolkit for Deep Learning Based Document Image Analysis"
+    ),
 }
 
 TOPICS: list[dict[str, Any]] = [
-    {"id": "stadia",
-     "question": "Is Google Stadia's cloud game streaming service worth it at launch?",
-     "expected": ["wsj-stadia-xcloud-arcade", "digg-stadia-early-reviews",
-                  "hollywoodreporter-stadia-launch", "wccftech-stadia-destiny-2"]},
-    {"id": "moons",
-     "question": "What have NASA and astronomers recently found out about the Moon, "
-                 "Jupiter's moon Europa and Saturn's moon Titan?",
-     "expected": ["aljazeera-nasa-commercial-moon-shot", "space-nasa-private-moon-landers",
-                  "space-europa-water-vapor", "hawaiinewsnow-europa-telescope",
-                  "sciencealert-titan-geological-map"]},
-    {"id": "trade-war",
-     "question": "How are tariffs in the US-China trade war affecting markets and trade talks?",
-     "expected": ["deccanherald-beijing-tariff-demands", "nytimes-trade-war-world-guessing",
-                  "politifact-tariffs-guide", "cnn-asian-markets-trade-war"]},
-    {"id": "hong-kong",
-     "question": "How is China responding to the protests in Hong Kong?",
-     "expected": ["guardian-hong-kong-on-the-brink", "express-hong-kong-china-troops",
-                  "washingtonexaminer-beijing-hong-kong", "cityam-alibaba-hong-kong-listing"]},
-    {"id": "wework",
-     "question": "Why is the New York attorney general investigating WeWork and its "
-                 "founder Adam Neumann?",
-     "expected": ["venturebeat-wework-attorney-general", "techcrunch-wework-investigation",
-                  "therealdeal-wework-layoffs", "businessinsider-tech-news-wework"]},
-    {"id": "meth",
-     "question": "How are South Dakota and police fighting meth (methamphetamine) drug use?",
-     "expected": ["thehill-south-dakota-meth-campaign", "usatoday-meth-were-on-it",
-                  "spokesman-meth-ad-agencies", "therepublic-drug-investigation-arrests",
-                  "politifact-drugs-at-the-border"]},
-    {"id": "firefox",
-     "question": "How is Mozilla's Firefox web browser developed and released?",
-     "expected": ["wikipedia-mozilla", "mozilla-firefox-customize",
-                  "mozilla-firefox-developer-edition", "firefox-nightly-news-85"]},
+    {
+        "id": "stadia",
+        "question": "Is Google Stadia's cloud game streaming service worth it at launch?",
+        "expected": [
+            "wsj-stadia-xcloud-arcade",
+            "digg-stadia-early-reviews",
+            "hollywoodreporter-stadia-launch",
+            "wccftech-stadia-destiny-2",
+        ],
+    },
+    {
+        "id": "moons",
+        "question": "What have NASA and astronomers recently found out about the Moon, "
+        "Jupiter's moon Europa and Saturn's moon Titan?",
+        "expected": [
+            "aljazeera-nasa-commercial-moon-shot",
+            "space-nasa-private-moon-landers",
+            "space-europa-water-vapor",
+            "hawaiinewsnow-europa-telescope",
+            "sciencealert-titan-geological-map",
+        ],
+    },
+    {
+        "id": "trade-war",
+        "question": "How are tariffs in the US-China trade war affecting markets and trade talks?",
+        "expected": [
+            "deccanherald-beijing-tariff-demands",
+            "nytimes-trade-war-world-guessing",
+            "politifact-tariffs-guide",
+            "cnn-asian-markets-trade-war",
+        ],
+    },
+    {
+        "id": "hong-kong",
+        "question": "How is China responding to the protests in Hong Kong?",
+        "expected": [
+            "guardian-hong-kong-on-the-brink",
+            "express-hong-kong-china-troops",
+            "washingtonexaminer-beijing-hong-kong",
+            "cityam-alibaba-hong-kong-listing",
+        ],
+    },
+    {
+        "id": "wework",
+        "question": "Why is the New York attorney general investigating WeWork and its "
+        "founder Adam Neumann?",
+        "expected": [
+            "venturebeat-wework-attorney-general",
+            "techcrunch-wework-investigation",
+            "therealdeal-wework-layoffs",
+            "businessinsider-tech-news-wework",
+        ],
+    },
+    {
+        "id": "meth",
+        "question": "How are South Dakota and police fighting meth (methamphetamine) drug use?",
+        "expected": [
+            "thehill-south-dakota-meth-campaign",
+            "usatoday-meth-were-on-it",
+            "spokesman-meth-ad-agencies",
+            "therepublic-drug-investigation-arrests",
+            "politifact-drugs-at-the-border",
+        ],
+    },
+    {
+        "id": "firefox",
+        "question": "How is Mozilla's Firefox web browser developed and released?",
+        "expected": [
+            "wikipedia-mozilla",
+            "mozilla-firefox-customize",
+            "mozilla-firefox-developer-edition",
+            "firefox-nightly-news-85",
+        ],
+    },
 ]
 
 NAV_ONLY_LINKS = [
-    "Home", "Hong Kong", "China", "Protests", "Politics", "World", "Asia", "Business",
-    "Markets", "Trade war", "Tariffs", "Technology", "Games", "Stadia", "Science", "Space",
-    "NASA", "Moon", "Opinion", "Video", "Podcasts", "Newsletters", "Subscribe", "Log in",
-    "About us", "Contact", "Careers", "Advertise", "Privacy policy", "Terms of use",
+    "Home",
+    "Hong Kong",
+    "China",
+    "Protests",
+    "Politics",
+    "World",
+    "Asia",
+    "Business",
+    "Markets",
+    "Trade war",
+    "Tariffs",
+    "Technology",
+    "Games",
+    "Stadia",
+    "Science",
+    "Space",
+    "NASA",
+    "Moon",
+    "Opinion",
+    "Video",
+    "Podcasts",
+    "Newsletters",
+    "Subscribe",
+    "Log in",
+    "About us",
+    "Contact",
+    "Careers",
+    "Advertise",
+    "Privacy policy",
+    "Terms of use",
 ]
 
 # Synthetic hostile cases: what the search index claims about them (SEO-spam style).
 HOSTILE: dict[str, dict[str, Any]] = {
     "slow_drip": {
-        "path": "/google-stadia-review-is-cloud-gaming-worth-it", "topic": "stadia",
+        "path": "/google-stadia-review-is-cloud-gaming-worth-it",
+        "topic": "stadia",
         "title": "Google Stadia review: is cloud game streaming worth it at launch?",
         "snippet": "Our full Google Stadia review: game streaming latency, 4K, price, "
-                   "Destiny 2 and Red Dead Redemption 2 tested. Is Stadia worth it?"},
+        "Destiny 2 and Red Dead Redemption 2 tested. Is Stadia worth it?",
+    },
     "gzip_bomb": {
-        "path": "/stadia-launch-games-list", "topic": "stadia",
+        "path": "/stadia-launch-games-list",
+        "topic": "stadia",
         "title": "Stadia launch: every game on Google's cloud streaming service",
         "snippet": "Google Stadia launch games, Stadia Pro subscription, controller and "
-                   "Chromecast: everything about Google's game streaming service."},
+        "Chromecast: everything about Google's game streaming service.",
+    },
     "endless": {
-        "path": "/nasa-moon-landers-europa-titan-live", "topic": "moons",
+        "path": "/nasa-moon-landers-europa-titan-live",
+        "topic": "moons",
         "title": "NASA moon landers, Europa water vapor and Titan map: live updates",
         "snippet": "Live: NASA picks SpaceX and Blue Origin for commercial Moon landers; "
-                   "water vapor on Jupiter's moon Europa; first map of Saturn's moon Titan."},
+        "water vapor on Jupiter's moon Europa; first map of Saturn's moon Titan.",
+    },
     "binary_html": {
-        "path": "/europa-moon-water-plumes-nasa", "topic": "moons",
+        "path": "/europa-moon-water-plumes-nasa",
+        "topic": "moons",
         "title": "Water on Europa: NASA confirms plumes on Jupiter's icy moon",
         "snippet": "Astronomers using the Keck telescope found water vapor above Europa, "
-                   "Jupiter's moon, NASA scientists said."},
+        "Jupiter's moon, NASA scientists said.",
+    },
     "redirect_loop": {
-        "path": "/us-china-trade-war-tariffs-explained", "topic": "trade-war",
+        "path": "/us-china-trade-war-tariffs-explained",
+        "topic": "trade-war",
         "title": "US-China trade war explained: tariffs, markets and the phase one deal",
         "snippet": "How Trump's tariffs on Chinese goods and the US-China trade talks move "
-                   "stock markets, explained."},
+        "stock markets, explained.",
+    },
     "server_error": {
-        "path": "/trade-war-tariff-tracker", "topic": "trade-war",
+        "path": "/trade-war-tariff-tracker",
+        "topic": "trade-war",
         "title": "Trade war tariff tracker: US and China tariffs on goods",
         "snippet": "Track every US tariff on Chinese goods and China's retaliatory tariffs "
-                   "in the trade war."},
+        "in the trade war.",
+    },
     "nav_only": {
-        "path": "/hong-kong-protests-china-response", "topic": "hong-kong",
+        "path": "/hong-kong-protests-china-response",
+        "topic": "hong-kong",
         "title": "Hong Kong protests: how China is responding",
         "snippet": "Hong Kong protests latest: China, Beijing, police and protesters at "
-                   "Hong Kong's universities.",
-        "file": "hostile/nav-only.html"},
+        "Hong Kong's universities.",
+        "file": "hostile/nav-only.html",
+    },
     "forbidden": {
-        "path": "/hong-kong-protest-timeline", "topic": "hong-kong",
+        "path": "/hong-kong-protest-timeline",
+        "topic": "hong-kong",
         "title": "Hong Kong protest timeline: China, police and protesters",
-        "snippet": "A timeline of the Hong Kong protests and Beijing's response to the "
-                   "protesters."},
+        "snippet": "A timeline of the Hong Kong protests and Beijing's response to the protesters.",
+    },
     "not_found": {
-        "path": "/wework-investigation-adam-neumann", "topic": "wework",
+        "path": "/wework-investigation-adam-neumann",
+        "topic": "wework",
         "title": "WeWork investigation: New York attorney general probes Adam Neumann",
         "snippet": "The New York attorney general is investigating WeWork and its founder "
-                   "and former CEO Adam Neumann."},
+        "and former CEO Adam Neumann.",
+    },
     "empty": {
-        "path": "/meth-were-on-it-south-dakota", "topic": "meth",
+        "path": "/meth-were-on-it-south-dakota",
+        "topic": "meth",
         "title": "Meth. We're on it: South Dakota's anti-meth campaign",
         "snippet": "South Dakota's methamphetamine campaign 'Meth. We're on it' and how "
-                   "police fight meth use."},
+        "police fight meth use.",
+    },
 }
 
 
@@ -284,9 +372,17 @@ def build_doc(root: Path, doc_id: str, source: str, name: str) -> dict[str, Any]
         file, ctype, path = f"pages/{doc_id}.html.gz", "text/html; charset=utf-8", f"/{doc_id}"
         (HERE / file).write_bytes(_gz(raw))
     assert title and len(text) > 300, (doc_id, title, len(text))
-    return {"id": doc_id, "path": path, "file": file, "content_type": ctype, "title": title,
-            "source": f"{source}:{rel}", "licence": SOURCES[source]["licence"],
-            "original_url": original, "text": text}
+    return {
+        "id": doc_id,
+        "path": path,
+        "file": file,
+        "content_type": ctype,
+        "title": title,
+        "source": f"{source}:{rel}",
+        "licence": SOURCES[source]["licence"],
+        "original_url": original,
+        "text": text,
+    }
 
 
 def build_hostile(root: Path) -> dict[str, dict[str, Any]]:
@@ -299,21 +395,33 @@ def build_hostile(root: Path) -> dict[str, dict[str, Any]]:
     (HERE / "hostile" / "wrong-charset.html.gz").write_bytes(_gz(html.encode("utf-8")))
     title, text = _html_title_and_text(html)
     cases["wrong_charset"] = {
-        "path": "/nasa-adds-five-companies-lunar-lander-program", "topic": "moons",
-        "title": title, "snippet": _snippet(text), "text": text,
-        "file": "hostile/wrong-charset.html.gz", "source": f"aeb:{rel}",
-        "licence": SOURCES["aeb"]["licence"], "original_url": original,
+        "path": "/nasa-adds-five-companies-lunar-lander-program",
+        "topic": "moons",
+        "title": title,
+        "snippet": _snippet(text),
+        "text": text,
+        "file": "hostile/wrong-charset.html.gz",
+        "source": f"aeb:{rel}",
+        "licence": SOURCES["aeb"]["licence"],
+        "original_url": original,
         "declared_charset": "iso-8859-1",
-        "expect_text": "This \u201con-ramp\u201d to CLPS was specifically designed"}
+        "expect_text": "This \u201con-ramp\u201d to CLPS was specifically designed",
+    }
     pdf, prel, _ = _read_source(root, "pdfs", "layout-parser-paper-fast.pdf")
     (HERE / "hostile" / "layoutparser.pdf").write_bytes(pdf)
     text = _pdf_text(pdf)
     cases["pdf"] = {
-        "path": "/layoutparser-document-image-analysis.pdf", "topic": None,
-        "title": PDF_TITLES["layout-parser-paper-fast.pdf"], "snippet": _snippet(text),
-        "text": text, "file": "hostile/layoutparser.pdf", "source": f"pdfs:{prel}",
-        "licence": SOURCES["pdfs"]["licence"], "original_url": "",
-        "expect_text": "LayoutParser"}
+        "path": "/layoutparser-document-image-analysis.pdf",
+        "topic": None,
+        "title": PDF_TITLES["layout-parser-paper-fast.pdf"],
+        "snippet": _snippet(text),
+        "text": text,
+        "file": "hostile/layoutparser.pdf",
+        "source": f"pdfs:{prel}",
+        "licence": SOURCES["pdfs"]["licence"],
+        "original_url": "",
+        "expect_text": "LayoutParser",
+    }
     (HERE / "hostile" / "nav-only.html").write_text(_nav_only_html(), encoding="utf-8")
     return dict(sorted(cases.items()))
 
@@ -321,7 +429,8 @@ def build_hostile(root: Path) -> dict[str, dict[str, Any]]:
 def _nav_only_html() -> str:
     items = "\n".join(
         f'      <li><a href="/section/{re.sub(r"[^a-z]+", "-", label.lower())}">{label}</a></li>'
-        for label in NAV_ONLY_LINKS)
+        for label in NAV_ONLY_LINKS
+    )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -349,25 +458,42 @@ def _nav_only_html() -> str:
 
 def write_licences(docs: list[dict[str, Any]], hostile: dict[str, dict[str, Any]]) -> None:
     """``LICENSES.md``: each source set's origin and licence, then one line per file."""
-    lines = ["# Offline test web corpus: origins and licences", "",
-             "Generated by `build_corpus.py` from `../shared/data`. Pages are copied byte for",
-             "byte (gzipped); the one change is noted under the hostile cases.", "",
-             "## Source sets", ""]
+    lines = [
+        "# Offline test web corpus: origins and licences",
+        "",
+        "Generated by `build_corpus.py` from `../shared/data`. Pages are copied byte for",
+        "byte (gzipped); the one change is noted under the hostile cases.",
+        "",
+        "## Source sets",
+        "",
+    ]
     for key, src in SOURCES.items():
         lines += [f"- **{key}**: {src['repo']} ({src['licence']}). {src['note']}"]
-    lines += ["", "## Corpus documents", "", "| id | file | origin | original URL | licence |",
-              "|---|---|---|---|---|"]
+    lines += [
+        "",
+        "## Corpus documents",
+        "",
+        "| id | file | origin | original URL | licence |",
+        "|---|---|---|---|---|",
+    ]
     for doc in docs:
-        lines.append(f"| {doc['id']} | {doc['file']} | {doc['source']} | "
-                     f"{doc['original_url'] or '-'} | {doc['licence']} |")
+        lines.append(
+            f"| {doc['id']} | {doc['file']} | {doc['source']} | "
+            f"{doc['original_url'] or '-'} | {doc['licence']} |"
+        )
     lines += ["", "## Hostile cases backed by files", ""]
     for name, case in hostile.items():
         if "source" in case:
-            lines.append(f"- `{name}`: {case['file']} from {case['source']} "
-                         f"({case['licence']}) {case.get('original_url') or ''}")
-    lines += ["  (`wrong_charset`: the page's `<meta charset=\"UTF-8\">` was removed.)",
-              "- `nav_only`: hostile/nav-only.html, written for this corpus (MIT, as the project).",
-              "- The other hostile cases are generated at run time.", ""]
+            lines.append(
+                f"- `{name}`: {case['file']} from {case['source']} "
+                f"({case['licence']}) {case.get('original_url') or ''}"
+            )
+    lines += [
+        '  (`wrong_charset`: the page\'s `<meta charset="UTF-8">` was removed.)',
+        "- `nav_only`: hostile/nav-only.html, written for this corpus (MIT, as the project).",
+        "- The other hostile cases are generated at run time.",
+        "",
+    ]
     (HERE / "LICENSES.md").write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -382,7 +508,8 @@ def main(argv: list[str]) -> None:
     hostile = build_hostile(root)
     manifest = {"version": 1, "docs": docs, "hostile": hostile, "topics": TOPICS}
     (HERE / "manifest.json").write_text(
-        json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        json.dumps(manifest, ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
+    )
     write_licences(docs, hostile)
     print(f"{len(docs)} docs, {len(hostile)} hostile cases, {len(TOPICS)} topics")
 
