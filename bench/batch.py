@@ -59,7 +59,7 @@ def batch_questions(n: int, split: str = "tune") -> list[str]:
     """``n`` questions of ``split``: its timing questions (:mod:`bench.topics`), its
     HotpotQA questions, then one question on the subject of each paragraph of those
     questions' contexts ("What is known about Demon Dice?"), in question order."""
-    topics = [q for _, q, _ in split_questions(split)]
+    topics = [q for _, q in split_questions(split)]
     hotpot = hotpot_split(split)
     titles = dict.fromkeys(title for q in hotpot for title, _ in q["context"])
     subjects = [f"What is known about {title}?" for title in titles]

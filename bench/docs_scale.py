@@ -155,8 +155,9 @@ def table(result: DocsScale) -> str:
 
 
 def part(ctx: Context) -> Figures:
-    """The documents-mode part (no split: the program, on generated notes)."""
-    files = ctx.args.docs_files
+    """The documents-mode part (no split: the program, on generated notes; a run with
+    ``--limit`` checks it on 1,000 files at most)."""
+    files = min(ctx.args.docs_files, 1_000) if ctx.limit else ctx.args.docs_files
     print(f"documents mode at {files} files...", file=sys.stderr)
     docs = measure(files)
     head = f"## Documents mode, {files:,} files (no split: the program)"

@@ -399,7 +399,7 @@ async def model_cases(web: OfflineWeb, rows: list[Row]) -> None:
 
 
 # -- hostile HTTP replies to a CLI run ----------------------------------------------------------
-# (children report their own VmHWM through bench.run's HWM_WRAPPER)
+# (children report their own VmHWM through bench.footprint's HWM_WRAPPER)
 
 
 @dataclass

@@ -259,3 +259,29 @@ def test_page_times_are_printed_against_trafilatura_with_defaults_and_fast() -> 
     # all pages: medians 56 / 105 / 65.5 ms: sleuth / trafilatura 0.53, / fast 0.85
     assert "| all fetched | 2 | 56 / 100 / 100 | 105 / 200 / 200 | 66 / 125 / 125 |" in text
     assert "**0.53**, **0.50** | **0.85**, **0.80** |" in text
+
+
+def test_a_batch_asks_only_questions_of_its_split(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import batch
+    from bench.topics import split_questions
+
+    def hotpot_split(split: str, limit: int | None = None) -> list[dict[str, Any]]:
+        return [
+            {"question": f"{split} q{n}?", "context": [[f"{split} P{n}", []], ["Shared", []]]}
+            for n in range(2)
+        ]
+
+    monkeypatch.setattr(batch, "hotpot_split", hotpot_split)
+    got = batch.batch_questions(10, "dev")
+    timing = [q for _, q in split_questions("dev")]
+    assert got[: len(timing)] == timing
+    assert (
+        got[len(timing) :]
+        == [
+            "dev q0?",
+            "dev q1?",
+            "What is known about dev P0?",
+            "What is known about Shared?",
+            "What is known about dev P1?",
+        ][: 10 - len(timing)]
+    )
