@@ -285,3 +285,20 @@ def test_a_batch_asks_only_questions_of_its_split(monkeypatch: pytest.MonkeyPatc
             "What is known about dev P1?",
         ][: 10 - len(timing)]
     )
+
+
+def test_batch_manners_count_the_starts_closer_than_the_host_delay() -> None:
+    from bench.batch import manners
+
+    log = [
+        _req("page", "http://127.10.0.1:80/a", 0.00, 1.0),
+        _req("page", "http://127.10.0.1:80/b", 0.25, 1.0),
+        _req("page", "http://127.10.0.1:80/c", 0.30, 1.0),  # 0.05 s after b: too close
+        _req("page", "http://127.10.0.1:80/a", 0.60, 1.0),  # a again: a duplicate
+        _req("page", "http://127.10.0.2:80/x", 0.31, 1.0),  # another host: no gap to count
+        {"kind": "search", "key": "q", "start": 0.0, "end": 1.0},
+    ]
+    got = manners(log, host_delay=0.2)
+    assert (got.fetches, got.duplicates, got.pairs, got.close) == (5, 1, 3, 1)
+    assert got.smallest == pytest.approx(0.05)
+    assert got.busiest == ("127.10.0.1", 4)
