@@ -338,8 +338,7 @@ def _offenders(outcomes: Sequence[Outcome], limit: int) -> str:
     return "\n".join(f"  {n} × {key}" for key, n in counts.most_common(limit))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.relevance``: print the table (and ``--json`` every outcome)."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.relevance",
         description=__doc__,
@@ -362,7 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--offenders", type=int, default=0, help="also list the N off-topic pages cited most often"
     )
     parser.add_argument("--json", default=None, help="write every outcome here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench.relevance``: print the table (and ``--json`` every outcome)."""
+    args = _parser().parse_args(argv)
     splits = args.split or ("tune", "dev")
     try:
         chosen(splits)

@@ -57,6 +57,36 @@ from bench.world import data_dir  # noqa: E402
 _DATA = ("hotpotqa", "aeb", "wcxb-dev", "readability", "postlight")
 
 
+def _part_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the built-in parts (a new part may add its own: bench/parts.py)."""
+    parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
+    parser.add_argument(
+        "--page-repeat",
+        type=int,
+        default=2,
+        help="timing: times each fetched page is extracted (quickest kept); 0 skips it",
+    )
+    parser.add_argument("--recall-jobs", type=int, default=5)
+    parser.add_argument("--recall-scale", type=float, default=1.0)
+    parser.add_argument(
+        "--extraction",
+        choices=("sample", "full", "none"),
+        default="sample",
+        help="sample: --extraction-sample WCXB pages of the split, its AEB and Readability "
+        "pages; full: all of them (--final); none: skip",
+    )
+    parser.add_argument("--extraction-sample", type=int, default=150)
+    parser.add_argument("--relevance-scale", type=float, default=0.25)
+    parser.add_argument("--relevance-jobs", type=int, default=5)
+    parser.add_argument("--deep-scale", type=float, default=0.25)
+    parser.add_argument("--deep-jobs", type=int, default=4)
+    parser.add_argument(
+        "--deep-timing", type=int, default=3, help="deep: the split's first N timing questions"
+    )
+    parser.add_argument("--startup-repeat", type=int, default=7)
+    parser.add_argument("--docs-files", type=int, default=50_000)
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
@@ -93,32 +123,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--kinds", default=None, help="the suite world's page sets (bench.world --kinds)"
     )
-    parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
-    parser.add_argument(
-        "--page-repeat",
-        type=int,
-        default=2,
-        help="timing: times each fetched page is extracted (quickest kept); 0 skips it",
-    )
-    parser.add_argument("--recall-jobs", type=int, default=5)
-    parser.add_argument("--recall-scale", type=float, default=1.0)
-    parser.add_argument(
-        "--extraction",
-        choices=("sample", "full", "none"),
-        default="sample",
-        help="sample: --extraction-sample WCXB pages of the split, its AEB and Readability "
-        "pages; full: all of them (--final); none: skip",
-    )
-    parser.add_argument("--extraction-sample", type=int, default=150)
-    parser.add_argument("--relevance-scale", type=float, default=0.25)
-    parser.add_argument("--relevance-jobs", type=int, default=5)
-    parser.add_argument("--deep-scale", type=float, default=0.25)
-    parser.add_argument("--deep-jobs", type=int, default=4)
-    parser.add_argument(
-        "--deep-timing", type=int, default=3, help="deep: the split's first N timing questions"
-    )
-    parser.add_argument("--startup-repeat", type=int, default=7)
-    parser.add_argument("--docs-files", type=int, default=50_000)
+    _part_options(parser)
     parser.add_argument("--json", type=Path, default=None, help="also write the record here")
     for part in PARTS:
         part.add_options(parser)
@@ -149,6 +154,32 @@ def _run_part(part: Part, ctx: Context) -> tuple[Figures, float, str]:
     return figures, time.monotonic() - began, error
 
 
+def _with_data(parts: list[Part]) -> list[Part] | None:
+    """The parts that can run on the data there is (without it, only docs); None when the
+    data is not what ``bench/data.sha256`` says (the reason printed)."""
+    if not (data_dir() / "hotpotqa").is_dir():
+        print(f"no benchmark data at {data_dir()} (see bench/README.md): only docs runs")
+        return [p for p in parts if p.name == "docs"]
+    try:  # what the world serves (bench/world.py), as far as it is there
+        verify([name for name in _DATA if (data_dir() / name).is_dir()])
+    except DataMismatch as mismatch:
+        print(mismatch, file=sys.stderr)
+        return None
+    return parts
+
+
+def _entry(figures: Figures, part: Part, split: str, wall: float, error: str) -> dict[str, Any]:
+    """A part's entry in the run's record."""
+    return {
+        "split": split if part.split else "none (the program)",
+        "markdown": figures.markdown,
+        "data": figures.data,
+        "settings": figures.settings,
+        "wall_s": wall,
+        "error": error,
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
@@ -159,16 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     split = "test" if args.final else args.split
-    parts = chosen_parts(args)
-    if not (data_dir() / "hotpotqa").is_dir():
-        print(f"no benchmark data at {data_dir()} (see bench/README.md): only docs runs")
-        parts = [p for p in parts if p.name == "docs"]
-    else:
-        try:  # what the world serves (bench/world.py), as far as it is there
-            verify([name for name in _DATA if (data_dir() / name).is_dir()])
-        except DataMismatch as mismatch:
-            print(mismatch, file=sys.stderr)
-            return 1
+    parts = _with_data(chosen_parts(args))
+    if parts is None:
+        return 1
     record: dict[str, Any] = {
         "provenance": provenance(
             argv,
@@ -197,14 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures, wall, error = _run_part(part, here)
             failed |= bool(error)
             print(f"\n{figures.markdown.rstrip()}\n", flush=True)
-            record["parts"][part.name] = {
-                "split": split if part.split else "none (the program)",
-                "markdown": figures.markdown,
-                "data": figures.data,
-                "settings": figures.settings,
-                "wall_s": wall,
-                "error": error,
-            }
+            record["parts"][part.name] = _entry(figures, part, split, wall, error)
             record["load_end"] = round(os.getloadavg()[0], 2)
             if out is not None:  # after every part: a late failure loses nothing
                 json_path, md_path = write(out, record, stem)

@@ -288,7 +288,7 @@ def test_a_batch_asks_only_questions_of_its_split(monkeypatch: pytest.MonkeyPatc
 
 
 def test_batch_manners_count_the_starts_closer_than_the_host_delay() -> None:
-    from bench.batch import manners
+    from bench.batch_log import manners
 
     log = [
         _req("page", "http://127.10.0.1:80/a", 0.00, 1.0),
