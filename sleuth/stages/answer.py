@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sleuth.models import AnswerSentence, Source, Span
+from sleuth.models import Answer, AnswerSentence, Page, Source, Span
 from sleuth.stages.explore import named_things, titled
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
@@ -47,6 +47,7 @@ __all__ = [
     "MAX_WORDS",
     "Candidate",
     "Scorer",
+    "answer_tree",
     "best_answer",
     "candidates_of",
     "default_scorers",
@@ -385,6 +386,39 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
 def scorer_names(scorers: Sequence[Scorer] | None = None) -> list[str]:
     """The names of the scores an answer is chosen by."""
     return [s.name for s in (scorers if scorers is not None else default_scorers())] + ["bridge"]
+
+
+#: A deep report's section answers: fewer sentences, each section being one part.
+SECTION_SENTENCES = 3
+SECTION_WORDS = 80
+
+
+def answer_tree(
+    topic: str,
+    sources: list[Source],
+    pages: Sequence[tuple[object, Page]],
+    groups: Sequence[tuple[str, Sequence[int]]],
+) -> tuple[list[Source], Answer, list[list[AnswerSentence]]]:
+    """A deep report's answers: the whole question's over every source, and each group's
+    (a sub-question with its follow-ups: its question and source ids) over its own
+    sources; with the sources' passages holding what the answers quote."""
+    by_url = {page.final_url or page.url: page.text for _, page in pages}
+    texts = {s.id: by_url[s.url] for s in sources if s.url in by_url}
+    overall = best_answer(topic, sources, texts)
+    by_id = {s.id: s for s in sources}
+    parts = [
+        best_answer(
+            question,
+            [by_id[n] for n in dict.fromkeys(ids) if n in by_id],
+            texts,
+            max_sentences=SECTION_SENTENCES,
+            max_words=SECTION_WORDS,
+        )
+        for question, ids in groups
+    ]
+    quoted = [*overall, *(s for part in parts for s in part)]
+    answer = Answer(sentences=overall, scored_by=scorer_names())
+    return with_answer_passages(sources, texts, quoted), answer, parts
 
 
 def with_answer_passages(

@@ -65,7 +65,8 @@ _COOKIES = re.compile(
     re.IGNORECASE,
 )
 _SEPARATED = re.compile(r"\s[|·•»›/]\s|\s[|·•»›]$|^[|·•»›]\s")
-_TEMPLATE = re.compile(r"\bTemplate:\S")
+# An unrendered wiki template, or markup a converter left behind ("</ref>").
+_TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
 _WORD = re.compile(r"\w+")
 _BROKEN_WORD = re.compile(r"(\w)-\s*\n\s*(?=[a-z])")
 _JOINING_WORDS_TEXT = """
@@ -283,7 +284,11 @@ def passages(text: str, limit: int, language: str = "en") -> list[Passage]:
 
     def close() -> None:
         if group:
-            joined = " ".join(s.text for s in group)
+            joined = group[0].text
+            for before, after in zip(group, group[1:], strict=False):
+                # As the text has them: "release.Shabana" stays one word-run, not two.
+                gap = " " if text[before.end : after.start] or before.end != after.start else ""
+                joined += gap + after.text
             out.append(Passage(shorten(joined, limit), group[0].start, group[-1].end, tuple(group)))
             group.clear()
 
