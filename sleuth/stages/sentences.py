@@ -18,6 +18,7 @@ than a passage may be is shortened at a word and says so with "…".
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from dataclasses import dataclass
@@ -285,10 +286,9 @@ def passages(text: str, limit: int, language: str = "en") -> list[Passage]:
     def close() -> None:
         if group:
             joined = group[0].text
-            for before, after in zip(group, group[1:], strict=False):
-                # As the text has them: "release.Shabana" stays one word-run, not two.
-                gap = " " if text[before.end : after.start] or before.end != after.start else ""
-                joined += gap + after.text
+            for before, after in itertools.pairwise(group):
+                # As the text has them: "release.Shabana" stays one run, not two words.
+                joined += (" " if before.end != after.start else "") + after.text
             out.append(Passage(shorten(joined, limit), group[0].start, group[-1].end, tuple(group)))
             group.clear()
 
