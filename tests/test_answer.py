@@ -176,14 +176,14 @@ def test_the_answer_holds_the_one_sentence_that_answers_from_the_third_source(
     _write(
         folder / "a_bridge.md",
         "# The Zorba bridge\n\nThe Zorba bridge crosses the Zorba river at Zorbatown. "
-        "The Zorba bridge is a stone bridge with nine arches. The Zorba bridge carries a road "
-        "and a footpath. Walkers cross the Zorba bridge to reach the old mill.\n",
+        "The Zorba bridge is a stone bridge with nine arches. The Zorba bridge café opened "
+        "its doors to walkers. Walkers cross the Zorba bridge to reach the old mill.\n",
     )
     _write(
         folder / "b_bridge_walks.md",
         "# Walks over the Zorba bridge\n\nThe walk over the Zorba bridge takes ten minutes. "
-        "From the Zorba bridge the whole valley can be seen. Many painters have drawn the "
-        "Zorba bridge from the meadow.\n",
+        "A new path to the Zorba bridge opened last spring. Many painters have drawn the "
+        "Zorba bridge from the meadow, and the Zorba bridge is on every postcard.\n",
     )
     _write(
         folder / "c_town.md",
@@ -193,7 +193,7 @@ def test_the_answer_holds_the_one_sentence_that_answers_from_the_third_source(
     )
     report = research_docs(folder, tmp_path / "home", "When was the Zorba bridge opened?")
     by_title = {s["title"]: s["id"] for s in report["sources"]}
-    assert len(by_title) == 3
+    assert by_title["Zorbatown history"] == 3
     answer = answer_section(report["markdown"])
     assert "The Zorba bridge was opened in 1931 by the mayor." in answer
     assert f"[{by_title['Zorbatown history']}]" in answer

@@ -374,13 +374,27 @@ def best_answer(
     return [_sentence(c, placed) for c in _reading_order(_choose(ranked, max_sentences, max_words))]
 
 
+_PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
+
+
 def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
-    """The sources in the order of their best sentence; a source's sentences in page
-    order, so that "It was founded in 1850" follows the sentence that says what "it" is."""
-    first: dict[int, int] = {}
-    for n, c in enumerate(chosen):
-        first.setdefault(c.candidate.source, n)
-    return sorted(chosen, key=lambda c: (first[c.candidate.source], c.candidate.order))
+    """Best first; but a sentence opening with a pronoun follows the sentence of its own
+    page, chosen too, that comes before it there ("It was founded in 1850" after the
+    sentence that says what "it" is)."""
+    out: list[_Chosen] = []
+    for c in chosen:
+        if _PRONOUN.match(c.candidate.text):
+            before = [
+                n
+                for n, x in enumerate(out)
+                if x.candidate.source == c.candidate.source
+                and x.candidate.order < c.candidate.order
+            ]
+            if before:
+                out.insert(before[-1] + 1, c)
+                continue
+        out.append(c)
+    return out
 
 
 def scorer_names(scorers: Sequence[Scorer] | None = None) -> list[str]:
