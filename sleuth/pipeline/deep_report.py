@@ -128,11 +128,9 @@ async def write_report(tree: Tree) -> Report:
     """The deep report of ``tree`` (explored), with its tree and sections."""
     ctx = tree.ctx
     sources, pages, ids = number_sources(tree.branches)
-    sources, answer, section_answers = answer_tree(
-        ctx.topic,
-        sources,
-        pages,
-        [(b.question, _group_ids(b, rest, ids)) for b, rest in _groups(tree.branches)],
+    groups_ids = [(b.question, _group_ids(b, rest, ids)) for b, rest in _groups(tree.branches)]
+    sources, answer, section_answers = await asyncio.to_thread(
+        answer_tree, ctx.topic, sources, pages, groups_ids
     )
     ctx.record_stage("sources", sources)
     level, reason = confidence(sources)

@@ -178,7 +178,7 @@ async def research(
         explain_empty_search(ctx)
         sources = await read_stage(ctx, plan, gathered)
         ctx.session.check_store()  # found damaged while fetching: no report on top
-        sources, answer = answer_stage(ctx, sources, gathered)
+        sources, answer = await answer_stage(ctx, sources, gathered)
         ctx.record_stage("sources", sources)
         draft = await write_stage(ctx, sources, answer)
         draft = await check_stage(ctx, draft, sources, gathered)

@@ -481,17 +481,21 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     return sources
 
 
-def answer_stage(
+async def answer_stage(
     ctx: RunContext, sources: list[Source], gathered: Gathered
 ) -> tuple[list[Source], Answer]:
     """The sentences of the pages read that best answer the question, and the sources
-    with the passage around each of them among their quotes."""
+    with the passage around each of them among their quotes (in a thread: the scoring
+    must not hold up the other runs sharing the event loop)."""
     from sleuth.stages.answer import best_answer, scorer_names, with_answer_passages
 
-    texts = page_texts(sources, gathered.pages)
-    sentences = best_answer(ctx.topic, sources, texts)
-    answer = Answer(sentences=sentences, scored_by=scorer_names())
-    return with_answer_passages(sources, texts, sentences), answer
+    def work() -> tuple[list[Source], Answer]:
+        texts = page_texts(sources, gathered.pages)
+        sentences = best_answer(ctx.topic, sources, texts)
+        answer = Answer(sentences=sentences, scored_by=scorer_names())
+        return with_answer_passages(sources, texts, sentences), answer
+
+    return await asyncio.to_thread(work)
 
 
 def page_texts(sources: list[Source], pages: list[tuple[Candidate, Page]]) -> dict[int, str]:

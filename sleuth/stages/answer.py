@@ -215,25 +215,17 @@ def _combined(
 
 @dataclass(frozen=True)
 class _Words:
-    """The words of each candidate the bridge pass reads: its title's and its own
-    content terms, and the names it gives that the question does not hold."""
+    """The content terms of each candidate's title and text, for the bridge pass."""
 
     titles: list[frozenset[str]]
     texts: list[frozenset[str]]
-    names: list[list[tuple[str, frozenset[str]]]]
 
     @classmethod
-    def of(cls, question: str, candidates: Sequence[Candidate]) -> _Words:
-        asked = content_terms(question)
+    def of(cls, candidates: Sequence[Candidate]) -> _Words:
         titles: dict[str, frozenset[str]] = {}
-        names = []
-        for c in candidates:
-            found = [(n, content_terms(n) - asked) for n in _new_names(c.text, asked)]
-            names.append([(n, terms) for n, terms in found if terms])
         return cls(
             [titles.setdefault(c.title, content_terms(c.title)) for c in candidates],
             [content_terms(c.text) for c in candidates],
-            names,
         )
 
 
@@ -248,13 +240,16 @@ class Bridge:
     origin: str
 
 
-def bridges(candidates: Sequence[Candidate], first: Sequence[float], words: _Words) -> list[Bridge]:
-    """The names the best first-pass sentences give, best first."""
+def bridges(question: str, candidates: Sequence[Candidate], first: Sequence[float]) -> list[Bridge]:
+    """The names the best first-pass sentences give that the question does not, best
+    first."""
+    asked = content_terms(question)
     order = sorted(range(len(candidates)), key=lambda i: -first[i])
     found: dict[str, Bridge] = {}
     for place, i in enumerate(order[:BRIDGE_FROM]):
-        for name, terms in words.names[i]:
-            if name.lower() not in found:
+        for name in _new_names(candidates[i].text, asked):
+            terms = content_terms(name) - asked
+            if terms and name.lower() not in found:
                 found[name.lower()] = Bridge(name, terms, 1.0 / (1 + place), candidates[i].title)
     return list(found.values())
 
@@ -364,8 +359,8 @@ def best_answer(
         return []
     scorers = list(scorers if scorers is not None else default_scorers())
     first = _combined(question, candidates, scorers)
-    words = _Words.of(question, candidates)
-    bridge = _zscores(bridge_scores(candidates, bridges(candidates, first, words), words))
+    found = bridges(question, candidates, first)
+    bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
     ranked = sorted(
         zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order)
