@@ -50,10 +50,15 @@ _EXPORTS = {
     "CitationCheck": "sleuth.models",
     "TreeNode": "sleuth.models",
     "Section": "sleuth.models",
+    "Answer": "sleuth.models",
+    "AnswerSentence": "sleuth.models",
+    "Span": "sleuth.models",
 }
 
 __all__ = [
     "AgentResult",
+    "Answer",
+    "AnswerSentence",
     "BatchResult",
     "BlockedURLError",
     "CitationCheck",
@@ -76,6 +81,7 @@ __all__ = [
     "Settings",
     "SleuthError",
     "Source",
+    "Span",
     "Stats",
     "TreeNode",
     "WorkspaceError",
@@ -105,6 +111,8 @@ if TYPE_CHECKING:
     from sleuth.extraction import Extracted, extract
     from sleuth.fetch import fetch_page
     from sleuth.models import (
+        Answer,
+        AnswerSentence,
         CitationCheck,
         Failure,
         Page,
@@ -114,6 +122,7 @@ if TYPE_CHECKING:
         SearchHit,
         Section,
         Source,
+        Span,
         Stats,
         TreeNode,
     )

@@ -4,7 +4,11 @@ Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pin
 ``mcp>=1.26,<2``, because 2.x renamed FastMCP). Tools:
 
 ``web_research(topic, depth=2, max_sources=5, mode="quick")``
-    grip's signature: a cited Markdown report. ``depth`` must be 1–3; ``max_sources``
+    grip's signature: a cited Markdown report, which opens with its answer (without a
+    model); the result's structured content carries the same answer as data
+    (:func:`structured`: each sentence with its source ids and spans, the sources'
+    titles and URLs, unescaped), so a calling model can read the answer in a few
+    hundred tokens. ``depth`` must be 1–3; ``max_sources``
     at least 1 and is capped at 10 as grip caps it. Progress notifications follow
     the run's progress events while it runs. ``mode="deep"``: a deep research (a tree
     of sub-questions, a long sectioned report); ``max_sources`` then counts the whole
@@ -43,17 +47,17 @@ from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCMessage
+from mcp.types import CallToolResult, JSONRPCMessage, TextContent
 from pydantic import ConfigDict, Field, create_model
 
 from sleuth._valid import valid_data, valid_text
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
-from sleuth.models import ValidText
+from sleuth.models import Report, ValidText
 from sleuth.progress import EventStream
 from sleuth.settings import Settings
 
-__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio"]
+__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio", "structured"]
 
 MAX_SOURCES_CAP = 10
 #: A deep research's cap: its sources are shared by a whole tree of questions.
@@ -190,7 +194,30 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
     return server
 
 
-def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
+def structured(report: Report) -> dict[str, Any]:
+    """What ``web_research`` returns as structured content: the answer (each sentence,
+    the ids of the sources that say it, where it is in each), the sources (id, title,
+    URL, tier: titles as they are, not Markdown-escaped), the confidence, and the sizes
+    of the answer and of the whole report in tokens."""
+    answer = report.answer
+    data: dict[str, Any] = valid_data(
+        {
+            "topic": report.topic,
+            "answer": [s.model_dump(mode="json") for s in answer.sentences] if answer else [],
+            "answer_tokens": answer.tokens if answer else 0,
+            "report_tokens": answer.report_tokens if answer else 0,
+            "sources": [
+                {"id": s.id, "title": s.title, "url": s.url, "quality": s.quality.value}
+                for s in report.sources
+            ],
+            "confidence": report.confidence,
+            "mode": report.mode,
+        }
+    )
+    return data
+
+
+def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[Any]]]:
     """``web_research`` and ``fetch_page``, bound to ``settings``."""
 
     async def web_research(
@@ -213,12 +240,13 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         ] = "quick",
         *,
         ctx: Context[Any, Any, Any],
-    ) -> str:
+    ) -> CallToolResult:
         """Research a topic on the web and return a cited Markdown report.
 
-        Every [n] citation points at a page that was fetched and read; the report ends
-        with a confidence level (HIGH/MEDIUM/LOW) and the gaps (searches and pages that
-        failed).
+        Every [n] citation points at a page that was fetched and read; the report opens
+        with its answer (the sentences of the sources that best answer the topic, each
+        cited; also as structured content) and ends with a confidence level
+        (HIGH/MEDIUM/LOW) and the gaps (searches and pages that failed).
         """
         from sleuth.pipeline.quick import research
 
@@ -234,7 +262,10 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
             ),
             ctx,
         )
-        return valid_text(str(report.markdown))
+        return CallToolResult(
+            content=[TextContent(type="text", text=valid_text(str(report.markdown)))],
+            structuredContent=structured(report),
+        )
 
     async def fetch_page(
         url: Annotated[str, Field(description="An http or https URL.")],

@@ -192,18 +192,58 @@ class TreeNode(_Record):
     note: str | None = None
 
 
+class Span(_Record):
+    """Where a quoted sentence is in a source's stored text: ``text[start:end]``."""
+
+    source: int
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class AnswerSentence(_Record):
+    """One sentence of an answer: as quoted, the sources that say it (the first is the
+    one quoted), where it is in each, and the score that chose it."""
+
+    text: str
+    sources: list[int]
+    spans: list[Span] = Field(default_factory=list)
+    score: float = 0.0
+
+
+class Answer(_Record):
+    """The sentences across the sources that best answer the question, each cited.
+
+    ``tokens`` is the size of the report's Answer section and ``report_tokens`` the
+    whole report's (:func:`sleuth.llm.tokens.count_tokens`); ``scored_by`` names the
+    scores the sentences were chosen by.
+    """
+
+    sentences: list[AnswerSentence] = Field(default_factory=list)
+    tokens: int = 0
+    report_tokens: int = 0
+    scored_by: list[str] = Field(default_factory=list)
+
+    @property
+    def words(self) -> int:
+        """Words in the answer's sentences."""
+        return sum(len(s.text.split()) for s in self.sentences)
+
+
 class Section(_Record):
-    """One section of a deep report: its title and the sources it was written from."""
+    """One section of a deep report: its title, the sources it was written from, and
+    (without a model) its own answer."""
 
     title: str
     sources: list[int] = Field(default_factory=list)
+    answer: list[AnswerSentence] = Field(default_factory=list)
 
 
 class Report(_Record):
     """A finished research: the Markdown plus everything it was built from.
 
     A deep research (``mode="deep"``) also carries its question ``tree`` and the
-    report's ``sections``.
+    report's ``sections``. ``answer`` holds the sentences that best answer the question
+    (the report's ``## Answer`` section when no model wrote it).
     """
 
     topic: str
@@ -223,10 +263,12 @@ class Report(_Record):
     mode: Literal["quick", "deep"] = "quick"
     tree: list[TreeNode] | None = None
     sections: list[Section] | None = None
+    answer: Answer | None = None
 
     def to_json_dict(self) -> dict[str, object]:
         """The ``--format json`` object (the documented, stable shape; a deep research
-        adds ``mode``, ``tree`` and ``sections``)."""
+        adds ``mode``, ``tree`` and ``sections``; ``answer`` is null when none was
+        made)."""
         data = self.model_dump(mode="json")
         if self.mode == "quick":
             for key in ("mode", "tree", "sections"):

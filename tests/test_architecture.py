@@ -5,8 +5,8 @@ under ``if TYPE_CHECKING:`` are left out: they never run). Top to bottom:
 
     edges      cli, mcp_server, web
     drivers    pipeline, agent
-    stages     plan < rank < select < read < write < explore < check < sections (each
-               imports only earlier ones)
+    stages     plan < rank < select < sentences < read < relevance < write < explore
+               < answer < check < sections (each imports only earlier ones)
     services   search, llm, fetch, store, report
     extraction
     core       settings, models, errors, progress, budget, urls, lang, and the small modules
@@ -50,10 +50,12 @@ STAGE_ORDER = [
     "plan",
     "rank",
     "select",
+    "sentences",
     "read",
     "relevance",
     "write",
     "explore",
+    "answer",
     "check",
     "sections",
 ]

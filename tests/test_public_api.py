@@ -41,6 +41,10 @@ PUBLIC_NAMES = {
     # a deep research's tree and sections (Report.tree, Report.sections)
     "TreeNode",
     "Section",
+    # the answer first (Report.answer: its sentences and where each is in its source)
+    "Answer",
+    "AnswerSentence",
+    "Span",
     # progress events: one callback mechanism, and an async iterator built on it
     "Event",
     "EventStream",

@@ -29,8 +29,9 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.pipeline.steps import llm_stats
+from sleuth.pipeline.steps import llm_stats, sized
 from sleuth.progress import Event
+from sleuth.stages.answer import answer_tree
 from sleuth.stages.check import evidence_of, footer
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
@@ -44,6 +45,7 @@ from sleuth.stages.sections import (
     render_deep,
     render_tree_template,
     section_count,
+    section_title,
     write_frame,
     write_section,
 )
@@ -93,6 +95,10 @@ def _groups(branches: Sequence[Branch]) -> list[tuple[Branch, list[Branch]]]:
     return [(b, _descendants(b, branches)) for b in branches if b.level == 1]
 
 
+def _group_ids(branch: Branch, rest: Sequence[Branch], ids: dict[str, list[int]]) -> list[int]:
+    return [n for b in (branch, *rest) for n in ids.get(b.id, [])]
+
+
 def _intro(tree: Tree, sources: list[Source]) -> str:
     subs = sum(1 for b in tree.branches if b.level == 1 and b.status != "skipped")
     follow = sum(1 for b in tree.branches if b.level > 1 and b.status != "skipped")
@@ -122,6 +128,10 @@ async def write_report(tree: Tree) -> Report:
     """The deep report of ``tree`` (explored), with its tree and sections."""
     ctx = tree.ctx
     sources, pages, ids = number_sources(tree.branches)
+    groups_ids = [(b.question, _group_ids(b, rest, ids)) for b, rest in _groups(tree.branches)]
+    sources, answer, section_answers = await asyncio.to_thread(
+        answer_tree, ctx.topic, sources, pages, groups_ids
+    )
     ctx.record_stage("sources", sources)
     level, reason = confidence(sources)
     failures = _unique(ctx.failures)
@@ -157,13 +167,22 @@ async def write_report(tree: Tree) -> Report:
         ]
         sections = [
             Section(
-                title=title,
+                title=section_title(title, ctx.topic),
                 sources=[s.id for s in own] + [s.id for _, found in follow for s in found],
+                answer=list(said),
             )
-            for title, own, follow in groups
+            for (title, own, follow), said in zip(groups, section_answers, strict=True)
         ]
         markdown = render_tree_template(
-            ctx.topic, groups, _intro(tree, sources), sources, failures, level, reason
+            ctx.topic,
+            groups,
+            _intro(tree, sources),
+            sources,
+            failures,
+            level,
+            reason,
+            answer.sentences,
+            section_answers,
         )
     llm = ctx.llm
     report = Report(
@@ -186,6 +205,7 @@ async def write_report(tree: Tree) -> Report:
         stopped_by=tree.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if check is not None else "template",
         citations=check,
+        answer=sized(answer, markdown),
         mode="deep",
         tree=[b.node(ids.get(b.id, [])) for b in tree.branches],
         sections=sections,

@@ -16,6 +16,7 @@ from sleuth.models import Candidate, Plan, Report, SearchHit
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import (
+    answer_stage,
     check_stage,
     explain_empty_search,
     fetch_stage,
@@ -177,8 +178,9 @@ async def research(
         explain_empty_search(ctx)
         sources = await read_stage(ctx, plan, gathered)
         ctx.session.check_store()  # found damaged while fetching: no report on top
+        sources, answer = await answer_stage(ctx, sources, gathered)
         ctx.record_stage("sources", sources)
-        draft = await write_stage(ctx, sources)
+        draft = await write_stage(ctx, sources, answer)
         draft = await check_stage(ctx, draft, sources, gathered)
         return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
 

@@ -23,6 +23,7 @@ from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
+    Answer,
     Candidate,
     CitationCheck,
     Failure,
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Draft",
+    "answer_stage",
     "check_stage",
     "explain_empty_search",
     "fetch_stage",
@@ -479,6 +481,29 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     return sources
 
 
+async def answer_stage(
+    ctx: RunContext, sources: list[Source], gathered: Gathered
+) -> tuple[list[Source], Answer]:
+    """The sentences of the pages read that best answer the question, and the sources
+    with the passage around each of them among their quotes (in a thread: the scoring
+    must not hold up the other runs sharing the event loop)."""
+    from sleuth.stages.answer import best_answer, scorer_names, with_answer_passages
+
+    def work() -> tuple[list[Source], Answer]:
+        texts = page_texts(sources, gathered.pages)
+        sentences = best_answer(ctx.topic, sources, texts)
+        answer = Answer(sentences=sentences, scored_by=scorer_names())
+        return with_answer_passages(sources, texts, sentences), answer
+
+    return await asyncio.to_thread(work)
+
+
+def page_texts(sources: list[Source], pages: list[tuple[Candidate, Page]]) -> dict[int, str]:
+    """Each source's stored text (its page's), by source id."""
+    by_url = {page.final_url or candidate.url: page.text for candidate, page in pages}
+    return {s.id: by_url[s.url] for s in sources if s.url in by_url}
+
+
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
     """The model's share of a run's Stats: calls, tokens, estimated cost."""
     if llm is None:
@@ -502,17 +527,22 @@ class Draft:
     reason: str
     body: str | None = None
     citations: CitationCheck | None = None
+    answer: Answer | None = None
 
 
-async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
+async def write_stage(
+    ctx: RunContext, sources: list[Source], answer: Answer | None = None
+) -> Draft:
     """Stage 6: with a model, the report body it writes (citations unchecked yet)."""
     from sleuth.stages.write import confidence, write_body
 
     level, reason = confidence(sources)
     body = None
     if ctx.llm is not None and sources:
-        body = await write_body(ctx.llm, ctx.topic, sources, ctx.settings.words)
-    return Draft(level, reason, body)
+        body = await write_body(
+            ctx.llm, ctx.topic, sources, ctx.settings.words, answer.sentences if answer else ()
+        )
+    return Draft(level, reason, body, answer=answer)
 
 
 async def check_stage(
@@ -536,6 +566,21 @@ async def check_stage(
     return replace(draft, body=body, citations=citations)
 
 
+def sized(answer: Answer | None, markdown: str) -> Answer | None:
+    """``answer`` with its size in tokens, and the whole report's (``markdown``)."""
+    from sleuth.llm.tokens import count_tokens
+    from sleuth.stages.write import answer_lines
+
+    if answer is None:
+        return None
+    return answer.model_copy(
+        update={
+            "tokens": count_tokens("\n".join(answer_lines(answer.sentences))),
+            "report_tokens": count_tokens(markdown),
+        }
+    )
+
+
 def report_stage(
     ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered, draft: Draft
 ) -> Report:
@@ -556,7 +601,8 @@ def report_stage(
             footer(draft.citations, llm.language),
         )
     else:
-        markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason)
+        answer = draft.answer.sentences if draft.answer is not None else None
+        markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason, answer)
     written = draft.citations is not None
     report = Report(
         topic=ctx.topic,
@@ -579,6 +625,7 @@ def report_stage(
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template",
         citations=draft.citations,
+        answer=sized(draft.answer, markdown),
     )
     ctx.emit(
         Event(

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING
 from sleuth.errors import ParseError
 from sleuth.lang import Labels
 from sleuth.llm.parse import json_values, strip_think
-from sleuth.models import CitationCheck, Failure, Source
+from sleuth.models import AnswerSentence, CitationCheck, Failure, Source
 from sleuth.stages.check import Evidence, check_citations, key_terms, split_sentences
 from sleuth.stages.write import (
     Confidence,
+    answer_lines,
     escape_inline,
     quote,
     render_markdown,
@@ -57,6 +58,7 @@ __all__ = [
     "render_deep",
     "render_tree_template",
     "section_count",
+    "section_title",
     "write_frame",
     "write_section",
 ]
@@ -410,11 +412,20 @@ def anchors(titles: Sequence[str]) -> list[str]:
     return out
 
 
-def _with_contents(heading: str, parts: Sequence[tuple[str, str]], labels: Labels) -> list[str]:
-    """The title, a table of contents, then each (title, body) part as a "##" section."""
+def _with_contents(
+    heading: str,
+    parts: Sequence[tuple[str, str]],
+    labels: Labels,
+    lead: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """The title, the ``lead`` parts (an answer), a table of contents, then each (title,
+    body) part as a "##" section."""
     titles = [escape_inline(title) for title, _ in parts]
-    ids = anchors([labels.contents, *titles])[1:]
-    lines = [heading, "", f"## {labels.contents}", ""]
+    ids = anchors([title for title, _ in lead] + [labels.contents, *titles])[len(lead) + 1 :]
+    lines = [heading, ""]
+    for title, body in lead:
+        lines += [f"## {escape_inline(title)}", "", body.strip(), ""]
+    lines += [f"## {labels.contents}", ""]
     lines += [
         f"{n}. [{title}](#{anchor})"
         for n, (title, anchor) in enumerate(zip(titles, ids, strict=True), start=1)
@@ -451,6 +462,15 @@ def _quoted(sources: Sequence[Source]) -> list[str]:
     return lines
 
 
+def section_title(question: str, topic: str) -> str:
+    """A section's title from the question it researched: the question as asked is
+    "The question as asked"; a lower-case start (a search string) gets its capital."""
+    text = " ".join(question.split())
+    if text.rstrip("?").casefold() == " ".join(topic.split()).rstrip("?").casefold():
+        return "The question as asked"
+    return text[:1].upper() + text[1:]
+
+
 def render_tree_template(
     question: str,
     groups: Sequence[tuple[str, list[Source], list[tuple[str, list[Source]]]]],
@@ -459,19 +479,31 @@ def render_tree_template(
     failures: list[Failure],
     level: Confidence,
     reason: str,
+    answer: Sequence[AnswerSentence] | None = None,
+    section_answers: Sequence[Sequence[AnswerSentence]] = (),
 ) -> str:
-    """The deep report without a model: per sub-question, its sources' quoted passages,
-    then each follow-up it led to (``groups``: title, sources, [(follow-up, sources)])."""
+    """The deep report without a model: the ``answer`` first, then per sub-question its
+    own answer (``section_answers``, in the order of ``groups``), its sources' quoted
+    passages, then each follow-up it led to (``groups``: title, sources, [(follow-up,
+    sources)])."""
     if not sources:
         return render_markdown(question, sources, failures, level, reason)
     labels = Labels()
     parts = [(labels.introduction, intro)]
-    for title, own, follow_ups in groups:
-        body = _quoted(own)
+    for n, (title, own, follow_ups) in enumerate(groups):
+        body: list[str] = []
+        if n < len(section_answers) and section_answers[n]:
+            body += ["**Answer:**", "", *answer_lines(section_answers[n]), ""]
+        body += _quoted(own)
         for follow, found in follow_ups:
             if found:
-                body += [f"### {escape_inline(follow)}", "", *_quoted(found)]
+                body += [
+                    f"### {escape_inline(section_title(follow, question))}",
+                    "",
+                    *_quoted(found),
+                ]
         if any(line.strip() for line in body):
-            parts.append((title, "\n".join(body)))
-    lines = _with_contents(f"# Research: {escape_inline(question)}", parts, labels)
+            parts.append((section_title(title, question), "\n".join(body)))
+    lead = [("Answer", "\n".join(answer_lines(answer)))] if answer is not None else []
+    lines = _with_contents(f"# Research: {escape_inline(question)}", parts, labels, lead)
     return "\n".join(lines + report_tail(sources, failures, level, reason, labels))
