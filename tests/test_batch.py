@@ -137,7 +137,7 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
     assert "no question" in failures["blank"]
     assert "unknown option 'max_source'" in failures["typo"]
     assert "--home applies to the whole batch" in failures["wide"]
-    assert "invalid value for --depth" in failures["bad-value"]
+    assert "invalid value for depth: must be at most 3" in failures["bad-value"]
     assert "not a JSON object" in failures["line-8"]
     assert not (tmp_path / "elsewhere").exists()
     reports = sorted(p.name for p in (out / "reports").iterdir())

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK
+from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK, GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
@@ -238,12 +238,10 @@ def _run(
     return EXIT_OK if every else EXIT_NO_SOURCES
 
 
-def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.Command:
-    """The ``batch`` command, with ``settings_options()`` (the settings table's options)
-    but ``--output`` (``-o`` names the output folder here)."""
-    options = [o for o in settings_options() if o.name != "output"]
-    for option in options:
-        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
+def batch_command(settings_options: Callable[[str], list[click.Option]]) -> click.Command:
+    """The ``batch`` command, with ``settings_options("batch")`` (the settings table's
+    options but ``--output``: ``-o`` names the output folder here)."""
+    options = settings_options("batch")
 
     def callback(
         questions: str,
@@ -270,68 +268,80 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
         }
         return _run_batch(questions, outdir, own, values)
 
-    return click.Command(
+    return GroupedCommand(
         "batch",
+        lead="Batch",
         callback=callback,
         params=[
             click.Argument(["questions"], metavar="QUESTIONS"),
-            click.Option(
+            Option(
                 ["--outdir", "-o"],
+                group="Batch",
                 required=True,
                 type=click.Path(path_type=Path),
                 help="Folder for results.jsonl and reports/ (made if missing; rerun to resume).",
             ),
-            click.Option(
+            Option(
                 ["--jobs", "-j"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 1024),
                 default=8,
                 show_default=True,
                 help="Questions researched at once.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-cost"],
+                group="Batch",
                 type=float,
                 default=None,
                 metavar="USD",
                 help="Estimated model cost of the whole batch at most: no question "
                 "starts after it is spent.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-time"],
+                group="Batch",
                 default=None,
                 metavar="DURATION",
                 help="Time for the whole batch (90, 30m, 2h): no question starts "
                 "after it, and those running end by it.",
             ),
-            click.Option(
+            Option(
                 ["--retry-failed"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run again the questions an earlier run recorded as failed.",
             ),
-            click.Option(
+            Option(
                 ["--ray"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run the questions on Ray (a local cluster unless "
                 "--ray-address); needs the 'ray' extra.",
             ),
-            click.Option(
+            Option(
                 ["--ray-address"],
+                group="Batch",
                 default=None,
                 metavar="ADDRESS",
                 help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
             ),
-            click.Option(
+            Option(
                 ["--ray-workers"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 10_000),
                 default=None,
                 help="Ray worker processes, each running --jobs questions at "
                 "once [default: one per CPU of the cluster].",
             ),
             *options,
-            click.Option(
+            Option(
                 ["--quiet", "-q"],
+                group="Output",
                 is_flag=True,
                 flag_value=True,
                 default=None,
@@ -339,6 +349,7 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
             ),
             verbose_option(),
         ],
+        short_help="Many questions from a file into a folder, resumably.",
         help="Research every question of QUESTIONS (a text file, one question a line; "
         "JSONL with per-question options; or CSV with a 'question' column; - reads "
         "stdin) into OUTDIR.",
