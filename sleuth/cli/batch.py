@@ -7,8 +7,8 @@ and a report under ``OUTDIR/reports/``; rerunning the same command skips the que
 already done (:mod:`sleuth.pipeline.batch_outdir`). Progress is a bar on stderr (plain
 lines when stderr is not a terminal); the summary comes at the end.
 
-Exit codes: 0 every question has a report, 1 some have none (failed, or not run for a
-batch budget), 2 bad input (nothing ran), 130 interrupted.
+Exit codes: 0 every question has a report with sources, 1 some have none (no sources,
+failed, or not run for a batch budget), 2 bad input (nothing ran), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from sleuth._extras import missing_extra
 from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK, GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
@@ -42,7 +43,7 @@ class BatchProgress:
         self.quiet = quiet
         self.total = total
         self.started = time.monotonic()
-        self.counts = {"done": 0, "failed": 0, "skipped": 0}
+        self.counts = {"done": 0, "no_sources": 0, "failed": 0, "skipped": 0}
         self.tokens = self.live_tokens = 0
         self.cost = 0.0
         self.bar: Any = None
@@ -89,13 +90,13 @@ class BatchProgress:
     def _refresh(self) -> None:
         if self.bar is None:
             return
-        finished = self.counts["done"] + self.counts["failed"]
+        finished = self.counts["done"] + self.counts["no_sources"] + self.counts["failed"]
         minutes = (time.monotonic() - self.started) / 60
         rate = f"{finished / minutes:.1f}/min" if minutes > 0 and finished else ""
         self.bar.update(
             self.task,
             completed=finished + self.counts["skipped"],
-            failed=self.counts["failed"],
+            failed=self.counts["failed"] + self.counts["no_sources"],
             rate=rate,
             spend=self._spend(),
         )
@@ -115,14 +116,13 @@ class BatchProgress:
             if self.bar is not None:
                 return
             sources = len(result.report.sources) if result.report is not None else 0
-            line = (
-                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} sources)"
-            )
+            count = f"{sources} source{'' if sources == 1 else 's'}"
+            line = f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {count})"
         else:
-            line = f"[{n}/{self.total}] {result.status} {result.id}: {result.error}"
-        self.console.print(
-            escape(line), soft_wrap=True, style="yellow" if result.status == "failed" else "dim"
-        )
+            status = result.status.replace("_", " ")
+            line = f"[{n}/{self.total}] {status} {result.id}: {result.error}"
+        style = "dim" if result.status in ("done", "skipped") else "yellow"
+        self.console.print(escape(line), soft_wrap=True, style=style)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -140,8 +140,9 @@ class BatchProgress:
         if failed_before:
             earlier.append(f"{failed_before} failed before (--retry-failed runs them again)")
         skipped = c["skipped"] + before + failed_before
+        none = f"{c['no_sources']} no sources, " if c["no_sources"] else ""
         return (
-            f"batch: {c['done']} done, {c['failed']} failed, {skipped} skipped"
+            f"batch: {c['done']} done, {none}{c['failed']} failed, {skipped} skipped"
             + (f" ({'; '.join(earlier)})" if earlier else "")
             + f" in {wall:.1f} s; {spent}; results in {outdir}"
         )
@@ -172,7 +173,7 @@ def _run_batch(
         try:
             import ray as _  # noqa: F401
         except ImportError:
-            raise ConfigError("--ray needs Ray: pip install 'sleuth-research[ray]'") from None
+            raise missing_extra("ray", "ray", "--ray") from None
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
