@@ -29,6 +29,7 @@ from sleuth.models import (
     Source,
     Stats,
 )
+from sleuth.pipeline.cached_gaps import carry_cached_gaps
 from sleuth.pipeline.steps import llm_stats
 from sleuth.progress import Event
 from sleuth.stages.check import evidence_of, footer
@@ -123,6 +124,7 @@ async def write_report(tree: Tree) -> Report:
     ctx = tree.ctx
     sources, pages, ids = number_sources(tree.branches)
     ctx.record_stage("sources", sources)
+    await carry_cached_gaps(ctx, [s.url for s in sources])
     level, reason = confidence(sources)
     failures = _unique(ctx.failures)
     sections: list[Section] | None = None
