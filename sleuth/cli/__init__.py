@@ -9,8 +9,11 @@ one line on stderr, never a traceback.
 from __future__ import annotations
 
 import os
+import signal
 import sys
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import click
 
@@ -113,8 +116,27 @@ def _interrupted(exc: BaseException | None) -> int:
 
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (used by tests and ``main``)."""
-    with cli_logging():
+    with cli_logging(), _sigterm_as_ctrl_c():
         return _run(argv)
+
+
+@contextmanager
+def _sigterm_as_ctrl_c() -> Iterator[None]:
+    """SIGTERM ends a command as Ctrl-C does: the run is kept (``sleuth resume``), the
+    server stops, and the exit handlers run (the extraction workers are stopped), which
+    the default action, an immediate end, would skip."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _run(argv: list[str] | None) -> int:
