@@ -47,8 +47,15 @@ def test_kill_9_of_a_deep_run_leaves_no_leaked_semaphore_warning(
 ) -> None:
     home = tmp_path / "home"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "sleuth", "deep", *offline_args(web, home), "--quiet"]
-        + [web.topics[1].question],
+        [
+            sys.executable,
+            "-m",
+            "sleuth",
+            "deep",
+            *offline_args(web, home),
+            "-q",
+            web.topics[1].question,
+        ],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
