@@ -44,6 +44,7 @@ __all__ = [
     "LLMBudgetError",
     "LLMError",
     "LLMUnavailableError",
+    "LLMUnreachableError",
     "ParseError",
     "PromptError",
     "ProviderError",
@@ -154,6 +155,11 @@ class LLMAuthError(LLMError):
 
 class LLMUnavailableError(LLMError):
     """The server could not be reached or kept failing after every retry."""
+
+
+class LLMUnreachableError(LLMUnavailableError):
+    """Nothing answers at the server's address (connection refused, or no such host):
+    not retried, since asking again at once meets the same closed door."""
 
 
 class ContextOverflowError(LLMError):

@@ -45,10 +45,11 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, JSONRPCMessage, TextContent
-from pydantic import ConfigDict, Field, create_model
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from sleuth._valid import valid_data, valid_text
 from sleuth._version import __version__
@@ -78,6 +79,36 @@ class _StrictArgs(ValidText):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class _OneLineMetadata(FuncMetadata):
+    """FastMCP's argument checking, with a refusal in one line: each bad argument and why
+    (``topic: required``), not pydantic's report of several lines and a link."""
+
+    async def call_fn_with_arg_validation(
+        self,
+        fn: Callable[..., Any | Awaitable[Any]],
+        fn_is_async: bool,
+        arguments_to_validate: dict[str, Any],
+        arguments_to_pass_directly: dict[str, Any] | None,
+    ) -> Any:
+        try:
+            self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate))
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments: {_arguments_error(exc)}") from None
+        return await super().call_fn_with_arg_validation(
+            fn, fn_is_async, arguments_to_validate, arguments_to_pass_directly
+        )
+
+
+def _arguments_error(exc: ValidationError) -> str:
+    """``name: why`` for each refused argument, on one line."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        why = "required" if err["type"] == "missing" else " ".join(str(err["msg"]).split())
+        parts.append(f"{name}: {why}")
+    return "; ".join(parts)
+
+
 def strict_tool(fn: Callable[..., Any]) -> Tool:
     """``fn`` as a FastMCP tool whose arguments are checked strictly against its schema.
 
@@ -88,7 +119,7 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     tool = Tool.from_function(fn, structured_output=False)
     loose = tool.fn_metadata.arg_model
     strict = create_model(loose.__name__, __base__=(loose, _StrictArgs), __module__=__name__)
-    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    metadata = _OneLineMetadata(**{**dict(tool.fn_metadata), "arg_model": strict})
     return tool.model_copy(
         update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)}
     )

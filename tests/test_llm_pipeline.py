@@ -587,7 +587,9 @@ def test_an_unreachable_server_means_the_no_llm_pipeline(
         **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1", model=None),
     )
     assert report.writer == "template" and report.sources
-    assert any(f.stage == "llm" and "could not connect" in f.reason for f in report.failures)
+    assert any(
+        f.stage == "llm" and "cannot reach the LLM server" in f.reason for f in report.failures
+    )
 
 
 def test_a_server_found_unreachable_after_the_question_was_searched(

@@ -209,7 +209,7 @@ async def web_search(
     """Research ``goal`` with the agent and return an :class:`AgentResult`.
 
     The agent works in rounds in a workspace under ``<home>/workspaces/<session>/``
-    (see the README's "Agent mode"). ``options`` are settings fields
+    (see the agent mode guide, docs/guides/agent.md). ``options`` are settings fields
     (``max_rounds=5``, ``round_minutes=10``, ``max_time="2h"``, ``search="searxng"``,
     ``model=...``) applied over ``settings`` (or over the environment).
     ``resume=<workspace folder>`` continues an interrupted search instead of starting

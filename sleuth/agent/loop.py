@@ -51,7 +51,13 @@ from sleuth.agent.tools import (
     wrap_result,
 )
 from sleuth.agent.workspace import DASHBOARD, Workspace
-from sleuth.errors import ConfigError, ContextOverflowError, LLMAuthError, LLMError
+from sleuth.errors import (
+    ConfigError,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnreachableError,
+)
 from sleuth.llm.client import LLMClient, LLMReply
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import count_tokens
@@ -366,7 +372,8 @@ class AgentLoop:
                 rnd.detail = f"the round hit its {duration(rnd.limit_s)} limit"
         except ConfigError:
             raise
-        except LLMAuthError as exc:
+        except (LLMAuthError, LLMUnreachableError) as exc:
+            # A refused key, or no server at the address: the next round would meet the same.
             rnd.outcome, rnd.detail, rnd.fatal = "error", str(exc), True
         except (LLMError, ToolCrash) as exc:
             rnd.outcome, rnd.detail = "error", str(exc)

@@ -7,8 +7,8 @@ and a report under ``OUTDIR/reports/``; rerunning the same command skips the que
 already done (:mod:`sleuth.pipeline.batch_outdir`). Progress is a bar on stderr (plain
 lines when stderr is not a terminal); the summary comes at the end.
 
-Exit codes: 0 every question has a report, 1 some have none (failed, or not run for a
-batch budget), 2 bad input (nothing ran), 130 interrupted.
+Exit codes: 0 every question has a report with sources, 1 some have none (no sources,
+failed, or not run for a batch budget), 2 bad input (nothing ran), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK
+from sleuth._extras import missing_extra
+from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK, GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
@@ -42,7 +43,7 @@ class BatchProgress:
         self.quiet = quiet
         self.total = total
         self.started = time.monotonic()
-        self.counts = {"done": 0, "failed": 0, "skipped": 0}
+        self.counts = {"done": 0, "no_sources": 0, "failed": 0, "skipped": 0}
         self.tokens = self.live_tokens = 0
         self.cost = 0.0
         self.bar: Any = None
@@ -89,13 +90,13 @@ class BatchProgress:
     def _refresh(self) -> None:
         if self.bar is None:
             return
-        finished = self.counts["done"] + self.counts["failed"]
+        finished = self.counts["done"] + self.counts["no_sources"] + self.counts["failed"]
         minutes = (time.monotonic() - self.started) / 60
         rate = f"{finished / minutes:.1f}/min" if minutes > 0 and finished else ""
         self.bar.update(
             self.task,
             completed=finished + self.counts["skipped"],
-            failed=self.counts["failed"],
+            failed=self.counts["failed"] + self.counts["no_sources"],
             rate=rate,
             spend=self._spend(),
         )
@@ -115,14 +116,13 @@ class BatchProgress:
             if self.bar is not None:
                 return
             sources = len(result.report.sources) if result.report is not None else 0
-            line = (
-                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} sources)"
-            )
+            count = f"{sources} source{'' if sources == 1 else 's'}"
+            line = f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {count})"
         else:
-            line = f"[{n}/{self.total}] {result.status} {result.id}: {result.error}"
-        self.console.print(
-            escape(line), soft_wrap=True, style="yellow" if result.status == "failed" else "dim"
-        )
+            status = result.status.replace("_", " ")
+            line = f"[{n}/{self.total}] {status} {result.id}: {result.error}"
+        style = "dim" if result.status in ("done", "skipped") else "yellow"
+        self.console.print(escape(line), soft_wrap=True, style=style)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -140,8 +140,9 @@ class BatchProgress:
         if failed_before:
             earlier.append(f"{failed_before} failed before (--retry-failed runs them again)")
         skipped = c["skipped"] + before + failed_before
+        none = f"{c['no_sources']} no sources, " if c["no_sources"] else ""
         return (
-            f"batch: {c['done']} done, {c['failed']} failed, {skipped} skipped"
+            f"batch: {c['done']} done, {none}{c['failed']} failed, {skipped} skipped"
             + (f" ({'; '.join(earlier)})" if earlier else "")
             + f" in {wall:.1f} s; {spent}; results in {outdir}"
         )
@@ -172,7 +173,7 @@ def _run_batch(
         try:
             import ray as _  # noqa: F401
         except ImportError:
-            raise ConfigError("--ray needs Ray: pip install 'sleuth-research[ray]'") from None
+            raise missing_extra("ray", "ray", "--ray") from None
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
@@ -238,12 +239,10 @@ def _run(
     return EXIT_OK if every else EXIT_NO_SOURCES
 
 
-def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.Command:
-    """The ``batch`` command, with ``settings_options()`` (the settings table's options)
-    but ``--output`` (``-o`` names the output folder here)."""
-    options = [o for o in settings_options() if o.name != "output"]
-    for option in options:
-        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
+def batch_command(settings_options: Callable[[str], list[click.Option]]) -> click.Command:
+    """The ``batch`` command, with ``settings_options("batch")`` (the settings table's
+    options but ``--output``: ``-o`` names the output folder here)."""
+    options = settings_options("batch")
 
     def callback(
         questions: str,
@@ -270,68 +269,80 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
         }
         return _run_batch(questions, outdir, own, values)
 
-    return click.Command(
+    return GroupedCommand(
         "batch",
+        lead="Batch",
         callback=callback,
         params=[
             click.Argument(["questions"], metavar="QUESTIONS"),
-            click.Option(
+            Option(
                 ["--outdir", "-o"],
+                group="Batch",
                 required=True,
                 type=click.Path(path_type=Path),
                 help="Folder for results.jsonl and reports/ (made if missing; rerun to resume).",
             ),
-            click.Option(
+            Option(
                 ["--jobs", "-j"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 1024),
                 default=8,
                 show_default=True,
                 help="Questions researched at once.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-cost"],
+                group="Batch",
                 type=float,
                 default=None,
                 metavar="USD",
                 help="Estimated model cost of the whole batch at most: no question "
                 "starts after it is spent.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-time"],
+                group="Batch",
                 default=None,
                 metavar="DURATION",
                 help="Time for the whole batch (90, 30m, 2h): no question starts "
                 "after it, and those running end by it.",
             ),
-            click.Option(
+            Option(
                 ["--retry-failed"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run again the questions an earlier run recorded as failed.",
             ),
-            click.Option(
+            Option(
                 ["--ray"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run the questions on Ray (a local cluster unless "
                 "--ray-address); needs the 'ray' extra.",
             ),
-            click.Option(
+            Option(
                 ["--ray-address"],
+                group="Batch",
                 default=None,
                 metavar="ADDRESS",
                 help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
             ),
-            click.Option(
+            Option(
                 ["--ray-workers"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 10_000),
                 default=None,
                 help="Ray worker processes, each running --jobs questions at "
                 "once [default: one per CPU of the cluster].",
             ),
             *options,
-            click.Option(
+            Option(
                 ["--quiet", "-q"],
+                group="Output",
                 is_flag=True,
                 flag_value=True,
                 default=None,
@@ -339,6 +350,7 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
             ),
             verbose_option(),
         ],
+        short_help="Many questions from a file into a folder, resumably.",
         help="Research every question of QUESTIONS (a text file, one question a line; "
         "JSONL with per-question options; or CSV with a 'question' column; - reads "
         "stdin) into OUTDIR.",

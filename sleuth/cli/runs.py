@@ -268,6 +268,7 @@ def run_commands() -> list[click.Command]:
             _home_option(),
             click.Option(
                 ["--limit", "-n"],
+                metavar="N",
                 type=click.IntRange(1, 10_000),
                 default=20,
                 show_default=True,
@@ -275,6 +276,7 @@ def run_commands() -> list[click.Command]:
             ),
             _format_option(("table", "json"), "table"),
         ],
+        short_help="List past runs, newest first.",
         help="List past runs: id, status, start, duration, sources, tokens, question.",
     )
     show = click.Command(
@@ -286,6 +288,7 @@ def run_commands() -> list[click.Command]:
             _format_option(report_formats, "markdown"),
             _output_option(),
         ],
+        short_help="Print a past run's report again ('last': the latest).",
         help="Print the report of run RUN_ID again: a few characters of the id are enough, "
         "and 'last' is the latest run.",
     )
@@ -305,6 +308,7 @@ def run_commands() -> list[click.Command]:
             ),
             verbose_option(),
         ],
+        short_help="Finish an interrupted run, reusing what it had.",
         help="Continue an interrupted run (RUN_ID: a few characters of its id, or 'last'): "
         "its searches, pages and model replies are reused, not repeated, and the same "
         "run id gets the final report.",
@@ -328,6 +332,7 @@ def run_commands() -> list[click.Command]:
     cache = click.Group(
         "cache",
         commands={"clear": clear},
+        short_help="Forget cached searches, pages and model replies.",
         help="Manage the cache of searches, pages and model replies.",
     )
     return [runs, show, resume, cache]

@@ -43,6 +43,7 @@ from sleuth.errors import (
     LLMAuthError,
     LLMError,
     LLMUnavailableError,
+    LLMUnreachableError,
     ParseError,
 )
 from sleuth.llm._wire import (
@@ -534,6 +535,12 @@ class LLMClient:
             )
             return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: {what}")
         if isinstance(exc, openai.APIConnectionError):
+            closed = _closed_door(exc)
+            if closed is not None:
+                return LLMUnreachableError(
+                    f"cannot reach the LLM server at {where}: {closed}; is it running, "
+                    "and is --base-url right?"
+                )
             return LLMUnavailableError(
                 f"could not connect to the LLM server at {where}", retryable=True
             )
@@ -571,3 +578,24 @@ class LLMClient:
         return LLMError(
             f"the LLM server at {where} rejected the request ({status}): {detail}", status=status
         )
+
+
+def _closed_door(exc: BaseException) -> str | None:
+    """Why nothing can answer at the address, when that is why ``exc`` happened: the
+    connection was refused, or the host name does not resolve. None for the rest (a reset,
+    a dropped connection, a TLS failure), which a retry may get past."""
+    import errno
+    import socket
+
+    seen: BaseException | None = exc
+    for _ in range(10):  # the cause chain: openai's error, httpx's, httpcore's, the OSError
+        if seen is None:
+            return None
+        if isinstance(seen, ConnectionRefusedError) or (
+            isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED
+        ):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "the host name does not resolve"
+        seen = seen.__cause__ or seen.__context__
+    return None

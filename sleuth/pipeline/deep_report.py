@@ -29,6 +29,7 @@ from sleuth.models import (
     Source,
     Stats,
 )
+from sleuth.pipeline.cached_gaps import carry_cached_gaps
 from sleuth.pipeline.steps import llm_stats, sized
 from sleuth.progress import Event
 from sleuth.stages.answer import answer_tree
@@ -133,6 +134,7 @@ async def write_report(tree: Tree) -> Report:
         answer_tree, ctx.topic, sources, pages, groups_ids
     )
     ctx.record_stage("sources", sources)
+    await carry_cached_gaps(ctx, [s.url for s in sources])
     level, reason = confidence(sources)
     failures = _unique(ctx.failures)
     sections: list[Section] | None = None

@@ -13,6 +13,7 @@ import asyncio
 from typing import Any
 
 from sleuth.models import Candidate, Plan, Report, SearchHit
+from sleuth.pipeline.cached_gaps import carry_cached_gaps
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import (
@@ -182,6 +183,7 @@ async def research(
         ctx.record_stage("sources", sources)
         draft = await write_stage(ctx, sources, answer)
         draft = await check_stage(ctx, draft, sources, gathered)
+        await carry_cached_gaps(ctx, [s.url for s in sources])
         return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
 
 
