@@ -52,6 +52,9 @@ EventKind = Literal[
     "question_done",
     "question_failed",
     "question_skipped",
+    # one request of the run (a search, download, extraction or model call) started
+    # (data["end"] absent) or ended; data is its sleuth.models.Span
+    "span",
 ]
 
 
