@@ -22,6 +22,7 @@ from sleuth.lang import labels_for
 from sleuth.models import (
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     Page,
     Report,
@@ -31,7 +32,7 @@ from sleuth.models import (
 )
 from sleuth.pipeline.steps import llm_stats
 from sleuth.progress import Event
-from sleuth.stages.check import evidence_of, footer
+from sleuth.stages.check import evidence_of, footer, removed_section
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
     Planned,
@@ -127,12 +128,13 @@ async def write_report(tree: Tree) -> Report:
     failures = _unique(ctx.failures)
     sections: list[Section] | None = None
     check: CitationCheck | None = None
+    claims: list[Claim] | None = None
     if ctx.llm is not None and sources:
         written = await _written(tree, ctx.llm, sources, pages, ids)
     else:
         written = None
     if written is not None:
-        parts, sections, check = written
+        parts, sections, check, claims = written
         llm = ctx.llm
         assert llm is not None
         failures = _unique(ctx.failures)
@@ -146,6 +148,7 @@ async def write_report(tree: Tree) -> Report:
             labels_for(llm.language),
             footer(check, llm.language),
         )
+        markdown = "\n".join([markdown, *removed_section(claims, llm.language)])
     else:
         groups = [
             (
@@ -186,6 +189,7 @@ async def write_report(tree: Tree) -> Report:
         stopped_by=tree.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if check is not None else "template",
         citations=check,
+        claims=claims,
         mode="deep",
         tree=[b.node(ids.get(b.id, [])) for b in tree.branches],
         sections=sections,
@@ -206,8 +210,9 @@ async def _written(
     sources: list[Source],
     pages: list[tuple[Candidate, Page]],
     ids: dict[str, list[int]],
-) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
-    """The model's sections, introduction and conclusion, checked; None if none was written."""
+) -> tuple[list[tuple[str, str]], list[Section], CitationCheck, list[Claim]] | None:
+    """The model's sections, introduction and conclusion, checked, with their claims;
+    None if none was written."""
     ctx, settings = tree.ctx, tree.settings
     by_url = {canonicalize(s.url): s.id for s in sources}
     learnings = [
@@ -255,6 +260,7 @@ async def _written(
     kept, _dropped = drop_repeats([w.body for w in bodies])
     parts = [(w.planned.title, body) for w, body in zip(bodies, kept, strict=True) if body]
     checks = [w.check for w in bodies if w.check is not None]
+    claims = [c for w in bodies for c in w.claims]
     frame = results[-1]
     if isinstance(frame, tuple):
         intro, conclusion = frame
@@ -264,6 +270,7 @@ async def _written(
             (conclusion.planned.title, conclusion.body),
         ]
         checks += [c for c in (intro.check, conclusion.check) if c is not None]
+        claims = [*intro.claims, *claims, *conclusion.claims]
     elif isinstance(frame, BaseException):
         llm.fell_back("frame", frame, "the report has no introduction or conclusion")
     if not checks:
@@ -273,7 +280,7 @@ async def _written(
         for w, body in zip(bodies, kept, strict=True)
         if body
     ]
-    return parts, sections, merge_checks(checks)
+    return parts, sections, merge_checks(checks), claims
 
 
 async def _outline(

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from sleuth import timeline
 from sleuth._format import plural
 from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
@@ -25,6 +26,7 @@ from sleuth.llm.run import RunLLM
 from sleuth.models import (
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     FetchFailure,
     Page,
@@ -321,16 +323,17 @@ async def rank_stage(
     else:
         from sleuth.stages.select import select_candidates
 
-        candidates, picked = await select_candidates(
-            ctx.llm,
-            ctx.topic,
-            plan.queries,
-            hits,
-            ctx.rules,
-            picked=ctx.picks,
-            shown=ctx.shown,
-            show=show,
-        )
+        with timeline.about("\n".join(plan.queries)):  # the round whose results it ranks
+            candidates, picked = await select_candidates(
+                ctx.llm,
+                ctx.topic,
+                plan.queries,
+                hits,
+                ctx.rules,
+                picked=ctx.picks,
+                shown=ctx.shown,
+                show=show,
+            )
     chosen = f" ({picked} chosen by the model)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
     ctx.emit(Event("rank", found + chosen, {"candidates": len(candidates), "picked": picked}))
@@ -502,6 +505,8 @@ class Draft:
     reason: str
     body: str | None = None
     citations: CitationCheck | None = None
+    #: Every cited sentence the check judged, with the source spans that back it.
+    claims: list[Claim] | None = None
 
 
 async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
@@ -524,6 +529,7 @@ async def check_stage(
     if draft.body is None or ctx.llm is None:
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
+    claims: list[Claim] = []
     body, citations = await check_citations(
         draft.body,
         ids={s.id for s in sources},
@@ -532,15 +538,16 @@ async def check_stage(
         method=ctx.settings.verify,
         llm=ctx.llm,
         language=ctx.llm.language,
+        claims=claims,
     )
-    return replace(draft, body=body, citations=citations)
+    return replace(draft, body=body, citations=citations, claims=claims)
 
 
 def report_stage(
     ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered, draft: Draft
 ) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
-    from sleuth.stages.check import footer
+    from sleuth.stages.check import footer, removed_section
     from sleuth.stages.write import render_llm_markdown, render_markdown
 
     level, reason, llm = draft.level, draft.reason, ctx.llm
@@ -555,6 +562,7 @@ def report_stage(
             labels_for(llm.language),
             footer(draft.citations, llm.language),
         )
+        markdown = "\n".join([markdown, *removed_section(draft.claims or [], llm.language)])
     else:
         markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason)
     written = draft.citations is not None
@@ -579,6 +587,7 @@ def report_stage(
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template",
         citations=draft.citations,
+        claims=draft.claims,
     )
     ctx.emit(
         Event(

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from sleuth.errors import ParseError
 from sleuth.lang import Labels
 from sleuth.llm.parse import json_values, strip_think
-from sleuth.models import CitationCheck, Failure, Source
+from sleuth.models import CitationCheck, Claim, Failure, Source
 from sleuth.stages.check import Evidence, check_citations, key_terms, split_sentences
 from sleuth.stages.write import (
     Confidence,
@@ -86,6 +86,8 @@ class Written:
     planned: Planned
     body: str
     check: CitationCheck | None = None
+    #: Its cited sentences with their verdicts and source spans.
+    claims: tuple[Claim, ...] = ()
 
 
 def section_count(words: int) -> int:
@@ -252,6 +254,7 @@ async def _checked(
     llm: RunLLM,
 ) -> Written:
     urls, texts = evidence
+    claims: list[Claim] = []
     checked, check = await check_citations(
         body,
         ids=ids,
@@ -260,8 +263,9 @@ async def _checked(
         method=method,
         llm=llm,
         language=llm.language,
+        claims=claims,
     )
-    return Written(planned, checked, check)
+    return Written(planned, checked, check, tuple(claims))
 
 
 def _without_heading(body: str, title: str) -> str:
