@@ -203,3 +203,90 @@ def test_a_report_without_a_timeline_stays_as_it_was(web: OfflineWeb, tmp_path: 
     old = {k: v for k, v in data.items() if k != "timeline"}
     again = Report.model_validate({**old, "sources": report.model_dump()["sources"]})
     assert again.timeline is None and "timeline" not in again.to_json_dict()
+
+
+# -- sleuth show ID --timeline ------------------------------------------------------------
+
+
+def test_show_timeline_draws_a_stored_run(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    from sleuth.cli import run
+
+    monkeypatch.setenv("COLUMNS", "160")
+    home = tmp_path / "home"
+    report = sleuth.research_sync(web.topics[3].question, no_llm=True, **options(web, home))
+    assert report.timeline is not None and report.run_id is not None
+    capsys.readouterr()
+    assert run(["show", report.run_id[:6], "--home", str(home), "--timeline"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0] == f"run {report.run_id}: {report.topic}"
+    assert f"{len(report.timeline.spans)} requests in" in lines[1]
+    # A row per query and per page, each page with what became of it.
+    for source in report.sources:
+        row = next(line for line in lines if f"source {source.id} " in line)
+        assert source.url.split("://", 1)[1][:20] in row
+    marked = [line for line in lines if line.startswith("◆")]
+    assert len(marked) == len({s.id for s in report.timeline.spans} & set(report.timeline.critical))
+    assert "◆ critical path (3 requests): search" in out
+
+
+def test_show_timeline_of_a_run_that_predates_timings(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run stored before sleuth kept timings: its report and records hold none."""
+    from sleuth.cli import run
+
+    home = tmp_path / "home"
+    report = sleuth.research_sync(
+        web.topics[3].question, no_llm=True, **options(web, home, no_store=True)
+    )
+    old = {k: v for k, v in report.model_dump(mode="json").items() if k != "timeline"}
+    with Store(home) as store:
+        run_id = store.create_run(report.topic, {})
+        store.record_stage(run_id, "plan", {"question": report.topic, "queries": ["q"]})
+        store.finish_run(run_id, "done", old)
+    capsys.readouterr()
+    assert run(["show", run_id, "--home", str(home), "--timeline"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"run {run_id} predates timings") and out.count("\n") <= 2
+
+
+def test_show_timeline_of_an_interrupted_run_draws_what_it_recorded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any
+) -> None:
+    from sleuth.cli import run
+
+    monkeypatch.setenv("COLUMNS", "140")
+    home = tmp_path / "home"
+    spans = [
+        {
+            "id": 1,
+            "kind": "search",
+            "stage": "search",
+            "name": "q",
+            "queued": 0,
+            "start": 0,
+            "end": 0.4,
+            "size": 8,
+        },
+        {
+            "id": 2,
+            "kind": "download",
+            "stage": "fetch",
+            "name": "http://a.test/page",
+            "queued": 0.5,
+            "start": 0.5,
+            "end": 1.5,
+            "outcome": "cut",
+        },
+    ]
+    with Store(home) as store:
+        run_id = store.create_run("a question", {})
+        store.record_stage(run_id, "spans", spans)
+        store.finish_run(run_id, "interrupted")
+    capsys.readouterr()
+    assert run(["show", run_id, "--home", str(home), "--timeline"]) == 0
+    out = capsys.readouterr().out
+    assert "2 requests in" in out and "a.test/page" in out and "╌" in out

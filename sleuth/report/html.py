@@ -27,6 +27,8 @@ from sleuth._format import plural
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
+from sleuth.report.quotes import QUOTE_CSS, Quotes
+from sleuth.report.waterfall import WATERFALL_CSS, render_waterfall
 
 __all__ = [
     "REPORT_CSP",
@@ -56,12 +58,13 @@ _CONFIDENCE_HEADING = re.compile(
 _ANY_HEADING = re.compile(r"^#{1,3}\s")
 _SAFE_SCHEMES = ("http://", "https://", "mailto:", "#")
 
-REPORT_CSS = """
-.sleuth-report{--fg:#1d2329;--muted:#5b6670;--line:#d8dee4;--bg2:#f5f7f9;--link:#0b5cad;
- --hi:#fff4c2;color:var(--fg);line-height:1.55;font:16px/1.55 system-ui,-apple-system,
- "Segoe UI",Roboto,sans-serif;max-width:52rem}
+REPORT_CSS = (
+    """
+.sleuth-report{--fg:#1d2329;--muted:#5b6670;--line:#d8dee4;--bg:#fff;--bg2:#f5f7f9;
+ --link:#0b5cad;--hi:#fff4c2;color:var(--fg);line-height:1.55;font:16px/1.55 system-ui,
+ -apple-system,"Segoe UI",Roboto,sans-serif;max-width:52rem}
 @media (prefers-color-scheme:dark){.sleuth-report{--fg:#e3e7ea;--muted:#9aa6b0;--line:#39424a;
- --bg2:#1f262c;--link:#7cb6ff;--hi:#4a4216}}
+ --bg:#171d22;--bg2:#1f262c;--link:#7cb6ff;--hi:#4a4216}}
 .sleuth-report h1{font-size:1.6rem;line-height:1.25;margin:.2rem 0 .6rem}
 .sleuth-report h2{font-size:1.2rem;margin:1.8rem 0 .6rem;padding-bottom:.2rem;
  border-bottom:1px solid var(--line)}
@@ -95,14 +98,20 @@ REPORT_CSS = """
 .sleuth-report .num{font-weight:700;margin-right:.3rem}
 .sleuth-report .host{color:var(--muted);font-size:.85rem;margin-left:.3rem}
 """
+    + QUOTE_CSS
+    + WATERFALL_CSS
+)
 
 
 def _safe_url(url: str) -> bool:
     return url.strip().lower().startswith(_SAFE_SCHEMES)
 
 
-def _citation_rule(known: Mapping[int, Source]) -> Callable[[StateInline, bool], bool]:
-    """An inline rule turning ``[n]`` (every n a known source) into a citation token.
+def _citation_rule(
+    known: Mapping[int, Source], quotes: Quotes
+) -> Callable[[StateInline, bool], bool]:
+    """An inline rule turning ``[n]`` (every n a known source) into a citation token,
+    with the spans ``quotes`` holds for its sentence.
 
     It runs before the link rule, and after the escape rule has consumed ``\\[``, so
     brackets that the writer escaped (page text) never become citations.
@@ -120,26 +129,29 @@ def _citation_rule(known: Mapping[int, Source]) -> Callable[[StateInline, bool],
         if not silent:
             token = state.push("citation", "", 0)
             token.content = match.group(1)
+            token.meta = {"quotes": quotes.at(state.src, state.pos, numbers)}
         state.pos = match.end()
         return True
 
     return citation
 
 
-def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
+def _markdown(known: Mapping[int, Source], quotes: Quotes | None = None) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable("image")  # a report must not load anything, and page text must not make it
     md.validateLink = _safe_url  # type: ignore[method-assign]
-    md.inline.ruler.before("link", "citation", _citation_rule(known))
+    spans = quotes or Quotes(None, known)
+    md.inline.ruler.before("link", "citation", _citation_rule(known, spans))
 
     def render_citation(
         self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
     ) -> str:
+        found = tokens[idx].meta.get("quotes") or {}
+
         def link(match: re.Match[str]) -> str:
             n = int(match.group(0))
-            title = escape(known[n].title, quote=True)
-            return f'<a class="cite" href="#source-{n}" title="{title}">{n}</a>'
+            return spans.marker(n, found.get(n))
 
         return "[" + _NUMBER.sub(link, escape(tokens[idx].content)) + "]"
 
@@ -289,10 +301,12 @@ def _meta_html(report: Report) -> str:
     return f'<div class="meta">{"".join(parts)}</div>\n'
 
 
-def render_fragment(report: Report) -> str:
-    """The report as an ``<article class="sleuth-report">`` (style it with ``REPORT_CSS``)."""
+def render_fragment(report: Report, *, timeline: bool = True) -> str:
+    """The report as an ``<article class="sleuth-report">`` (style it with ``REPORT_CSS``),
+    ending with its timing waterfall (unless ``timeline`` is False: the web page draws
+    a live run's own)."""
     known = {source.id: source for source in report.sources}
-    md = _markdown(known)
+    md = _markdown(known, Quotes(report.claims, known))
     before, after, had_sources = _split_sources(report.markdown)
     lines = before.split("\n", 1)
     if lines[0].startswith("# "):
@@ -305,6 +319,8 @@ def render_fragment(report: Report) -> str:
             f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
         )
         body += _render_md(md, "## Gaps\n\n" + gaps)
+    if timeline:
+        body += render_waterfall(report)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 
