@@ -57,6 +57,7 @@ STAGE_ORDER = [
     "explore",
     "check",
     "sections",
+    "numbering",
 ]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [

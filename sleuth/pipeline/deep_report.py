@@ -33,6 +33,7 @@ from sleuth.models import (
 from sleuth.pipeline.steps import llm_stats
 from sleuth.progress import Event
 from sleuth.stages.check import evidence_of, footer, removed_section
+from sleuth.stages.numbering import Renumbering, reading_order
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
     Planned,
@@ -123,7 +124,6 @@ async def write_report(tree: Tree) -> Report:
     """The deep report of ``tree`` (explored), with its tree and sections."""
     ctx = tree.ctx
     sources, pages, ids = number_sources(tree.branches)
-    ctx.record_stage("sources", sources)
     level, reason = confidence(sources)
     failures = _unique(ctx.failures)
     sections: list[Section] | None = None
@@ -135,6 +135,12 @@ async def write_report(tree: Tree) -> Report:
         written = None
     if written is not None:
         parts, sections, check, claims = written
+        # Numbered as the reader meets them (the tree's order was the writer's).
+        order = Renumbering(reading_order([body for _, body in parts], [s.id for s in sources]))
+        parts = [(title, order.text(body)) for title, body in parts]
+        sources, sections = order.sources(sources), order.sections(sections)
+        claims = order.claims(claims)
+        ids = {node: order.ids(mine) for node, mine in ids.items()}
         llm = ctx.llm
         assert llm is not None
         failures = _unique(ctx.failures)
@@ -150,6 +156,13 @@ async def write_report(tree: Tree) -> Report:
         )
         markdown = "\n".join([markdown, *removed_section(claims, llm.language)])
     else:
+        # Numbered as the reader meets them: each sub-question's sources, then its follow-ups'.
+        met = [
+            f"[{n}]" for b, rest in _groups(tree.branches) for x in (b, *rest) for n in ids[x.id]
+        ]
+        order = Renumbering(reading_order(met, [s.id for s in sources]))
+        sources = order.sources(sources)
+        ids = {node: order.ids(mine) for node, mine in ids.items()}
         groups = [
             (
                 b.question,
@@ -168,6 +181,7 @@ async def write_report(tree: Tree) -> Report:
         markdown = render_tree_template(
             ctx.topic, groups, _intro(tree, sources), sources, failures, level, reason
         )
+    ctx.record_stage("sources", sources)
     llm = ctx.llm
     report = Report(
         topic=ctx.topic,

@@ -24,6 +24,7 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from sleuth._format import plural
+from sleuth._slug import Slugger
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
@@ -209,49 +210,56 @@ def _legend(sources: list[Source]) -> str:
     return f'<p class="legend">{"; ".join(parts)}.</p>\n'
 
 
-def _slug(text: str) -> str:
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:40]
+def _plain(inline: Token) -> str:
+    """The text a heading shows: its inline children's text and code, marks left out."""
+    parts = [
+        child.content
+        for child in inline.children or []
+        if child.type in ("text", "code_inline", "citation")
+    ]
+    return "".join(parts) if inline.children else inline.content
 
 
-def _mark_headings(tokens: list[Token]) -> None:
-    """Give each h2 a unique id (``confidence`` and ``gaps`` for sleuth's own sections)."""
-    used = {"sources", "sources-list"}  # the Sources list's own ids
+def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
+    """Give each heading the id GitHub gives it (the Markdown's contents links work here
+    too; ``slugs`` counts the document's headings in order); ``confidence`` and ``gaps``
+    for sleuth's own sections, which the page links to."""
     for i, token in enumerate(tokens[:-1]):
-        if token.type != "heading_open" or token.tag != "h2":
+        if token.type != "heading_open":
             continue
-        text = tokens[i + 1].content.strip()
-        confidence = _CONFIDENCE_HEADING.match(text)
+        text = _plain(tokens[i + 1]).strip()
+        slug = slugs.slug(text)
+        confidence = _CONFIDENCE_HEADING.match(text) if token.tag == "h2" else None
         if confidence:
             slug = "confidence"
             token.attrSet("class", f"confidence {confidence.group(1).lower()}")
-        elif text.casefold() in _GAPS_TITLES:
+        elif token.tag == "h2" and text.casefold() in _GAPS_TITLES:
             slug = "gaps"
             token.attrSet("class", "gaps")
-        else:
-            slug = _slug(text) or "section"
-        while slug in used or slug.startswith("source-"):
-            slug = f"{slug}-{len(used)}"
-        used.add(slug)
+        elif re.fullmatch(r"source-\d+|sources(-list)?", slug):
+            slug += "-h"  # the ids of the Sources list and its entries stay theirs
         token.attrSet("id", slug)
 
 
-def _render_md(md: MarkdownIt, text: str) -> str:
+def _render_md(md: MarkdownIt, text: str, slugs: Slugger) -> str:
     tokens = md.parse(text)
-    _mark_headings(tokens)
+    _mark_headings(tokens, slugs)
     html: str = md.renderer.render(tokens, md.options, {})
     return html
 
 
-def _split_sources(markdown: str) -> tuple[str, str, bool]:
-    """The Markdown before and after its Sources section, and whether it had one."""
+def _split_sources(markdown: str) -> tuple[str, str, str | None]:
+    """The Markdown before and after its Sources section, and that section's title
+    (None: it had none)."""
     lines = markdown.splitlines()
     for i, line in enumerate(lines):
         if _SOURCES_HEADING.match(line):
             end = next(
                 (j for j in range(i + 1, len(lines)) if _ANY_HEADING.match(lines[j])), len(lines)
             )
-            return "\n".join(lines[:i]), "\n".join(lines[end:]), True
-    return markdown, "", False
+            title = line.lstrip("#").strip()
+            return "\n".join(lines[:i]), "\n".join(lines[end:]), title
+    return markdown, "", None
 
 
 def _sources_html(sources: list[Source]) -> str:
@@ -307,18 +315,22 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
     a live run's own)."""
     known = {source.id: source for source in report.sources}
     md = _markdown(known, Quotes(report.claims, known))
-    before, after, had_sources = _split_sources(report.markdown)
+    before, after, sources_title = _split_sources(report.markdown)
+    slugs = Slugger()
     lines = before.split("\n", 1)
     if lines[0].startswith("# "):
-        head, before = _render_md(md, lines[0]), (lines[1] if len(lines) > 1 else "")
+        head, before = _render_md(md, lines[0], slugs), (lines[1] if len(lines) > 1 else "")
     else:
         head = f"<h1>Research: {escape(report.topic)}</h1>\n"
-    body = _render_md(md, before) + _sources_html(report.sources) + _render_md(md, after)
-    if not had_sources and 'id="gaps"' not in body and report.failures:
+    body = _render_md(md, before, slugs)
+    if sources_title is not None:  # the Markdown's own heading, which the list replaces
+        slugs.slug(sources_title)
+    body += _sources_html(report.sources) + _render_md(md, after, slugs)
+    if sources_title is None and 'id="gaps"' not in body and report.failures:
         gaps = "\n".join(
             f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
         )
-        body += _render_md(md, "## Gaps\n\n" + gaps)
+        body += _render_md(md, "## Gaps\n\n" + gaps, slugs)
     if timeline:
         body += render_waterfall(report)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
