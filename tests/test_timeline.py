@@ -290,3 +290,33 @@ def test_show_timeline_of_an_interrupted_run_draws_what_it_recorded(
     assert run(["show", run_id, "--home", str(home), "--timeline"]) == 0
     out = capsys.readouterr().out
     assert "2 requests in" in out and "a.test/page" in out and "╌" in out
+
+
+def test_a_deep_research_times_each_branch_and_its_path_goes_level_by_level(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    ScriptedResearcher().install(llm)
+    report = sleuth.research_sync(
+        web.topics[3].question,
+        base_url=web.llm_url,
+        model=MODEL,
+        mode="deep",
+        breadth=2,
+        levels=2,
+        max_sources=6,
+        **options(web, tmp_path),
+    )
+    line, tree = report.timeline, report.tree
+    assert line is not None and tree is not None
+    nodes = {node.id: node for node in tree}
+    # Each branch's searches and pages are told as its own.
+    for node in tree:
+        searched = {s.name for s in line.spans if s.kind == "search" and s.branch == node.id}
+        assert searched <= set(node.queries), node
+    assert {s.branch for s in line.spans if s.kind == "download"} <= set(nodes)
+    by_id = {s.id: s for s in line.spans}
+    path = [by_id[i] for i in line.critical]
+    assert path[0].stage == "subquestions" and path[-1].stage in ("section", "frame")
+    levels = [nodes[s.branch].level for s in path if s.branch]
+    assert levels and levels == sorted(levels) and set(levels) == {1, 2}
+    assert line.critical_s <= line.wall_s

@@ -121,7 +121,10 @@ def render_timeline(drawn: Layout, width: int) -> RenderableType:
     table.add_column(_ruler(step, ticks, track), width=track, no_wrap=True)
     table.add_column("start   took", width=_TIMES_WIDTH, no_wrap=True, justify="right")
     for group in drawn.groups:
-        table.add_row("", Text(group.title.upper(), style="bold dim"), "", "")
+        title = Text(group.title.upper(), style="bold dim")
+        if group.note:
+            title.append(f" {group.note}", style="dim")
+        table.add_row("", title, "", "")
         for row in group.rows:
             critical = any(b.critical for b in row.bars)
             label = Text(row.label)

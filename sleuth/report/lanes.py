@@ -64,10 +64,11 @@ class Row:
 
 @dataclass
 class Group:
-    """Rows under one heading (a stage; in a deep research, a branch)."""
+    """Rows under one heading (a stage; in a deep research, a branch and its question)."""
 
     title: str
     rows: list[Row] = field(default_factory=list)
+    note: str = ""
 
 
 @dataclass
@@ -176,6 +177,7 @@ def layout(timeline: Timeline, report: Report | None = None) -> Layout:
     """The waterfall of ``timeline``; ``report`` tells what became of each page."""
     sources, failures = _fates(report)
     critical = set(timeline.critical)
+    questions = {node.id: node.question for node in (report.tree if report else None) or []}
     models = Counter(s.name for s in timeline.spans if s.kind == "llm")
     model = models.most_common(1)[0][0] if models else ""
     branched = any(s.branch for s in timeline.spans)
@@ -185,7 +187,7 @@ def layout(timeline: Timeline, report: Report | None = None) -> Layout:
         title = _group_of(span)
         if branched and span.branch and title not in ("Plan", "Write", "Check"):
             title = f"Branch {span.branch}"
-        group = groups.setdefault(title, Group(title))
+        group = groups.setdefault(title, Group(title, note=questions.get(span.branch or "", "")))
         url = _page_of(span)
         key = (title, canonicalize(url)) if url else (title, f"#{span.id}:{span.name}")
         if span.kind == "search":

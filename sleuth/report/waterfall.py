@@ -42,6 +42,7 @@ background:var(--line)}
 .wf p>span{position:relative;
 background:linear-gradient(90deg,var(--line) 1px,#0000 1px) 0 0/var(--t)}
 .wf h4{margin:8px 0 2px;color:var(--muted);font-size:10.5px;text-transform:uppercase}
+.wf h4 span{text-transform:none;font-weight:400;margin-left:.5em}
 .wf .a span{background:none;color:var(--muted);font-size:10px}
 .wf .a i{background:none;transform:translateX(-100%);font-style:normal;white-space:nowrap}
 .wf i{position:absolute;top:3px;height:10px;min-width:2px;border-radius:2px;opacity:.45;
@@ -98,7 +99,8 @@ def _tag(tag: str) -> str:
 def _rows(drawn: Layout, axis_s: float) -> list[str]:
     out = []
     for group in drawn.groups:
-        out.append(f"<h4>{escape(group.title)}</h4>")
+        note = f"<span>{escape(group.note)}</span>" if group.note else ""
+        out.append(f"<h4>{escape(group.title)}{note}</h4>")
         for row in group.rows:
             bars = "".join(_bar(bar, axis_s) for bar in row.bars)
             out.append(f"<p><b>{_tag(row.tag)}{escape(row.label)}</b><span>{bars}</span></p>")

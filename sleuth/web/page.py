@@ -138,6 +138,7 @@ function onProgress(ev) {
     bump("failed", 1);
   } else if (e.kind === "branch" && typeof data.node === "string") {
     treeNode(data);
+    Waterfall.branch(data.node, String(data.question || ""));
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);

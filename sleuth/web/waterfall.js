@@ -14,6 +14,7 @@ const Waterfall = (() => {
   const OUTCOME = {failed: "f", cut: "x", cached: "k", ok: ""};
   const TICKS = [0.1, 0.2, 0.5, 1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600];
   let root = null, spans = new Map(), rows = new Map(), groups = new Map(), bars = new Map();
+  let notes = new Map();  // a deep research's branch → its question
   let clock = null;  // [local seconds, run seconds] at the last event: "now" in run time
 
   function groupOf(s) {
@@ -48,6 +49,7 @@ const Waterfall = (() => {
     const h = document.createElement("h4");
     h.textContent = title;
     g.append(h);
+    if (notes.has(title)) note(title, notes.get(title));
     groups.set(title, g);
     // Every group in its place: the stages in order, a deep research's branches by id.
     const legend = root.querySelector(".y");
@@ -144,9 +146,19 @@ const Waterfall = (() => {
     bar.className = classes.filter(Boolean).join(" ");
     root.dataset.requests = String(spans.size);
   }
+  function note(title, question) {
+    notes.set(title, question);
+    const h = groups.get(title)?.querySelector("h4");
+    if (!h) return;
+    const span = h.querySelector("span") || h.appendChild(document.createElement("span"));
+    span.textContent = question;
+  }
+  // A deep research's branch event: its group is titled with the branch's question.
+  function branch(node, question) { if (root) note("Branch " + node, question); }
   function reset(el) {
     root = el;
     spans = new Map(); rows = new Map(); groups = new Map(); bars = new Map(); clock = null;
+    notes = new Map();
     if (root) root.querySelectorAll("[data-group]").forEach((g) => g.remove());
   }
   // The server's HTML comes with its style attributes as data-s ones (the page's CSP
@@ -154,5 +166,5 @@ const Waterfall = (() => {
   function applyStyles(el) {
     el.querySelectorAll("[data-s]").forEach((n) => { n.style.cssText = n.dataset.s; });
   }
-  return {add, draw, reset, applyStyles};
+  return {add, branch, draw, reset, applyStyles};
 })();
