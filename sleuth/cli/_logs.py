@@ -19,7 +19,7 @@ import click
 
 from sleuth._valid import valid_text
 
-__all__ = ["VERBOSE_KEY", "cli_logging", "verbose_option"]
+__all__ = ["cli_logging", "verbose_option"]
 
 
 class _OneLine(logging.Formatter):
@@ -81,11 +81,9 @@ def cli_logging() -> Iterator[None]:
         _handler = saved[2]
 
 
-#: Where ``--verbose`` is noted for the command (its root context's ``meta``).
-VERBOSE_KEY = "sleuth.verbose"
-
-
 def _be_verbose(ctx: click.Context, param: click.Parameter, value: bool | None) -> None:
+    from sleuth.cli._progress import VERBOSE_KEY
+
     if value:
         ctx.find_root().meta[VERBOSE_KEY] = True  # the progress prints every event
     if not value or _handler is None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from sleuth.cli._logs import VERBOSE_KEY
 from sleuth.progress import Counts, Event
 
 if TYPE_CHECKING:
@@ -22,8 +21,10 @@ if TYPE_CHECKING:
 
     from sleuth.settings import Settings
 
-__all__ = ["Counts", "Progress", "is_verbose", "pages_wanted"]
+__all__ = ["VERBOSE_KEY", "Counts", "Progress", "is_verbose", "pages_wanted"]
 
+#: Where ``--verbose`` is noted for the command (its root context's ``meta``).
+VERBOSE_KEY = "sleuth.verbose"
 #: Events that are never a line: each request's timing (the timeline draws them).
 _NO_LINE = ("span",)
 
