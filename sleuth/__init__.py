@@ -50,6 +50,10 @@ _EXPORTS = {
     "CitationCheck": "sleuth.models",
     "TreeNode": "sleuth.models",
     "Section": "sleuth.models",
+    "Claim": "sleuth.models",
+    "Support": "sleuth.models",
+    "Span": "sleuth.models",
+    "Timeline": "sleuth.models",
 }
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "BatchResult",
     "BlockedURLError",
     "CitationCheck",
+    "Claim",
     "ConfigError",
     "Event",
     "EventStream",
@@ -76,7 +81,10 @@ __all__ = [
     "Settings",
     "SleuthError",
     "Source",
+    "Span",
     "Stats",
+    "Support",
+    "Timeline",
     "TreeNode",
     "WorkspaceError",
     "__version__",
@@ -106,6 +114,7 @@ if TYPE_CHECKING:
     from sleuth.fetch import fetch_page
     from sleuth.models import (
         CitationCheck,
+        Claim,
         Failure,
         Page,
         Plan,
@@ -114,7 +123,10 @@ if TYPE_CHECKING:
         SearchHit,
         Section,
         Source,
+        Span,
         Stats,
+        Support,
+        Timeline,
         TreeNode,
     )
     from sleuth.pipeline.batch import BatchResult, research_many

@@ -41,6 +41,10 @@ PUBLIC_NAMES = {
     # a deep research's tree and sections (Report.tree, Report.sections)
     "TreeNode",
     "Section",
+    "Claim",
+    "Support",
+    "Span",
+    "Timeline",
     # progress events: one callback mechanism, and an async iterator built on it
     "Event",
     "EventStream",
