@@ -139,6 +139,7 @@ const Waterfall = (() => {
     if (!bar) {
       bar = document.createElement("i");
       bar.tabIndex = 0;
+      bar.dataset.id = String(s.id);
       rowEl(s).lastChild.append(bar);
       bars.set(s.id, bar);
     }
