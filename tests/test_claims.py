@@ -107,3 +107,59 @@ def test_json_lists_the_claims_with_their_spans_and_scores(
         for support in claim["support"]:
             assert set(support) == {"source", "quote", "score"}
             assert support["source"] in claim["sources"]
+
+
+def test_quotes_and_timings_from_pages_stay_text_in_the_html() -> None:
+    """A page's words shown as a quote, and URLs, queries and reasons on the timeline,
+    are escaped: they never become markup, and the file still runs no script."""
+    from sleuth.models import Claim, Quality, Source, Span, Stats, Support, Timeline
+    from sleuth.report.html import render_html
+
+    evil = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
+    source = Source(
+        id=1,
+        url="https://a.test/",
+        title=evil,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        score=1.0,
+        passages=[evil],
+    )
+    span = Span.model_validate(
+        {
+            "id": 1,
+            "kind": "download",
+            "stage": "fetch",
+            "name": f"https://a.test/{evil}",
+            "queued": 0,
+            "start": 0,
+            "end": 1,
+            "outcome": "failed",
+            "detail": evil,
+        }
+    )
+    report = Report(
+        topic="q",
+        depth=1,
+        queries=[evil],
+        sources=[source],
+        failures=[],
+        confidence="LOW",
+        confidence_reason="r",
+        markdown="# Research: q\n\n## Findings\n\nThe claim is here [1].\n",
+        stats=Stats(),
+        claims=[
+            Claim(
+                text="The claim is here.",
+                sources=[1],
+                verdict="kept",
+                support=[Support(source=1, quote=evil, score=1.0)],
+            )
+        ],
+        timeline=Timeline(spans=[span], wall_s=1.0),
+    )
+    html = render_html(report)
+    assert "<script" not in html.lower()
+    assert "<img" not in html and 'onerror="' not in html
+    assert "&lt;img src=x onerror=" in html  # the quote, shown as text
+    assert 'class="qt"' in html and "&lt;script&gt;" in html
