@@ -52,7 +52,11 @@ _EXPORTS = {
     "Section": "sleuth.models",
     "Answer": "sleuth.models",
     "AnswerSentence": "sleuth.models",
+    "TextSpan": "sleuth.models",
+    "Claim": "sleuth.models",
+    "Support": "sleuth.models",
     "Span": "sleuth.models",
+    "Timeline": "sleuth.models",
 }
 
 __all__ = [
@@ -62,6 +66,7 @@ __all__ = [
     "BatchResult",
     "BlockedURLError",
     "CitationCheck",
+    "Claim",
     "ConfigError",
     "Event",
     "EventStream",
@@ -83,6 +88,9 @@ __all__ = [
     "Source",
     "Span",
     "Stats",
+    "Support",
+    "TextSpan",
+    "Timeline",
     "TreeNode",
     "WorkspaceError",
     "__version__",
@@ -114,6 +122,7 @@ if TYPE_CHECKING:
         Answer,
         AnswerSentence,
         CitationCheck,
+        Claim,
         Failure,
         Page,
         Plan,
@@ -124,6 +133,9 @@ if TYPE_CHECKING:
         Source,
         Span,
         Stats,
+        Support,
+        TextSpan,
+        Timeline,
         TreeNode,
     )
     from sleuth.pipeline.batch import BatchResult, research_many

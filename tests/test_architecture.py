@@ -52,12 +52,14 @@ STAGE_ORDER = [
     "select",
     "sentences",
     "read",
+    "evidence",
     "relevance",
     "write",
     "explore",
     "answer",
     "check",
     "sections",
+    "numbering",
 ]
 #: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
 FORBIDDEN = [

@@ -76,13 +76,21 @@ async def research_with_progress(
     client: ClientSession, topic: str, **args: Any
 ) -> tuple[CallToolResult, list[str]]:
     messages: list[str] = []
+    steps: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         messages.append(message or "")
+        steps.append((done, total))
 
     result = await client.call_tool(
         "web_research", {"topic": topic, **args}, progress_callback=progress
     )
+    # Each notification says how far the run is out of a total, further each time, and
+    # none is noise: not a download starting, a model call, a timing.
+    assert steps and all(total is not None and 0 < done <= total for done, total in steps)
+    assert [done for done, _ in steps] == sorted({done for done, _ in steps})
+    noise = ("fetch_start:", "llm:", "span:")
+    assert not [m for m in messages if m.startswith(noise)], messages
     return result, messages
 
 

@@ -44,7 +44,12 @@ PUBLIC_NAMES = {
     # the answer first (Report.answer: its sentences and where each is in its source)
     "Answer",
     "AnswerSentence",
+    "TextSpan",
+    # a claim with the source words that back it; the run's timeline
+    "Claim",
+    "Support",
     "Span",
+    "Timeline",
     # progress events: one callback mechanism, and an async iterator built on it
     "Event",
     "EventStream",

@@ -13,6 +13,7 @@ failed, or not run for a batch budget), 2 bad input (nothing ran), 130 interrupt
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,40 +22,58 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sleuth._extras import missing_extra
+from sleuth._format import duration
 from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK, GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sleuth.pipeline.batch import BatchResult
     from sleuth.progress import Event
 
-__all__ = ["batch_command"]
+__all__ = ["BatchProgress", "batch_command", "eta_s"]
+
+
+def eta_s(running: list[float], waiting: int, mean_s: float, jobs: int) -> float:
+    """Seconds until a batch ends: each question still running ends ``mean_s`` after it
+    started (``running``: how long ago each did), then the ``waiting`` ones run ``jobs``
+    at a time, each as a slot frees, each taking ``mean_s``."""
+    slots = [max(0.0, mean_s - age) for age in running]
+    slots += [0.0] * max(0, jobs - len(slots))  # the free slots
+    heapq.heapify(slots)
+    for _ in range(waiting):
+        heapq.heappush(slots, heapq.heappop(slots) + mean_s)
+    return max(slots, default=0.0)
 
 
 class BatchProgress:
     """The batch on stderr: a rich bar (done / total, failed, rate, ETA, tokens, cost) on a
-    terminal, one line per finished question otherwise; the summary at the end."""
+    terminal, one line per finished question above it (or alone, without a terminal);
+    the summary at the end. The ETA counts the questions still running and those still
+    waiting to start, ``jobs`` at a time, at the mean time of those finished so far."""
 
-    def __init__(self, total: int, quiet: bool) -> None:
+    def __init__(
+        self, total: int, quiet: bool, jobs: int = 1, console: Console | None = None
+    ) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False)
+        self.console = console or Console(stderr=True, highlight=False)
         self.quiet = quiet
         self.total = total
+        self.jobs = jobs
         self.started = time.monotonic()
+        #: When each question started (question_start), and how long each finished took.
+        self.begun: dict[str, float] = {}
+        self.ended: set[str] = set()
+        self.took: list[float] = []
         self.counts = {"done": 0, "no_sources": 0, "failed": 0, "skipped": 0}
         self.tokens = self.live_tokens = 0
         self.cost = 0.0
         self.bar: Any = None
         if not quiet and self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self.bar = Progress(
                 TextColumn("batch"),
@@ -62,12 +81,13 @@ class BatchProgress:
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[failed]} failed"),
                 TextColumn("{task.fields[rate]}"),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
+                TextColumn("{task.fields[eta]}"),
                 TextColumn("{task.fields[spend]}"),
                 console=self.console,
             )
-            self.task = self.bar.add_task("batch", total=total, failed=0, rate="", spend="")
+            self.task = self.bar.add_task(
+                "batch", total=total, failed=0, rate="", spend="", eta="ETA …"
+            )
             self.bar.start()
 
     def __call__(self, event: Event) -> None:
@@ -77,6 +97,9 @@ class BatchProgress:
             from rich.markup import escape
 
             self.console.print(escape(event.message), style="dim", soft_wrap=True)
+        if event.kind == "question_start":
+            self.begun.setdefault(str(event.data.get("question_id")), time.monotonic())
+            self._refresh()
         if event.kind == "llm":
             self.live_tokens += int(event.data.get("prompt_tokens", 0)) + int(
                 event.data.get("completion_tokens", 0)
@@ -99,7 +122,18 @@ class BatchProgress:
             failed=self.counts["failed"] + self.counts["no_sources"],
             rate=rate,
             spend=self._spend(),
+            eta=self.eta(),
         )
+
+    def eta(self) -> str:
+        """``ETA 2m10s`` (``ETA …`` until a question has finished)."""
+        if not self.took:
+            return "ETA …"
+        now = time.monotonic()
+        running = [now - t for q, t in self.begun.items() if q not in self.ended]
+        left = self.total - len(self.begun | dict.fromkeys(self.ended)) - self.counts["skipped"]
+        mean = sum(self.took) / len(self.took)
+        return f"ETA {duration(eta_s(running, max(0, left), mean, self.jobs))}"
 
     def result(self, result: BatchResult) -> None:
         """One question finished (or was skipped)."""
@@ -108,16 +142,19 @@ class BatchProgress:
         self.counts[result.status] += 1
         self.tokens += result.tokens
         self.cost += result.cost_usd or 0.0
+        if result.status != "skipped":
+            self.ended.add(result.id)
+            self.took.append(result.elapsed_s)
         self._refresh()
         if self.quiet:
             return
         n = sum(self.counts.values())
-        if result.status == "done":
-            if self.bar is not None:
-                return
+        if result.status == "done":  # a line of its own, above the bar on a terminal
             sources = len(result.report.sources) if result.report is not None else 0
-            count = f"{sources} source{'' if sources == 1 else 's'}"
-            line = f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {count})"
+            line = (
+                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} "
+                f"source{'' if sources == 1 else 's'}): {_short(result.question)}"
+            )
         else:
             status = result.status.replace("_", " ")
             line = f"[{n}/{self.total}] {status} {result.id}: {result.error}"
@@ -146,6 +183,11 @@ class BatchProgress:
             + (f" ({'; '.join(earlier)})" if earlier else "")
             + f" in {wall:.1f} s; {spent}; results in {outdir}"
         )
+
+
+def _short(question: str, width: int = 70) -> str:
+    line = " ".join(question.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _budget(cost: float | None, duration: str | None) -> tuple[float | None, float | None]:
@@ -208,7 +250,7 @@ def _run(
     todo = [q for q in found.items if q.id not in out.done and q.id not in out.failed]
     before = sum(1 for q in found.items if q.id in out.done)
     failed_before = sum(1 for q in found.items if q.id in out.failed)
-    progress = BatchProgress(len(todo), quiet)
+    progress = BatchProgress(len(todo), quiet, jobs=options["jobs"] or 1)
 
     async def run() -> None:
         results = research_many(

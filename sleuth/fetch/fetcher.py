@@ -35,6 +35,7 @@ from typing import Any, Self
 
 import httpx
 
+from sleuth import timeline
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.extraction.content import HTML_TYPES, Body, Unreadable, convert
@@ -98,6 +99,21 @@ class _Entry:
 def _fallback_title(text: str, url: str) -> str:
     first = text.split("\n", 1)[0].strip()
     return first if 0 < len(first) <= 120 else url
+
+
+def _refused(url: str, reason: str) -> FetchFailure:
+    """A URL refused before any request (blocked, or over a page cap): a span of no time."""
+    timeline.instant("download", "fetch", url, outcome="failed", detail=reason)
+    return FetchFailure(url=url, reason=reason)
+
+
+def _noted(result: Page | FetchFailure) -> Page | FetchFailure:
+    """``result`` told to the open span (a local document's read)."""
+    if isinstance(result, Page):
+        timeline.note(size=len(result.text), detail=result.content_type)
+    else:
+        timeline.note(outcome="failed", detail=result.reason)
+    return result
 
 
 class RunFetcher:
@@ -297,28 +313,29 @@ class Fetcher(HttpTransfer):
         """A local document, the cache's answer, or a (conditional) download."""
         if url.strip()[:5].lower() == "file:":
             if self._documents is None:
-                return FetchFailure(
-                    url=url,
-                    reason="blocked: file URLs are read only from the documents folder (--docs)",
+                return _refused(
+                    url, "blocked: file URLs are read only from the documents folder (--docs)"
                 )
-            return await self._documents.read(url)
+            with timeline.span("extract", "fetch", url):
+                return _noted(await self._documents.read(url))
         # Rules first, cache second: a page cached under other settings is not a way in.
         try:
             self._check(url)
             if self._settings.respect_robots:
                 await self._polite.obey_robots(url)
         except BlockedURLError as exc:
-            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+            return _refused(url, f"blocked: {exc.reason}")
         cached = await lookup(self._cache, url)
         if cached is not None and not await self.usable(url, cached):
             cached = None  # read under rules that this run's refuse: as if never cached
         if cached is not None and cached.fresh:
             run.cache_hits += 1
+            timeline.instant("download", "fetch", url, detail="from the page cache")
             return cached.result
         capped = self._polite.take_page(host_of(url), run.pages)
         if capped is not None:
             # Like a blocked URL, not cached: it depends on this run, not on the page.
-            return FetchFailure(url=url, reason=capped)
+            return _refused(url, capped)
         stale = cached if cached is not None and isinstance(cached.result, Page) else None
         try:
             result, validators, public = await self._fetch_network(url, stale)
@@ -382,6 +399,7 @@ class Fetcher(HttpTransfer):
         """Download and extract ``url``; raises NotModified when a conditional GET gets 304.
 
         The flag says whether the result surely came from a public address (see _public).
+        The download and the extraction are each a span of the run's timeline.
         """
         conditional = None
         if stale is not None and isinstance(stale.result, Page) and stale.validators.headers():
@@ -390,32 +408,56 @@ class Fetcher(HttpTransfer):
         host_slots = self._host_slots.setdefault(
             host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency)
         )
+        with timeline.span("download", "fetch", url):
+            try:
+                # Host slot first, so a page waiting for its host holds no global slot.
+                async with host_slots, self._slots:
+                    # The deadline starts once the page really starts, not while it queues.
+                    timeline.started()
+                    start = time.monotonic()
+                    async with asyncio.timeout(timeout):
+                        download = await self._get(url, conditional)
+            except NotModified:
+                timeline.note(outcome="cached", status=304, detail="not modified since cached")
+                raise
+            except Exception as exc:
+                failure = self._failure(url, exc)
+                timeline.note(outcome="failed", status=failure.status, detail=failure.reason)
+                return failure, Validators(), self._public(url, None)
+            timeline.note(
+                status=download.status,
+                size=len(download.data),
+                final_url=download.url if download.url != url else None,
+                detail=download.engine if download.engine != "httpx" else "",
+            )
+        # Extraction is outside the deadline and the slots: it has a deadline of its
+        # own (--extract-timeout), and a page that arrived in time must not fail while
+        # it queues for an extraction worker behind a big page.
         try:
-            # Host slot first, so a page waiting for its host holds no global slot.
-            async with host_slots, self._slots:
-                # The deadline starts once the page really starts, not while it queues.
-                start = time.monotonic()
-                async with asyncio.timeout(timeout):
-                    download = await self._get(url, conditional)
-            # Extraction is outside the deadline and the slots: it has a deadline of its
-            # own (--extract-timeout), and a page that arrived in time must not fail while
-            # it queues for an extraction worker behind a big page.
-            page, validators = await self._read(url, start, download)
+            with timeline.span("extract", "fetch", url):
+                try:
+                    page, validators = await self._read(url, start, download)
+                except Exception as exc:
+                    timeline.note(outcome="failed", detail=self._failure(url, exc).reason)
+                    raise
+                timeline.note(size=len(page.text), detail=page.content_type)
             return page, validators, self._public(download.url, download.address)
-        except NotModified:
-            raise
-        except Unreadable as exc:
-            failure = FetchFailure(url=url, reason=exc.reason, status=exc.status)
-        except BlockedURLError as exc:
-            failure = FetchFailure(url=url, reason=f"blocked: {exc.reason}")
-        except (TimeoutError, httpx.TimeoutException):
-            failure = FetchFailure(url=url, reason=f"timed out after {timeout:g}s")
-        except httpx.HTTPError as exc:
-            failure = FetchFailure(url=url, reason=_network_reason(exc))
-        except Exception as exc:  # the contract: page problems never raise
-            log.warning("unexpected error fetching %s", url, exc_info=True)
-            failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
-        return failure, Validators(), self._public(url, None)
+        except Exception as exc:
+            return self._failure(url, exc), Validators(), self._public(url, None)
+
+    def _failure(self, url: str, exc: Exception) -> FetchFailure:
+        """What a page problem raised, as the failure the run records."""
+        if isinstance(exc, Unreadable):
+            return FetchFailure(url=url, reason=exc.reason, status=exc.status)
+        if isinstance(exc, BlockedURLError):
+            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+        if isinstance(exc, TimeoutError | httpx.TimeoutException):
+            return FetchFailure(url=url, reason=f"timed out after {self._settings.timeout:g}s")
+        if isinstance(exc, httpx.HTTPError):
+            return FetchFailure(url=url, reason=_network_reason(exc))
+        # The contract: page problems never raise.
+        log.warning("unexpected error fetching %s", url, exc_info=exc)
+        return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
 
     async def _read(self, url: str, start: float, download: _Download) -> tuple[Page, Validators]:
         settings = self._settings

@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import openai
 
+from sleuth import timeline
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import (
     ConfigError,
@@ -382,6 +383,28 @@ class LLMClient:
         if not self.config.model_for(stage) and not model and not self._server_model:
             await self.resolve_model()
         name = model or self.model_for(stage)
+        with timeline.span("llm", stage, name):
+            reply = await self._answer(
+                messages, name, stage, max_tokens, temperature, tools, tool_choice
+            )
+            timeline.note(
+                outcome="cached" if reply.cached else "ok",
+                size=reply.prompt_tokens + reply.completion_tokens,
+                detail=f"{reply.prompt_tokens:,} + {reply.completion_tokens:,} tokens",
+            )
+        return reply
+
+    async def _answer(
+        self,
+        messages: Sequence[Message],
+        name: str,
+        stage: str,
+        max_tokens: int | None,
+        temperature: float,
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+    ) -> LLMReply:
+        """:meth:`chat`'s work: the cached reply, or the model's (counted and cached)."""
         key = (
             cache_key(name, messages, max_tokens, temperature) if self.cache and not tools else None
         )
@@ -436,6 +459,7 @@ class LLMClient:
         while True:
             try:
                 async with self._semaphore:
+                    timeline.started()  # the wait for a free slot is queueing, not the call
                     if deadline is None:
                         deadline = loop.time() + self.config.timeout
                     async with asyncio.timeout_at(deadline):

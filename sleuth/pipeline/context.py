@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from sleuth._extras import missing_extra
 from sleuth._question import MAX_QUESTION_CHARS, clean_question
 from sleuth.budget import Budget
+from sleuth.critical import timeline_of
 from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.config import resolve_config
@@ -43,6 +44,7 @@ from sleuth.settings import Settings
 from sleuth.stages.rank import QualityRule, load_rules
 from sleuth.stages.read import PageReader
 from sleuth.store.docs import check_folder
+from sleuth.timeline import Timing, telling
 
 if TYPE_CHECKING:
     import httpx
@@ -350,6 +352,8 @@ class RunContext:
     run_fetcher: RunFetcher | None = None
     #: The question's own search, when it was sent before the model loaded.
     question_search: QuestionSearch | None = None
+    #: Every request of the run, timed (made current for the run's tasks by open_run).
+    timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]
@@ -387,7 +391,11 @@ class RunContext:
         stats = report.stats.model_copy(
             update={"cached_searches": cached, "cached_fetches": self.cached_fetches}
         )
-        self.report = report.model_copy(update={"run_id": self.run_id, "stats": stats})
+        hits = {query: [h.url for h in found] for query, found in self.searched.items()}
+        timeline = timeline_of(self.timing.spans, self.timing.now(), hits, report)
+        self.report = report.model_copy(
+            update={"run_id": self.run_id, "stats": stats, "timeline": timeline}
+        )
         return self.report
 
 
@@ -427,6 +435,7 @@ async def open_run(
         record = await asyncio.to_thread(
             RunRecord.start, services.store.store, topic, settings, resume_id
         )
+        timing = Timing()
         ctx = RunContext(
             topic=topic,
             settings=settings,
@@ -435,13 +444,17 @@ async def open_run(
             rules=rules,
             services=services,
             record=record,
+            started=timing.t0,
+            timing=timing,
         )
-        async with _finished(ctx):
-            try:
-                await _prepare(ctx, language, with_model)
-                yield ctx
-            finally:
-                await _cancel(ctx.question_search)
+        timing.listener, timing.record = telling(emit), record.record
+        with timing.activate():
+            async with _finished(ctx):
+                try:
+                    await _prepare(ctx, language, with_model)
+                    yield ctx
+                finally:
+                    await _cancel(ctx.question_search)
 
 
 async def _cancel(search: QuestionSearch | None) -> None:
@@ -486,11 +499,14 @@ async def _finished(ctx: RunContext) -> AsyncIterator[None]:
     try:
         yield
     except (KeyboardInterrupt, asyncio.CancelledError):
+        ctx.timing.flush()
         record.finish("interrupted")
         raise
     except BaseException as exc:
+        ctx.timing.flush()
         record.finish("failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    ctx.timing.flush()
     if ctx.report is None:
         record.finish("failed", error="the run ended without a report")
         return

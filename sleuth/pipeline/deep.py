@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from sleuth import timeline
 from sleuth.errors import LLMAuthError, StoreCorruptError
 from sleuth.models import (
     Candidate,
@@ -335,7 +336,8 @@ class Tree:
     async def _guarded(self, branch: Branch, work: Awaitable[T]) -> T | None:
         """``work`` of one branch; a failure marks the branch failed, not the run."""
         try:
-            return await work
+            with timeline.in_branch(branch.id):  # its requests are the node's on the timeline
+                return await work
         except (LLMAuthError, StoreCorruptError):
             raise
         except Exception as exc:

@@ -22,6 +22,7 @@ from sleuth.lang import labels_for
 from sleuth.models import (
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     Page,
     Report,
@@ -33,7 +34,8 @@ from sleuth.pipeline.cached_gaps import carry_cached_gaps
 from sleuth.pipeline.steps import llm_stats, sized
 from sleuth.progress import Event
 from sleuth.stages.answer import answer_tree
-from sleuth.stages.check import evidence_of, footer
+from sleuth.stages.check import evidence_of, footer, removed_section
+from sleuth.stages.numbering import Renumbering, reading_order
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
     Planned,
@@ -133,21 +135,37 @@ async def write_report(tree: Tree) -> Report:
     sources, answer, section_answers = await asyncio.to_thread(
         answer_tree, ctx.topic, sources, pages, groups_ids
     )
-    ctx.record_stage("sources", sources)
-    await carry_cached_gaps(ctx, [s.url for s in sources])
     level, reason = confidence(sources)
-    failures = _unique(ctx.failures)
-    sections: list[Section] | None = None
     check: CitationCheck | None = None
+    claims: list[Claim] | None = None
+    written = None
     if ctx.llm is not None and sources:
         written = await _written(tree, ctx.llm, sources, pages, ids)
-    else:
-        written = None
+    parts: list[tuple[str, str]] = []
     if written is not None:
-        parts, sections, check = written
+        parts, sections, check, claims = written
+        # Numbered as the reader meets them (the tree's order was the writer's).
+        order = Renumbering(reading_order([body for _, body in parts], [s.id for s in sources]))
+        parts = [(title, order.text(body)) for title, body in parts]
+        sections, claims = order.sections(sections), order.claims(claims)
+    else:
+        # Numbered as the reader meets them: the answer, then each sub-question's answer,
+        # its sources and its follow-ups' sources.
+        met = [f"[{n}]" for a in answer.sentences for n in a.sources]
+        for (b, rest), said in zip(_groups(tree.branches), section_answers, strict=True):
+            met += [f"[{n}]" for a in said for n in a.sources]
+            met += [f"[{n}]" for x in (b, *rest) for n in ids[x.id]]
+        order = Renumbering(reading_order(met, [s.id for s in sources]))
+    sources = order.sources(sources)
+    ids = {node: order.ids(mine) for node, mine in ids.items()}
+    answer = answer.model_copy(update={"sentences": order.answer(answer.sentences)})
+    section_answers = [order.answer(said) for said in section_answers]
+    ctx.record_stage("sources", sources)
+    await carry_cached_gaps(ctx, [s.url for s in sources])
+    failures = _unique(ctx.failures)
+    if written is not None:
         llm = ctx.llm
-        assert llm is not None
-        failures = _unique(ctx.failures)
+        assert llm is not None and check is not None and claims is not None
         markdown = render_deep(
             ctx.topic,
             parts,
@@ -158,6 +176,7 @@ async def write_report(tree: Tree) -> Report:
             labels_for(llm.language),
             footer(check, llm.language),
         )
+        markdown = "\n".join([markdown, *removed_section(claims, llm.language)])
     else:
         groups = [
             (
@@ -208,6 +227,7 @@ async def write_report(tree: Tree) -> Report:
         writer="llm" if check is not None else "template",
         citations=check,
         answer=sized(answer, markdown),
+        claims=claims,
         mode="deep",
         tree=[b.node(ids.get(b.id, [])) for b in tree.branches],
         sections=sections,
@@ -228,8 +248,9 @@ async def _written(
     sources: list[Source],
     pages: list[tuple[Candidate, Page]],
     ids: dict[str, list[int]],
-) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
-    """The model's sections, introduction and conclusion, checked; None if none was written."""
+) -> tuple[list[tuple[str, str]], list[Section], CitationCheck, list[Claim]] | None:
+    """The model's sections, introduction and conclusion, checked, with their claims;
+    None if none was written."""
     ctx, settings = tree.ctx, tree.settings
     by_url = {canonicalize(s.url): s.id for s in sources}
     learnings = [
@@ -277,6 +298,7 @@ async def _written(
     kept, _dropped = drop_repeats([w.body for w in bodies])
     parts = [(w.planned.title, body) for w, body in zip(bodies, kept, strict=True) if body]
     checks = [w.check for w in bodies if w.check is not None]
+    claims = [c for w in bodies for c in w.claims]
     frame = results[-1]
     if isinstance(frame, tuple):
         intro, conclusion = frame
@@ -286,6 +308,7 @@ async def _written(
             (conclusion.planned.title, conclusion.body),
         ]
         checks += [c for c in (intro.check, conclusion.check) if c is not None]
+        claims = [*intro.claims, *claims, *conclusion.claims]
     elif isinstance(frame, BaseException):
         llm.fell_back("frame", frame, "the report has no introduction or conclusion")
     if not checks:
@@ -295,7 +318,7 @@ async def _written(
         for w, body in zip(bodies, kept, strict=True)
         if body
     ]
-    return parts, sections, merge_checks(checks)
+    return parts, sections, merge_checks(checks), claims
 
 
 async def _outline(

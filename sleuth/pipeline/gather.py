@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from sleuth import timeline
 from sleuth.models import Candidate, Failure, FetchFailure, Page
 from sleuth.pipeline.gather_rules import (
     MIN_ASIDE,
@@ -185,7 +186,12 @@ class _Gatherer:
             self.tried.add(candidate.canonical_url)
             self.out.attempted += 1
             self.out.cached += 1
-            self._take(candidate, self.at_hand[candidate.canonical_url])
+            result = self.at_hand[candidate.canonical_url]
+            if isinstance(result, Page):
+                timeline.instant("download", "fetch", candidate.url, detail="already read")
+            else:
+                timeline.instant("download", "fetch", candidate.url, "failed", detail=result.reason)
+            self._take(candidate, result)
 
     def _launch(self) -> None:
         budget = self.budget

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from sleuth import timeline
 from sleuth._format import plural
 from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
@@ -26,6 +27,7 @@ from sleuth.models import (
     Answer,
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     FetchFailure,
     Page,
@@ -323,16 +325,17 @@ async def rank_stage(
     else:
         from sleuth.stages.select import select_candidates
 
-        candidates, picked = await select_candidates(
-            ctx.llm,
-            ctx.topic,
-            plan.queries,
-            hits,
-            ctx.rules,
-            picked=ctx.picks,
-            shown=ctx.shown,
-            show=show,
-        )
+        with timeline.about("\n".join(plan.queries)):  # the round whose results it ranks
+            candidates, picked = await select_candidates(
+                ctx.llm,
+                ctx.topic,
+                plan.queries,
+                hits,
+                ctx.rules,
+                picked=ctx.picks,
+                shown=ctx.shown,
+                show=show,
+            )
     chosen = f" ({picked} chosen by the model)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
     ctx.emit(Event("rank", found + chosen, {"candidates": len(candidates), "picked": picked}))
@@ -528,6 +531,8 @@ class Draft:
     body: str | None = None
     citations: CitationCheck | None = None
     answer: Answer | None = None
+    #: Every cited sentence the check judged, with the source spans that back it.
+    claims: list[Claim] | None = None
 
 
 async def write_stage(
@@ -554,6 +559,7 @@ async def check_stage(
     if draft.body is None or ctx.llm is None:
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
+    claims: list[Claim] = []
     body, citations = await check_citations(
         draft.body,
         ids={s.id for s in sources},
@@ -562,8 +568,9 @@ async def check_stage(
         method=ctx.settings.verify,
         llm=ctx.llm,
         language=ctx.llm.language,
+        claims=claims,
     )
-    return replace(draft, body=body, citations=citations)
+    return replace(draft, body=body, citations=citations, claims=claims)
 
 
 def sized(answer: Answer | None, markdown: str) -> Answer | None:
@@ -585,7 +592,7 @@ def report_stage(
     ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered, draft: Draft
 ) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
-    from sleuth.stages.check import footer
+    from sleuth.stages.check import footer, removed_section
     from sleuth.stages.write import render_llm_markdown, render_markdown
 
     level, reason, llm = draft.level, draft.reason, ctx.llm
@@ -600,6 +607,7 @@ def report_stage(
             labels_for(llm.language),
             footer(draft.citations, llm.language),
         )
+        markdown = "\n".join([markdown, *removed_section(draft.claims or [], llm.language)])
     else:
         answer = draft.answer.sentences if draft.answer is not None else None
         markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason, answer)
@@ -626,6 +634,7 @@ def report_stage(
         writer="llm" if written else "template",
         citations=draft.citations,
         answer=sized(draft.answer, markdown),
+        claims=draft.claims,
     )
     ctx.emit(
         Event(

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
+from sleuth import timeline
 from sleuth._sent import trace_sent
 from sleuth._tls import client_tls
 from sleuth._version import __version__
@@ -116,6 +117,26 @@ def _own_hits(hits: Sequence[SearchHit], query: str, limit: int) -> list[SearchH
     return sorted(tagged, key=lambda h: h.rank)[:limit]
 
 
+def _failed(
+    provider: str, query: str, reason: str, exc: Exception, on_event: ProgressCallback
+) -> SearchFailure:
+    """The failure of one provider for ``query``, logged and told to ``on_event``."""
+    unreachable = _unreachable(exc)
+    log.info("search provider %s failed for %r: %s", provider, query, reason)
+    # A network error's text is a resolver's or a socket's (URLs of engines the user
+    # never chose): the line says what it means; --verbose and data keep it.
+    said = UNREACHABLE if unreachable else reason
+    data = {"query": query, "provider": provider, "reason": reason}
+    on_event(
+        Event(
+            "search_failed",
+            f"{provider} failed for {query!r}: {said}",
+            {**data, "unreachable": True} if unreachable else data,
+        )
+    )
+    return SearchFailure(provider=provider, query=query, reason=reason, unreachable=unreachable)
+
+
 async def _search_one(
     query: str,
     providers: Sequence[SearchProvider],
@@ -128,30 +149,17 @@ async def _search_one(
     failures: list[SearchFailure] = []
     answered_empty: str | None = None
     for provider in providers:
-        try:
-            async with asyncio.timeout(per_search):
-                found = await provider.search(query, limit=limit)
-        except Exception as exc:
-            reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
-            unreachable = _unreachable(exc)
-            failures.append(
-                SearchFailure(
-                    provider=provider.name, query=query, reason=reason, unreachable=unreachable
-                )
-            )
-            log.info("search provider %s failed for %r: %s", provider.name, query, reason)
-            # A network error's text is a resolver's or a socket's (URLs of engines the
-            # user never chose): the line says what it means; --verbose and data keep it.
-            said = UNREACHABLE if unreachable else reason
-            data = {"query": query, "provider": provider.name, "reason": reason}
-            on_event(
-                Event(
-                    "search_failed",
-                    f"{provider.name} failed for {query!r}: {said}",
-                    {**data, "unreachable": True} if unreachable else data,
-                )
-            )
-            continue
+        with timeline.span("search", "search", query):
+            timeline.note(detail=provider.name)
+            try:
+                async with asyncio.timeout(per_search):
+                    found = await provider.search(query, limit=limit)
+            except Exception as exc:
+                reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
+                timeline.note(outcome="failed", detail=f"{provider.name}: {reason}")
+                failures.append(_failed(provider.name, query, reason, exc, on_event))
+                continue
+            timeline.note(size=len(found))
         hits = _own_hits(found, query, limit)
         if hits:
             count = f"{len(hits)} result{'' if len(hits) == 1 else 's'}"
