@@ -7,8 +7,9 @@ and CLI exit codes. It writes one JSON file with, per run: the exit code or stat
 the queries, the sources, the citation check, the Gaps (failures), the deep tree and
 sections. Loopback ports (random each run) are written as ``PORT``.
 
-    python -m bench.fixed_runs before.json
-    python -m bench.fixed_runs after.json --compare before.json
+    python -m bench.fixed_runs before-1.json
+    python -m bench.fixed_runs before-2.json
+    python -m bench.fixed_runs after.json --compare before-1.json before-2.json
 
 Pages arrive in whatever order the network gives them, and the default fetch order keeps
 the first to arrive: run the baseline twice to see which runs differ between two runs of
@@ -38,7 +39,13 @@ _PORT = re.compile(r"(127\.\d+\.\d+\.\d+|localhost):\d+")
 _SECONDS = re.compile(r"\d+(\.\d+)?\s?s\b")
 
 
+#: The temporary home of the runs being captured (written as ``HOME``).
+_HOME: list[str] = []
+
+
 def _clean(text: str) -> str:
+    for home in _HOME:
+        text = text.replace(home, "HOME")
     return _PORT.sub(r"\1:PORT", text)
 
 
@@ -240,39 +247,45 @@ def capture() -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp, _env(Path(tmp)):
         home = Path(tmp)
+        _HOME[:] = [str(home)]
         with OfflineWeb(CORPUS) as web:
             out = web_runs(web, home)
         out.update(docs_runs(home))
     return out
 
 
-def compare(before: dict[str, Any], after: dict[str, Any], say: Callable[[str], None]) -> int:
-    """Say every run and field that differs; the number of runs that differ."""
+def compare(before: list[dict[str, Any]], after: dict[str, Any], say: Callable[[str], None]) -> int:
+    """Say every run and field of ``after`` whose value none of the ``before`` captures
+    had (they may differ among themselves: the network's order); the runs that differ."""
     differ = 0
-    for name in sorted(set(before) | set(after)):
-        old, new = before.get(name), after.get(name)
-        if old == new:
+    for name in sorted({n for b in before for n in b} | set(after)):
+        olds = [b[name] for b in before if name in b]
+        new = after.get(name)
+        if new in olds:
             continue
         differ += 1
-        if old is None or new is None:
-            say(f"{name}: only in {'after' if old is None else 'before'}")
+        if not olds or new is None:
+            say(f"{name}: only in {'after' if not olds else 'before'}")
             continue
-        for key in sorted(set(old) | set(new)):
-            if old.get(key) != new.get(key):
-                say(f"{name}: {key}: {old.get(key)!r} -> {new.get(key)!r}")
+        for key in sorted({k for old in olds for k in old} | set(new)):
+            seen = [old.get(key) for old in olds]
+            if new.get(key) not in seen:
+                say(f"{name}: {key}: {seen[0]!r} -> {new.get(key)!r}")
     return differ
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fixed_runs", description=__doc__)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--compare", type=Path, help="an earlier output to compare with")
+    parser.add_argument(
+        "--compare", type=Path, nargs="+", help="earlier outputs (of one version) to compare with"
+    )
     args = parser.parse_args(argv)
     result = capture()
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
     print(f"{len(result)} runs written to {args.out}")
-    if args.compare is not None:
-        before = json.loads(args.compare.read_text(encoding="utf-8"))
+    if args.compare:
+        before = [json.loads(path.read_text(encoding="utf-8")) for path in args.compare]
         differ = compare(before, result, print)
         print(f"{differ} of {len(result)} runs differ")
     return 0

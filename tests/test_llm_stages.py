@@ -16,7 +16,7 @@ from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
 from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
-from sleuth.pipeline.gather import Waits, gather_pages
+from sleuth.pipeline.gather import GatherOptions, Waits, Window, gather_pages
 from sleuth.settings import load_settings
 from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
 from sleuth.stages.read import PageReader, passages_within
@@ -251,8 +251,13 @@ async def test_pages_are_read_while_others_still_download() -> None:
         return "not relevant" if c.url == urls[1] else None
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 2, accept=accept), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, 1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=2, policy=Window(), accept=accept),
+        ),
+        timeout=10,
+    )
     assert judged[0] == urls[0]
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[2]]
     assert [(f.url, f.reason, f.stage) for f in gathered.failures] == [
@@ -269,7 +274,11 @@ class InstantFetcher:
 
 async def test_pages_finishing_together_do_not_exceed_the_limit() -> None:
     urls = [f"https://{x}.example/" for x in "abcdef"]
-    gathered = await gather_pages([candidate(u, 1) for u in urls], InstantFetcher(), 2)  # type: ignore[arg-type]
+    gathered = await gather_pages(
+        [candidate(u, 1) for u in urls],
+        InstantFetcher(),  # type: ignore[arg-type]
+        GatherOptions(want=2, policy=Window()),
+    )
     # The two best-ranked pages, not whichever two the event loop settled first.
     assert [c.url for c, _ in gathered.pages] == urls[:2]
 
@@ -301,8 +310,13 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
             fetcher.others_done.set()
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 4, on_event), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, 1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(), on_event=on_event),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == urls[:4]  # a, not the fifth-ranked e
     # The wait is said, once, before the top page is read (the progress line is not stuck).
     assert events.count("info") == 1
@@ -316,8 +330,13 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     fetcher = LateFetcher({urls[0]}, never=True)
     fetcher.others_done.set()
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 4, waits=short), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, 1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(short)),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == urls[1:5]
     assert (urls[0], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures
@@ -330,13 +349,15 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     gathered = await asyncio.wait_for(
         gather_pages(
             [candidate(u, 1) for u in urls],
-            fetcher,
-            4,
-            said.append,
-            waits=Waits(grace_min_s=3600.0, grace_share=0.0, top_s=0.05),
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(
+                want=4,
+                policy=Window(Waits(grace_min_s=3600.0, grace_share=0.0, top_s=0.05)),
+                on_event=said.append,
+            ),
         ),
         timeout=10,
-    )  # type: ignore[arg-type]
+    )
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
     assert not [e for e in said if e.kind == "info"]  # no wait, so no word of one
 
@@ -355,9 +376,13 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
             first.others_done.set()
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], first, 4, on_event, waits=top_only),
+        gather_pages(
+            [candidate(u, 1) for u in urls],
+            first,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(top_only), on_event=on_event),
+        ),
         timeout=10,
-    )  # type: ignore[arg-type]
+    )
     assert [c.url for c, _ in gathered.pages] == urls[:4]
     assert [e.data["pages"] for e in events if e.kind == "info"] == [1]
 
@@ -365,8 +390,13 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
     second = LateFetcher({urls[1]}, never=True)
     second.others_done.set()
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], second, 4, waits=top_only), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, 1) for u in urls],
+            second,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(top_only)),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == [urls[0], *urls[2:5]]
     assert (urls[1], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures

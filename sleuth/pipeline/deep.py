@@ -48,8 +48,9 @@ from sleuth.models import (
     TreeNode,
 )
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
-from sleuth.pipeline.gather import Gathered
-from sleuth.pipeline.steps import fetch_stage, rank_stage, read_stage, search_stage
+from sleuth.pipeline.gather import Branch as BranchPolicy
+from sleuth.pipeline.gather import Gathered, KeepAll, Waits
+from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage, search_stage
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.settings import Settings, mode_defaults
 from sleuth.stages.explore import (
@@ -400,15 +401,9 @@ class Tree:
         ][:OWN_PAGES]
         # Summarised only when it may be kept: a branch's share is small, and summaries of
         # the pages beyond it were most of deep mode's tokens per cited source.
-        gathered = await fetch_stage(
-            bctx,
-            candidates,
-            want=branch.wanted,
-            memo=self.memo,
-            gate=False,
-            own=frozenset(own),
-            park=True,
-        )
+        policy = BranchPolicy(Waits(top_s=self.settings.top_wait), own=frozenset(own))
+        how = Fetching(want=branch.wanted, memo=self.memo, policy=policy, gate=KeepAll())
+        gathered = await fetch_stage(bctx, candidates, how)
         self.fetches += gathered.attempted
         sources = await read_stage(bctx, branch.plan, gathered)
         kept = {s.url for s in sources}

@@ -16,6 +16,7 @@ from sleuth.models import Candidate, Plan, Report, SearchHit
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Gathered
 from sleuth.pipeline.steps import (
+    Fetching,
     check_stage,
     explain_empty_search,
     fetch_stage,
@@ -80,7 +81,7 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
             ctx, Plan(question=ctx.topic, queries=queries, planner="llm"), hits
         )
         fuller = asyncio.ensure_future(full_ranking())
-        gathered = await fetch_stage(ctx, early, more=fuller)
+        gathered = await fetch_stage(ctx, early, Fetching(more=fuller))
         await fuller
         return _with_asked(await planning, asked), gathered
     finally:
@@ -116,7 +117,7 @@ async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
         # Ranked directly: the rank event and record come with the full ranking.
         early = rank(lead.result(), ctx.rules)
         fuller = asyncio.ensure_future(full_ranking())
-        gathered = await fetch_stage(ctx, early, more=fuller)
+        gathered = await fetch_stage(ctx, early, Fetching(more=fuller))
         await fuller
         return gathered
     finally:

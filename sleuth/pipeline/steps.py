@@ -36,7 +36,17 @@ from sleuth.models import (
 )
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.context import QuestionSearch, RunContext
-from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
+from sleuth.pipeline.gather import (
+    ByRank,
+    Gate,
+    Gathered,
+    GatherOptions,
+    PageCheck,
+    Policy,
+    Waits,
+    Window,
+    gather_pages,
+)
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
 from sleuth.search.local import provider_groups
@@ -53,6 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Draft",
+    "Fetching",
     "check_stage",
     "explain_empty_search",
     "fetch_stage",
@@ -337,29 +348,44 @@ async def rank_stage(
     return candidates
 
 
+@dataclass(frozen=True)
+class Fetching:
+    """How :func:`fetch_stage` fetches; every field has the quick research's default.
+
+    ``want``: pages to read (default ``--max-sources``; a deep research's branch reads its
+    share). ``more``: a fuller ranking still on its way (see :class:`GatherOptions`).
+    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
+    and given every new result (a deep research's branches share one, so a page one
+    branch fetched and did not keep is never downloaded again for another). ``policy``:
+    the mode's fetch policy (default: quick mode's :class:`Window`, waiting
+    ``--top-wait`` for the best-ranked page); under ``--fetch-order rank`` it runs
+    within :class:`ByRank`. ``gate``: what sets off-topic pages aside and chooses the
+    sources (default: the relevance gate on the run's question; a deep research's
+    branches keep every page read, :class:`~sleuth.pipeline.gather.KeepAll`: a bridge
+    page names the hop, not the question's terms).
+    """
+
+    want: int | None = None
+    more: asyncio.Future[list[Candidate]] | None = None
+    memo: dict[str, Page | FetchFailure] | None = None
+    policy: Policy | None = None
+    gate: Gate | None = None
+
+
+def fetch_policy(ctx: RunContext, mode: Policy | None = None) -> Policy:
+    """The policy a run fetches with: ``mode`` (default: quick mode's window), within
+    rank order under ``--fetch-order rank``."""
+    chosen = mode or Window(Waits(top_s=ctx.settings.top_wait))
+    return ByRank(chosen) if ctx.settings.fetch_order == "rank" else chosen
+
+
 async def fetch_stage(
-    ctx: RunContext,
-    candidates: list[Candidate],
-    more: asyncio.Future[list[Candidate]] | None = None,
-    *,
-    want: int | None = None,
-    memo: dict[str, Page | FetchFailure] | None = None,
-    gate: bool = True,
-    own: frozenset[str] = frozenset(),
-    park: bool = False,
+    ctx: RunContext, candidates: list[Candidate], how: Fetching = Fetching()
 ) -> Gathered:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
-    ``more``: a fuller ranking still on its way (see :func:`gather_pages`). ``want``:
-    pages to read (default ``--max-sources``; a deep research's branch reads its share).
-    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
-    and given every new result (a deep research's branches share one, so a page one branch
-    fetched and did not keep is never downloaded again for another).
-    ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
-    branches do without it: a bridge page names the hop, not the question's terms).
-    ``own``: canonical URLs waited for until they come or fail (``Waits.own``); ``park``:
-    summarise only pages that may be kept (see :func:`gather_pages`).
+    ``how``: see :class:`Fetching`.
     """
     from sleuth.stages.relevance import Relevance
 
@@ -377,8 +403,8 @@ async def fetch_stage(
         candidates, fetcher.usable, topic=ctx.topic, run_id=ctx.run_id
     )
     session.check_store()  # a damaged store ends the run before any page is fetched
-    want = ctx.settings.max_sources if want is None else want
     on_result = _recording(ctx)
+    memo, more = how.memo, how.more
     if memo is not None:
         known = {
             **{
@@ -389,21 +415,18 @@ async def fetch_stage(
             **known,
         }
         on_result = _remembering(memo, on_result)
-    gathered = await gather_pages(
-        candidates,
-        fetcher,
-        want,
-        ctx.emit,
-        ctx.budget,
+    options = GatherOptions(
+        want=ctx.settings.max_sources if how.want is None else how.want,
+        policy=fetch_policy(ctx, how.policy),
+        on_event=ctx.emit,
+        budget=ctx.budget,
         known=known,
         on_result=on_result,
         accept=accept,
         more=more,
-        waits=Waits(top_s=ctx.settings.top_wait, own=own),
-        gate=Relevance(ctx.topic) if gate else None,
-        park=park,
-        by_rank=ctx.settings.fetch_order == "rank",
+        gate=Relevance(ctx.topic) if how.gate is None else how.gate,
     )
+    gathered = await gather_pages(candidates, fetcher, options)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
     ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before
