@@ -50,7 +50,9 @@ from sleuth.models import (
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
 from sleuth.pipeline.gather import Branch as BranchPolicy
 from sleuth.pipeline.gather import Gathered, KeepAll, Waits
-from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage, search_stage
+from sleuth.pipeline.searching import search_stage
+from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage
+from sleuth.pipeline.tally import Tally
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.settings import Settings, mode_defaults
 from sleuth.stages.explore import (
@@ -123,8 +125,6 @@ class Tree:
         #: Every page fetched in the tree (and every failure), by canonical URL: a page a
         #: branch fetched and did not keep is another branch's without a second download.
         self.memo: dict[str, Page | FetchFailure] = {}
-        self.searches = 0
-        self.cached_fetches = 0
         self.fetches = 0
         self.stopped_by: str | None = None
         self.planner = "rules"
@@ -203,7 +203,7 @@ class Tree:
             branch.status, branch.note = "skipped", reason
             self.branches.append(branch)
             self._tell(branch)
-        self.ctx.failures.append(
+        self.ctx.tally.failures.append(
             Failure(
                 url="",
                 stage="budget",
@@ -301,18 +301,17 @@ class Tree:
             for b, c, cands in zip(branches, contexts, lists, strict=True)
         )
         for branch, bctx in zip(branches, contexts, strict=True):
-            self.searches += bctx.searches
-            self.cached_fetches += bctx.cached_fetches
-            self.ctx.cached_fetches += bctx.cached_fetches  # the report's stats count them
             # The level's branches saw results apart; later levels know what all saw.
-            self.ctx.shown |= bctx.shown
-            self.ctx.picks.update(bctx.picks)
+            self.ctx.tally.shown |= bctx.tally.shown
+            self.ctx.tally.picks.update(bctx.tally.picks)
             self.ctx.record_stage("node", branch.node())
             self._tell(branch)
 
     def _context(self, branch: Branch) -> RunContext:
-        """The run's context as this branch uses it: its own question, reader and counts;
-        the run's services, budget, record, failures and searches shared."""
+        """The run's context as this branch uses it: its own question and reader, what the
+        model was asked so far (the branch's own from there: the level's branches see
+        results apart), the run's services, budget and record. What its searches, pages
+        and reading did is folded into the run's tally as each step returns."""
 
         def emit(event: Event) -> None:
             self.ctx.emit(event)
@@ -326,10 +325,11 @@ class Tree:
             emit=emit,
             reader=None,
             passage_queries=[branch.question],
-            searches=0,
-            cached_fetches=0,
-            picks=dict(self.ctx.picks),
-            shown=set(self.ctx.shown),
+            tally=Tally(
+                searched=dict(self.ctx.tally.searched),
+                picks=dict(self.ctx.tally.picks),
+                shown=set(self.ctx.tally.shown),
+            ),
             report=None,
         )
 
@@ -344,7 +344,7 @@ class Tree:
             branch.note = (
                 str(exc) if isinstance(exc, _BranchFailed) else f"{type(exc).__name__}: {exc}"
             )
-            self.ctx.failures.append(
+            self.ctx.tally.failures.append(
                 Failure(
                     url="",
                     stage="search",
@@ -362,11 +362,15 @@ class Tree:
             queries=branch.queries,
             planner="llm" if self.ctx.llm is not None else "rules",
         )
-        hits = await search_stage(bctx, branch.plan)
+        searched = await search_stage(bctx, branch.plan)
+        self.ctx.tally.fold(searched)
+        hits = self.ctx.tally.hits(searched.planned)
         if not hits and self._searches_failed(branch):
             raise _BranchFailed("every search for it failed")
         # A branch reads a few pages: its select call is shown its best SHOWN results.
-        ranked = own_first(branch.question, await rank_stage(bctx, branch.plan, hits, show=SHOWN))
+        chosen = await rank_stage(bctx, branch.plan, hits, show=SHOWN)
+        bctx.tally.fold(chosen)
+        ranked = own_first(branch.question, chosen.candidates)
         if self.ctx.llm is None and branch.level > 1:
             # A second hop searches a name: a result that does not even mention it is
             # another page that shares a word with it (no model is there to judge).
@@ -374,7 +378,7 @@ class Tree:
         return ranked
 
     def _searches_failed(self, branch: Branch) -> bool:
-        said = [f.reason for f in self.ctx.failures if f.stage == "search"]
+        said = [f.reason for f in self.ctx.tally.failures if f.stage == "search"]
         return all(any(f"“{q}”" in reason for reason in said) for q in branch.queries)
 
     async def _read(self, branch: Branch, bctx: RunContext, candidates: list[Candidate]) -> None:
@@ -403,9 +407,13 @@ class Tree:
         # the pages beyond it were most of deep mode's tokens per cited source.
         policy = BranchPolicy(Waits(top_s=self.settings.top_wait), own=frozenset(own))
         how = Fetching(want=branch.wanted, memo=self.memo, policy=policy, gate=KeepAll())
-        gathered = await fetch_stage(bctx, candidates, how)
+        fetched = await fetch_stage(bctx, candidates, how)
+        self.ctx.tally.fold(fetched)
+        gathered = fetched.gathered
         self.fetches += gathered.attempted
-        sources = await read_stage(bctx, branch.plan, gathered)
+        read = await read_stage(bctx, branch.plan, gathered)
+        self.ctx.tally.fold(read)
+        sources = read.sources
         kept = {s.url for s in sources}
         branch.pages = [(c, p) for c, p in gathered.pages if (p.final_url or c.url) in kept]
         self._mark_tried(branch.pages, gathered)

@@ -124,7 +124,7 @@ async def write_report(tree: Tree) -> Report:
     sources, pages, ids = number_sources(tree.branches)
     ctx.record_stage("sources", sources)
     level, reason = confidence(sources)
-    failures = _unique(ctx.failures)
+    failures = _unique(ctx.tally.failures)
     sections: list[Section] | None = None
     check: CitationCheck | None = None
     if ctx.llm is not None and sources:
@@ -135,7 +135,7 @@ async def write_report(tree: Tree) -> Report:
         parts, sections, check = written
         llm = ctx.llm
         assert llm is not None
-        failures = _unique(ctx.failures)
+        failures = _unique(ctx.tally.failures)
         markdown = render_deep(
             ctx.topic,
             parts,
@@ -176,7 +176,7 @@ async def write_report(tree: Tree) -> Report:
         confidence_reason=reason,
         markdown=markdown,
         stats=Stats(
-            searches=tree.searches,
+            searches=ctx.tally.searches,
             fetches=tree.fetches,
             elapsed_s=round(time.monotonic() - ctx.started, 3),
             **llm_stats(llm),
