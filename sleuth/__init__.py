@@ -10,9 +10,9 @@ stays fast; the heavy libraries load when a research starts.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sleuth._lazy import lazy_exports
 from sleuth._version import __version__
 
 _EXPORTS = {
@@ -124,13 +124,7 @@ if TYPE_CHECKING:
     from sleuth.settings import Settings, load_settings
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleuth' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

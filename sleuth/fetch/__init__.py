@@ -14,8 +14,9 @@ the guard and their HTTP stack on a run's way to its first search.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sleuth._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from sleuth.extraction import Extracted, extract, pdf_text
@@ -45,13 +46,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleuth.fetch' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:
