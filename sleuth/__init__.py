@@ -24,7 +24,7 @@ _EXPORTS = {
     "BatchResult": "sleuth.pipeline.batch",
     "extract": "sleuth.extraction",
     "Extracted": "sleuth.extraction",
-    "fetch_page": "sleuth.fetch",
+    "fetch_page": "sleuth.pipeline.pages",
     "Settings": "sleuth.settings",
     "load_settings": "sleuth.settings",
     "Report": "sleuth.models",
@@ -103,7 +103,6 @@ if TYPE_CHECKING:
         WorkspaceError,
     )
     from sleuth.extraction import Extracted, extract
-    from sleuth.fetch import fetch_page
     from sleuth.models import (
         CitationCheck,
         Failure,
@@ -118,6 +117,7 @@ if TYPE_CHECKING:
         TreeNode,
     )
     from sleuth.pipeline.batch import BatchResult, research_many
+    from sleuth.pipeline.pages import fetch_page
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register

@@ -20,6 +20,7 @@ from sleuth._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from sleuth.extraction import Extracted, extract, pdf_text
+    from sleuth.fetch.config import FetchConfig
     from sleuth.fetch.fetcher import Fetcher, RunFetcher, fetch_page
     from sleuth.fetch.guard import check_url, is_public_address
 
@@ -27,6 +28,7 @@ _EXPORTS = {
     "Extracted": "sleuth.extraction",
     "extract": "sleuth.extraction",
     "pdf_text": "sleuth.extraction",
+    "FetchConfig": "sleuth.fetch.config",
     "Fetcher": "sleuth.fetch.fetcher",
     "RunFetcher": "sleuth.fetch.fetcher",
     "fetch_page": "sleuth.fetch.fetcher",
@@ -36,6 +38,7 @@ _EXPORTS = {
 
 __all__ = [
     "Extracted",
+    "FetchConfig",
     "Fetcher",
     "RunFetcher",
     "check_url",

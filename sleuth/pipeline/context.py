@@ -232,10 +232,10 @@ class Services:
     async def fetcher(self) -> Fetcher:
         """The fetcher, behind the page cache and the documents index (opened on first use)."""
         if self._fetcher is None:
-            from sleuth.fetch import Fetcher
+            from sleuth.fetch import FetchConfig, Fetcher
 
             fetcher = Fetcher(
-                self.settings,
+                FetchConfig.of(self.settings),
                 cache=self.store.page_cache,
                 documents=self.store.documents,
                 keep=SHARED_PAGES_KEPT if self.shared else None,
