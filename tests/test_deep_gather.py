@@ -7,10 +7,12 @@ from __future__ import annotations
 import asyncio
 import re
 
+from records import candidate, page
+
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
-from sleuth.models import Candidate, FetchFailure, Page, Quality, SearchHit
+from sleuth.models import Candidate, FetchFailure, Page, SearchHit
 from sleuth.pipeline.deep import spread
 from sleuth.pipeline.gather import Branch, GatherOptions, Waits, Window, gather_pages
 from sleuth.stages.explore import named_by, named_things, own_first, rule_subquestions, titled
@@ -18,31 +20,6 @@ from sleuth.stages.select import select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import section
 from sleuth.urls import canonicalize
-
-
-def candidate(url: str, title: str | None = None) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=title or url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-    )
-
-
-def page(url: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text="Some text about the question. " * 20,
-        content_type="text/html",
-        status=200,
-    )
 
 
 class InstantFetcher:

@@ -11,7 +11,9 @@ import asyncio
 import math
 from typing import Any
 
-from sleuth.models import Candidate, FetchFailure, Page, Quality
+from records import candidate, page
+
+from sleuth.models import Candidate, FetchFailure, Page
 from sleuth.pipeline.gather import (
     Branch,
     ByRank,
@@ -23,37 +25,10 @@ from sleuth.pipeline.gather import (
 )
 from sleuth.pipeline.gather.by_rank import cut_point
 from sleuth.pipeline.gather.state import Gathering
-from sleuth.urls import canonicalize
 
 URLS = [f"https://{n}.example/" for n in "abcdefgh"]
 #: Every page read took this long (``Page.elapsed_s``): the run's own timings.
 PAGE_S = 0.05
-
-
-def cand(url: str) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-    )
-
-
-def page(url: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text="Notes on the question, as a page of the web. " * 10,
-        content_type="text/html",
-        status=200,
-        elapsed_s=PAGE_S,
-    )
 
 
 class Held:
@@ -68,7 +43,7 @@ class Held:
             await self.release.wait()
         else:
             await asyncio.sleep(0)
-        return page(url)
+        return page(url, elapsed_s=PAGE_S)
 
 
 async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bound() -> None:
@@ -80,7 +55,7 @@ async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bo
     waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0, bound_min_s=0.0)
     gathered = await asyncio.wait_for(
         gather_pages(
-            [cand(u) for u in URLS],
+            [candidate(u) for u in URLS],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(want=3, policy=Window(waits), on_event=events.append),
         ),
@@ -112,7 +87,7 @@ async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes()
         no_wait = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)
         gathered = await asyncio.wait_for(
             gather_pages(
-                [cand(u) for u in URLS],
+                [candidate(u) for u in URLS],
                 fetcher,  # type: ignore[arg-type]
                 GatherOptions(
                     want=3,
@@ -142,7 +117,7 @@ async def test_the_last_candidate_still_out_is_not_waited_for_past_the_runs_own_
     )
     gathered = await asyncio.wait_for(
         gather_pages(
-            [cand(u) for u in URLS[:3]],
+            [candidate(u) for u in URLS[:3]],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(want=3, policy=Window(waits)),
         ),
@@ -161,7 +136,7 @@ def state(want: int, policy: Policy | None = None, accept: bool = False) -> Gath
         return None
 
     options = GatherOptions(want=want, policy=policy or Window(), accept=keep if accept else None)
-    return Gathering([cand(u) for u in URLS], None, options)  # type: ignore[arg-type]
+    return Gathering([candidate(u) for u in URLS], None, options)  # type: ignore[arg-type]
 
 
 def out(g: Gathering, candidate: Candidate) -> asyncio.Future[Any]:
@@ -175,7 +150,7 @@ def out(g: Gathering, candidate: Candidate) -> asyncio.Future[Any]:
 def read(g: Gathering, *candidates: Candidate) -> None:
     for c in candidates:
         g.tried.add(c.canonical_url)
-        g.done[c.canonical_url] = page(c.url)
+        g.done[c.canonical_url] = page(c.url, elapsed_s=PAGE_S)
 
 
 async def test_rank_order_ends_the_sources_where_the_ranking_says() -> None:

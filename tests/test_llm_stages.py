@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from records import candidate, page
 
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
@@ -15,7 +16,7 @@ from sleuth.lang import SAME_AS_QUESTION, language_name
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
-from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
+from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, SearchHit
 from sleuth.pipeline.gather import GatherOptions, Waits, Window, gather_pages
 from sleuth.settings import load_settings
 from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
@@ -147,19 +148,6 @@ def hit(url: str, query: str, rank: int) -> SearchHit:
     return SearchHit(title=url, url=url, rank=rank, provider="searxng", query=query)
 
 
-def candidate(url: str, score: float) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=score,
-    )
-
-
 def test_picks_come_first_in_the_order_picked_and_each_url_once() -> None:
     a, b, c, d = (f"https://{x}.example/page" for x in "abcd")
     hits = [
@@ -170,7 +158,12 @@ def test_picks_come_first_in_the_order_picked_and_each_url_once() -> None:
         hit(d, "q2", 3),
         hit(b + "?utm_source=x", "q3", 1),
     ]
-    ranked = [candidate(a, 9), candidate(c, 8), candidate(b, 7), candidate(d, 1)]
+    ranked = [
+        candidate(a, score=9),
+        candidate(c, score=8),
+        candidate(b, score=7),
+        candidate(d, score=1),
+    ]
     merged = merge_picks(ranked, hits, [canonicalize(d), canonicalize(b), canonicalize(d)])
     assert [m.url for m in merged] == [d, b, a, c]
     assert merged[1].queries == ["q1", "q2", "q3"]  # one candidate for all its spellings
@@ -215,18 +208,6 @@ async def test_each_search_result_is_shown_to_the_model_once_per_run(served: Scr
 # -- reading pages as they arrive -----------------------------------------------------------
 
 
-def page(url: str, text: str = "Some text about the question. " * 20) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text=text,
-        content_type="text/html",
-        status=200,
-    )
-
-
 class GatedFetcher:
     """Serves ``first`` at once and holds every other page until ``release`` is set."""
 
@@ -252,7 +233,7 @@ async def test_pages_are_read_while_others_still_download() -> None:
 
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(want=2, policy=Window(), accept=accept),
         ),
@@ -275,7 +256,7 @@ class InstantFetcher:
 async def test_pages_finishing_together_do_not_exceed_the_limit() -> None:
     urls = [f"https://{x}.example/" for x in "abcdef"]
     gathered = await gather_pages(
-        [candidate(u, 1) for u in urls],
+        [candidate(u, score=1) for u in urls],
         InstantFetcher(),  # type: ignore[arg-type]
         GatherOptions(want=2, policy=Window()),
     )
@@ -311,7 +292,7 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
 
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(want=4, policy=Window(), on_event=on_event),
         ),
@@ -331,7 +312,7 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     fetcher.others_done.set()
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(want=4, policy=Window(short)),
         ),
@@ -348,7 +329,7 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     said: list[Any] = []
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             fetcher,  # type: ignore[arg-type]
             GatherOptions(
                 want=4,
@@ -377,7 +358,7 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
 
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             first,  # type: ignore[arg-type]
             GatherOptions(want=4, policy=Window(top_only), on_event=on_event),
         ),
@@ -391,7 +372,7 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
     second.others_done.set()
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
+            [candidate(u, score=1) for u in urls],
             second,  # type: ignore[arg-type]
             GatherOptions(want=4, policy=Window(top_only)),
         ),
@@ -436,7 +417,7 @@ async def test_long_pages_are_chunked_and_irrelevant_chunks_dropped(served: Scri
     served.add("PKCE binds the code to a verifier.", contains=MARKERS["merge"], times=None)
     async with run_llm(served, context_window=2048).client as client:
         reader = PageReader(RunLLM(client, question="q", language="English"), "q")
-        summary = await reader.summarise(page("https://p.example/", text))
+        summary = await reader.summarise(page("https://p.example/", text=text))
     chunks = [r for r in served.requests if MARKERS["summarize"] in r.last_user]
     assert len(chunks) >= 3 and summary == "PKCE binds the code to a verifier."
     merged = section(
@@ -461,10 +442,10 @@ async def test_a_long_page_is_read_as_its_passages_about_the_question(served: Sc
             client, question="How does PKCE protect the authorization code?", language="English"
         )
         whole = await PageReader(llm, "How does PKCE protect the code?").summarise(
-            page("https://p.example/", text)
+            page("https://p.example/", text=text)
         )
         excerpt = await PageReader(llm, "How does PKCE protect the code?", 400).summarise(
-            page("https://p.example/", text)
+            page("https://p.example/", text=text)
         )
     assert whole == excerpt == "PKCE binds the code to a verifier."
     sent = [
@@ -493,7 +474,8 @@ async def test_an_overflow_that_halving_cannot_fix_falls_back(served: ScriptedLL
     async with llm.client:
         reader = PageReader(llm, "How does PKCE work?")
         kept = await reader.judge(
-            candidate("https://p.example/", 1), page("https://p.example/", "PKCE is short.")
+            candidate("https://p.example/", score=1),
+            page("https://p.example/", text="PKCE is short."),
         )
     assert kept is None and reader.summaries == {}
     assert len(served.requests) == 1

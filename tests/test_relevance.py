@@ -11,6 +11,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from records import candidate as cand
+from records import page as doc
 
 import sleuth
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Quality, Report
@@ -104,32 +106,6 @@ def test_each_part_of_the_question_has_a_source(web: OfflineWeb) -> None:
 
 
 # -- the gate -----------------------------------------------------------------------------
-
-
-def cand(url: str, title: str = "", queries: list[str] | None = None) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=title or url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-        queries=queries or [],
-    )
-
-
-def doc(url: str, title: str, text: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=title,
-        text=text,
-        content_type="text/html",
-        status=200,
-    )
 
 
 def judged(gate: Relevance, *pages: Page, want: int = 5) -> tuple[list[str], list[Failure]]:
