@@ -23,9 +23,15 @@ if TYPE_CHECKING:
     from sleuth.budget import Budget
     from sleuth.fetch import Fetcher, RunFetcher
 
-__all__ = ["GatherOptions", "Gathering", "Policy"]
+__all__ = ["GatherOptions", "Gathering", "Policy", "window"]
 
 Task = asyncio.Future[Any]
+
+
+def window(want: int) -> int:
+    """Pages on their way (or read) at once for ``want`` pages: a few beyond those wanted,
+    so a failure costs no extra round trip."""
+    return want + max(2, want // 2)
 
 
 class Policy(Protocol):
@@ -86,7 +92,7 @@ class Gathering:
         self.queue = list(candidates)
         self.order = list(candidates)
         self.tried: set[str] = set()
-        self.window = self.want + max(2, self.want // 2)
+        self.window = window(self.want)
         self.running: dict[Task, Candidate] = {}
         self.judging: dict[Task, tuple[Candidate, Page]] = {}
         #: Pages read and not judged yet (``Policy.holds``): judged only if one is needed.
