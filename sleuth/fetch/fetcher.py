@@ -175,7 +175,7 @@ class Fetcher(HttpTransfer):
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._slots = asyncio.Semaphore(config.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
-        self._domains = DomainRules.from_settings(config)
+        self._domains = DomainRules(config.allow_domains, config.deny_domains)
         self._user_agent = config.user_agent or DEFAULT_USER_AGENT
         self._polite = Politeness(
             config, self._user_agent, self._read_robots, clock=clock, sleep=sleep
