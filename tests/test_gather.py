@@ -196,3 +196,41 @@ async def test_only_a_branch_leaves_pages_it_may_not_keep_unjudged() -> None:
         # Two pages rank above c: a branch reads c only if one of them is rejected.
         assert policy.holds(g, c) is parks, policy
         assert policy.holds(g, a) is False
+
+
+async def parked_run(policy: Policy) -> list[str]:
+    """c and d arrive while a and b, ranked above them, are being judged (so they are
+    parked); a is then rejected. The URLs kept, two wanted."""
+    a, b, c, d = URLS[:4]
+    judging, verdicts = asyncio.Event(), asyncio.Event()
+
+    class Staggered:
+        async def fetch(self, url: str) -> Page | FetchFailure:
+            if url in (c, d):
+                await judging.wait()
+            return page(url)
+
+    async def accept(cand: Candidate, p: Page) -> str | None:
+        if cand.url == b:
+            judging.set()
+        await verdicts.wait()
+        return "not relevant" if cand.url == a else None
+
+    def on_event(event: Any) -> None:
+        if event.kind == "fetched" and event.data["url"] == d:
+            verdicts.set()  # c and d are in (parked): now a and b are judged
+
+    options = GatherOptions(want=2, policy=policy, accept=accept, on_event=on_event)
+    gathered = await asyncio.wait_for(
+        gather_pages([candidate(u) for u in URLS[:4]], Staggered(), options),  # type: ignore[arg-type]
+        timeout=60,
+    )
+    return [x.url for x, _ in gathered.pages]
+
+
+async def test_rank_order_judges_a_parked_page_when_a_better_one_is_rejected() -> None:
+    """A deep research's branch in a batch (rank order over a branch's parking): the parked
+    c is judged and kept once a is rejected, as in quick order; rank order never judged
+    it, and the branch read one source of the two it wanted."""
+    assert await parked_run(Branch()) == URLS[1:3]
+    assert await parked_run(ByRank(Branch())) == URLS[1:3]

@@ -18,7 +18,7 @@ from sleuth.pipeline.gather.rules import is_local
 from sleuth.pipeline.gather.state import Gathering, Policy, Task
 from sleuth.pipeline.gather.window import Window
 
-__all__ = ["ByRank", "cut_point"]
+__all__ = ["ByRank", "cut_point", "judge_parked"]
 
 
 @dataclass(frozen=True)
@@ -44,12 +44,14 @@ class ByRank:
         """Fetch down the ranking until rank order settles the sources (:func:`cut_point`).
 
         As in a live run, up to ``window`` pages are read or out at once, and a failed or
-        off-topic page is replaced by the next in line; a fuller ranking on its way
-        (``more``) is waited for. Returns where the sources end; None when a budget
+        off-topic page is replaced by the next in line; a parked page the ranking still
+        needs is judged (:func:`judge_parked`); a fuller ranking on its way (``more``) is
+        waited for. Returns where the sources end; None when a budget
         stopped gathering first.
         """
         budget = g.budget
         while True:
+            judge_parked(g)
             cut, untried, busy = cut_point(g)
             while untried is not None and busy < g.window:
                 if budget is not None and (reason := budget.exhausted()):
@@ -76,6 +78,24 @@ class ByRank:
                 g.settle(task)
             if g.out_of_time():
                 return None
+
+
+def judge_parked(g: Gathering) -> None:
+    """Judge the parked pages (read, left unjudged: ``Policy.holds``) that rank order may
+    still need: walking the ranking from the top, each parked page met while the pages
+    above it, read or still out, are fewer than ``want``. Which pages become sources then
+    depends on rank alone, not on which were parked as they arrived."""
+    out = {c.canonical_url for _, c in g.out_pairs()}
+    count = 0
+    for candidate in g.order:
+        if count >= g.want:
+            return
+        url = candidate.canonical_url
+        if url in g.parked:
+            g.judge(*g.parked.pop(url))
+            count += 1
+        elif url in out or url in g.done:
+            count += 1
 
 
 def cut_point(g: Gathering) -> tuple[int | None, Candidate | None, int]:
