@@ -16,27 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+# Durations are read and shown by _duration (the store reads them too, without this table).
+from sleuth._duration import format_duration as format_duration
+from sleuth._duration import parse_duration as parse_duration
 from sleuth.errors import ConfigError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``.
-
-    Raises :class:`ConfigError` for anything else (a negative or unitless word).
-    """
-    if isinstance(text, int | float):
-        if text < 0:
-            raise ConfigError(f"invalid duration {text!r}: must not be negative")
-        return float(text)
-    match = _DURATION.match(text)
-    if not match:
-        raise ConfigError(f"invalid duration {text!r}: use a number with s, m, h, d or w (e.g. 7d)")
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
@@ -66,15 +52,6 @@ def normalize_domain(text: str) -> str:
 
 #: Fields given as a duration (90, 30m, 12h, 7d): their defaults are shown the same way.
 DURATION_FIELDS = ("cache_ttl", "max_time")
-
-
-def format_duration(seconds: float) -> str:
-    """``seconds`` in the largest unit that divides it: 86400 → ``1d``, 90 → ``90s``."""
-    for unit in ("w", "d", "h", "m"):
-        size = _UNITS[unit]
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
 
 
 #: The commands that take the settings options (each may leave some out: ``skip``).

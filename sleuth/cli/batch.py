@@ -1,10 +1,10 @@
 """``sleuth batch QUESTIONS -o OUTDIR``: research many questions, resumably.
 
 QUESTIONS is a text file (one question a line), JSONL or CSV (``-``: stdin); see
-:mod:`sleuth.pipeline.batch_input`. Every research option applies to all questions unless
+:mod:`sleuth.pipeline.batch.input`. Every research option applies to all questions unless
 a question's line sets it. Each finished question is one line of ``OUTDIR/results.jsonl``
 and a report under ``OUTDIR/reports/``; rerunning the same command skips the questions
-already done (:mod:`sleuth.pipeline.batch_outdir`). Progress is a bar on stderr (plain
+already done (:mod:`sleuth.pipeline.batch.outdir`). Progress is a bar on stderr (plain
 lines when stderr is not a terminal); the summary comes at the end.
 
 Exit codes: 0 every question has a report with sources, 1 some have none (no sources,
@@ -219,8 +219,8 @@ def _run_batch(
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
-    from sleuth.pipeline.batch_input import read_questions
-    from sleuth.pipeline.batch_outdir import OutDir
+    from sleuth.pipeline.batch.input import read_questions
+    from sleuth.pipeline.batch.outdir import OutDir
 
     found = read_questions(questions)
     # What would fail every question fails now, before OUTDIR is made.

@@ -59,6 +59,7 @@ from sleuth.fetch.cache import (
     lookup,
     quietly,
 )
+from sleuth.fetch.config import FetchConfig
 from sleuth.fetch.guard import DomainRules, GuardedTransport, is_public_address
 from sleuth.fetch.politeness import (
     CAPPED,
@@ -66,7 +67,6 @@ from sleuth.fetch.politeness import (
 )
 from sleuth.fetch.transfer import _HEADERS, HttpTransfer, _Download, _network_reason
 from sleuth.models import FetchFailure, Page
-from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
 
 __all__ = [
@@ -150,6 +150,9 @@ class RunFetcher:
 class Fetcher(HttpTransfer):
     """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
 
+    ``settings``: a :class:`~sleuth.fetch.config.FetchConfig`, or the settings table it is
+    made from.
+
     ``transport`` replaces the guarded network transport (tests use
     ``httpx.MockTransport``); URLs and redirect hops are still checked with
     :func:`check_url`, but connect-time address checks are then the transport's
@@ -166,7 +169,7 @@ class Fetcher(HttpTransfer):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: FetchConfig | object,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         cache: PageCache | None = None,
@@ -175,7 +178,7 @@ class Fetcher(HttpTransfer):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         keep: int | None = None,
     ) -> None:
-        self._settings = settings
+        self._config = config = FetchConfig.of(settings)
         self._transport = transport
         self._cache = cache
         self._documents = documents
@@ -186,16 +189,16 @@ class Fetcher(HttpTransfer):
         self._entries: dict[str, _Entry] = {}
         self._keep = keep
         self._finished: OrderedDict[str, None] = OrderedDict()
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._slots = asyncio.Semaphore(config.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
-        self._domains = DomainRules.from_settings(settings)
-        self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
+        self._domains = DomainRules(config.allow_domains, config.deny_domains)
+        self._user_agent = config.user_agent or DEFAULT_USER_AGENT
         self._polite = Politeness(
-            settings, self._user_agent, self._read_robots, clock=clock, sleep=sleep
+            config, self._user_agent, self._read_robots, clock=clock, sleep=sleep
         )
 
     async def __aenter__(self) -> Self:
-        settings = self._settings
+        settings = self._config
         # The extraction workers start now, in the background, while the first pages
         # download (after the searches: never on the way to the first search request).
         start_pool(settings.extract_workers)
@@ -321,7 +324,7 @@ class Fetcher(HttpTransfer):
         # Rules first, cache second: a page cached under other settings is not a way in.
         try:
             self._check(url)
-            if self._settings.respect_robots:
+            if self._config.respect_robots:
                 await self._polite.obey_robots(url)
         except BlockedURLError as exc:
             return _refused(url, f"blocked: {exc.reason}")
@@ -367,7 +370,7 @@ class Fetcher(HttpTransfer):
         try:
             for hop in dict.fromkeys((url, last)):
                 self._check(hop)
-                if self._settings.respect_robots:
+                if self._config.respect_robots:
                     await self._polite.obey_robots(hop)
         except BlockedURLError:
             return False
@@ -375,7 +378,7 @@ class Fetcher(HttpTransfer):
 
     def _private_allowed(self, url: str) -> bool:
         """Whether this run lets ``url``'s host be at a non-public address."""
-        if self._settings.allow_private_urls:
+        if self._config.allow_private_urls:
             return True
         try:
             host = httpx.URL(url.strip()).raw_host.decode("ascii", "replace").lower()
@@ -404,9 +407,9 @@ class Fetcher(HttpTransfer):
         conditional = None
         if stale is not None and isinstance(stale.result, Page) and stale.validators.headers():
             conditional = (stale.result.final_url, stale.validators)
-        timeout = self._settings.timeout
+        timeout = self._config.timeout
         host_slots = self._host_slots.setdefault(
-            host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency)
+            host_of(url), asyncio.Semaphore(self._config.per_host_concurrency)
         )
         with timeline.span("download", "fetch", url):
             try:
@@ -452,7 +455,7 @@ class Fetcher(HttpTransfer):
         if isinstance(exc, BlockedURLError):
             return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
         if isinstance(exc, TimeoutError | httpx.TimeoutException):
-            return FetchFailure(url=url, reason=f"timed out after {self._settings.timeout:g}s")
+            return FetchFailure(url=url, reason=f"timed out after {self._config.timeout:g}s")
         if isinstance(exc, httpx.HTTPError):
             return FetchFailure(url=url, reason=_network_reason(exc))
         # The contract: page problems never raise.
@@ -460,7 +463,7 @@ class Fetcher(HttpTransfer):
         return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
 
     async def _read(self, url: str, start: float, download: _Download) -> tuple[Page, Validators]:
-        settings = self._settings
+        settings = self._config
         limits = extract_limits(settings)
         try:
             body = Body(
@@ -505,7 +508,7 @@ class Fetcher(HttpTransfer):
             self._browser is not None
             and download.mime in HTML_TYPES
             and (
-                self._settings.fetch_engine == "playwright"
+                self._config.fetch_engine == "playwright"
                 or looks_like_script_shell(download.data.decode("utf-8", "replace"))
             )
         ):
@@ -529,7 +532,7 @@ class Fetcher(HttpTransfer):
             body=download.data,
         )
         try:
-            rendered = await self._browser.render(document, self._settings.timeout)
+            rendered = await self._browser.render(document, self._config.timeout)
         except ConfigError as exc:
             # Chromium cannot start (only possible for the lazily started fallback
             # browser; the playwright engine starts in __aenter__): stop trying.
@@ -557,12 +560,9 @@ class Fetcher(HttpTransfer):
         )
 
 
-async def fetch_page(url: str, settings: Settings | None = None) -> Page:
-    """Fetch one page; raises :class:`BlockedURLError` or :class:`FetchError` when it can't.
-
-    Without ``settings``, they are read from the environment (``load_settings()``).
-    """
-    settings = settings or load_settings()
+async def fetch_page(url: str, settings: FetchConfig | object) -> Page:
+    """Fetch one page under ``settings`` (a :class:`FetchConfig`, or the settings table);
+    raises :class:`BlockedURLError` or :class:`FetchError` when it can't."""
     async with Fetcher(settings) as fetcher:
         result = await fetcher.fetch(url)
     if isinstance(result, Page):

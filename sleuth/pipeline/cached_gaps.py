@@ -21,7 +21,7 @@ from sleuth.urls import canonicalize
 if TYPE_CHECKING:
     from sleuth.pipeline.context import RunContext
 
-__all__ = ["carry_cached_gaps"]
+__all__ = ["cached_gaps"]
 
 log = logging.getLogger(__name__)
 
@@ -29,22 +29,24 @@ log = logging.getLogger(__name__)
 MARK = " (from the cache: run "
 
 
-async def carry_cached_gaps(ctx: RunContext, cited: Iterable[str]) -> None:
-    """Add to ``ctx.failures`` the page gaps of the last run of ``ctx.topic`` that this
-    run, answered at least in part from the page cache, neither read (``cited``) nor met."""
+async def cached_gaps(ctx: RunContext, cited: Iterable[str]) -> list[Failure]:
+    """The page gaps of the last run of ``ctx.topic`` that this run, answered at least in
+    part from the page cache, neither read (``cited``) nor met (the driver adds them to
+    the run's failures)."""
     store = ctx.session.store
-    if store is None or ctx.cached_fetches == 0:
-        return
+    if store is None or ctx.tally.cached_fetches == 0:
+        return []
     try:
         last: dict[str, Any] = (
             await asyncio.to_thread(store.last_report, ctx.topic, exclude=ctx.run_id) or {}
         )
     except Exception:  # a broken store costs the carried gaps, never the run
         log.debug("no earlier report to take gaps from", exc_info=True)
-        return
+        return []
     known = {canonicalize(url) for url in cited} | {
-        canonicalize(f.url) for f in ctx.failures if f.url
+        canonicalize(f.url) for f in ctx.tally.failures if f.url
     }
+    carried: list[Failure] = []
     run_id = last.get("run_id") or "?"
     for entry in last.get("failures") or []:
         url = str(entry.get("url") or "")
@@ -52,7 +54,7 @@ async def carry_cached_gaps(ctx: RunContext, cited: Iterable[str]) -> None:
         if not url or not reason or canonicalize(url) in known:
             continue
         known.add(canonicalize(url))
-        ctx.failures.append(
+        carried.append(
             Failure(
                 url=url,
                 # Carried before: it already names the run that met it.
@@ -61,3 +63,4 @@ async def carry_cached_gaps(ctx: RunContext, cited: Iterable[str]) -> None:
                 detail=str(entry.get("detail") or ""),
             )
         )
+    return carried

@@ -30,13 +30,14 @@ from sleuth.search.base import (
     provider_names,
     register,
 )
+from sleuth.search.config import SearchConfig
 from sleuth.search.jsonapi import mask_key_params, seconds
-from sleuth.settings import Settings
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "UNREACHABLE",
     "ProviderFailure",
+    "SearchConfig",
     "SearchProvider",
     "build_providers",
     "get_provider",
@@ -53,19 +54,21 @@ UNREACHABLE = "could not reach the search engine (no network?)"
 
 
 def build_providers(
-    settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+    settings: SearchConfig | object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
 ) -> list[SearchProvider]:
-    """The providers named in ``settings.search``, in fallback order.
+    """The providers named in ``settings.search``, in fallback order (``settings``: a
+    :class:`SearchConfig`, or the settings table it is made from).
 
     Every name and every API key is checked before this returns, so a run never
     starts searching with a half-usable configuration. All problems are reported
     together in one ``ProviderError`` (a config error: the CLI exits 2).
     """
+    config = SearchConfig.of(settings)
     providers: list[SearchProvider] = []
     problems: list[str] = []
-    for name in dict.fromkeys(settings.search):
+    for name in dict.fromkeys(config.search):
         try:
-            providers.append(get_provider(name)(settings, client, env))
+            providers.append(get_provider(name)(config, client, env))
         except ProviderError as exc:
             problems.append(str(exc))
     if problems:
@@ -73,7 +76,7 @@ def build_providers(
     return providers
 
 
-def make_search_client(settings: Settings) -> httpx.AsyncClient:
+def make_search_client(settings: SearchConfig | object) -> httpx.AsyncClient:
     """The HTTP client the providers share.
 
     Search endpoints are chosen by the user (API hosts, their own SearXNG), so no
@@ -81,9 +84,10 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     tells a run waiting for its first search that the request is out (``sleuth._sent``;
     a no-op otherwise).
     """
-    user_agent = settings.user_agent or f"sleuth/{__version__}"
+    config = SearchConfig.of(settings)
+    user_agent = config.user_agent or f"sleuth/{__version__}"
     return httpx.AsyncClient(
-        timeout=httpx.Timeout(settings.search_timeout),
+        timeout=httpx.Timeout(config.search_timeout),
         headers={"User-Agent": user_agent},
         max_redirects=5,
         event_hooks={"request": [trace_sent]},

@@ -4,7 +4,8 @@ A deep research numbers its sources as its tree read them, then writes its secti
 the outline's order: the first citation a reader met could be ``[7]``. :func:`reading_order`
 gives each source the number of its first citation in the text as it reads (those never
 cited follow, in their order); :class:`Renumbering` applies it to the text, the sources,
-the sections, the tree, the claims and the answer's sentences, so every number still names the same page.
+the sections, the tree, the claims and the answer's sentences, so every number still
+names the same page.
 """
 
 from __future__ import annotations

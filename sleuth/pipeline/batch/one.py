@@ -1,6 +1,6 @@
 """One question of a batch: :class:`BatchResult` and :func:`run_question`, shared by the
 in-process batch (:mod:`sleuth.pipeline.batch`) and its Ray workers
-(:mod:`sleuth.pipeline.batch_ray`), which import this and not each other."""
+(:mod:`sleuth.pipeline.batch.ray`), which import this and not each other."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from sleuth.errors import LLMAuthError, SleuthError, StoreCorruptError
 from sleuth.models import Report
-from sleuth.pipeline.batch_input import BatchQuestion
+from sleuth.pipeline.batch.input import BatchQuestion
 from sleuth.pipeline.context import Services
 from sleuth.pipeline.quick import research
 from sleuth.progress import Event, EventKind, ProgressCallback, no_progress
