@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,10 +110,18 @@ class Politeness:
         #: as allowing everything. Only filled with ``respect_robots``.
         self.robots_notes: dict[str, str] = {}
 
-    async def pace(self, host: str) -> None:
-        """Wait until ``host`` may get its next request: starts are ``host_delay`` apart."""
+    @asynccontextmanager
+    async def turn(self, host: str) -> AsyncIterator[None]:
+        """Hold ``host``'s turn: entered once the host may get its next request, and the
+        next turn counted from when the block ends (starts are ``host_delay`` apart).
+
+        The caller ends the block when its request really goes out, not when the turn
+        came: a request that then waits (for a pooled connection, a name lookup, a busy
+        event loop) would otherwise reach the site right before the next one.
+        """
         delay = self._config.host_delay
         if delay <= 0:
+            yield
             return
         # One caller at a time per host (in arrival order: asyncio.Lock is fair), and the
         # next turn counted from when this one really began: a wait that overran (a busy
@@ -122,7 +131,16 @@ class Politeness:
             start = max(now, self._next_start.get(host, now))
             if start > now:
                 await self._sleep(start - now)
-            self._next_start[host] = max(self._clock(), start) + delay
+            try:
+                yield
+            finally:
+                self._next_start[host] = max(self._clock(), start) + delay
+
+    async def pace(self, host: str) -> None:
+        """Wait until ``host`` may get its next request (a turn whose request goes out
+        at once)."""
+        async with self.turn(host):
+            pass
 
     def take_page(self, host: str, pages: Counter[str]) -> str | None:
         """Count one page from ``host`` in ``pages`` (a run's count); why not, once its

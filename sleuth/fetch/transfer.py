@@ -13,6 +13,7 @@ import asyncio
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 
@@ -101,10 +102,32 @@ class HttpTransfer:
         return self._polite.robots_notes
 
     async def _send(self, request: httpx.Request) -> httpx.Response:
-        """Send ``request`` (streaming) once its host's turn has come."""
-        assert self._client is not None
-        await self._polite.pace(request.url.host)
-        return await self._client.send(request, stream=True)
+        """Send ``request`` (streaming) once its host's turn has come.
+
+        The turn is held until the request's headers start going out (httpcore's trace
+        says when), so the site sees starts ``host_delay`` apart even when a request
+        first waited for a pooled connection.
+        """
+        client = self._client
+        assert client is not None
+        went_out = asyncio.Event()
+
+        async def trace(name: str, info: dict[str, Any]) -> None:
+            if name.endswith("send_request_headers.started"):
+                went_out.set()
+
+        request.extensions = {**request.extensions, "trace": trace}
+        async with self._polite.turn(request.url.host):
+            sending = asyncio.ensure_future(client.send(request, stream=True))
+            waiting = asyncio.ensure_future(went_out.wait())
+            try:
+                await asyncio.wait({sending, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                sending.cancel()
+                raise
+            finally:
+                waiting.cancel()
+        return await sending
 
     async def _read_robots(self, origin: str) -> Robots:
         """The robots.txt of ``origin``: read once per run, never a reason to fail."""
