@@ -127,29 +127,6 @@ def test_navigation_only_page_has_no_text() -> None:
     assert extract(html).text == ""
 
 
-def test_justexts_stoplist_is_held_once() -> None:
-    """A page trafilatura hands to justext (a short one, here) used to leave its
-    154k-word stoplist in memory twice: trafilatura's tuple and justext's cached
-    lowercased copy, 31 MB of a run's ~145 MB peak. Now one set, which justext uses
-    as it is; any other stoplist is still lowercased by justext itself. (sleuth now
-    runs trafilatura without its justext fallback, so its own pages build none; other
-    callers of trafilatura in the process may.)"""
-    import justext.core
-    import trafilatura.external
-
-    html = (
-        "<html><head><title>Notice</title></head><body>"
-        "<div>Short note: the meeting moved to Tuesday at noon.</div></body></html>"
-    )
-    assert extract(html).text == "Short note: the meeting moved to Tuesday at noon."
-    trafilatura.external.jt_stoplist_init()  # as trafilatura's justext fallback does
-    held = trafilatura.external.JT_STOPLIST
-    assert isinstance(held, frozenset) and len(held) > 100_000
-    assert "the" in held and "und" in held and all(w == w.lower() for w in held)
-    assert justext.core.define_stoplist(held) is held
-    assert justext.core.define_stoplist(("The", "OF")) == frozenset({"the", "of"})
-
-
 def test_bytes_are_decoded_with_the_meta_charset() -> None:
     html = (
         "<html><head><meta charset='windows-1251'><title>Новости</title></head><body>"

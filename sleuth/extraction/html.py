@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import importlib
 import itertools
 import logging
 import re
@@ -21,9 +20,10 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from sleuth._patches import share_justext_stoplist
 from sleuth.extraction.decode import decode_body
 from sleuth.extraction.maths import keep_maths
-from sleuth.extraction.meta import page_meta, share_justext_stoplist
+from sleuth.extraction.meta import page_meta
 from sleuth.extraction.text import Extracted, normalize_text
 
 __all__ = ["MAX_ELEMENTS", "cut_elements", "extract", "without_hidden"]
@@ -97,8 +97,9 @@ def _parse_html(html: str) -> Any:
     Comments go at parse time, as in trafilatura: a site's build stamp
     (``<!-- 2026-03-05T21:00Z, build … -->``) is not the page's publication date.
     """
-    # Imported by name: lxml ships no type stubs, and this module needs none.
-    lxml_html: Any = importlib.import_module("lxml.html")
+    from lxml import etree
+    from lxml import html as lxml_html
+
     parser = getattr(_parsers, "html", None)
     if parser is None:
         parser = _parsers.html = lxml_html.HTMLParser(remove_comments=True)
@@ -106,7 +107,6 @@ def _parse_html(html: str) -> Any:
         # inputs, labels get classes of their own) is a Python call for each element
         # object made, by our walk and trafilatura's, ~7% of a page's time. Nothing
         # here uses those classes' extra methods.
-        etree = importlib.import_module("lxml.etree")
         parser.set_element_class_lookup(
             etree.ElementDefaultClassLookup(
                 element=lxml_html.HtmlElement,
@@ -173,7 +173,8 @@ def without_hidden(html: str) -> str:
     tree = _parse_html(html)
     if tree is None or not _drop_hidden(tree, html):
         return html
-    lxml_html: Any = importlib.import_module("lxml.html")
+    from lxml import html as lxml_html
+
     cleaned: str = lxml_html.tostring(tree, encoding="unicode")
     return cleaned
 

@@ -10,7 +10,6 @@ lxml; callers hold the extraction lock.
 from __future__ import annotations
 
 import functools
-import importlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -418,14 +417,10 @@ class _Walker:
 _NO_CTX = (0,) * (N_LANDMARKS + len(_HINTS))
 
 
-def _etree() -> Any:
-    # Imported by name: lxml ships no type stubs, and this module needs none.
-    return importlib.import_module("lxml.etree")
-
-
 def segment(tree: Any) -> list[Block]:
     """The page's text blocks in document order (the tree is left as it is)."""
-    etree = _etree()
+    from lxml import etree
+
     body = tree.find(".//body")
     root = body if body is not None else tree
     walker = _Walker()
@@ -450,7 +445,8 @@ def clean_tree(tree: Any) -> Any:
     A ``<noscript>`` with real text in it stays: some sites (Discourse forums among
     them) serve the whole page there to readers without JavaScript, as we are.
     """
-    etree = _etree()
+    from lxml import etree
+
     etree.strip_elements(tree, *DROP_TAGS, etree.Comment, with_tail=False)
     for node in list(tree.iter("noscript")):
         if len(_WORD.findall(node.text_content())) < 25:

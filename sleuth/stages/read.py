@@ -20,15 +20,12 @@ The passages are kept next to the summary: the citation check reads them.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import logging
 import re
-import sys
-import threading
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from sleuth import timeline
+from sleuth._patches import bm25s_module
 from sleuth.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import is_not_relevant
 from sleuth.llm.tokens import chunk_text
@@ -101,45 +98,8 @@ def split_passages(text: str, joiner: str = " ") -> list[str]:
     return passages
 
 
-_BM25S_LOCK = threading.Lock()
-_bm25s_module: Any = None
-
-
-def _bm25s() -> Any:
-    """bm25s, imported only when a page is read, and without scipy.
-
-    bm25s imports ``scipy.sparse`` as it loads whenever scipy is installed, only to
-    offer an optional backend; sleuth uses its numpy backend, the one the tests run
-    on. Where scipy happens to be installed (most data-science environments) but is
-    not loaded yet, hiding it for this one import saves about 10 MB per process
-    (the LLM run's peak went from 152 to 142 MB) and 0.1 s of start-up.
-    """
-    global _bm25s_module
-    if _bm25s_module is not None:
-        return _bm25s_module
-    # Under a lock: pages are read in threads, and a second thread must wait for the
-    # first one's import, not take the half-initialised module from sys.modules.
-    with _BM25S_LOCK:
-        if _bm25s_module is None:
-            hide = "scipy" not in sys.modules
-            if hide:
-                sys.modules["scipy"] = None  # type: ignore[assignment]  # `import scipy` fails
-            try:
-                _bm25s_module = importlib.import_module("bm25s")
-                # bm25s sets its own logger to DEBUG as it loads, so an application
-                # logging warnings (basicConfig, FastMCP, pytest's capture) got a line
-                # per page read: its records follow the application's level instead.
-                logger = logging.getLogger("bm25s")
-                if logger.level == logging.DEBUG:
-                    logger.setLevel(logging.NOTSET)
-            finally:
-                if hide and sys.modules.get("scipy", 0) is None:
-                    del sys.modules["scipy"]
-        return _bm25s_module
-
-
 def _tokens(texts: list[str]) -> list[list[str]]:
-    bm25s = _bm25s()
+    bm25s = bm25s_module()
     tokenized = bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
     return [list(t) for t in tokenized]
 
@@ -149,7 +109,7 @@ def bm25_scores(texts: list[str], queries: list[str]) -> list[float]:
     query = sorted({tok for toks in _tokens(queries) for tok in toks})
     if not query or not texts:
         return [0.0] * len(texts)
-    retriever = _bm25s().BM25()
+    retriever = bm25s_module().BM25()
     retriever.index(_tokens(texts), show_progress=False)
     scores = retriever.get_scores(query)
     return [float(scores[i]) for i in range(len(texts))]
