@@ -1,4 +1,4 @@
-"""Telling a run that a search request is out (issue 26).
+"""Telling a run that a search request is out.
 
 A quick research with a model sends the question's search before the OpenAI SDK loads
 and waits for that request to leave before it loads the SDK (an import thread would

@@ -177,8 +177,8 @@ def reads_trafilatura(signals: Any) -> bool:
     Elsewhere the block model does as well without it (WCXB tune, cross-validated by
     site, on the 559 pages that do not say they are articles: 0.805, against 0.803
     with it), and running trafilatura was more than half of sleuth's time on a page
-    (bench/README.md). Articles lose precision without it (AEB tune 0.959 -> 0.953),
-    and products recall (WCXB tune 0.722 -> 0.708): they keep the ensemble that reads it.
+    (bench/NOTEBOOK.md). Articles lose precision without it, and products recall:
+    they keep the ensemble that reads it.
     """
     return bool(
         any(signals[i] for i in ARTICLE_SIGNALS)

@@ -333,8 +333,8 @@ def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
     # copy the whole tree (~7 ms of ~100 a page); title and date come from page_meta.
     # Without its second opinions (readability, then justext, ``fast``): they cost about
     # a third of its time, and its text is one signal of the block model's, which reads
-    # the whole page itself. Measured (2026-11-25): WCXB held-out F1 0.8814 -> 0.8807,
-    # AEB 0.962 either way, Readability 0.933 -> 0.937 (bench/README.md).
+    # the whole page itself; F1 is unchanged within 0.001-0.004 on WCXB, AEB and
+    # Readability (bench/NOTEBOOK.md, 2026-11-25).
     doc = trafilatura.bare_extraction(
         html,
         url=url,

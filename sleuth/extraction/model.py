@@ -213,9 +213,8 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray, prob: np.ndarray) -> n
     says it is an article and where trafilatura found a real article (150 words or
     more), they are not main text. After a short article, blocks stay only at
     probability 0.8 or more: a list article whose intro alone trafilatura found keeps
-    its list (WCXB tune: blog.resy.com 0.92 where dropping everything gave 0.03), and a
-    brief loses its ticker (AEB 0.955 -> 0.961; the 0.8 lies between what WCXB tune
-    prefers, 0.6-0.7, and AEB, 0.8 or more, so AEB is not blind to it).
+    its list, and a brief loses its ticker. The 0.8 lies between what WCXB tune
+    prefers (0.6-0.7) and AEB (0.8 or more); figures in bench/NOTEBOOK.md.
     """
     if not len(keep) or not _declares_article(matrix):
         return keep
@@ -251,8 +250,8 @@ def _without_reviews(blocks: list[Block], matrix: np.ndarray, keep: np.ndarray) 
     (a forum thread, where the posts are the page, is not touched). They can outweigh
     the product's own text (IKEA's KALLAX shelf: 300 words, and 720 of reviews), and a
     citation of the seller's page should not point at them. WCXB: 7% of the text under
-    a "review" class or id on product pages is main text (77% on articles); held-out
-    products 0.668 -> 0.704. A page whose ``<h1>`` sits inside the reviews, or where
+    a "review" class or id on product pages is main text (77% on articles; the gain
+    on products is in bench/NOTEBOOK.md). A page whose ``<h1>`` sits inside the reviews, or where
     they hold most of its words, is a review itself and is left alone.
     """
     if not len(keep) or _declares_article(matrix) or matrix[0, _FORUM_SIGNAL]:
@@ -297,9 +296,8 @@ def best_keep(prob: np.ndarray, words: np.ndarray, floor: float = _FLOOR) -> np.
     0.3, an article's paragraphs at 0.9). Taking each probability as the chance that
     the block is main text, keeping the k likeliest blocks has expected overlap
     ``TP = sum(p·w)`` over them, and expected F1 ``2·TP / (kept words + expected main
-    words)``; the best k is one pass over the sorted blocks. Measured on WCXB
-    (bench/README.md): held-out F1 0.854 -> 0.863, most of it on collections
-    (0.587 -> 0.654), listings and forums.
+    words)``; the best k is one pass over the sorted blocks. It helps collections,
+    listings and forums most (WCXB; figures in bench/NOTEBOOK.md).
     """
     if not len(prob):
         return np.zeros(0, dtype=bool)

@@ -74,7 +74,7 @@ SEND_WAIT_S = 2.0
 
 @dataclass
 class QuestionSearch:
-    """The question's own search, sent before the model's SDK is loaded (issue 26).
+    """The question's own search, sent before the model's SDK is loaded.
 
     A quick research with a model searches the question as asked at once, while the
     model's client loads and the model plans: the user's first request goes out without

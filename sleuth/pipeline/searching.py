@@ -35,7 +35,7 @@ _Search = Callable[[list[str]], Awaitable[_Answers]]
 def results_wanted(settings: Settings) -> int:
     """Hits asked per query: ``--results-per-query``, or enough to fill ``--max-sources``
     with a spare half for the pages that fail or are off-topic, when that is more
-    (issue 23: ``--max-sources 10`` cited 8 when every query asked for 8 hits)."""
+    (so that ``--max-sources 10`` can cite ten when several pages fail)."""
     return min(50, max(settings.results_per_query, math.ceil(settings.max_sources * 1.5)))
 
 

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from sleuth.stages.write import Confidence
 
 # The stages after the searches (select, relevance, write, check) are imported by the
-# steps that use them: a run's first search does not wait for their import (issue 26).
+# steps that use them: a run's first search does not wait for their import.
 
 __all__ = [
     "Draft",

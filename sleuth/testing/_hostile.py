@@ -325,7 +325,7 @@ def div_flood_page(count: int = 280_000) -> bytes:
     """4.8 MB of ``<div>tide a</div>``: one element per 17 bytes, no head, no article.
 
     Extracting it cost 33 s of CPU and 2.6 GB before pages were read up to their
-    30,000th element (security issue 21, item 4).
+    30,000th element.
     """
     return b"<div>tide a</div>" * count
 

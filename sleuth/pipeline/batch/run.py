@@ -147,7 +147,7 @@ class _Batch:
         limits: dict[str, Any] = {}
         if settings.fetch_order == "auto":
             # Rank decides a batch's sources: the same whichever downloads finish first
-            # and whatever the shared cache (or a Ray worker's own) holds (issue 25).
+            # and whatever the shared cache (or a Ray worker's own) holds.
             limits["fetch_order"] = "rank"
         if self.max_time is not None:
             left = self.max_time - (time.monotonic() - self.started)

@@ -5,7 +5,7 @@ from the top of the ranking, up to a window of them out at once, a failed or off
 page replaced by the next in line, each page waited for until it is read or fails (its
 download's own time cap, ``--timeout``, ends the wait for one that never finishes).
 What a page gives does not depend on when it arrives, so neither does the choice: a batch
-in one process and on Ray agree (issue 25).
+in one process and on Ray agree.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ class Waits:
     HotpotQA report missed a gold page. Only the first page: waiting as long for the
     second too cost seed 9 a wall of 1.58x its critical path (bench/README.md).
 
-    Neither wait goes past a page's own bound (issue 26): its start plus
+    Neither wait goes past a page's own bound: its start plus
     ``bound_factor`` times the 90th percentile of the run's page times so far, and at
     least ``bound_min_s``: a page that never finishes costs a few of this run's page
     times, not ``top_s`` (which ``--top-wait`` may set to minutes).
