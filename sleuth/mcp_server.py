@@ -19,7 +19,8 @@ Arguments are validated strictly against the schema each tool advertises (which 
 refused, not coerced or ignored. Bad arguments and failed fetches come back as tool
 errors (``isError``); the server keeps running. Text is made valid both ways: a request
 holding a lone surrogate (the JSON escape ``"\ud800"``) gets its reply, and nothing the
-server sends can fail to encode. Over HTTP it listens on 127.0.0.1 only.
+server sends can fail to encode. Over HTTP it listens on 127.0.0.1 only and takes
+requests from no other browser origin than its own (the rule of ``sleuth serve``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import JSONRPCMessage
 from pydantic import ConfigDict, Field, create_model
 
+from sleuth._origin import SameOriginOnly
 from sleuth._valid import valid_data, valid_text
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
@@ -53,7 +55,7 @@ from sleuth.models import ValidText
 from sleuth.progress import EventStream
 from sleuth.settings import Settings
 
-__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio"]
+__all__ = ["MAX_SOURCES_CAP", "build_server", "http_app", "serve_http", "serve_stdio"]
 
 MAX_SOURCES_CAP = 10
 #: A deep research's cap: its sources are shared by a whole tree of questions.
@@ -365,13 +367,20 @@ def bind_loopback(port: int) -> socket.socket:
     return sock
 
 
+def http_app(settings: Settings, port: int) -> Any:
+    """The ASGI app of ``sleuth mcp --http`` on ``port``: FastMCP's streamable HTTP app
+    (which refuses other Host names) behind sleuth's Origin rule, the one ``sleuth
+    serve`` applies (:mod:`sleuth._origin`): FastMCP alone lets any loopback port in."""
+    return SameOriginOnly(build_server(settings, port=port).streamable_http_app())
+
+
 def serve_http(settings: Settings, port: int) -> None:
     """Serve MCP over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted."""
     import uvicorn
 
     sock = bind_loopback(port)
     actual = sock.getsockname()[1]
-    app = build_server(settings, port=actual).streamable_http_app()
+    app = http_app(settings, actual)
     print(f"sleuth: MCP server at http://{LOOPBACK}:{actual}/mcp", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     asyncio.run(server.serve(sockets=[sock]))

@@ -300,6 +300,43 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
         assert any(message.startswith("fetched:") for message in progress)
 
 
+PORT = 8123
+#: (Origin header, allowed?) for a request sent to http://127.0.0.1:PORT.
+ORIGINS = [
+    (None, True),  # not a browser, or a browser's same-origin GET
+    (f"http://127.0.0.1:{PORT}", True),
+    (f"http://localhost:{PORT + 1}", False),  # another local server's page
+    (f"http://127.0.0.1:{PORT + 1}", False),
+    (f"https://127.0.0.1:{PORT}", False),
+    ("http://evil.example", False),
+    ("null", False),  # a sandboxed frame or a file:// page
+]
+
+
+@pytest.mark.parametrize(("origin", "allowed"), ORIGINS)
+def test_one_origin_rule_for_sleuth_serve_and_mcp_http(
+    web: OfflineWeb, origin: str | None, allowed: bool
+) -> None:
+    """A page in the browser of the user, on another origin, reaches neither server."""
+    from starlette.testclient import TestClient
+
+    from sleuth.web.app import create_app
+
+    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    base = f"http://127.0.0.1:{PORT}"
+    with TestClient(create_app(offline_settings(web)), base_url=base) as page:
+        # Not JSON: past the Origin check, the body is refused (400) and no run starts.
+        served = page.post("/api/runs", content=b"{", headers=headers)
+    with TestClient(mcp_server.http_app(offline_settings(web), PORT), base_url=base) as mcp:
+        listed = mcp.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+        )
+    assert (served.status_code != 403) == allowed, served.text
+    assert (listed.status_code != 403) == allowed, listed.text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
