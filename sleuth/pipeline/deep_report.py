@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError
@@ -31,7 +32,7 @@ from sleuth.models import (
 )
 from sleuth.pipeline.steps import llm_stats
 from sleuth.progress import Event
-from sleuth.stages.check import evidence_of, footer
+from sleuth.stages.check import evidence_of, footer, strip_urls
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
     Planned,
@@ -147,11 +148,12 @@ async def write_report(tree: Tree) -> Report:
             footer(check, llm.language),
         )
     else:
+        # Headings from the tree's questions (a model's, or names found on pages): no URL.
         groups = [
             (
-                b.question,
+                strip_urls(b.question)[0],
                 [sources[n - 1] for n in ids[b.id]],
-                [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest],
+                [(strip_urls(d.question)[0], [sources[n - 1] for n in ids[d.id]]) for d in rest],
             )
             for b, rest in _groups(tree.branches)
         ]
@@ -218,7 +220,7 @@ async def _written(
     learnings = [(text, cited) for text, cited in learnings if cited]
     related = {n: set(mine) for mine in ids.values() for n in mine}
     all_ids = [s.id for s in sources]
-    outline = await _outline(tree, llm, learnings, all_ids, ids, related)
+    outline, removed = _plain_titles(await _outline(tree, llm, learnings, all_ids, ids, related))
     frame_words = max(80, settings.words // 10)
     words = max(150, (settings.words - 2 * frame_words) // max(1, len(outline)))
     evidence = evidence_of(sources, pages)
@@ -273,7 +275,20 @@ async def _written(
         for w, body in zip(bodies, kept, strict=True)
         if body
     ]
-    return parts, sections, merge_checks(checks)
+    check = merge_checks(checks)
+    urls = check.invented_urls_removed + removed
+    return parts, sections, check.model_copy(update={"invented_urls_removed": urls})
+
+
+def _plain_titles(outline: list[Planned]) -> tuple[list[Planned], int]:
+    """The outline with no URL in a title (the headings and the table of contents are
+    rendered from them), and how many were removed; a title left empty is numbered."""
+    plain, removed = [], 0
+    for n, planned in enumerate(outline, start=1):
+        title, count = strip_urls(planned.title)
+        plain.append(replace(planned, title=title or f"Part {n}"))
+        removed += count
+    return plain, removed
 
 
 async def _outline(

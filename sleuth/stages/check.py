@@ -44,7 +44,15 @@ from sleuth.urls import canonicalize
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Evidence", "check_citations", "evidence_of", "footer", "key_terms", "lexical_support"]
+__all__ = [
+    "Evidence",
+    "check_citations",
+    "evidence_of",
+    "footer",
+    "key_terms",
+    "lexical_support",
+    "strip_urls",
+]
 
 # -- URLs ------------------------------------------------------------------------------
 _LINK = re.compile(r"(!?)\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -266,6 +274,14 @@ def clean_urls(body: str, known: dict[str, int], counts: _Counts) -> str:
     body = _REF_DEF.sub(ref, body)
     body = _AUTOLINK.sub(bare, body)
     return _BARE_URL.sub(bare, body)
+
+
+def strip_urls(text: str) -> tuple[str, int]:
+    """``text`` (a heading) with every URL removed, a link keeping its text, and how many
+    were removed. A heading cites nothing, so a source's URL goes too."""
+    counts = _Counts()
+    cleaned = clean_urls(text, {}, counts)
+    return " ".join(cleaned.split()), counts.invented
 
 
 def _cited(sentence: str, ids: set[int], counts: _Counts) -> tuple[str, list[int], bool]:
