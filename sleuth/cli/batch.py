@@ -13,6 +13,7 @@ batch budget), 2 bad input (nothing ran), 130 interrupted.
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -168,11 +169,10 @@ def _run_batch(
     settings = load_settings(values)
     max_cost, max_time = _budget(options["batch_max_cost"], options["batch_max_time"])
     ray = bool(options["ray"]) or options["ray_address"] is not None
-    if ray:
-        try:
-            import ray as _  # noqa: F401
-        except ImportError:
-            raise ConfigError("--ray needs Ray: pip install 'sleuth-research[ray]'") from None
+    # Found, not imported: Ray is imported by sleuth.pipeline.batch_ray, which first sets
+    # what keeps a local Ray on loopback.
+    if ray and importlib.util.find_spec("ray") is None:
+        raise ConfigError("--ray needs Ray: pip install 'sleuth-research[ray]'")
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
