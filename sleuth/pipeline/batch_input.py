@@ -36,7 +36,15 @@ from typing import Any
 
 from sleuth.errors import ConfigError
 
-__all__ = ["BatchQuestion", "Questions", "file_name", "make_id", "parse_items", "read_questions"]
+__all__ = [
+    "BatchQuestion",
+    "Questions",
+    "file_name",
+    "make_id",
+    "other_file_name",
+    "parse_items",
+    "read_questions",
+]
 
 #: Longest id kept as given; longer ones are refused (one line, not the batch).
 MAX_ID_CHARS = 200
@@ -93,6 +101,13 @@ def file_name(question_id: str) -> str:
         return question_id
     digest = hashlib.sha256(question_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{_slug(question_id, 32)}-{digest}"
+
+
+def other_file_name(question_id: str, attempt: int) -> str:
+    """Another file name for ``question_id`` when :func:`file_name`'s is taken by another
+    id of the batch (``Acme`` beside ``acme``): a slug and a longer hash."""
+    key = f"{attempt}:{question_id}".encode("utf-8", "surrogatepass")
+    return f"{_slug(question_id, 32)}-{hashlib.sha256(key).hexdigest()[:16]}"
 
 
 def _id_of(value: Any) -> str | None:
