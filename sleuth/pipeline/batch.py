@@ -214,7 +214,10 @@ class _Batch:
         async def worker() -> None:
             try:
                 for question in pending:  # shared: each question is taken once
-                    await queue.put(await self.one(question))
+                    result = await self.one(question)
+                    await queue.put(result)
+                    if result.status == "skipped":
+                        return  # a budget is spent: the rest are skipped below, at once
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # fatal for the batch: the consumer raises it
@@ -233,6 +236,11 @@ class _Batch:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        # What no worker took: none of it starts (a budget is spent).
+        for question in pending:
+            result = await self.one(question)
+            self._tell(result)
+            yield result
 
     def _tell(self, result: BatchResult) -> None:
         data = {
@@ -274,6 +282,7 @@ async def research_many(
     ray: bool = False,
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    started: float | None = None,
     **options: Any,
 ) -> AsyncGenerator[BatchResult, None]:
     """Research many questions at once; an async iterator of :class:`BatchResult`, each
@@ -285,12 +294,14 @@ async def research_many(
     ``questions``: texts, or mappings ``{"question": ..., "id": ..., **options}`` where
     ``options`` are settings fields for that question only (those of
     :data:`QUESTION_FIELDS`: ``depth``, ``max_sources``, ``mode``, budgets, ...).
-    ``options`` here apply to every
-    question, over ``settings`` (or the environment). ``jobs`` questions run at once,
-    sharing one fetcher, store and model client. ``max_cost`` (USD) and ``max_time``
-    (seconds) budget the whole batch: once spent, the questions not started come back
-    ``skipped``. A question's own problem makes it ``failed``, never an exception; a
-    refused API key, a damaged store or bad options for the whole batch raise.
+    ``options`` here apply to every question, over ``settings`` (or the environment).
+    ``jobs`` questions run at once, sharing one fetcher, store and model client.
+    ``max_cost`` (USD) and ``max_time`` (seconds) budget the whole batch: once spent,
+    the questions not started come back ``skipped``; ``max_time`` counts from
+    ``started`` (a :func:`time.monotonic` time: the command starts the clock before it
+    reads the questions), by default from now. A question's own problem makes it
+    ``failed``, never an exception; a refused API key, a damaged store or bad options
+    for the whole batch raise.
 
     ``ray=True`` runs the questions on Ray (``pip install 'sleuth-research[ray]'``): a
     local cluster unless ``ray_address`` names one (or Ray is already initialised),
@@ -322,5 +333,7 @@ async def research_many(
         # Each worker of a Ray cluster runs ``jobs`` at once: the driver keeps them busy.
         width = jobs * getattr(runner, "workers", 1)
         batch = _Batch(base, runner, emit, width, max_cost=max_cost, max_time=max_time)
+        if started is not None:
+            batch.started = started
         async for result in batch.results(items):
             yield result
