@@ -14,6 +14,9 @@ Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pin
 ``web_search(query)``
     Agent mode; listed only when a model is configured and the agent is installed.
 
+At most :data:`MAX_RUNS` (2) research runs and agent searches run at once per server;
+further calls wait their turn, each told so by a progress notification (``queued: …``).
+
 Arguments are validated strictly against the schema each tool advertises (which says
 ``additionalProperties: false``): ``depth: "2"``, ``depth: true`` and unknown keys are
 refused, not coerced or ignored. Bad arguments and failed fetches come back as tool
@@ -33,7 +36,8 @@ import logging
 import re
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from io import TextIOWrapper
 from typing import IO, Annotated, Any, cast
 
@@ -55,9 +59,21 @@ from sleuth.models import ValidText
 from sleuth.progress import EventStream
 from sleuth.settings import Settings
 
-__all__ = ["MAX_SOURCES_CAP", "build_server", "http_app", "serve_http", "serve_stdio"]
+__all__ = [
+    "MAX_RUNS",
+    "MAX_SOURCES_CAP",
+    "RunSlots",
+    "build_server",
+    "http_app",
+    "serve_http",
+    "serve_stdio",
+]
 
 MAX_SOURCES_CAP = 10
+#: Research runs (and agent searches) one server runs at once; further calls wait their
+#: turn, in order, and are told so. A deep research holds a few hundred MB and many
+#: connections for minutes: a client sending a dozen at once must not start a dozen.
+MAX_RUNS = 2
 #: A deep research's cap: its sources are shared by a whole tree of questions.
 DEEP_SOURCES_CAP = 30
 LOOPBACK = "127.0.0.1"
@@ -128,6 +144,42 @@ async def _with_progress(
             await asyncio.gather(task, return_exceptions=True)
 
 
+class RunSlots:
+    """At most ``limit`` runs at once; a call that must wait sends a progress
+    notification saying so (and how many are ahead) before it waits."""
+
+    def __init__(self, limit: int = MAX_RUNS) -> None:
+        self.limit = limit
+        self.running = 0
+        self.waiting = 0
+        self._free = asyncio.Semaphore(limit)
+
+    @asynccontextmanager
+    async def turn(self, ctx: Context[Any, Any, Any]) -> AsyncIterator[None]:
+        """Hold one of the slots while the body runs; wait for one first if none is free."""
+        if self._free.locked() or self.waiting:
+            self.waiting += 1
+            try:
+                await ctx.report_progress(
+                    0,
+                    None,
+                    f"queued: {self.running} research runs are under way, at most "
+                    f"{self.limit} at once on this server; {self.waiting - 1} other calls "
+                    "wait before this one",
+                )
+                await self._free.acquire()
+            finally:
+                self.waiting -= 1
+        else:
+            await self._free.acquire()
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self._free.release()
+
+
 def agent_function() -> Callable[..., Any] | None:
     """``sleuth.agent.web_search`` when agent mode is installed, else None."""
     try:
@@ -170,11 +222,13 @@ async def _call_agent(
 
 
 def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
-    """The FastMCP server with sleuth's tools; ``settings`` apply to every call."""
-    tools = [strict_tool(fn) for fn in _research_tools(settings)]
+    """The FastMCP server with sleuth's tools; ``settings`` apply to every call, and at
+    most :data:`MAX_RUNS` research runs and agent searches run at once."""
+    slots = RunSlots()
+    tools = [strict_tool(fn) for fn in _research_tools(settings, slots)]
     agent = agent_function()
     if agent is not None and _model_configured(settings):
-        tools.append(strict_tool(_web_search_tool(agent, settings)))
+        tools.append(strict_tool(_web_search_tool(agent, settings, slots)))
     server = FastMCP(
         "sleuth",
         instructions=INSTRUCTIONS,
@@ -192,7 +246,7 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
     return server
 
 
-def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
+def _research_tools(settings: Settings, slots: RunSlots) -> list[Callable[..., Awaitable[str]]]:
     """``web_research`` and ``fetch_page``, bound to ``settings``."""
 
     async def web_research(
@@ -225,17 +279,18 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         from sleuth.pipeline.quick import research
 
         sources = _check_research_args(depth, max_sources, mode)
-        report = await _with_progress(
-            lambda on_event: research(
-                topic,
-                settings=settings,
-                on_event=on_event,
-                depth=depth,
-                max_sources=sources,
-                mode=mode,
-            ),
-            ctx,
-        )
+        async with slots.turn(ctx):
+            report = await _with_progress(
+                lambda on_event: research(
+                    topic,
+                    settings=settings,
+                    on_event=on_event,
+                    depth=depth,
+                    max_sources=sources,
+                    mode=mode,
+                ),
+                ctx,
+            )
         return valid_text(str(report.markdown))
 
     async def fetch_page(
@@ -261,7 +316,7 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
 
 
 def _web_search_tool(
-    agent: Callable[..., Any], settings: Settings
+    agent: Callable[..., Any], settings: Settings, slots: RunSlots
 ) -> Callable[..., Awaitable[str]]:
     async def web_search(
         query: Annotated[str, Field(description="What to find out.")],
@@ -271,13 +326,11 @@ def _web_search_tool(
         """Agent mode: a model searches, reads and decides until it can answer, with citations."""
         if not query.strip():
             raise ToolError("query is empty")
-        return valid_text(
-            str(
-                await _with_progress(
-                    lambda on_event: _call_agent(agent, query, settings, on_event), ctx
-                )
+        async with slots.turn(ctx):
+            result = await _with_progress(
+                lambda on_event: _call_agent(agent, query, settings, on_event), ctx
             )
-        )
+        return valid_text(str(result))
 
     return web_search
 
