@@ -1,7 +1,8 @@
 """sleuth as a Model Context Protocol server: ``sleuth mcp`` (stdio) or ``sleuth mcp --http``.
 
 Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pins
-``mcp>=1.26,<2``, because 2.x renamed FastMCP). Tools:
+``mcp>=1.28.1,<2``: 2.x renamed FastMCP, and earlier 1.x releases have HTTP-transport
+advisories). Tools:
 
 ``web_research(topic, depth=2, max_sources=5, mode="quick")``
     grip's signature: a cited Markdown report. ``depth`` must be 1–3; ``max_sources``
