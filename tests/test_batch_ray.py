@@ -23,6 +23,7 @@ from sleuth.pipeline.batch_input import BatchQuestion
 from sleuth.pipeline.batch_one import BatchResult
 from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb
+from sleuth.testing.sockets import listening, process_tree
 
 # What keeps a local Ray on loopback, set before anything imports Ray (as the batch does).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
@@ -42,57 +43,6 @@ def cluster() -> Iterator[None]:
         ray.shutdown()
 
 
-def _listening(pids: set[int]) -> list[tuple[int, str]]:
-    """(pid, local address) of every TCP and UDP socket bound by ``pids`` and listening
-    (TCP) or unconnected (UDP), from /proc: what ``ss -ltnup`` shows."""
-    inodes: dict[str, int] = {}
-    for pid in pids:
-        try:
-            for fd in os.listdir(f"/proc/{pid}/fd"):
-                target = os.readlink(f"/proc/{pid}/fd/{fd}")
-                if target.startswith("socket:["):
-                    inodes[target[8:-1]] = pid
-        except OSError:
-            continue  # gone, or not ours to read
-    found = []
-    for table, state in (("tcp", "0A"), ("tcp6", "0A"), ("udp", "07"), ("udp6", "07")):
-        with open(f"/proc/net/{table}") as handle:
-            for row in handle.read().splitlines()[1:]:
-                cols = row.split()
-                if cols[3] == state and cols[9] in inodes:
-                    found.append((inodes[cols[9]], _address(cols[1])))
-    return found
-
-
-def _address(hex_address: str) -> str:
-    raw, _ = hex_address.split(":")
-    data = bytes.fromhex(raw)
-    if len(data) == 4:
-        return str(ipaddress.IPv4Address(data[::-1]))
-    words = b"".join(data[i : i + 4][::-1] for i in range(0, 16, 4))
-    address = ipaddress.IPv6Address(words)
-    return str(address.ipv4_mapped or address)
-
-
-def _descendants(root: int) -> set[int]:
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as handle:
-                    parent = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except OSError:
-                continue
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = {root}, [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_the_local_ray_listens_on_loopback_only(cluster: None) -> None:
     @ray.remote
@@ -102,7 +52,7 @@ def test_the_local_ray_listens_on_loopback_only(cluster: None) -> None:
 
     worker = Probe.remote()  # type: ignore[attr-defined]
     assert ray.get(worker.pid.remote()) > 0  # a worker process runs, its server too
-    sockets = _listening(_descendants(os.getpid()))
+    sockets = listening(process_tree(os.getpid()))
     assert len(sockets) >= 4, sockets  # the GCS, the raylet, the driver, the worker at least
     assert all(ipaddress.ip_address(address).is_loopback for _, address in sockets), sockets
     ray.kill(worker)
