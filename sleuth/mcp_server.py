@@ -160,13 +160,14 @@ class RunSlots:
         """Hold one of the slots while the body runs; wait for one first if none is free."""
         if self._free.locked() or self.waiting:
             self.waiting += 1
+            ahead = self.waiting - 1
             try:
                 await ctx.report_progress(
                     0,
                     None,
-                    f"queued: {self.running} research runs are under way, at most "
-                    f"{self.limit} at once on this server; {self.waiting - 1} other calls "
-                    "wait before this one",
+                    f"queued: {self.running} research runs under way, at most {self.limit} "
+                    f"at once on this server; {ahead} other call{'' if ahead == 1 else 's'} "
+                    "waiting before this one",
                 )
                 await self._free.acquire()
             finally:

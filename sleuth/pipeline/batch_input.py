@@ -5,7 +5,8 @@
 * JSONL (``.jsonl``/``.ndjson``, or text whose first line starts with ``{``): one object a
   line, ``{"id": ..., "question": ..., "depth": 3, "mode": "deep", ...}``: every key but
   ``id`` and ``question`` is a research option (a settings field, ``max_sources`` or
-  ``max-sources``) for that question only.
+  ``max-sources``) for that question only; the batch refuses, for that line alone, one
+  a line may not set (:data:`sleuth.pipeline.batch.QUESTION_FIELDS`).
 * CSV (``.csv``, or a first line naming a ``question`` column): a header row with a
   ``question`` column, optionally ``id``, and any option columns (an empty cell: the
   batch's value).

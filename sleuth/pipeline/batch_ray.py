@@ -229,7 +229,9 @@ def _connect(address: str | None, env: dict[str, str]) -> bool:
             start_local(env)
         else:
             ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
+    except ConfigError:
+        raise
+    except Exception as exc:  # Ray's own: a start that timed out is a bare Exception
         where = f"at {address}" if address else "locally"
         message = " ".join(str(exc).split())[:300]
         raise ConfigError(f"cannot start or reach Ray {where}: {message}") from None
