@@ -6,8 +6,10 @@ It owns one HTTP/2-capable client whose every connection goes through the SSRF g
 :mod:`sleuth.fetch.browser`), follows redirects itself (every hop checked), bounds work
 globally and per host, gives each page's download one deadline (redirects included;
 extraction, in :mod:`sleuth.extraction`'s workers, comes after it), reads at most
-``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), and never fetches
-one canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
+``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), holds at most
+``concurrency + extract_workers`` bodies between their download and the end of their
+extraction (further downloads wait for extraction to catch up), and never fetches one
+canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
 requests to one host are ``host_delay`` apart, one host gives at most
 ``max_pages_per_host`` pages, and with ``respect_robots`` its robots.txt is obeyed.
 ``allow_domains``/``deny_domains`` are applied by the guard to every hop. The requests
@@ -171,6 +173,11 @@ class Fetcher(HttpTransfer):
         self._keep = keep
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._slots = asyncio.Semaphore(settings.concurrency)
+        # Pages between the start of their download and the end of their extraction: a
+        # body waits in memory for an extraction worker, so when extraction falls behind
+        # (a deep run's big pages), downloads wait instead, and the bodies held are at
+        # most this many times max_page_bytes.
+        self._reading = asyncio.Semaphore(settings.concurrency + max(1, settings.extract_workers))
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._domains = DomainRules.from_settings(settings)
         self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
@@ -391,16 +398,17 @@ class Fetcher(HttpTransfer):
             host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency)
         )
         try:
-            # Host slot first, so a page waiting for its host holds no global slot.
-            async with host_slots, self._slots:
-                # The deadline starts once the page really starts, not while it queues.
-                start = time.monotonic()
-                async with asyncio.timeout(timeout):
-                    download = await self._get(url, conditional)
-            # Extraction is outside the deadline and the slots: it has a deadline of its
-            # own (--extract-timeout), and a page that arrived in time must not fail while
-            # it queues for an extraction worker behind a big page.
-            page, validators = await self._read(url, start, download)
+            async with self._reading:
+                # Host slot first, so a page waiting for its host holds no global slot.
+                async with host_slots, self._slots:
+                    # The deadline starts once the page really starts, not while it queues.
+                    start = time.monotonic()
+                    async with asyncio.timeout(timeout):
+                        download = await self._get(url, conditional)
+                # Extraction is outside the deadline and the slots: it has a deadline of
+                # its own (--extract-timeout), and a page that arrived in time must not
+                # fail while it queues for an extraction worker behind a big page.
+                page, validators = await self._read(url, start, download)
             return page, validators, self._public(download.url, download.address)
         except NotModified:
             raise
