@@ -4,7 +4,7 @@ folder with things planted in it, and a Ray worker can make sleuth do, and what 
 Each batch case is a ``sleuth batch`` CLI run in a process of its own against the offline
 web: its exit code, wall time, peak RSS (the process's own VmHWM) and whether the outcome
 is the one SECURITY.md states ("ok", or what went wrong). The Ray cases start a local
-cluster the way sleuth does (:func:`sleuth.pipeline.batch_ray.start_local`), list the
+cluster the way sleuth does (:func:`sleuth.pipeline.batch.ray.start_local`), list the
 sockets its process tree listens on, and hand the driver results from misbehaving
 workers. Everything stays on loopback; Linux only for what reads ``/proc``.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.run import HWM_WRAPPER
+from bench.footprint import HWM_WRAPPER
 from sleuth.testing import OfflineWeb
 
 __all__ = ["BatchRow", "batch_cases", "batch_table", "ray_cases"]
@@ -232,7 +232,7 @@ def ray_cases() -> list[BatchRow]:
     if not sys.platform.startswith("linux"):
         return []
     try:
-        from sleuth.pipeline import batch_ray
+        from sleuth.pipeline.batch import ray as batch_ray
     except ImportError:
         return []
     import asyncio
@@ -240,7 +240,7 @@ def ray_cases() -> list[BatchRow]:
 
     import ray
 
-    from sleuth.pipeline.batch_input import BatchQuestion
+    from sleuth.pipeline.batch.input import BatchQuestion
     from sleuth.settings import load_settings
     from sleuth.testing.sockets import listening, process_tree
 
@@ -300,8 +300,8 @@ class _Misbehaving:
 
     def run(self, question: Any, settings: Any) -> Any:
         from sleuth.models import Report, Stats
-        from sleuth.pipeline.batch_one import BatchResult
-        from sleuth.pipeline.batch_ray import MAX_RESULT_BYTES
+        from sleuth.pipeline.batch.one import BatchResult
+        from sleuth.pipeline.batch.ray import MAX_RESULT_BYTES
 
         report = Report(
             topic=question.question,

@@ -35,8 +35,9 @@ def web_args(web: OfflineWeb, *extra: str) -> list[str]:
         "--searxng-url",
         web.searxng_url,
         "--allow-private-urls",
+        # Loopback pages, and a machine that may be loaded: no page should miss its deadline.
         "--timeout",
-        "2",
+        "10",
         "--no-llm",
         *extra,
     ]

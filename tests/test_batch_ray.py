@@ -19,8 +19,8 @@ import pytest
 
 from sleuth.cli import run
 from sleuth.models import Report, Stats
-from sleuth.pipeline.batch_input import BatchQuestion
-from sleuth.pipeline.batch_one import BatchResult
+from sleuth.pipeline.batch.input import BatchQuestion
+from sleuth.pipeline.batch.one import BatchResult
 from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb
 from sleuth.testing.sockets import listening, process_tree
@@ -28,7 +28,7 @@ from sleuth.testing.sockets import listening, process_tree
 # What keeps a local Ray on loopback, set before anything imports Ray (as the batch does).
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
-batch_ray = pytest.importorskip("sleuth.pipeline.batch_ray")
+batch_ray = pytest.importorskip("sleuth.pipeline.batch.ray")
 
 
 @pytest.fixture(scope="module")

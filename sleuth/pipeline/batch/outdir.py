@@ -37,8 +37,8 @@ from sleuth._files import write_atomic_at
 from sleuth._names import fold_name
 from sleuth._valid import valid_text
 from sleuth.errors import ConfigError
-from sleuth.pipeline.batch_input import file_name, other_file_name
-from sleuth.pipeline.batch_one import BatchResult
+from sleuth.pipeline.batch.input import file_name, other_file_name
+from sleuth.pipeline.batch.one import BatchResult
 from sleuth.report import render_report
 
 __all__ = ["RESULTS", "OutDir"]

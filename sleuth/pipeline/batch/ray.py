@@ -38,7 +38,7 @@ from ray.exceptions import RayActorError, RayTaskError
 
 from sleuth.errors import ConfigError, LLMAuthError, StoreCorruptError
 from sleuth.models import Report
-from sleuth.pipeline.batch_one import (
+from sleuth.pipeline.batch.one import (
     BatchQuestion,
     BatchResult,
     failed,
@@ -138,8 +138,8 @@ class RayRunner:
 
 def checked_result(question: BatchQuestion, returned: object) -> BatchResult:
     """What a worker returned for ``question``, as the driver records it: a
-    :class:`BatchResult` of that question (its id and text), done with a report or
-    failed with an error, its report at most :data:`MAX_RESULT_BYTES` as JSON and valid
+    :class:`BatchResult` of that question (its id and text), done (or no_sources) with a
+    report or failed with an error, its report at most :data:`MAX_RESULT_BYTES` as JSON and valid
     as a report; anything else is that question's failure, saying why. The record is
     made anew from the checked parts: nothing else of the worker's object is kept."""
 
@@ -151,12 +151,12 @@ def checked_result(question: BatchQuestion, returned: object) -> BatchResult:
         return bad(f"something other than a result ({type(returned).__name__})")
     if returned.id != question.id or returned.question != question.question:
         return bad(f"the result of another question (id {str(returned.id)[:80]!r})")
-    if returned.status not in ("done", "failed"):
+    if returned.status not in ("done", "no_sources", "failed"):
         return bad(f"a result whose status is {str(returned.status)[:20]!r}")
     report = None
-    if returned.status == "done":
+    if returned.status != "failed":
         if not isinstance(returned.report, Report):
-            return bad("a done result without a report")
+            return bad(f"a {returned.status} result without a report")
         try:
             data = returned.report.model_dump_json()
             if len(data) > MAX_RESULT_BYTES:
