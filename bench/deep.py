@@ -14,7 +14,8 @@ Three measures (see bench/README.md, "Deep research"):
    resolve, and whether the fabricated citation and URL that the world's model plants in
    every section reply were removed.
 3. **Memory**: the peak RSS of a CLI deep run reading 40 sources (scripted model), in a
-   fresh process.
+   fresh process; and of one wanting 60 sources among 80 pages of 4.5 MB each
+   (:func:`big_deep_rss`, :mod:`bench.big_world`), the CLI's and its workers'.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from bench.topics import split_questions
 from bench.world import REPO
 
 __all__ = [
+    "BigRun",
     "DeepRow",
     "Recall",
+    "big_deep_rss",
     "deep_path",
     "deep_rss",
     "part",
@@ -53,6 +56,8 @@ __all__ = [
 ]
 
 PLANTED = ("https://planted.invalid/", "[99]")  # sleuth.testing.researcher's plant
+#: What SECURITY.md says a deep run over the largest pages may hold (the CLI's own peak).
+BIG_TARGET = "≤ 450 MB"
 
 
 # -- recall --------------------------------------------------------------------------------
@@ -378,6 +383,86 @@ def deep_rss(w: WorldProcess, question: str, sources: int = 40) -> tuple[float, 
     return kib / 1024, wall, read
 
 
+@dataclass
+class BigRun:
+    """One deep CLI run over large pages: its peaks (MB) and what it read."""
+
+    sources: int
+    read: int
+    wall: float
+    cli_mb: float
+    worker_mb: float
+    exit_code: int
+
+
+def big_deep_rss(sources: int = 60, size: int = 4_500_000, pages: int = 80) -> BigRun:
+    """Peak RSS of a deep CLI run (scripted model, breadth 6, 2 levels) wanting
+    ``sources`` sources among ``pages`` pages of about ``size`` bytes each
+    (:mod:`bench.big_world`): the CLI's own peak and the most any extraction worker
+    reached, watched through /proc (Linux)."""
+    import os
+    import threading
+    import uuid
+
+    from bench.big_world import QUESTION, BigWorld
+    from bench.hostile import _marked
+    from sleuth.testing.llm import ScriptedLLM
+    from sleuth.testing.researcher import ScriptedResearcher
+
+    mark = f"sleuth-bench-{uuid.uuid4()}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLEUTH_")}
+    env["SLEUTH_BENCH_MARK"] = mark
+    with (
+        BigWorld(pages=pages, size=size) as world,
+        ScriptedLLM.serve(models=["scripted-model"]) as llm,
+        tempfile.NamedTemporaryFile("r", suffix=".json") as out,
+    ):
+        ScriptedResearcher().install(llm)
+        # Deep mode with the scripted model; the page and extraction deadlines are long
+        # so that a loaded machine measures what is held, not what timed out.
+        args = [
+            *("--search", "searxng", "--searxng-url", world.search_url),
+            *("--allow-private-urls", "--no-store", "--mode", "deep"),
+            *("--max-sources", str(sources), "--breadth", "6", "--levels", "2"),
+            *("--results-per-query", "20", "--timeout", "60", "--extract-timeout", "120"),
+            *("--base-url", llm.base_url, "--model", "scripted-model"),
+            *("--context-window", "32768", "--format", "json", "--quiet", "-o", out.name),
+        ]
+        seen: dict[int, float] = {}
+        done = threading.Event()
+
+        def watch() -> None:  # the workers are not our children: read them while they live
+            while not done.wait(0.1):  # sampling a high-water mark, not timing anything
+                for pid, (hwm, _) in _marked(mark.encode()).items():
+                    seen[pid] = max(hwm, seen.get(pid, 0.0))
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "sleuth", *args, QUESTION],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        watcher.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        done.set()
+        watcher.join()
+        text = Path(out.name).read_text(encoding="utf-8")
+    read = len(json.loads(text or "{}").get("sources", []))
+    workers = [mb for pid, mb in seen.items() if pid != proc.pid]
+    return BigRun(
+        sources,
+        read,
+        wall,
+        usage.ru_maxrss / 1024,
+        max(workers, default=0.0),
+        os.waitstatus_to_exitcode(status),
+    )
+
+
 def summary_line(rows: Sequence[DeepRow]) -> str:
     """Medians of wall / path per mode, for the log."""
     out = []
@@ -406,6 +491,8 @@ def part(ctx: Context) -> Figures:
     question = timing[0][1]
     rss, wall, read = deep_rss(w, question)
     quick_rss, quick_wall = peak_rss(w, question, True)
+    print("deep: memory of a run over 80 pages of 4.5 MB...", file=sys.stderr)
+    big = big_deep_rss()
     out = [
         ctx.heading(
             "Deep research: HotpotQA all-gold recall, no model",
@@ -420,7 +507,12 @@ def part(ctx: Context) -> Figures:
         f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
         f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |",
         f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
-        f"| {quick_rss:.0f} MB | |\n",
+        f"| {quick_rss:.0f} MB | |",
+        f"| peak RSS, deep, {big.sources} sources wanted ({big.read} read) among 80 pages of "
+        f"4.5 MB, scripted model (CLI, {big.wall:.1f} s, exit {big.exit_code}) "
+        f"| {big.cli_mb:.0f} MB | {BIG_TARGET} |",
+        f"| the same run: most any extraction worker took | {big.worker_mb:.0f} MB | "
+        f"≤ 440 MB (limit) |\n",
     ]
     data = {
         "recall": [vars(r) for r in recall],
@@ -428,6 +520,7 @@ def part(ctx: Context) -> Figures:
         "rss_mb": rss,
         "rss_sources": read,
         "quick_rss_mb": quick_rss,
+        "big": vars(big),
     }
     settings = {"scale": args.deep_scale, "jobs": args.deep_jobs, "questions": len(questions)}
     return Figures("\n".join(out), data, settings)

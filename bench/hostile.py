@@ -17,7 +17,16 @@ Starts the offline web (``sleuth.testing.OfflineWeb`` over ``tests/data/corpus``
 * each page built to be costly to extract (the div, ``<br>`` and 60,000-paragraph floods)
   through the CLI in a subprocess, a research (no model) with ``--max-time 20`` whose
   question finds it: exit code, wall time, CPU time and peak RSS of the CLI and of its
-  extraction workers (the most any one of them reached).
+  extraction workers (the most any one of them reached);
+* ``sleuth batch`` against a hostile questions file and a hostile output folder (lines
+  setting where requests go or a FIFO as quality rules, ``--quality-rules`` a FIFO or
+  ``/dev/zero``, a 200 KiB line, a 140 KiB CSV cell, 1,000,000 lines and a stdin never
+  closed under ``--batch-max-time 5``, links planted as ``results.jsonl``, ``.lock`` and
+  ``reports``, ids that are one file name on some file system), and a local Ray started
+  as sleuth starts one (what its process tree listens on; workers returning another
+  question's result, a report over the cap, something else, an exception):
+  :mod:`bench.hostile_batch`, one row per case with its exit code, wall time, peak RSS
+  and whether the outcome is SECURITY.md's.
 
 It prints one table row per case (outcome: the source it became, or why it failed; the
 wall time; the peak of Python allocations during the case, by tracemalloc; the process's
@@ -27,6 +36,7 @@ checks that the peak RSS of the whole run, and of each CLI process, stayed under
     python bench/hostile.py              # about 90 s on 2 cores; exit 1 if RSS went over
     python bench/hostile.py --no-research --rss-limit-mb 200
     python bench/hostile.py --only-cli   # just the CLI runs against hostile HTTP replies
+    python bench/hostile.py --only-batch # just the batch and Ray cases
 
 Everything stays on loopback. Not a test: CI does not run it.
 """
@@ -56,6 +66,7 @@ if str(ROOT) not in sys.path:  # `python bench/hostile.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
 from bench.footprint import HWM_WRAPPER  # noqa: E402
+from bench.hostile_batch import BatchRow, batch_cases, batch_table, ray_cases  # noqa: E402
 from sleuth.fetch import Fetcher  # noqa: E402
 from sleuth.llm.parse import parse_indices, parse_list, parse_verdict, strip_think  # noqa: E402
 from sleuth.models import FetchFailure, Page, Report  # noqa: E402
@@ -625,7 +636,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only-floods", action="store_true", help="only the floods through the CLI"
     )
+    parser.add_argument("--only-batch", action="store_true", help="only the batch and Ray cases")
+    parser.add_argument("--no-batch", action="store_true", help="no batch or Ray cases")
     args = parser.parse_args(argv)
+    if args.only_batch:
+        return batch_main(args.rss_limit_mb)
 
     rows: list[Row] = []
     cli_rows: list[CliRow] = []
@@ -639,6 +654,7 @@ def main(argv: list[str] | None = None) -> int:
             cli_cases(web, cli_rows, args.cli_limit_s, args.cli_memory_gb)
         if sys.platform.startswith("linux") and not args.only_cli:  # workers watched in /proc
             floods = [run_flood(web, case) for case in FLOODS]
+        batch_rows = [] if args.no_batch or args.only_cli or args.only_floods else batch_run(web)
     total = time.perf_counter() - started
     limit = args.rss_limit_mb
     crashed = [r.case for r in rows if r.outcome.startswith("CRASH")]
@@ -662,10 +678,35 @@ def main(argv: list[str] | None = None) -> int:
             + flood_table(floods)
             + "\n"
         )
-    cases = len(rows) + len(cli_rows) + len(floods)
-    print(f"{cases} cases in {total:.1f} s; crashes: {len(crashed)}")
-    ok = (peak is None or peak < limit) and not crashed and not over
+    if batch_rows:
+        print(BATCH_TITLE + batch_table(batch_rows) + "\n")
+    wrong = [r for r in batch_rows if r.outcome.startswith("FAIL")]
+    over += [r for r in batch_rows if r.peak_mb is not None and r.peak_mb >= limit]
+    cases = len(rows) + len(cli_rows) + len(floods) + len(batch_rows)
+    print(
+        f"{cases} cases in {total:.1f} s; crashes: {len(crashed)}; batch cases not ok: {len(wrong)}"
+    )
+    ok = (peak is None or peak < limit) and not crashed and not over and not wrong
     return 0 if ok else 1
+
+
+BATCH_TITLE = "sleuth batch with hostile input and output, and a local Ray (peak RSS: the CLI's):\n"
+
+
+def batch_run(web: OfflineWeb) -> list[BatchRow]:
+    """The batch cases, then the Ray ones (where Ray is installed)."""
+    return [*batch_cases(web), *ray_cases()]
+
+
+def batch_main(limit: float) -> int:
+    """``--only-batch``: the batch and Ray cases alone."""
+    started = time.perf_counter()
+    with OfflineWeb() as web:
+        rows = batch_run(web)
+    print(BATCH_TITLE + batch_table(rows) + "\n")
+    wrong = [r for r in rows if r.outcome.startswith("FAIL") or (r.peak_mb or 0) >= limit]
+    print(f"{len(rows)} cases in {time.perf_counter() - started:.1f} s; not ok: {len(wrong)}")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """sleuth as a Model Context Protocol server: ``sleuth mcp`` (stdio) or ``sleuth mcp --http``.
 
 Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pins
-``mcp>=1.26,<2``, because 2.x renamed FastMCP). Tools:
+``mcp>=1.28.1,<2``: 2.x renamed FastMCP, and earlier 1.x releases have HTTP-transport
+advisories). Tools:
 
 ``web_research(topic, depth=2, max_sources=5, mode="quick")``
     grip's signature: a cited Markdown report, which opens with its answer (without a
@@ -20,12 +21,16 @@ Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pin
 ``web_search(query)``
     Agent mode; listed only when a model is configured and the agent is installed.
 
+At most :data:`MAX_RUNS` (2) research runs and agent searches run at once per server;
+further calls wait their turn, each told so by a progress notification (``queued: …``).
+
 Arguments are validated strictly against the schema each tool advertises (which says
 ``additionalProperties: false``): ``depth: "2"``, ``depth: true`` and unknown keys are
 refused, not coerced or ignored. Bad arguments and failed fetches come back as tool
 errors (``isError``); the server keeps running. Text is made valid both ways: a request
 holding a lone surrogate (the JSON escape ``"\ud800"``) gets its reply, and nothing the
-server sends can fail to encode. Over HTTP it listens on 127.0.0.1 only.
+server sends can fail to encode. Over HTTP it listens on 127.0.0.1 only and takes
+requests from no other browser origin than its own (the rule of ``sleuth serve``).
 """
 
 from __future__ import annotations
@@ -38,7 +43,8 @@ import logging
 import re
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from io import TextIOWrapper
 from typing import IO, Annotated, Any, cast
 
@@ -53,6 +59,7 @@ from mcp.shared.message import SessionMessage
 from mcp.types import CallToolResult, JSONRPCMessage, TextContent
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
+from sleuth._origin import SameOriginOnly
 from sleuth._valid import valid_data, valid_text
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
@@ -60,9 +67,22 @@ from sleuth.models import Report, ValidText
 from sleuth.progress import Counts, Event, EventStream
 from sleuth.settings import Settings
 
-__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio", "structured"]
+__all__ = [
+    "MAX_RUNS",
+    "MAX_SOURCES_CAP",
+    "RunSlots",
+    "build_server",
+    "http_app",
+    "serve_http",
+    "serve_stdio",
+    "structured",
+]
 
 MAX_SOURCES_CAP = 10
+#: Research runs (and agent searches) one server runs at once; further calls wait their
+#: turn, in order, and are told so. A deep research holds a few hundred MB and many
+#: connections for minutes: a client sending a dozen at once must not start a dozen.
+MAX_RUNS = 2
 #: A deep research's cap: its sources are shared by a whole tree of questions.
 DEEP_SOURCES_CAP = 30
 LOOPBACK = "127.0.0.1"
@@ -194,6 +214,43 @@ async def _with_progress(
             await asyncio.gather(task, return_exceptions=True)
 
 
+class RunSlots:
+    """At most ``limit`` runs at once; a call that must wait sends a progress
+    notification saying so (and how many are ahead) before it waits."""
+
+    def __init__(self, limit: int = MAX_RUNS) -> None:
+        self.limit = limit
+        self.running = 0
+        self.waiting = 0
+        self._free = asyncio.Semaphore(limit)
+
+    @asynccontextmanager
+    async def turn(self, ctx: Context[Any, Any, Any]) -> AsyncIterator[None]:
+        """Hold one of the slots while the body runs; wait for one first if none is free."""
+        if self._free.locked() or self.waiting:
+            self.waiting += 1
+            ahead = self.waiting - 1
+            try:
+                await ctx.report_progress(
+                    0,
+                    None,
+                    f"queued: {self.running} research runs under way, at most {self.limit} "
+                    f"at once on this server; {ahead} other call{'' if ahead == 1 else 's'} "
+                    "waiting before this one",
+                )
+                await self._free.acquire()
+            finally:
+                self.waiting -= 1
+        else:
+            await self._free.acquire()
+        self.running += 1
+        try:
+            yield
+        finally:
+            self.running -= 1
+            self._free.release()
+
+
 def agent_function() -> Callable[..., Any] | None:
     """``sleuth.agent.web_search`` when agent mode is installed, else None."""
     try:
@@ -236,11 +293,13 @@ async def _call_agent(
 
 
 def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
-    """The FastMCP server with sleuth's tools; ``settings`` apply to every call."""
-    tools = [strict_tool(fn) for fn in _research_tools(settings)]
+    """The FastMCP server with sleuth's tools; ``settings`` apply to every call, and at
+    most :data:`MAX_RUNS` research runs and agent searches run at once."""
+    slots = RunSlots()
+    tools = [strict_tool(fn) for fn in _research_tools(settings, slots)]
     agent = agent_function()
     if agent is not None and _model_configured(settings):
-        tools.append(strict_tool(_web_search_tool(agent, settings)))
+        tools.append(strict_tool(_web_search_tool(agent, settings, slots)))
     server = FastMCP(
         "sleuth",
         instructions=INSTRUCTIONS,
@@ -281,7 +340,7 @@ def structured(report: Report) -> dict[str, Any]:
     return data
 
 
-def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[Any]]]:
+def _research_tools(settings: Settings, slots: RunSlots) -> list[Callable[..., Awaitable[Any]]]:
     """``web_research`` and ``fetch_page``, bound to ``settings``."""
 
     async def web_research(
@@ -315,18 +374,19 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[Any]]]:
         from sleuth.pipeline.quick import research
 
         sources = _check_research_args(depth, max_sources, mode)
-        report = await _with_progress(
-            lambda on_event: research(
-                topic,
-                settings=settings,
-                on_event=on_event,
-                depth=depth,
-                max_sources=sources,
-                mode=mode,
-            ),
-            ctx,
-            wanted=sources,
-        )
+        async with slots.turn(ctx):
+            report = await _with_progress(
+                lambda on_event: research(
+                    topic,
+                    settings=settings,
+                    on_event=on_event,
+                    depth=depth,
+                    max_sources=sources,
+                    mode=mode,
+                ),
+                ctx,
+                wanted=sources,
+            )
         return CallToolResult(
             content=[TextContent(type="text", text=valid_text(str(report.markdown)))],
             structuredContent=structured(report),
@@ -355,7 +415,7 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[Any]]]:
 
 
 def _web_search_tool(
-    agent: Callable[..., Any], settings: Settings
+    agent: Callable[..., Any], settings: Settings, slots: RunSlots
 ) -> Callable[..., Awaitable[str]]:
     async def web_search(
         query: Annotated[str, Field(description="What to find out.")],
@@ -365,13 +425,11 @@ def _web_search_tool(
         """Agent mode: a model searches, reads and decides until it can answer, with citations."""
         if not query.strip():
             raise ToolError("query is empty")
-        return valid_text(
-            str(
-                await _with_progress(
-                    lambda on_event: _call_agent(agent, query, settings, on_event), ctx
-                )
+        async with slots.turn(ctx):
+            result = await _with_progress(
+                lambda on_event: _call_agent(agent, query, settings, on_event), ctx
             )
-        )
+        return valid_text(str(result))
 
     return web_search
 
@@ -461,13 +519,20 @@ def bind_loopback(port: int) -> socket.socket:
     return sock
 
 
+def http_app(settings: Settings, port: int) -> Any:
+    """The ASGI app of ``sleuth mcp --http`` on ``port``: FastMCP's streamable HTTP app
+    (which refuses other Host names) behind sleuth's Origin rule, the one ``sleuth
+    serve`` applies (:mod:`sleuth._origin`): FastMCP alone lets any loopback port in."""
+    return SameOriginOnly(build_server(settings, port=port).streamable_http_app())
+
+
 def serve_http(settings: Settings, port: int) -> None:
     """Serve MCP over streamable HTTP at ``http://127.0.0.1:PORT/mcp`` until interrupted."""
     import uvicorn
 
     sock = bind_loopback(port)
     actual = sock.getsockname()[1]
-    app = build_server(settings, port=actual).streamable_http_app()
+    app = http_app(settings, actual)
     print(f"sleuth: MCP server at http://{LOOPBACK}:{actual}/mcp", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
     asyncio.run(server.serve(sockets=[sock]))

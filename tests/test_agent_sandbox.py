@@ -163,6 +163,15 @@ def test_reserved_files_and_size_caps(box: Workspace) -> None:
         "notes/dashboard.md/x",
         "history.jsonl/a/b.md",
         "sources/REPORT.md",
+        # Invisible characters HFS+ ignores when it compares names, and their kin.
+        "result.md\u200c",
+        "re\u200dsult.md",
+        "\ufeffdashboard.md",
+        "history\u00ad.jsonl",
+        "report\u2060.md/x.md",
+        "RE\u034fSULT.MD",
+        "result.md\U000e0041",
+        "\uff52esult.md",  # a fullwidth r
     ],
 )
 def test_reserved_names_are_refused_in_every_part_of_a_path(box: Workspace, path: str) -> None:
@@ -199,6 +208,7 @@ def test_reserved_names_are_refused_in_every_part_of_a_path(box: Workspace, path
         "<x>.md",
         'quote".md',
         "pipe|.md",
+        "nu\u200bl.md",  # nul where invisible characters are ignored
     ],
 )
 def test_names_special_on_windows_are_refused(box: Workspace, path: str) -> None:

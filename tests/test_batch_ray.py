@@ -6,8 +6,11 @@ Skipped where Ray is not installed (``pip install -e '.[dev,ray]'``; .ci/run ins
 
 from __future__ import annotations
 
+import asyncio
+import ipaddress
 import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,20 +18,100 @@ from typing import Any
 import pytest
 
 from sleuth.cli import run
+from sleuth.models import Report, Stats
+from sleuth.pipeline.batch.input import BatchQuestion
+from sleuth.pipeline.batch.one import BatchResult
+from sleuth.settings import load_settings
 from sleuth.testing import OfflineWeb
+from sleuth.testing.sockets import listening, process_tree
 
+# What keeps a local Ray on loopback, set before anything imports Ray (as the batch does).
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
+batch_ray = pytest.importorskip("sleuth.pipeline.batch.ray")
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
-    """A local Ray with 2 CPUs; 127.0.0.1 as its address, so it never probes the network."""
+    """A local Ray with 2 CPUs started as sleuth starts one: 127.0.0.1 as its address (it
+    never probes the network), every server on loopback."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=2, include_dashboard=False, _node_ip_address="127.0.0.1", log_to_driver=False)
+    batch_ray.start_local(num_cpus=2)
     try:
         yield
     finally:
         ray.shutdown()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_local_ray_listens_on_loopback_only(cluster: None) -> None:
+    @ray.remote
+    class Probe:
+        def pid(self) -> int:
+            return os.getpid()
+
+    worker = Probe.remote()  # type: ignore[attr-defined]
+    assert ray.get(worker.pid.remote()) > 0  # a worker process runs, its server too
+    sockets = listening(process_tree(os.getpid()))
+    assert len(sockets) >= 4, sockets  # the GCS, the raylet, the driver, the worker at least
+    assert all(ipaddress.ip_address(address).is_loopback for _, address in sockets), sockets
+    ray.kill(worker)
+
+
+@ray.remote
+class _Misbehaving:
+    """A worker returning what the driver must not take as a question's result."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def run(self, question: BatchQuestion, settings: Any) -> Any:
+        report = Report(
+            topic=question.question,
+            depth=1,
+            queries=[question.question],
+            sources=[],
+            failures=[],
+            confidence="LOW",
+            confidence_reason="no sources",
+            markdown="# Research\n\nNothing.\n",
+            stats=Stats(),
+        )
+        if self.kind == "other-id":
+            return BatchResult("someone-else", question.question, "done", report=report)
+        if self.kind == "huge":
+            big = report.model_copy(update={"markdown": "y" * (batch_ray.MAX_RESULT_BYTES + 1)})
+            return BatchResult(question.id, question.question, "done", report=big)
+        if self.kind == "not-a-result":
+            return {"id": question.id, "status": "done"}
+        if self.kind == "raises":
+            raise KeyError("a worker's own bug")
+        return BatchResult(question.id, question.question, "done", report=report)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        ("other-id", "the result of another question"),
+        ("huge", "a report of "),
+        ("not-a-result", "something other than a result (dict)"),
+        ("raises", "the Ray worker running it failed: KeyError"),
+        ("fine", None),
+    ],
+)
+def test_the_driver_records_a_bad_worker_result_as_that_questions_failure(
+    cluster: None, kind: str, reason: str | None
+) -> None:
+    question = BatchQuestion("mine", "What is WAL?", line=3)
+    runner = batch_ray.RayRunner([_Misbehaving.remote(kind)])  # type: ignore[attr-defined]
+    result = asyncio.run(runner.run(question, load_settings({"no_llm": True}, env={})))
+    assert isinstance(result, BatchResult)
+    assert (result.id, result.question, result.line) == ("mine", "What is WAL?", 3)
+    if reason is None:
+        assert result.status == "done" and result.report is not None
+        return
+    assert result.status == "failed" and result.report is None
+    assert result.error is not None and reason in result.error, result.error
 
 
 def _sources(outdir: Path, pages: set[str]) -> dict[str, list[str]]:

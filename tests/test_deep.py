@@ -169,6 +169,43 @@ def test_deep_cli_json_has_the_tree_contents_and_checked_sections(
     assert stages["report"] == 0 and stages["plan"] == 0  # quick mode's prompts are not used
 
 
+#: What the model puts into its outline's titles: a Markdown renderer would make each a link.
+TITLE_URLS = (
+    " see https://heading.invalid/a",
+    " ([the study](https://heading.invalid/b))",
+    " <https://heading.invalid/c>",
+    " on www.heading.invalid",
+)
+
+
+def test_urls_in_the_models_section_titles_never_reach_headings_or_contents(
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
+    researcher = ScriptedResearcher()
+
+    def outline(body: dict[str, Any]) -> str:
+        plan = json.loads(researcher.outline(body))
+        for n, item in enumerate(plan):
+            item["title"] += TITLE_URLS[n % len(TITLE_URLS)]
+        plan.append({"title": "https://heading.invalid/d", "sources": plan[0]["sources"]})
+        return json.dumps(plan)
+
+    llm.add(outline, contains=MARKERS["outline"], times=None)
+    researcher.install(llm)
+    report = sleuth.research_sync(
+        web.topics[1].question, **options(web, breadth=2, levels=1, max_sources=6)
+    )
+    assert report.writer == "llm" and report.sections
+    markdown = report.markdown
+    assert "heading.invalid" not in markdown
+    assert all("heading.invalid" not in s.title and s.title.strip() for s in report.sections)
+    contents = markdown.split("## Contents\n", 1)[1].split("\n## ", 1)[0]
+    entries = re.findall(r"^\d+\. \[(.+)\]\(#[\w-]+\)$", contents, re.M)
+    assert len(entries) == len(report.sections) + 2  # the introduction and conclusion
+    assert any("the study" in title for title in entries)  # a link keeps its text
+    assert report.citations is not None and report.citations.invented_urls_removed >= 4
+
+
 def test_one_level_stops_after_the_sub_questions(web: OfflineWeb, llm: ScriptedLLM) -> None:
     ScriptedResearcher().install(llm)
     report = sleuth.research_sync(

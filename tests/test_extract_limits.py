@@ -240,3 +240,44 @@ def test_max_time_ends_the_run_and_its_extraction(web: OfflineWeb, tmp_path: Pat
     assert "## Gaps" in report
     assert eventually(lambda: not _marked(mark)), "a process of the run outlived it"
     assert rss_mb < RSS_BOUND_MB
+
+
+async def test_pages_wait_for_extraction_before_they_are_downloaded(web: OfflineWeb) -> None:
+    """While extraction is busy (a flood on the one worker), downloads stop once
+    ``concurrency + extract_workers`` pages are between their download and the end of
+    their extraction: the bodies of pages nobody can read yet do not pile up in memory."""
+    from sleuth.fetch import Fetcher
+    from sleuth.settings import load_settings
+
+    settings = load_settings(
+        {
+            "allow_private_urls": True,
+            "timeout": 30.0,
+            "concurrency": 3,
+            "extract_workers": 1,
+            "extract_timeout": 120.0,
+            "host_delay": 0,
+        },
+        env={},
+    )
+    urls = [web.hostile["div_flood"]]
+    urls += [url for url in web.page_urls if "127.0.2." not in url][:20]
+    ended: dict[str, float] = {}
+    web.reset_log()
+    async with Fetcher(settings) as fetcher:
+        tasks = []
+        for url in urls:
+            task = asyncio.ensure_future(fetcher.fetch(url))
+            task.add_done_callback(lambda _, url=url: ended.setdefault(url, time.time()))
+            tasks.append(task)
+        await asyncio.gather(*tasks)
+    # The most pages at once between the arrival of their request and their end (the
+    # server's and this process's wall clocks; 2 of slack for the order of the two logs).
+    events = sorted(
+        [(web.requests_for(url)[0].time, 1) for url in urls] + [(t, -1) for t in ended.values()]
+    )
+    held = most = 0
+    for _, step in events:
+        held += step
+        most = max(most, held)
+    assert most <= 3 + 1 + 2, most

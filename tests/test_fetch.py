@@ -12,6 +12,7 @@ import time
 import tracemalloc
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -283,6 +284,40 @@ async def test_too_many_redirects() -> None:
 
     result = await fetch_mock(handler, "https://example.org/0", max_redirects=3)
     assert isinstance(result, FetchFailure) and result.reason == "too many redirects"
+
+
+@asynccontextmanager
+async def redirecting_server(location: bytes) -> AsyncIterator[str]:
+    """A loopback server that answers every request with a 302 to ``location``, sent as
+    given (httpx's mock transport would parse it first)."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 302 Found\r\nLocation: " + location + b"\r\n"
+            b"Content-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/start"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize(
+    "location",
+    [b"http:127.0.0.1:9/x", b"https:example.org", b"http://[::1", b"http://[v1.x]/"],
+)
+async def test_a_malformed_redirect_is_a_named_failure(location: bytes) -> None:
+    async with redirecting_server(location) as url:
+        result = await fetch_one(url, allow_private_urls=True)
+    assert isinstance(result, FetchFailure), result
+    assert result.reason.startswith("bad redirect: the Location header is not a usable URL")
+    assert "unexpected" not in result.reason
 
 
 async def test_declared_content_length_over_the_cap_is_not_read() -> None:

@@ -8,10 +8,13 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import httpx
@@ -308,6 +311,43 @@ async def test_http_server_on_loopback(web: OfflineWeb, http_server: str) -> Non
         assert any(message.startswith("fetched:") for message in progress)
 
 
+PORT = 8123
+#: (Origin header, allowed?) for a request sent to http://127.0.0.1:PORT.
+ORIGINS = [
+    (None, True),  # not a browser, or a browser's same-origin GET
+    (f"http://127.0.0.1:{PORT}", True),
+    (f"http://localhost:{PORT + 1}", False),  # another local server's page
+    (f"http://127.0.0.1:{PORT + 1}", False),
+    (f"https://127.0.0.1:{PORT}", False),
+    ("http://evil.example", False),
+    ("null", False),  # a sandboxed frame or a file:// page
+]
+
+
+@pytest.mark.parametrize(("origin", "allowed"), ORIGINS)
+def test_one_origin_rule_for_sleuth_serve_and_mcp_http(
+    web: OfflineWeb, origin: str | None, allowed: bool
+) -> None:
+    """A page in the browser of the user, on another origin, reaches neither server."""
+    from starlette.testclient import TestClient
+
+    from sleuth.web.app import create_app
+
+    headers = {"Content-Type": "application/json", **({"Origin": origin} if origin else {})}
+    base = f"http://127.0.0.1:{PORT}"
+    with TestClient(create_app(offline_settings(web)), base_url=base) as page:
+        # Not JSON: past the Origin check, the body is refused (400) and no run starts.
+        served = page.post("/api/runs", content=b"{", headers=headers)
+    with TestClient(mcp_server.http_app(offline_settings(web), PORT), base_url=base) as mcp:
+        listed = mcp.post(
+            "/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={**headers, "Accept": "application/json, text/event-stream"},
+        )
+    assert (served.status_code != 403) == allowed, served.text
+    assert (listed.status_code != 403) == allowed, listed.text
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -403,6 +443,102 @@ async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) 
     sources = {int(n) for n in re.findall(r"^\[(\d+)\] \[", markdown, re.MULTILINE)}
     assert sources and max(sources) <= 30  # deep mode's cap over MCP
     assert any(message.startswith("branch:") for message in progress)
+
+
+class GateSearch:
+    """A SearXNG on loopback whose every search waits until the test opens the gate; it
+    keeps the words of each query it was asked."""
+
+    def __init__(self) -> None:
+        self.open = threading.Event()
+        self.queries: list[str] = []
+        gate = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                gate.queries.append(parse_qs(urlsplit(self.path).query).get("q", [""])[0])
+                gate.open.wait(WAIT_S)
+                body = b'{"results": []}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def topics_seen(self, words: list[str]) -> set[str]:
+        return {word for word in words for query in list(self.queries) if word in query}
+
+    def close(self) -> None:
+        self.open.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+WAIT_S = 60.0
+
+
+def enough(queued: dict[str, list[str]], running: set[str]) -> bool:
+    return sum(map(bool, queued.values())) >= 2 or len(running) >= 3
+
+
+async def test_research_calls_past_the_limit_wait_their_turn_and_are_told_so() -> None:
+    """Four research calls at once from one client: two run, two wait (each told so in a
+    progress notification), then every one gets its report."""
+    gate = GateSearch()
+    words = ["zqalpha", "zqbravo", "zqcharlie", "zqdelta"]
+    settings = load_settings(
+        {
+            "search": "searxng",
+            "searxng_url": gate.url,
+            "search_timeout": WAIT_S,
+            "no_store": True,
+            "no_llm": True,
+        },
+        env={},
+    )
+    queued: dict[str, list[str]] = {word: [] for word in words}
+    results: dict[str, CallToolResult] = {}
+    try:
+        async with in_memory(settings) as client:
+
+            async def call(word: str) -> None:
+                async def progress(done: float, total: float | None, message: str | None) -> None:
+                    if (message or "").startswith("queued:"):
+                        queued[word].append(message or "")
+
+                results[word] = await client.call_tool(
+                    "web_research",
+                    {"topic": f"history of the {word} bridge", "depth": 1},
+                    progress_callback=progress,
+                )
+
+            async with anyio.create_task_group() as group:
+                for word in words:
+                    group.start_soon(call, word)
+                # Until two calls are told to wait, or a third reaches the search (the
+                # gate is another thread's: polled).
+                with anyio.fail_after(WAIT_S):
+                    while not enough(queued, gate.topics_seen(words)):  # noqa: ASYNC110
+                        await anyio.sleep(0.02)
+                running = gate.topics_seen(words)
+                waiting = {word for word, notes in queued.items() if notes}
+                gate.open.set()
+    finally:
+        gate.close()
+    assert len(running) <= 2, running
+    assert mcp_server.MAX_RUNS == 2
+    assert len(waiting) == 2 and not waiting & running, (waiting, running)
+    note = queued[next(iter(waiting))][0]
+    assert "at most 2 at once" in note, note
+    assert all(not result.isError for result in results.values()), results
+    assert gate.topics_seen(words) == set(words)
 
 
 async def test_fetch_page_goes_through_the_guard(web: OfflineWeb) -> None:

@@ -12,12 +12,14 @@ with ``lstat``, the resolved path is checked to lie inside the workspace, and fi
 are opened with ``O_NOFOLLOW`` where the platform has it), devices, FIFOs and other
 special files, hard-linked files (a hard link is another name for a file that may
 live elsewhere), writes to the files sleuth itself keeps (in any part of a path, in
-any case: a folder ``result.md/`` would stand where the result is written), and names
-that are special on Windows in any part of a path (devices such as ``con`` or
-``nul.md``, trailing dots and spaces, ``:`` streams, ``~1`` short names, ``<>"|?*``):
-workspaces move between systems, and there such a name is another file or none.
-Files are capped in size, and files and folders together in number. Only the agent
-(one call at a time) writes here, so the checks are not racing anyone.
+any case, with or without invisible characters, in any Unicode form: names are folded
+as the most forgiving file system folds them; a folder ``result.md/`` would stand where
+the result is written), and names that are special on Windows in any part of a path
+(devices such as ``con`` or ``nul.md``, trailing dots and spaces, ``:`` streams, ``~1``
+short names, ``<>"|?*``): workspaces move between systems, and there such a name is
+another file or none. Files are capped in size, and files and folders together in
+number. Only the agent (one call at a time) writes here, so the checks are not racing
+anyone.
 """
 
 from __future__ import annotations
@@ -27,11 +29,11 @@ import os
 import re
 import stat
 import tempfile
-import unicodedata
 from datetime import datetime
 from pathlib import Path, PureWindowsPath
 from typing import Any
 
+from sleuth._names import fold_name
 from sleuth._valid import valid_data
 from sleuth.errors import WorkspaceError
 
@@ -78,7 +80,12 @@ _SHORT_NAME = re.compile(r"~\d")
 
 
 def _windows_problem(name: str) -> str | None:
-    """Why ``name`` means something else on Windows, or None when it does not."""
+    """Why ``name`` means something else on Windows, or None when it does not (checked
+    on the name and on its folded form, which some file systems take it for)."""
+    return _windows_rule(name) or _windows_rule(fold_name(name))
+
+
+def _windows_rule(name: str) -> str | None:
     if name.endswith((".", " ")):
         return "ends with a dot or a space, which Windows drops"
     if _WINDOWS_CHARS.search(name):
@@ -91,8 +98,9 @@ def _windows_problem(name: str) -> str | None:
 
 
 def _reserved(name: str) -> bool:
-    """True when ``name`` is one of sleuth's own files on a case-insensitive system."""
-    return unicodedata.normalize("NFKC", name).casefold() in RESERVED
+    """True when ``name`` is one of sleuth's own files on some file system: compared as
+    the most forgiving one compares names (case, normalisation, invisible characters)."""
+    return fold_name(name) in RESERVED
 
 
 def check_session(name: str) -> str:

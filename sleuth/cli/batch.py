@@ -14,6 +14,7 @@ failed, or not run for a batch budget), 2 bad input (nothing ran), 130 interrupt
 from __future__ import annotations
 
 import heapq
+import importlib.util
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -149,6 +150,16 @@ class BatchProgress:
         if self.quiet:
             return
         n = sum(self.counts.values())
+        if result.status == "skipped":
+            # Every question after the first skipped one is skipped for the same reason:
+            # said once (a huge input would otherwise print a line per question).
+            if self.counts["skipped"] == 1:
+                self.console.print(
+                    escape(f"{result.error}: the questions not started are skipped"),
+                    soft_wrap=True,
+                    style="dim",
+                )
+            return
         if result.status == "done":  # a line of its own, above the bar on a terminal
             sources = len(result.report.sources) if result.report is not None else 0
             line = (
@@ -166,12 +177,13 @@ class BatchProgress:
             self.bar.stop()
             self.bar = None
 
-    def summary(self, before: int, failed_before: int, outdir: Path) -> str:
-        """The closing line: this run's counts, time, tokens and cost."""
+    def summary(self, before: int, failed_before: int, outdir: Path, cut: str | None = None) -> str:
+        """The closing line: this run's counts, time, tokens and cost (and where reading
+        the questions stopped, if it did)."""
         c = self.counts
         wall = time.monotonic() - self.started
         spent = f"{self.tokens:,} tokens" + (f", ${self.cost:.4f}" if self.cost else "")
-        earlier = []
+        earlier = [cut] if cut else []
         if before:
             earlier.append(f"{before} done before")
         if failed_before:
@@ -206,28 +218,31 @@ def _budget(cost: float | None, duration: str | None) -> tuple[float | None, flo
 def _run_batch(
     questions: str, outdir: Path, options: dict[str, Any], values: dict[str, Any]
 ) -> int:
+    # --batch-max-time counts from here: reading the questions is part of the batch.
+    started = time.monotonic()
     from sleuth.settings import load_settings  # pydantic: not needed for --help
 
     settings = load_settings(values)
     max_cost, max_time = _budget(options["batch_max_cost"], options["batch_max_time"])
     ray = bool(options["ray"]) or options["ray_address"] is not None
-    if ray:
-        try:
-            import ray as _  # noqa: F401
-        except ImportError:
-            raise missing_extra("ray", "ray", "--ray") from None
+    # Found, not imported: Ray is imported by sleuth.pipeline.batch.ray, which first sets
+    # what keeps a local Ray on loopback.
+    if ray and importlib.util.find_spec("ray") is None:
+        raise missing_extra("ray", "ray", "--ray")
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
     from sleuth.pipeline.batch.input import read_questions
     from sleuth.pipeline.batch.outdir import OutDir
 
-    found = read_questions(questions)
+    deadline = None if max_time is None else started + max_time
+    found = read_questions(questions, deadline=deadline)
     # What would fail every question fails now, before OUTDIR is made.
     asyncio.run(check_batch_settings(settings))
     out = OutDir.open(outdir, fmt=settings.format, retry_failed=bool(options["retry_failed"]))
     try:
-        return _run(found, out, settings, options, max_cost, max_time)
+        out.name_reports(q.id for q in found.items)
+        return _run(found, out, settings, options, (max_cost, max_time, started))
     finally:
         out.close()
 
@@ -237,16 +252,22 @@ def _run(
     out: Any,
     settings: Any,
     options: dict[str, Any],
-    max_cost: float | None,
-    max_time: float | None,
+    budgets: tuple[float | None, float | None, float],
 ) -> int:
     import asyncio
 
     from sleuth.pipeline.batch import research_many
 
+    max_cost, max_time, started = budgets
     quiet = bool(options["quiet"])
     for line, first in found.repeats:
         click.echo(f"sleuth: warning: line {line} repeats line {first}: asked once", err=True)
+    if found.cut is not None:
+        click.echo(
+            f"sleuth: warning: {found.cut}: the batch time budget (--batch-max-time "
+            f"{max_time:g}s) was spent; what was not read is not started",
+            err=True,
+        )
     todo = [q for q in found.items if q.id not in out.done and q.id not in out.failed]
     before = sum(1 for q in found.items if q.id in out.done)
     failed_before = sum(1 for q in found.items if q.id in out.failed)
@@ -263,6 +284,7 @@ def _run(
             ray=bool(options["ray"]),
             ray_address=options["ray_address"],
             ray_workers=options["ray_workers"],
+            started=started,
         )
         try:
             async for result in results:
@@ -276,8 +298,8 @@ def _run(
             asyncio.run(run())
     finally:
         progress.close()
-    click.echo(progress.summary(before, failed_before, out.path), err=True)
-    every = all(q.id in out.done for q in found.items)
+    click.echo(progress.summary(before, failed_before, out.path, found.cut), err=True)
+    every = found.cut is None and all(q.id in out.done for q in found.items)
     return EXIT_OK if every else EXIT_NO_SOURCES
 
 

@@ -6,8 +6,10 @@ It owns one HTTP/2-capable client whose every connection goes through the SSRF g
 :mod:`sleuth.fetch.browser`), follows redirects itself (every hop checked), bounds work
 globally and per host, gives each page's download one deadline (redirects included;
 extraction, in :mod:`sleuth.extraction`'s workers, comes after it), reads at most
-``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), and never fetches
-one canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
+``max_page_bytes`` of decompressed body (:mod:`sleuth.fetch.body`), holds at most
+``concurrency + extract_workers`` bodies between their download and the end of their
+extraction (further downloads wait for extraction to catch up), and never fetches one
+canonical URL twice. Politeness (:mod:`sleuth.fetch.politeness`): the starts of two
 requests to one host are ``host_delay`` apart, one host gives at most
 ``max_pages_per_host`` pages, and with ``respect_robots`` its robots.txt is obeyed.
 ``allow_domains``/``deny_domains`` are applied by the guard to every hop. The requests
@@ -190,6 +192,11 @@ class Fetcher(HttpTransfer):
         self._keep = keep
         self._finished: OrderedDict[str, None] = OrderedDict()
         self._slots = asyncio.Semaphore(config.concurrency)
+        # Pages between the start of their download and the end of their extraction: a
+        # body waits in memory for an extraction worker, so when extraction falls behind
+        # (a deep run's big pages), downloads wait instead, and the bodies held are at
+        # most this many times max_page_bytes.
+        self._reading = asyncio.Semaphore(config.concurrency + max(1, config.extract_workers))
         self._host_slots: dict[str, asyncio.Semaphore] = {}
         self._domains = DomainRules(config.allow_domains, config.deny_domains)
         self._user_agent = config.user_agent or DEFAULT_USER_AGENT
@@ -411,42 +418,45 @@ class Fetcher(HttpTransfer):
         host_slots = self._host_slots.setdefault(
             host_of(url), asyncio.Semaphore(self._config.per_host_concurrency)
         )
-        with timeline.span("download", "fetch", url):
-            try:
-                # Host slot first, so a page waiting for its host holds no global slot.
-                async with host_slots, self._slots:
-                    # The deadline starts once the page really starts, not while it queues.
-                    timeline.started()
-                    start = time.monotonic()
-                    async with asyncio.timeout(timeout):
-                        download = await self._get(url, conditional)
-            except NotModified:
-                timeline.note(outcome="cached", status=304, detail="not modified since cached")
-                raise
-            except Exception as exc:
-                failure = self._failure(url, exc)
-                timeline.note(outcome="failed", status=failure.status, detail=failure.reason)
-                return failure, Validators(), self._public(url, None)
-            timeline.note(
-                status=download.status,
-                size=len(download.data),
-                final_url=download.url if download.url != url else None,
-                detail=download.engine if download.engine != "httpx" else "",
-            )
-        # Extraction is outside the deadline and the slots: it has a deadline of its
-        # own (--extract-timeout), and a page that arrived in time must not fail while
-        # it queues for an extraction worker behind a big page.
-        try:
-            with timeline.span("extract", "fetch", url):
+        # A body is held from its download to the end of its extraction: at most
+        # self._reading pages are between the two (see __init__).
+        async with self._reading:
+            with timeline.span("download", "fetch", url):
                 try:
-                    page, validators = await self._read(url, start, download)
-                except Exception as exc:
-                    timeline.note(outcome="failed", detail=self._failure(url, exc).reason)
+                    # Host slot first, so a page waiting for its host holds no global slot.
+                    async with host_slots, self._slots:
+                        # The deadline starts once the page really starts, not while it queues.
+                        timeline.started()
+                        start = time.monotonic()
+                        async with asyncio.timeout(timeout):
+                            download = await self._get(url, conditional)
+                except NotModified:
+                    timeline.note(outcome="cached", status=304, detail="not modified since cached")
                     raise
-                timeline.note(size=len(page.text), detail=page.content_type)
-            return page, validators, self._public(download.url, download.address)
-        except Exception as exc:
-            return self._failure(url, exc), Validators(), self._public(url, None)
+                except Exception as exc:
+                    failure = self._failure(url, exc)
+                    timeline.note(outcome="failed", status=failure.status, detail=failure.reason)
+                    return failure, Validators(), self._public(url, None)
+                timeline.note(
+                    status=download.status,
+                    size=len(download.data),
+                    final_url=download.url if download.url != url else None,
+                    detail=download.engine if download.engine != "httpx" else "",
+                )
+            # Extraction is outside the deadline and the slots: it has a deadline of its
+            # own (--extract-timeout), and a page that arrived in time must not fail while
+            # it queues for an extraction worker behind a big page.
+            try:
+                with timeline.span("extract", "fetch", url):
+                    try:
+                        page, validators = await self._read(url, start, download)
+                    except Exception as exc:
+                        timeline.note(outcome="failed", detail=self._failure(url, exc).reason)
+                        raise
+                    timeline.note(size=len(page.text), detail=page.content_type)
+                return page, validators, self._public(download.url, download.address)
+            except Exception as exc:
+                return self._failure(url, exc), Validators(), self._public(url, None)
 
     def _failure(self, url: str, exc: Exception) -> FetchFailure:
         """What a page problem raised, as the failure the run records."""

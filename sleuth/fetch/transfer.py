@@ -67,6 +67,33 @@ def _peer(response: httpx.Response) -> str | None:
     return str(peer[0]) if isinstance(peer, tuple) and peer else None
 
 
+def _bad_redirect(exc: Exception) -> Unreadable:
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    return Unreadable(f"bad redirect: the Location header is not a usable URL ({message})"[:200])
+
+
+async def _send_once(client: httpx.AsyncClient, request: httpx.Request) -> httpx.Response:
+    """``client.send(request)``, streaming. httpx reads a redirect's Location while it
+    sends (to offer the next request), and one it cannot parse raises there: that is a
+    named failure of the page, not an unexpected error."""
+    try:
+        return await client.send(request, stream=True)
+    except httpx.InvalidURL as exc:
+        raise _bad_redirect(exc) from None
+    except httpx.RemoteProtocolError as exc:
+        if str(exc).startswith("Invalid URL in location header"):
+            raise _bad_redirect(exc) from None
+        raise
+
+
+def _redirect_target(response: httpx.Response, location: str) -> httpx.URL:
+    """Where a redirect points, resolved against the URL that answered it."""
+    try:
+        return response.url.join(location)
+    except httpx.InvalidURL as exc:
+        raise _bad_redirect(exc) from None
+
+
 def _network_reason(exc: httpx.HTTPError) -> str:
     message = _ERRNO.sub("", str(exc)) or type(exc).__name__
     if isinstance(exc, httpx.ConnectError):
@@ -118,7 +145,7 @@ class HttpTransfer:
 
         request.extensions = {**request.extensions, "trace": trace}
         async with self._polite.turn(request.url.host):
-            sending = asyncio.ensure_future(client.send(request, stream=True))
+            sending = asyncio.ensure_future(_send_once(client, request))
             waiting = asyncio.ensure_future(went_out.wait())
             try:
                 await asyncio.wait({sending, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -159,7 +186,7 @@ class HttpTransfer:
                 status = response.status_code
                 location = response.headers.get("location")
                 if status in _REDIRECT_CODES and location:
-                    current = response.url.join(location)
+                    current = _redirect_target(response, location)
                     continue
                 if 400 <= status < 500:
                     return Robots.allow_all()  # no robots.txt (or none for us): no rules
@@ -195,15 +222,15 @@ class HttpTransfer:
         current = url
         for _ in range(self._config.max_redirects + 1):
             self._check(current)
-            response = await self._client.send(
+            response = await _send_once(
+                self._client,
                 self._client.build_request(method, current, headers=headers, content=body),
-                stream=True,
             )
             try:
                 status = response.status_code
                 location = response.headers.get("location")
                 if status in _REDIRECT_CODES and location:
-                    target = response.url.join(location)
+                    target = _redirect_target(response, location)
                     if target.host != response.url.host:
                         # As browsers do: credentials do not follow a request to another host.
                         headers = {
@@ -250,7 +277,7 @@ class HttpTransfer:
                     raise NotModified(validators_of(response.headers))
                 location = response.headers.get("location")
                 if status in _REDIRECT_CODES and location:
-                    current = response.url.join(location)
+                    current = _redirect_target(response, location)
                     if str(current.copy_with(fragment=None)) in seen:
                         raise Unreadable("redirect loop", status)
                     continue

@@ -55,6 +55,7 @@ __all__ = [
     "lexical_support",
     "removed_section",
     "split_sentences",
+    "strip_urls",
 ]
 
 # -- URLs ------------------------------------------------------------------------------
@@ -167,6 +168,14 @@ def clean_urls(body: str, known: dict[str, int], counts: _Counts) -> str:
     body = _REF_DEF.sub(ref, body)
     body = _AUTOLINK.sub(bare, body)
     return _BARE_URL.sub(bare, body)
+
+
+def strip_urls(text: str) -> tuple[str, int]:
+    """``text`` (a heading) with every URL removed, a link keeping its text, and how many
+    were removed. A heading cites nothing, so a source's URL goes too."""
+    counts = _Counts()
+    cleaned = clean_urls(text, {}, counts)
+    return " ".join(cleaned.split()), counts.invented
 
 
 def _cited(sentence: str, ids: set[int], counts: _Counts) -> tuple[str, list[int], bool]:

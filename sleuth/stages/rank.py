@@ -18,6 +18,8 @@ research, just below the best web sources (5).
 from __future__ import annotations
 
 import ipaddress
+import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -79,15 +81,36 @@ def builtin_rules() -> tuple[QualityRule, ...]:
     return tuple(_parse_rules(text, "(built-in)"))
 
 
+#: Largest quality-rules file read (the built-in table is about 10 KB).
+MAX_RULES_BYTES = 1 << 20
+
+
+def _read_rules(path: Path) -> str:
+    """The text of a rules file: a regular file of at most MAX_RULES_BYTES, opened so that
+    a FIFO or a device in its place is refused at once, never read (it is read where the
+    run starts, on its event loop: a FIFO would hang it, /dev/zero never end)."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise ConfigError(f"cannot read quality rules {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ConfigError(f"cannot read quality rules {path}: not a regular file")
+        data = handle.read(MAX_RULES_BYTES + 1)
+    if len(data) > MAX_RULES_BYTES:
+        raise ConfigError(f"quality rules {path}: larger than {MAX_RULES_BYTES >> 20} MiB")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"quality rules {path}: not UTF-8 text (byte {exc.start})") from None
+
+
 def load_rules(extra: Path | None = None) -> tuple[QualityRule, ...]:
     """The user's rules (checked first), then the built-in table."""
     if extra is None:
         return builtin_rules()
-    try:
-        text = extra.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read quality rules {extra}: {exc.strerror}") from None
-    return (*_parse_rules(text, str(extra)), *builtin_rules())
+    return (*_parse_rules(_read_rules(extra), str(extra)), *builtin_rules())
 
 
 def _suffix(host: str, domain: str) -> str:

@@ -52,6 +52,7 @@ from starlette.responses import (
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from sleuth._origin import origin_allowed
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
@@ -229,8 +230,9 @@ async def _execute(run: LiveRun) -> None:
 
 
 def _same_origin(request: Request) -> bool:
-    origin = request.headers.get("origin")
-    return origin is None or origin == f"{request.url.scheme}://{request.headers.get('host')}"
+    return origin_allowed(
+        request.headers.get("origin"), request.url.scheme, request.headers.get("host")
+    )
 
 
 async def start_run(request: Request) -> Response:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sleuth.pipeline.batch.run import (
     BATCH_FIELDS,
     DEFAULT_JOBS,
+    QUESTION_FIELDS,
     BatchQuestion,
     BatchResult,
     check_batch_settings,
@@ -23,6 +24,7 @@ from sleuth.pipeline.batch.run import (
 __all__ = [
     "BATCH_FIELDS",
     "DEFAULT_JOBS",
+    "QUESTION_FIELDS",
     "BatchQuestion",
     "BatchResult",
     "check_batch_settings",

@@ -20,23 +20,36 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+# Ray picks a local node's address when it is imported: on Linux, "127.0.0.1" is then
+# replaced by the machine's routable address and every server of the node binds all
+# interfaces. Ray's own switch for macOS and Windows (where local clusters stay on
+# loopback) does the same here; set before Ray is imported, unless the user set it.
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from sleuth.errors import ConfigError
-from sleuth.pipeline.batch.one import BatchQuestion, BatchResult, run_question
+from sleuth.errors import ConfigError, LLMAuthError, StoreCorruptError
+from sleuth.models import Report
+from sleuth.pipeline.batch.one import (
+    BatchQuestion,
+    BatchResult,
+    failed,
+    run_question,
+)
 from sleuth.pipeline.context import Services, open_services
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.search.base import get_provider
 from sleuth.settings import Settings
 
-__all__ = ["RayRunner", "ray_runner"]
+__all__ = ["MAX_RESULT_BYTES", "RayRunner", "checked_result", "ray_runner", "start_local"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +58,11 @@ log = logging.getLogger(__name__)
 _FORWARDED = ("OPENAI_API_KEY", "OLLAMA_HOST", "OLLAMA_CONTEXT_LENGTH", "SLEUTH_DEBUG")
 #: Seconds the workers get to close their services at the end before they are killed.
 _CLOSE_TIMEOUT = 30.0
+#: Largest result a worker may return: its report as JSON (a 10,000-word deep report
+#: with 60 sources and their passages is under 2 MB).
+MAX_RESULT_BYTES = 8 << 20
+#: Longest error text a worker may return.
+_MAX_ERROR_CHARS = 2000
 
 
 class BatchWorker:
@@ -100,25 +118,104 @@ class RayRunner:
         index = min(range(len(self.actors)), key=self._busy.__getitem__)
         self._busy[index] += 1
         try:
-            result: BatchResult = await self.actors[index].run.remote(question, settings)
-            return result
+            returned = await self.actors[index].run.remote(question, settings)
         except RayActorError as exc:  # the worker died (killed, out of memory, node lost)
             why = " ".join(str(exc).split())[:300]
-            return BatchResult(
-                question.id,
-                question.question,
-                "failed",
-                line=question.line,
-                error=f"the Ray worker running it died: {why}",
-            )
-        except RayTaskError as exc:  # a refused key or a damaged store: the batch's end
-            raise exc.cause from None
+            return failed(question, f"the Ray worker running it died: {why}")
+        except RayTaskError as exc:
+            if isinstance(exc.cause, LLMAuthError | StoreCorruptError):
+                raise exc.cause from None  # a refused key or a damaged store: the batch's end
+            why = " ".join(f"{type(exc.cause).__name__}: {exc.cause}".split())[:300]
+            return failed(question, f"the Ray worker running it failed: {why}")
         finally:
             self._busy[index] -= 1
+        return checked_result(question, returned)
 
     def live_cost(self) -> float | None:
         """Not known while questions run on other machines."""
         return None
+
+
+def checked_result(question: BatchQuestion, returned: object) -> BatchResult:
+    """What a worker returned for ``question``, as the driver records it: a
+    :class:`BatchResult` of that question (its id and text), done (or no_sources) with a
+    report or failed with an error, its report at most :data:`MAX_RESULT_BYTES` as JSON and valid
+    as a report; anything else is that question's failure, saying why. The record is
+    made anew from the checked parts: nothing else of the worker's object is kept."""
+
+    def bad(why: str) -> BatchResult:
+        log.warning("question %s: %s", question.id, why)
+        return failed(question, f"the Ray worker returned {why}")
+
+    if not isinstance(returned, BatchResult):
+        return bad(f"something other than a result ({type(returned).__name__})")
+    if returned.id != question.id or returned.question != question.question:
+        return bad(f"the result of another question (id {str(returned.id)[:80]!r})")
+    if returned.status not in ("done", "no_sources", "failed"):
+        return bad(f"a result whose status is {str(returned.status)[:20]!r}")
+    report = None
+    if returned.status != "failed":
+        if not isinstance(returned.report, Report):
+            return bad(f"a {returned.status} result without a report")
+        try:
+            data = returned.report.model_dump_json()
+            if len(data) > MAX_RESULT_BYTES:
+                return bad(f"a report of {len(data):,} bytes (at most {MAX_RESULT_BYTES:,})")
+            report = Report.model_validate_json(data)
+        except ValueError as exc:
+            return bad(f"a report that is not valid ({type(exc).__name__})")
+    numbers = (returned.elapsed_s, returned.tokens, returned.cost_usd or 0.0)
+    if not all(isinstance(x, int | float) and 0 <= x < 1e15 for x in numbers):
+        return bad("a result whose time, tokens or cost are not numbers")
+    error = None if returned.error is None else str(returned.error)[:_MAX_ERROR_CHARS]
+    if returned.status == "failed" and not error:
+        return bad("a failed result without its reason")
+    return BatchResult(
+        question.id,
+        question.question,
+        returned.status,
+        report=report,
+        error=error,
+        elapsed_s=float(returned.elapsed_s),
+        tokens=int(returned.tokens),
+        cost_usd=None if returned.cost_usd is None else float(returned.cost_usd),
+        line=question.line,
+    )
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return address == "localhost"
+
+
+def start_local(env: dict[str, str] | None = None, *, num_cpus: int | None = None) -> None:
+    """Start a local Ray for this process, every server of it on loopback only.
+
+    127.0.0.1 as the node's address (else Ray finds one by opening a socket toward
+    8.8.8.8), and the switch set when this module was imported, without which Ray binds
+    all interfaces anyway (see the top of the module). Ray 2.59 and later also ask a
+    token of every client of a local cluster. ConfigError when Ray took another address
+    (it was imported before this module, or the switch is set otherwise): the cluster is
+    shut down at once and the batch does not run.
+    """
+    ray.init(
+        address="local",
+        num_cpus=num_cpus,
+        include_dashboard=False,
+        _node_ip_address="127.0.0.1",
+        runtime_env={"env_vars": env or {}},
+        log_to_driver=False,
+    )
+    node = str(ray.util.get_node_ip_address())  # type: ignore[no-untyped-call]
+    if not _loopback(node):
+        ray.shutdown()
+        raise ConfigError(
+            f"the local Ray took the address {node}, where it would listen beyond this "
+            "machine; set RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 in the environment (Ray reads "
+            "it when it is imported), or start Ray yourself and pass --ray-address"
+        )
 
 
 def _connect(address: str | None, env: dict[str, str]) -> bool:
@@ -129,18 +226,12 @@ def _connect(address: str | None, env: dict[str, str]) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     try:
         if address is None:
-            # 127.0.0.1: a local cluster needs no address of its own (Ray would otherwise
-            # find one by opening a socket toward 8.8.8.8).
-            ray.init(
-                address="local",
-                include_dashboard=False,
-                _node_ip_address="127.0.0.1",
-                runtime_env={"env_vars": env},
-                log_to_driver=False,
-            )
+            start_local(env)
         else:
             ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False)
-    except (ConnectionError, ValueError, RuntimeError) as exc:
+    except ConfigError:
+        raise
+    except Exception as exc:  # Ray's own: a start that timed out is a bare Exception
         where = f"at {address}" if address else "locally"
         message = " ".join(str(exc).split())[:300]
         raise ConfigError(f"cannot start or reach Ray {where}: {message}") from None

@@ -7,11 +7,13 @@ question read is in the cache for the next), one model client (one concurrency l
 Each question is still its own run, with its own record in the store (``sleuth runs``
 lists it), its own budget and its own ``--max-pages-per-host`` count.
 
-Per-question options are settings fields applied over the batch's (any of them but the
-ones the shared services read, :data:`BATCH_FIELDS`). The batch's own budgets
-(``max_cost``, ``max_time``) stop it starting questions once spent; a question it
-starts gets what is left of them as its own ``--max-cost`` / ``--max-time`` (when that
-is less than its own), so the questions in flight end in time, with their reports.
+Per-question options are settings fields applied over the batch's: those that shape one
+question's research and its own budgets (:data:`QUESTION_FIELDS`); a line setting any
+other (where requests go, what is read from disk, what the shared services read) fails
+alone. The batch's own budgets (``max_cost``, ``max_time``) stop it starting questions
+once spent; a question it starts gets what is left of them as its own ``--max-cost`` /
+``--max-time`` (when that is less than its own), so the questions in flight end in time,
+with their reports.
 
 With ``ray=True`` (or ``ray_address``) the questions run on a Ray cluster instead
 (:mod:`sleuth.pipeline.batch.ray`, imported only then): the same scheduling and budgets
@@ -42,6 +44,7 @@ from sleuth.stages.rank import load_rules
 __all__ = [
     "BATCH_FIELDS",
     "DEFAULT_JOBS",
+    "QUESTION_FIELDS",
     "BatchQuestion",
     "BatchResult",
     "check_batch_settings",
@@ -57,8 +60,35 @@ log = logging.getLogger(__name__)
 #: so that with a model, questions rarely queue for it.
 DEFAULT_JOBS = 8
 #: Settings only the batch as a whole has: what the shared services read, and where the
-#: reports go. A question's line may set any other settings field.
+#: reports go.
 BATCH_FIELDS = SERVICE_FIELDS | {"output", "format"}
+#: The settings a question's line may set: the shape of its research and its own budgets.
+#: Nothing that chooses where requests go (the search providers, a SearXNG or model
+#: server, domain lists), what is read from disk (quality rules, documents, the store)
+#: or how sites are treated: a questions file may come from someone else, and those are
+#: the user's to set for the whole batch, on the command line.
+QUESTION_FIELDS = frozenset(
+    {
+        "depth",
+        "max_sources",
+        "mode",
+        "breadth",
+        "levels",
+        "results_per_query",
+        "top_wait",
+        "search_timeout",
+        "fetch_order",
+        "passages",
+        "read_tokens",
+        "verify",
+        "words",
+        "lang",
+        "max_time",
+        "max_fetches",
+        "max_tokens",
+        "max_cost",
+    }
+)
 
 
 def services_settings(base: Settings, jobs: int) -> Settings:
@@ -138,7 +168,7 @@ class _Batch:
         for name in question.options:
             if name not in Settings.model_fields:
                 raise ConfigError(f"unknown option {name!r}")
-            if name in BATCH_FIELDS:
+            if name not in QUESTION_FIELDS:
                 raise ConfigError(
                     f"{field_meta(name)['flag']} applies to the whole batch: "
                     "give it on the command line, not per question"
@@ -184,7 +214,10 @@ class _Batch:
         async def worker() -> None:
             try:
                 for question in pending:  # shared: each question is taken once
-                    await queue.put(await self.one(question))
+                    result = await self.one(question)
+                    await queue.put(result)
+                    if result.status == "skipped":
+                        return  # a budget is spent: the rest are skipped below, at once
             except asyncio.CancelledError:
                 raise
             except BaseException as exc:  # fatal for the batch: the consumer raises it
@@ -203,6 +236,11 @@ class _Batch:
             for task in workers:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        # What no worker took: none of it starts (a budget is spent).
+        for question in pending:
+            result = await self.one(question)
+            self._tell(result)
+            yield result
 
     def _tell(self, result: BatchResult) -> None:
         data = {
@@ -244,6 +282,7 @@ async def research_many(
     ray: bool = False,
     ray_address: str | None = None,
     ray_workers: int | None = None,
+    started: float | None = None,
     **options: Any,
 ) -> AsyncGenerator[BatchResult, None]:
     """Research many questions at once; an async iterator of :class:`BatchResult`, each
@@ -253,13 +292,16 @@ async def research_many(
             print(result.id, result.status, result.report.markdown if result.report else "")
 
     ``questions``: texts, or mappings ``{"question": ..., "id": ..., **options}`` where
-    ``options`` are settings fields for that question only (``depth``, ``max_sources``,
-    ``mode``, ...; not those of :data:`BATCH_FIELDS`). ``options`` here apply to every
-    question, over ``settings`` (or the environment). ``jobs`` questions run at once,
-    sharing one fetcher, store and model client. ``max_cost`` (USD) and ``max_time``
-    (seconds) budget the whole batch: once spent, the questions not started come back
-    ``skipped``. A question's own problem makes it ``failed``, never an exception; a
-    refused API key, a damaged store or bad options for the whole batch raise.
+    ``options`` are settings fields for that question only (those of
+    :data:`QUESTION_FIELDS`: ``depth``, ``max_sources``, ``mode``, budgets, ...).
+    ``options`` here apply to every question, over ``settings`` (or the environment).
+    ``jobs`` questions run at once, sharing one fetcher, store and model client.
+    ``max_cost`` (USD) and ``max_time`` (seconds) budget the whole batch: once spent,
+    the questions not started come back ``skipped``; ``max_time`` counts from
+    ``started`` (a :func:`time.monotonic` time: the command starts the clock before it
+    reads the questions), by default from now. A question's own problem makes it
+    ``failed``, never an exception; a refused API key, a damaged store or bad options
+    for the whole batch raise.
 
     ``ray=True`` runs the questions on Ray (``pip install 'sleuth-research[ray]'``): a
     local cluster unless ``ray_address`` names one (or Ray is already initialised),
@@ -291,5 +333,7 @@ async def research_many(
         # Each worker of a Ray cluster runs ``jobs`` at once: the driver keeps them busy.
         width = jobs * getattr(runner, "workers", 1)
         batch = _Batch(base, runner, emit, width, max_cost=max_cost, max_time=max_time)
+        if started is not None:
+            batch.started = started
         async for result in batch.results(items):
             yield result

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError
@@ -36,7 +37,7 @@ from sleuth.pipeline.cached_gaps import cached_gaps
 from sleuth.pipeline.steps import llm_stats, sized
 from sleuth.progress import Event
 from sleuth.stages.answer import answer_tree
-from sleuth.stages.check import evidence_of, footer, removed_section
+from sleuth.stages.check import evidence_of, footer, removed_section, strip_urls
 from sleuth.stages.numbering import Renumbering, reading_order
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
@@ -221,11 +222,12 @@ def _template(
 ) -> tuple[str, list[Section]]:
     """The report without a model's sections: the answer, then each sub-question's own
     answer and its sources quoted, its follow-ups beneath; and its sections."""
+    # Headings from the tree's questions (a model's, or names found on pages): no URL.
     groups = [
         (
-            b.question,
+            strip_urls(b.question)[0],
             [sources[n - 1] for n in ids[b.id]],
-            [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest],
+            [(strip_urls(d.question)[0], [sources[n - 1] for n in ids[d.id]]) for d in rest],
         )
         for b, rest in tree.groups()
     ]
@@ -317,10 +319,17 @@ async def _written(
     learnings = [(text, cited) for text, cited in learnings if cited]
     related = {n: set(mine) for mine in ids.values() for n in mine}
     all_ids = [s.id for s in sources]
-    outline = await _outline(ctx, tree, llm, learnings, all_ids, ids, related)
+    outline, removed = _plain_titles(
+        await _outline(ctx, tree, llm, learnings, all_ids, ids, related)
+    )
     results = await _write(ctx, llm, outline, learnings, sources, pages)
     bodies, frame = _triage(llm, outline, results, sources)
-    return _assemble(llm, bodies, frame)
+    assembled = _assemble(llm, bodies, frame)
+    if assembled is None:
+        return None
+    parts, sections, check, claims = assembled
+    urls = check.invented_urls_removed + removed
+    return parts, sections, check.model_copy(update={"invented_urls_removed": urls}), claims
 
 
 async def _write(
@@ -405,6 +414,17 @@ def _assemble(
         if body
     ]
     return parts, sections, merge_checks(checks), claims
+
+
+def _plain_titles(outline: list[Planned]) -> tuple[list[Planned], int]:
+    """The outline with no URL in a title (the headings and the table of contents are
+    rendered from them), and how many were removed; a title left empty is numbered."""
+    plain, removed = [], 0
+    for n, planned in enumerate(outline, start=1):
+        title, count = strip_urls(planned.title)
+        plain.append(replace(planned, title=title or f"Part {n}"))
+        removed += count
+    return plain, removed
 
 
 async def _outline(
