@@ -18,6 +18,7 @@ import contextlib
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -134,13 +135,13 @@ class OutDir:
         suffix = {"markdown": ".md", "json": ".json", "html": ".html"}[fmt]
         return self.path / REPORTS / (file_name(question_id) + suffix)
 
-    def write(self, result: BatchResult) -> None:
-        """Record one finished question: its report files, then its line (skipped
-        questions are not recorded: a rerun runs them)."""
+    def write(self, result: BatchResult, extra: Mapping[str, Any] | None = None) -> None:
+        """Record one finished question: its report files, then its line, with ``extra``
+        keys added (skipped questions are not recorded: a rerun runs them)."""
         if result.status == "skipped":
             return
         assert self._fd is not None
-        line = result.to_json_dict()
+        line = {**result.to_json_dict(), **(extra or {})}
         try:
             if result.report is not None:
                 for fmt in self.formats:
