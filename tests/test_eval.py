@@ -305,6 +305,11 @@ def test_a_file_and_a_sample_together_is_exit_2(tmp_path: Path, error_line: Any)
     assert "one of them" in error_line()
 
 
+def test_an_unknown_sample_is_one_line_and_exit_2(error_line: Any) -> None:
+    assert run(["eval", "--sample", "nope"]) == 2
+    assert "no sample named 'nope' (there is: hotpotqa)" in error_line()
+
+
 # ---------------------------------------------------------------- grading
 
 
