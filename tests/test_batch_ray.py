@@ -1,5 +1,6 @@
 """``sleuth batch --ray`` on a real local Ray cluster (two CPUs, started once for this
-module and shut down at its end), against the offline web.
+module and shut down at its end), against the offline web; and ``sleuth eval --ray``
+on the shipped sample.
 
 Skipped where Ray is not installed (``pip install -e '.[dev,ray]'``; .ci/run installs it).
 """
@@ -188,3 +189,24 @@ def test_a_batch_on_two_ray_workers_finds_the_same_sources_as_in_process(
         run(["batch", str(qfile), "-o", str(remote), *common, "--ray", "--ray-workers", "2"]) == 0
     )
     assert "0 done, 0 failed, 4 skipped (4 done before)" in capsys.readouterr().err
+
+
+#: The first four of the hand count in tests/test_eval.py.
+EVAL_HAND_COUNT = {
+    "5a77ec115542992a6e59dff7": "correct",
+    "5a7decc75542995f4f40230f": "correct",
+    "5a8718c25542991e771816c7": "incorrect",
+    "5a809f815542996402f6a5b7": "incorrect",
+}
+
+
+def test_sleuth_eval_on_ray_workers_grades_the_sample_as_in_process(
+    cluster: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["eval", "--sample", "hotpotqa", "--limit", "4", "-o", str(out), "--no-llm"]
+    assert run([*args, "--ray", "--jobs", "2", "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert {x["id"]: x["eval"]["grade"] for x in lines} == EVAL_HAND_COUNT
+    assert summary["graded"] == 4

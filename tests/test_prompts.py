@@ -38,6 +38,8 @@ EXPECTED = {
     "outline": {"question", "learnings", "count", "language"},
     "section": {"question", "title", "covers", "others", "sources", "words", "language", "today"},
     "frame": {"question", "outline", "learnings", "words", "language"},
+    # sleuth eval
+    "judge": {"question", "gold", "response"},
 }
 
 
@@ -97,6 +99,8 @@ def test_untrusted_values_sit_inside_marked_blocks(name: str) -> None:
         "covers",
         "others",
         "outline",
+        "gold",
+        "response",
     ):
         assert f"<{key}>" not in outside
 

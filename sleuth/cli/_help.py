@@ -18,6 +18,7 @@ COMMAND_ORDER = (
     ("deep", "QUESTION"),
     ("agent", "GOAL"),
     ("batch", "FILE -o DIR"),
+    ("eval", "FILE"),
     ("runs", ""),
     ("show", "ID"),
     ("resume", "ID"),

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from sleuth.pipeline.batch import BatchResult
     from sleuth.progress import Event
 
-__all__ = ["BatchProgress", "batch_command", "eta_s"]
+__all__ = ["BatchProgress", "batch_command", "batch_options", "eta_s"]
 
 
 def eta_s(running: list[float], waiting: int, mean_s: float, jobs: int) -> float:
@@ -136,8 +136,8 @@ class BatchProgress:
         mean = sum(self.took) / len(self.took)
         return f"ETA {duration(eta_s(running, max(0, left), mean, self.jobs))}"
 
-    def result(self, result: BatchResult) -> None:
-        """One question finished (or was skipped)."""
+    def result(self, result: BatchResult, note: str = "") -> None:
+        """One question finished (or was skipped); ``note`` ends its line (a grade)."""
         from rich.markup import escape
 
         self.counts[result.status] += 1
@@ -170,7 +170,9 @@ class BatchProgress:
             status = result.status.replace("_", " ")
             line = f"[{n}/{self.total}] {status} {result.id}: {result.error}"
         style = "dim" if result.status in ("done", "skipped") else "yellow"
-        self.console.print(escape(line), soft_wrap=True, style=style)
+        self.console.print(
+            escape(line + (f" [{note}]" if note else "")), soft_wrap=True, style=style
+        )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -303,6 +305,70 @@ def _run(
     return EXIT_OK if every else EXIT_NO_SOURCES
 
 
+def batch_options() -> list[click.Option]:
+    """The options of a batch as a whole (``sleuth batch`` and ``sleuth eval``): jobs,
+    the batch's budgets, retrying failed questions, Ray."""
+    return [
+        Option(
+            ["--jobs", "-j"],
+            metavar="N",
+            group="Batch",
+            type=click.IntRange(1, 1024),
+            default=8,
+            show_default=True,
+            help="Questions researched at once.",
+        ),
+        Option(
+            ["--batch-max-cost"],
+            group="Batch",
+            type=float,
+            default=None,
+            metavar="USD",
+            help="Estimated model cost of the whole batch at most: no question "
+            "starts after it is spent.",
+        ),
+        Option(
+            ["--batch-max-time"],
+            group="Batch",
+            default=None,
+            metavar="DURATION",
+            help="Time for the whole batch (90, 30m, 2h): no question starts "
+            "after it, and those running end by it.",
+        ),
+        Option(
+            ["--retry-failed"],
+            group="Batch",
+            is_flag=True,
+            default=None,
+            help="Run again the questions an earlier run recorded as failed.",
+        ),
+        Option(
+            ["--ray"],
+            group="Batch",
+            is_flag=True,
+            default=None,
+            help="Run the questions on Ray (a local cluster unless "
+            "--ray-address); needs the 'ray' extra.",
+        ),
+        Option(
+            ["--ray-address"],
+            group="Batch",
+            default=None,
+            metavar="ADDRESS",
+            help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
+        ),
+        Option(
+            ["--ray-workers"],
+            metavar="N",
+            group="Batch",
+            type=click.IntRange(1, 10_000),
+            default=None,
+            help="Ray worker processes, each running --jobs questions at "
+            "once [default: one per CPU of the cluster].",
+        ),
+    ]
+
+
 def batch_command(settings_options: Callable[[str], list[click.Option]]) -> click.Command:
     """The ``batch`` command, with ``settings_options("batch")`` (the settings table's
     options but ``--output``: ``-o`` names the output folder here)."""
@@ -346,63 +412,7 @@ def batch_command(settings_options: Callable[[str], list[click.Option]]) -> clic
                 type=click.Path(path_type=Path),
                 help="Folder for results.jsonl and reports/ (made if missing; rerun to resume).",
             ),
-            Option(
-                ["--jobs", "-j"],
-                metavar="N",
-                group="Batch",
-                type=click.IntRange(1, 1024),
-                default=8,
-                show_default=True,
-                help="Questions researched at once.",
-            ),
-            Option(
-                ["--batch-max-cost"],
-                group="Batch",
-                type=float,
-                default=None,
-                metavar="USD",
-                help="Estimated model cost of the whole batch at most: no question "
-                "starts after it is spent.",
-            ),
-            Option(
-                ["--batch-max-time"],
-                group="Batch",
-                default=None,
-                metavar="DURATION",
-                help="Time for the whole batch (90, 30m, 2h): no question starts "
-                "after it, and those running end by it.",
-            ),
-            Option(
-                ["--retry-failed"],
-                group="Batch",
-                is_flag=True,
-                default=None,
-                help="Run again the questions an earlier run recorded as failed.",
-            ),
-            Option(
-                ["--ray"],
-                group="Batch",
-                is_flag=True,
-                default=None,
-                help="Run the questions on Ray (a local cluster unless "
-                "--ray-address); needs the 'ray' extra.",
-            ),
-            Option(
-                ["--ray-address"],
-                group="Batch",
-                default=None,
-                metavar="ADDRESS",
-                help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
-            ),
-            Option(
-                ["--ray-workers"],
-                metavar="N",
-                group="Batch",
-                type=click.IntRange(1, 10_000),
-                default=None,
-                help="Ray worker processes, each running --jobs questions at "
-                "once [default: one per CPU of the cluster].",
-            ),
+            *batch_options(),
             *options,
             Option(
                 ["--quiet", "-q"],

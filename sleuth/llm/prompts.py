@@ -38,6 +38,7 @@ PROMPT_NAMES = (
     "outline",
     "section",
     "frame",
+    "judge",
 )
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")

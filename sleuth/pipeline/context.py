@@ -217,6 +217,7 @@ class Services:
         self._search_client: httpx.AsyncClient | None = None
         self._fetcher: Fetcher | None = None
         self._indexed = False
+        self._index_lock = asyncio.Lock()
         self._llm_opened = False
         self._llm: LLMClient | None = None
         # Runs sharing these wait for the one opening the client (its SDK loads in a
@@ -246,13 +247,20 @@ class Services:
         return self._fetcher
 
     async def index_documents(self) -> list[Failure]:
-        """Bring the ``--docs`` index up to date, once; the files it could not read."""
-        if self._indexed:
-            return []
-        self._indexed = True
-        if self.settings.docs is None:  # nothing to index: no trip through a thread
-            return []
-        return await asyncio.to_thread(self.store.index_documents)
+        """Bring the ``--docs`` index up to date, once; the files it could not read.
+
+        Runs sharing these services (a batch) wait for the first to finish indexing:
+        until then there is no documents reader, and a fetcher made in the meantime
+        would refuse every file URL."""
+        async with self._index_lock:
+            if self._indexed:
+                return []
+            if self.settings.docs is None:  # nothing to index: no trip through a thread
+                self._indexed = True
+                return []
+            failures = await asyncio.to_thread(self.store.index_documents)
+            self._indexed = True
+            return failures
 
     async def llm_client(
         self, failures: list[Failure], chosen: Callable[[], Awaitable[None] | None] | None = None

@@ -40,6 +40,8 @@ MARKERS = {
     "outline": "Plan the body of the report",
     "section": "Write the body of this section",
     "frame": "an introduction of about",
+    # sleuth eval
+    "judge": "Grade the response with one of three words",
 }
 #: Every prompt the researcher answers, in the order its replies are installed.
 PROMPTS = (
@@ -55,6 +57,7 @@ PROMPTS = (
     "outline",
     "section",
     "frame",
+    "judge",
 )
 #: What ``plant=True`` puts into every section reply: a citation of a source that does not
 #: exist and a link to a page nobody read (the citation check must remove both).
@@ -280,6 +283,26 @@ class ScriptedResearcher:
         intro = lines[0] if lines else "The sources answer parts of the question."
         end = lines[-1] if len(lines) > 1 else "The sources leave parts of the question open."
         return self._wrap(f"[INTRODUCTION]\n{intro}\n\n[CONCLUSION]\n{end}")
+
+    # -- sleuth eval ---------------------------------------------------------------------
+    def judge(self, body: dict[str, Any]) -> str:
+        """CORRECT when the response holds a form of the gold answer (lower case, no
+        punctuation), NOT_ATTEMPTED when it is empty, else INCORRECT; after a sentence
+        of preamble, as models write."""
+        prompt = _last_user(body)
+        response = _plain(section(prompt, "RESPONSE"))
+        golds = [_plain(g) for g in section(prompt, "GOLD").split(" | ")]
+        if not response.strip():
+            verdict = "NOT_ATTEMPTED"
+        elif any(g.strip() and g in response for g in golds):
+            verdict = "CORRECT"
+        else:
+            verdict = "INCORRECT"
+        return self._wrap(f"Comparing the response with the gold answer.\n{verdict}")
+
+
+def _plain(text: str) -> str:
+    return " " + " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split()) + " "
 
 
 def _notes(sources: str) -> dict[int, list[str]]:

@@ -29,7 +29,7 @@ import json
 import os
 import secrets
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -257,13 +257,13 @@ class OutDir:
         return self.path / REPORTS / (self._name(question_id) + _SUFFIX[fmt])
 
     # -- writing ---------------------------------------------------------------------------------
-    def write(self, result: BatchResult) -> None:
-        """Record one finished question: its report files, then its line (skipped
-        questions are not recorded: a rerun runs them)."""
+    def write(self, result: BatchResult, extra: Mapping[str, Any] | None = None) -> None:
+        """Record one finished question: its report files, then its line, with ``extra``
+        keys added (skipped questions are not recorded: a rerun runs them)."""
         if result.status == "skipped":
             return
         assert self._fd is not None
-        line = result.to_json_dict()
+        line = {**result.to_json_dict(), **(extra or {})}
         try:
             if result.report is not None:
                 for fmt in self.formats:
