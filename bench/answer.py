@@ -47,7 +47,7 @@ if str(REPO) not in sys.path:  # python bench/answer.py
     sys.path.insert(0, str(REPO))
 
 from bench.data import data_dir, verify  # noqa: E402
-from sleuth.report.quotes import answer_section, quote_faults, quotes_of  # noqa: E402
+from sleuth.report.quote_check import answer_section, quote_faults, quotes_of  # noqa: E402
 
 __all__ = [
     "SPLITS",

@@ -67,6 +67,7 @@ class Labels:
     #: Before the search providers that found a source: "(via arxiv)".
     via: str = "via"
     check_title: str = "Citation check"
+    removed: str = "Removed: not supported by the cited source"
     # deep mode's long report
     contents: str = "Contents"
     introduction: str = "Introduction"
@@ -85,6 +86,7 @@ LABELS: dict[str, Labels] = {
         unverified="*（未核实）*",
         via="来自",
         check_title="引用核查",
+        removed="已删除：引用的来源不支持",
         contents="目录",
         introduction="引言",
         conclusion="结论",
@@ -99,6 +101,7 @@ LABELS: dict[str, Labels] = {
         unverified="*（未核實）*",
         via="來自",
         check_title="引用核查",
+        removed="已刪除：引用的來源不支持",
         contents="目錄",
         introduction="引言",
         conclusion="結論",

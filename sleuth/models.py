@@ -176,6 +176,74 @@ class CitationCheck(_Record):
     invented_claims_removed: int = 0
 
 
+SpanKind = Literal["search", "download", "extract", "llm"]
+SpanOutcome = Literal["ok", "cached", "failed", "cut"]
+
+
+class Span(_Record):
+    """One request of a run as its timeline shows it: a search, a page's download, its
+    extraction, or a model call, timed in seconds from the run's start.
+
+    ``queued`` is when it was asked for, ``start`` when it really began (a free
+    connection slot, a model slot), ``end`` None while it is still going. ``outcome``:
+    ``ok``, ``cached`` (answered by the store, no request), ``failed`` (``detail`` says
+    why) or ``cut`` (cancelled: the run did not wait for it). ``name`` is the query, the
+    URL asked for, or the model; ``subject`` what a model call was about (the page it
+    summarised, the queries whose results it ranked); ``branch`` the deep research's
+    node it served.
+    """
+
+    id: int
+    kind: SpanKind
+    stage: str
+    name: str
+    queued: float
+    start: float
+    end: float | None = None
+    outcome: SpanOutcome = "ok"
+    status: int | None = None
+    #: Bytes downloaded, characters extracted, hits found, or tokens used.
+    size: int | None = None
+    detail: str = ""
+    final_url: str | None = None
+    subject: str | None = None
+    branch: str | None = None
+
+
+class Timeline(_Record):
+    """Every span of a run, and its critical path: the chain of spans the slowest cited
+    source needed (``critical``: their ids), ``critical_s`` long, of ``wall_s``."""
+
+    spans: list[Span]
+    wall_s: float
+    critical: list[int] = Field(default_factory=list)
+    critical_s: float = 0.0
+
+
+class Support(_Record):
+    """The words of one source that back a sentence: the best-matching span of its text,
+    verbatim, and the share of the sentence's key terms it holds (0 to 1)."""
+
+    source: int
+    quote: str
+    score: float
+
+
+class Claim(_Record):
+    """One cited sentence of a report and what the citation check found.
+
+    ``verdict``: ``kept`` (a cited source supports it), ``unverified`` (it could not be
+    judged, and is marked so), ``removed`` (no cited source supports it) or ``invented``
+    (it cited only sources that do not exist). ``support`` holds the best span of each
+    cited source, best first.
+    """
+
+    text: str
+    sources: list[int]
+    verdict: Literal["kept", "unverified", "removed", "invented"]
+    support: list[Support] = Field(default_factory=list)
+
+
 class TreeNode(_Record):
     """One question of a deep research's tree: a sub-question (level 1) or a follow-up.
 
@@ -196,7 +264,7 @@ class TreeNode(_Record):
     note: str | None = None
 
 
-class Span(_Record):
+class TextSpan(_Record):
     """Where a quoted sentence is in a source's stored text: ``text[start:end]``."""
 
     source: int
@@ -210,7 +278,7 @@ class AnswerSentence(_Record):
 
     text: str
     sources: list[int]
-    spans: list[Span] = Field(default_factory=list)
+    spans: list[TextSpan] = Field(default_factory=list)
     score: float = 0.0
 
 
@@ -268,6 +336,10 @@ class Report(_Record):
     tree: list[TreeNode] | None = None
     sections: list[Section] | None = None
     answer: Answer | None = None
+    #: Every cited sentence with the source words that back it (model-written reports).
+    claims: list[Claim] | None = None
+    #: What each search, download, extraction and model call took (runs with a record).
+    timeline: Timeline | None = None
 
     def to_json_dict(self) -> dict[str, object]:
         """The ``--format json`` object (the documented, stable shape; a deep research
@@ -276,6 +348,9 @@ class Report(_Record):
         data = self.model_dump(mode="json")
         if self.mode == "quick":
             for key in ("mode", "tree", "sections"):
+                data.pop(key, None)
+        for key in ("claims", "timeline"):
+            if data.get(key) is None:
                 data.pop(key, None)
         for source in data["sources"]:
             source.pop("quality_score", None)

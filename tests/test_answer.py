@@ -22,7 +22,7 @@ import sleuth.mcp_server as mcp_server
 from sleuth.cli import run
 from sleuth.extraction.documents import extract_document
 from sleuth.extraction.html import extract
-from sleuth.report.quotes import answer_section, quote_faults, quotes_of
+from sleuth.report.quote_check import answer_section, quote_faults, quotes_of
 from sleuth.settings import load_settings
 from sleuth.stages.sentences import blocks, passages, sentences
 from sleuth.store.docs import path_from_file_url

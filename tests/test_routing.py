@@ -205,7 +205,7 @@ def test_a_batch_s_ray_workers_get_the_keys_of_the_providers_auto_may_add(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pytest.importorskip("ray")
-    from sleuth.pipeline.batch_ray import _environment
+    from sleuth.pipeline.batch.ray import _environment
 
     monkeypatch.setenv("NCBI_API_KEY", "ncbi-k")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-k")

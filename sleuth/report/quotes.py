@@ -1,107 +1,96 @@
-"""The quotes a report shows, and the check that each is whole and clean.
+"""Each citation of the HTML report with the words of its source that back the sentence.
 
-:func:`quotes_of` reads a Markdown report's quotes (its block quotes and its answers'
-lines); :func:`quote_faults` says what is wrong with one, against the text it quotes
-when that is at hand: cut inside a sentence without "…", or a reference, backlink,
-template, heading, cookie or navigation line. ``python -m bench.answer`` runs the check
-over every report it writes, and the tests over theirs.
+The citation check records, for every sentence it keeps, the best-matching span of each
+source the sentence cites (:class:`~sleuth.models.Claim`). :class:`Quotes` finds the
+claim a citation marker belongs to (the words just before the marker, in its own
+sentence, found in the claim's text) and renders the marker with a popover holding
+that span: shown on hover, and on click while the marker has the focus (a click
+elsewhere closes it; the marker is a focusable element, not a link that would scroll the
+page away), with a link on to the source's entry. A quote shown on hover lets the
+pointer through, so it never hides the next citation. No script: the report has
+none. Citations without a recorded span link to the source as before.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
+from html import escape
 
-__all__ = ["answer_section", "quote_faults", "quotes_of"]
+from sleuth.models import Claim, Source, Support
+from sleuth.report.waterfall import minify
 
-_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
-_MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
-_CITES = re.compile(r"(?:\s*\[\d+\])+\s*$")
+__all__ = ["QUOTE_CSS", "Quotes"]
 
+_WORDS = re.compile(r"\w+")
+_CITES = re.compile(r"\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
+#: Where a sentence ends: the words of the marker's own sentence are the ones that count.
+_SENTENCE_END = re.compile(r"[.!?。！？]\s")
+#: Words before a marker matched against the claims (fewer at a sentence's start).
+_CONTEXT_WORDS = 6
+#: Characters of a quote shown in its popover.
+_SHOWN = 320
 
-def answer_section(markdown: str) -> str:
-    """The text of the report's first ``## Answer`` section ("" when it has none)."""
-    heads = list(_SECTION.finditer(markdown))
-    for n, head in enumerate(heads):
-        if head.group(1).strip() == "Answer":
-            end = heads[n + 1].start() if n + 1 < len(heads) else len(markdown)
-            return markdown[head.end() : end].strip()
-    return ""
-
-
-def quotes_of(markdown: str) -> list[str]:
-    """Every quote a report shows: its block quotes and the lines of its Answer sections
-    (``**Answer:**`` paragraphs in a deep report's sections too), Markdown escapes
-    resolved and citations dropped."""
-    out: list[str] = []
-    body = re.split(r"^## Confidence\b", markdown, maxsplit=1, flags=re.MULTILINE)[0]
-    in_answer = False
-    for line in body.split("\n"):
-        if line.startswith(("#", "**")):
-            in_answer = line.strip() in ("## Answer", "**Answer:**")
-            continue
-        text = ""
-        if line.startswith("> ") or (in_answer and line.startswith("- ")):
-            text = line[2:]
-        if text.strip():
-            out.append(_CITES.sub("", _MD_ESCAPE.sub(r"\1", text)).strip())
-    return out
+QUOTE_CSS = minify("""
+.cw{position:relative}
+.qt{display:none;position:absolute;left:-.6rem;top:1.5em;z-index:5;width:24rem;max-width:88vw;
+padding:.5rem .7rem;font:400 .87rem/1.45 system-ui,sans-serif;text-align:left;
+background:var(--bg);color:var(--fg);border:1px solid var(--line);border-radius:6px;
+box-shadow:0 4px 14px #0003;pointer-events:none}
+.cw:hover .qt,.cw:focus-within .qt{display:block}
+.cw:focus-within .qt{pointer-events:auto}
+.qt q{display:block;margin-bottom:.3rem}
+.qt a{font-size:.8rem}
+.cw .cite{cursor:pointer}
+""")
 
 
-_FOOTNOTE = re.compile(r"\[\s*(?:\d+|citation needed|note \d+|[a-z])\s*\]", re.IGNORECASE)
-_JUNK = [
-    (re.compile(r"^\s*[\^↑]"), "reference or backlink line"),
-    (
-        re.compile(r"Archived from the original|\bRetrieved (?:on )?\d|\bRetrieved \w+ \d"),
-        "reference",
-    ),
-    (re.compile(r"\bTemplate:\w"), "wiki template"),
-    (re.compile(r"^\s*\\?#{1,6}\s"), "Markdown heading syntax"),
-    (
-        re.compile(r"\bcookies?\b.{0,80}\b(?:accept|consent|agree|settings|policy)\b", re.I),
-        "cookie",
-    ),
-    (re.compile(r"(?:[^|·•»]{1,30}\s[|·•»]\s){3,}"), "navigation list"),
-]
-_END = ".!?…:;\"'”’)]"
-_OPEN = "\"'“‘([¿¡"
+class Quotes:
+    """The spans of a report's kept claims, looked up by citation marker."""
+
+    def __init__(self, claims: Iterable[Claim] | None, sources: Mapping[int, Source]) -> None:
+        self.sources = sources
+        self.claims: list[tuple[str, dict[int, Support]]] = [
+            (_words(claim.text), {s.source: s for s in claim.support})
+            for claim in claims or ()
+            if claim.verdict in ("kept", "unverified") and claim.support
+        ]
+        self._shown = 0
+
+    def at(self, src: str, pos: int, numbers: Iterable[int]) -> dict[int, Support]:
+        """The spans for the markers ``numbers`` of the citation at ``pos`` in ``src``
+        (the inline text of one paragraph or list item)."""
+        if not self.claims:
+            return {}
+        before = _CITES.sub(" ", src[max(0, pos - 400) : pos])
+        before = _SENTENCE_END.split(before)[-1]
+        needle = _words(" ".join(_WORDS.findall(before)[-_CONTEXT_WORDS:]))
+        if needle == " ":
+            return {}
+        for text, spans in self.claims:
+            if needle in text:
+                return {n: spans[n] for n in numbers if n in spans}
+        return {}
+
+    def marker(self, n: int, support: Support | None) -> str:
+        """The HTML of marker ``n``: a link to its quote's popover, or to the source."""
+        source = self.sources[n]
+        if support is None:
+            title = escape(source.title, quote=True)
+            return f'<a class="cite" href="#source-{n}" title="{title}">{n}</a>'
+        self._shown += 1
+        anchor = f"q{self._shown}"
+        quote = support.quote if len(support.quote) <= _SHOWN else support.quote[:_SHOWN] + "…"
+        # A marker without an address: a click focuses it (showing the quote) and does not
+        # scroll the page to somewhere else; the quote's own link goes on to the source.
+        return (
+            f'<span class="cw"><a class="cite" tabindex="0" role="button" '
+            f'aria-describedby="{anchor}">{n}</a>'
+            f'<span class="qt" id="{anchor}" role="tooltip"><q>{escape(quote)}</q>'
+            f'<a href="#source-{n}">source [{n}]</a></span></span>'
+        )
 
 
-def _flat(text: str) -> str:
-    return " ".join(_FOOTNOTE.sub("", text).split())
-
-
-def quote_faults(quote: str, source: str | None = None) -> list[str]:
-    """What is wrong with one quote (nothing: ``[]``).
-
-    A quote must be whole sentences: it starts where a sentence starts and ends where one
-    ends, unless it says it was shortened with "…" at that end. With the ``source`` text
-    it quotes, both ends are checked against it (a sentence starts after the start of a
-    line or after ". "; it ends with its punctuation, or a line that has none ends);
-    without it, only by how the quote itself begins and ends. Reference, backlink,
-    template, heading, cookie and navigation lines are faults wherever they come from.
-    """
-    faults = [why for rule, why in _JUNK if rule.search(quote)]
-    text = _flat(quote)
-    if not text:
-        return faults
-    head_cut, tail_cut = text.startswith("…"), text.endswith("…")
-    core = text.strip("… ").strip()
-    flat = _flat(source) if source is not None else None
-    at = flat.find(core) if flat is not None and core else -1
-    if at >= 0 and flat is not None and source is not None:
-        lines = {" ".join(line.split()) for line in source.split("\n")}
-        starts_line = any(line.startswith(core[:40]) for line in lines)
-        ends_line = any(line.endswith(core[-40:]) for line in lines)
-        before = flat[:at].rstrip()
-        starts = starts_line or not before or before[-1] in '.!?…:;"”)' or core[0] in _OPEN
-        ends = ends_line or core[-1] in _END
-        if not starts and not head_cut:
-            faults.append("starts inside a sentence without …")
-        if not ends and not tail_cut:
-            faults.append("ends inside a sentence without …")
-        return faults
-    if not head_cut and not (core[0].isupper() or core[0].isdigit() or core[0] in _OPEN):
-        faults.append("starts inside a sentence without …")
-    if not tail_cut and core[-1] not in _END:
-        faults.append("ends inside a sentence without …")
-    return faults
+def _words(text: str) -> str:
+    """``text`` as its lower-case words, space-separated and space-padded."""
+    return " " + " ".join(_WORDS.findall(text.lower())) + " "

@@ -24,7 +24,6 @@ from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, clean_text
 from sleuth.search.jsonapi import mask_key_params, seconds
 from sleuth.search.pacing import PACER, Limit, retry_after
-from sleuth.settings import Settings
 from sleuth.terms import keywords, parse
 
 __all__ = ["SNIPPET_CHARS", "PacedProvider", "Reply", "parse_xml", "query_terms"]
@@ -103,13 +102,13 @@ class PacedProvider(SearchProvider):
     max_bytes: ClassVar[int] = 4_000_000
 
     def __init__(
-        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+        self, settings: object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(settings, client, env)
-        # Every setting these providers read is read here.
-        self.base_url = str(getattr(settings, self.url_setting)).rstrip("/")
-        self.timeout = float(settings.search_timeout)
-        self.lang = settings.lang
+        # Every setting these providers read is read here, from their SearchConfig.
+        self.base_url = str(getattr(self.settings, self.url_setting)).rstrip("/")
+        self.timeout = float(self.settings.search_timeout)
+        self.lang = self.settings.lang
         self.pacer = PACER
         self._memo: dict[tuple[str, int], list[SearchHit] | ProviderFailure] = {}
         self._asking: dict[tuple[str, int], asyncio.Lock] = {}

@@ -23,7 +23,6 @@ from sleuth.search.base import ProviderFailure, register
 from sleuth.search.jsonapi import json_list
 from sleuth.search.paced import PacedProvider, Reply, query_terms
 from sleuth.search.pacing import MAX_HOLD_S, Limit, retry_after
-from sleuth.settings import Settings
 
 __all__ = ["GitHubCodeProvider", "GitHubProvider", "WikipediaProvider", "wiki_language"]
 
@@ -64,7 +63,7 @@ class WikipediaProvider(PacedProvider):
     max_limit = 20  # extracts come for at most 20 pages at once
 
     def __init__(
-        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+        self, settings: object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(settings, client, env)
         # With --lang the wiki is known now; in the URL, it keys the search cache too.

@@ -30,7 +30,6 @@ import httpx
 from sleuth.errors import ProviderError
 from sleuth.models import SearchHit
 from sleuth.search.base import SearchProvider, get_provider, register
-from sleuth.settings import Settings
 from sleuth.terms import terms_of
 
 __all__ = ["AUTO", "FIELDS", "AutoSearch", "Field", "Route", "expand", "route"]
@@ -229,7 +228,7 @@ class AutoSearch(SearchProvider):
     optional_env_keys = ("NCBI_API_KEY", "SEMANTIC_SCHOLAR_API_KEY", "GITHUB_TOKEN")
 
     def __init__(
-        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+        self, settings: object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(settings, client, env)
         self.web = get_provider(DEFAULT_WEB)(settings, client, env)

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sleuth.models import Answer, AnswerSentence, Page, Source, Span
+from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
 from sleuth.stages.explore import named_things, titled
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
@@ -332,7 +332,7 @@ def _sentence(chosen: _Chosen, placed: set[int]) -> AnswerSentence:
         text=chosen.candidate.text,
         sources=[c.source for c in every],
         spans=[
-            Span(source=c.source, start=c.sentence.start, end=c.sentence.end)
+            TextSpan(source=c.source, start=c.sentence.start, end=c.sentence.end)
             for c in every
             if c.source in placed
         ],

@@ -28,6 +28,7 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sleuth import timeline
 from sleuth.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import is_not_relevant
 from sleuth.llm.tokens import chunk_text
@@ -254,7 +255,8 @@ class PageReader:
         if not self.llm.usable:
             return None
         try:
-            summary = await self.summarise(page)
+            with timeline.about(candidate.url):  # the timeline ties the calls to the page
+                summary = await self.summarise(page)
         except LLMAuthError:
             raise
         except LLMError as exc:

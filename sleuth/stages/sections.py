@@ -28,10 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sleuth._slug import Slugger, heading_text
 from sleuth.errors import ParseError
 from sleuth.lang import Labels
 from sleuth.llm.parse import json_values, strip_think
-from sleuth.models import AnswerSentence, CitationCheck, Failure, Source
+from sleuth.models import AnswerSentence, CitationCheck, Claim, Failure, Source
 from sleuth.stages.check import Evidence, check_citations, key_terms, split_sentences
 from sleuth.stages.write import (
     Confidence,
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Planned",
     "Written",
-    "anchors",
     "drop_repeats",
     "fallback_outline",
     "llm_outline",
@@ -88,6 +88,8 @@ class Written:
     planned: Planned
     body: str
     check: CitationCheck | None = None
+    #: Its cited sentences with their verdicts and source spans.
+    claims: tuple[Claim, ...] = ()
 
 
 def section_count(words: int) -> int:
@@ -254,6 +256,7 @@ async def _checked(
     llm: RunLLM,
 ) -> Written:
     urls, texts = evidence
+    claims: list[Claim] = []
     checked, check = await check_citations(
         body,
         ids=ids,
@@ -262,8 +265,9 @@ async def _checked(
         method=method,
         llm=llm,
         language=llm.language,
+        claims=claims,
     )
-    return Written(planned, checked, check)
+    return Written(planned, checked, check, tuple(claims))
 
 
 def _without_heading(body: str, title: str) -> str:
@@ -393,23 +397,19 @@ def merge_checks(checks: Sequence[CitationCheck]) -> CitationCheck:
 
 
 # -- the Markdown ------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    # The HTML report's rule for h2 ids (sleuth.report.html._slug), so the table of
-    # contents links work there; plain titles get the same anchors on GitHub.
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:40]
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def anchors(titles: Sequence[str]) -> list[str]:
-    """The ids the HTML report gives these h2 headings, in order (deduplicated as it does)."""
-    used = {"sources", "sources-list"}
-    out = []
-    for title in titles:
-        slug = _slug(title) or "section"
-        while slug in used or slug.startswith("source-"):
-            slug = f"{slug}-{len(used)}"
-        used.add(slug)
-        out.append(slug)
-    return out
+def _headings(body: str) -> list[tuple[int, str]]:
+    """The (level, Markdown text) of each heading of ``body``, outside code blocks."""
+    found, fenced = [], False
+    for line in body.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        match = None if fenced else _HEADING.match(line)
+        if match:
+            found.append((len(match.group(1)), match.group(2)))
+    return found
 
 
 def _with_contents(
@@ -419,18 +419,28 @@ def _with_contents(
     lead: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The title, the ``lead`` parts (an answer), a table of contents, then each (title,
-    body) part as a "##" section."""
-    titles = [escape_inline(title) for title, _ in parts]
-    ids = anchors([title for title, _ in lead] + [labels.contents, *titles])[len(lead) + 1 :]
+    body) part as a "##" section.
+
+    The contents link each part, and each "###" subsection within it, by the id GitHub
+    gives its heading (:mod:`sleuth._slug`; sleuth's HTML gives the same), counting every
+    heading before it, so the links work wherever the Markdown is shown.
+    """
+    slugs = Slugger()
+    slugs.slug(heading_text(heading.lstrip("# ")))
     lines = [heading, ""]
     for title, body in lead:
+        slugs.slug(heading_text(escape_inline(title)))
         lines += [f"## {escape_inline(title)}", "", body.strip(), ""]
-    lines += [f"## {labels.contents}", ""]
-    lines += [
-        f"{n}. [{title}](#{anchor})"
-        for n, (title, anchor) in enumerate(zip(titles, ids, strict=True), start=1)
-    ]
-    lines.append("")
+    slugs.slug(labels.contents)
+    titles = [escape_inline(title) for title, _ in parts]
+    entries: list[str] = []
+    for n, (title, (_, body)) in enumerate(zip(titles, parts, strict=True), start=1):
+        entries.append(f"{n}. [{title}](#{slugs.slug(heading_text(title))})")
+        for level, text in _headings(body):
+            anchor = slugs.slug(heading_text(text))
+            if level == 3:
+                entries.append(f"   - [{text}](#{anchor})")
+    lines += [f"## {labels.contents}", "", *entries, ""]
     for title, (_, body) in zip(titles, parts, strict=True):
         lines += [f"## {title}", "", body.strip(), ""]
     return lines
