@@ -64,6 +64,8 @@ class Labels:
     no_sources: str = "_None._"
     no_gaps: str = "_Every source that was tried could be read._"
     unverified: str = "*(unverified)*"
+    #: Before the search providers that found a source: "(via arxiv)".
+    via: str = "via"
     check_title: str = "Citation check"
     removed: str = "Removed: not supported by the cited source"
     # deep mode's long report
@@ -82,6 +84,7 @@ LABELS: dict[str, Labels] = {
         no_sources="_无。_",
         no_gaps="_所有尝试的来源都已读取。_",
         unverified="*（未核实）*",
+        via="来自",
         check_title="引用核查",
         removed="已删除：引用的来源不支持",
         contents="目录",
@@ -96,6 +99,7 @@ LABELS: dict[str, Labels] = {
         no_sources="_無。_",
         no_gaps="_所有嘗試的來源都已讀取。_",
         unverified="*（未核實）*",
+        via="來自",
         check_title="引用核查",
         removed="已刪除：引用的來源不支持",
         contents="目錄",

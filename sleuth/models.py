@@ -94,6 +94,8 @@ class Candidate(_Record):
     frequency: int
     score: float
     queries: list[str] = Field(default_factory=list)
+    #: The search providers whose hits named it, first finder first.
+    providers: list[str] = Field(default_factory=list)
 
 
 class Page(_Record):
@@ -131,6 +133,8 @@ class Source(_Record):
     score: float
     passages: list[str]
     summary: str | None = None
+    #: The search providers that found it, first finder first (empty: not from a search).
+    providers: list[str] = Field(default_factory=list)
 
 
 class Failure(_Record):

@@ -129,13 +129,45 @@ class Settings(BaseModel):
     )
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
-        description="Search providers in fallback order, comma-separated.",
+        description="Search providers, comma-separated: web search engines in fallback "
+        "order; arxiv, pubmed, semanticscholar, wikipedia, github and local are searched "
+        "alongside them; auto adds those the question's field calls for.",
         json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search", common=True),
     )
     searxng_url: str | None = Field(
         None,
         description="Base URL of a SearXNG instance.",
         json_schema_extra=_meta("--searxng-url", "SLEUTH_SEARXNG_URL", group="Search", common=True),
+    )
+    # The specialised providers' APIs (each one's own published rate limit applies).
+    arxiv_url: str = Field(
+        "https://export.arxiv.org/api/query",
+        description="arXiv's search API (provider 'arxiv').",
+        json_schema_extra=_meta("--arxiv-url", "SLEUTH_ARXIV_URL", group="Search"),
+    )
+    pubmed_url: str = Field(
+        "https://eutils.ncbi.nlm.nih.gov/entrez/eutils",
+        description="NCBI's E-utilities (provider 'pubmed'; NCBI_API_KEY raises its rate limit).",
+        json_schema_extra=_meta("--pubmed-url", "SLEUTH_PUBMED_URL", group="Search"),
+    )
+    semantic_scholar_url: str = Field(
+        "https://api.semanticscholar.org/graph/v1",
+        description="Semantic Scholar's Graph API (provider 'semanticscholar'; "
+        "SEMANTIC_SCHOLAR_API_KEY optional).",
+        json_schema_extra=_meta(
+            "--semantic-scholar-url", "SLEUTH_SEMANTIC_SCHOLAR_URL", group="Search"
+        ),
+    )
+    wikipedia_url: str = Field(
+        "https://{lang}.wikipedia.org/w/api.php",
+        description="MediaWiki API searched by provider 'wikipedia'; {lang} becomes the "
+        "language of --lang, else of the question.",
+        json_schema_extra=_meta("--wikipedia-url", "SLEUTH_WIKIPEDIA_URL", group="Search"),
+    )
+    github_url: str = Field(
+        "https://api.github.com",
+        description="GitHub's REST API (provider 'github'; GITHUB_TOKEN adds code search).",
+        json_schema_extra=_meta("--github-url", "SLEUTH_GITHUB_URL", group="Search"),
     )
     results_per_query: int = Field(
         8,
@@ -542,7 +574,15 @@ class Settings(BaseModel):
             raise ValueError(f"max_sources: must be at most {DEEP_MAX_SOURCES}")
         return self
 
-    @field_validator("searxng_url", "base_url")
+    @field_validator(
+        "searxng_url",
+        "base_url",
+        "arxiv_url",
+        "pubmed_url",
+        "semantic_scholar_url",
+        "wikipedia_url",
+        "github_url",
+    )
     @classmethod
     def _check_url(cls, value: str | None) -> str | None:
         if value and not value.startswith(("http://", "https://")):

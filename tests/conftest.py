@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import socket
+import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -13,6 +17,7 @@ from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
+SERVICES_DIR = Path(__file__).parent / "data" / "services"
 
 #: The model name the scripted endpoint serves (tests pass it as ``model=``).
 MODEL = "scripted-model"
@@ -129,3 +134,152 @@ def extraction_spy(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
         return names
 
     return start
+
+
+# --- loopback stand-ins for arXiv, NCBI, Semantic Scholar, Wikipedia and GitHub ---------
+
+
+@dataclass
+class Canned:
+    """One recorded answer: a file of tests/data/services (or a body), status, headers."""
+
+    file: str = ""
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    content_type: str = ""
+
+    def read(self, rewrite: dict[str, str]) -> bytes:
+        data = (SERVICES_DIR / self.file).read_bytes() if self.file else self.body
+        for old, new in rewrite.items():
+            data = data.replace(old.encode(), new.encode())
+        return data
+
+    def kind(self) -> str:
+        if self.content_type:
+            return self.content_type
+        suffix = Path(self.file).suffix
+        return {
+            ".json": "application/json",
+            ".xml": "application/atom+xml",
+            ".html": "text/html; charset=utf-8",
+        }.get(suffix, "text/plain; charset=utf-8")
+
+
+@dataclass
+class Asked:
+    """A request the stand-ins received."""
+
+    path: str
+    params: dict[str, str]
+    headers: dict[str, str]
+
+
+class Services:
+    """The specialised services' APIs on one loopback server, answering recorded answers.
+
+    Each path answers its queue of :class:`Canned` answers in turn, the last one for
+    every later request. ``rewrite`` replaces strings in every answer (a test points the
+    services' page links at this server). ``options`` are the settings that point sleuth
+    at these stand-ins.
+    """
+
+    PATHS: ClassVar[dict[str, str]] = {
+        "arxiv": "/arxiv/api/query",
+        "esearch": "/eutils/esearch.fcgi",
+        "efetch": "/eutils/efetch.fcgi",
+        "s2": "/graph/v1/paper/search",
+        "wikipedia": "/{lang}/w/api.php",
+        "github": "/github/search/repositories",
+        "github-code": "/github/search/code",
+    }
+
+    def __init__(self) -> None:
+        self.routes: dict[str, list[Canned]] = {}
+        self.rewrite: dict[str, str] = {}
+        self.asked: list[Asked] = []
+        self.lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.answer("arxiv", Canned("arxiv_feed.xml"))
+        self.answer("esearch", Canned("pubmed_esearch.json"))
+        self.answer("efetch", Canned("pubmed_efetch.xml", content_type="text/xml"))
+        self.answer("s2", Canned("s2_search.json"))
+        self.answer("/en/w/api.php", Canned("wikipedia_search.json"))
+        self.answer("github", Canned("github_repositories.json"))
+        self.answer("github-code", Canned("github_code.json"))
+        self.answer("/abs/2004.04906v3", Canned("arxiv_abs.html"))
+
+    @property
+    def options(self) -> dict[str, str]:
+        base = self.base_url
+        return {
+            "arxiv_url": f"{base}/arxiv/api/query",
+            "pubmed_url": f"{base}/eutils",
+            "semantic_scholar_url": f"{base}/graph/v1",
+            "wikipedia_url": f"{base}/{{lang}}/w/api.php",
+            "github_url": f"{base}/github",
+        }
+
+    def answer(self, where: str, *answers: Canned) -> None:
+        """Answer ``where`` (a key of :data:`PATHS`, or a path) with ``answers`` in turn."""
+        with self.lock:
+            self.routes[self.PATHS.get(where, where)] = list(answers)
+
+    def requests(self, where: str) -> list[Asked]:
+        """The requests received at ``where`` (a key of :data:`PATHS`, or a path)."""
+        path = self.PATHS.get(where, where)
+        with self.lock:
+            return [a for a in self.asked if a.path == path]
+
+    def _next(self, path: str) -> Canned | None:
+        with self.lock:
+            queue = self.routes.get(path)
+            if not queue:
+                return None
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        services = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = urlsplit(self.path)
+                params = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+                with services.lock:
+                    services.asked.append(Asked(parts.path, params, dict(self.headers)))
+                canned = services._next(parts.path)
+                if canned is None:
+                    canned = Canned(status=404, body=b"not found")
+                body = canned.read(services.rewrite)
+                self.send_response(canned.status)
+                self.send_header("Content-Type", canned.kind())
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in canned.headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+    def __enter__(self) -> Services:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def services() -> Iterator[Services]:
+    """Loopback stand-ins for the specialised services (a new server, so new pacing
+    keys, for every test: no test waits for another's turns)."""
+    with Services() as stand_ins:
+        yield stand_ins

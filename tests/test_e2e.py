@@ -80,7 +80,8 @@ def test_cli_json_report_cites_only_fetched_pages(web: OfflineWeb, tmp_path: Pat
     fetched = page_requests(web)
     for n, source in enumerate(report["sources"], start=1):
         assert source["id"] == n
-        assert set(source) == {"id", "url", "title", "quality", "score", "passages"}
+        assert set(source) == {"id", "url", "title", "quality", "score", "passages", "providers"}
+        assert source["providers"] == ["searxng"]
         assert fetched[source["url"]] == 1, f"{source['url']} was cited but not fetched once"
         assert source["passages"] and f"[{n}]" in report["markdown"]
     assert f"[{len(report['sources']) + 1}]" not in report["markdown"]

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sleuth.models import Failure, Quality, Source
+from sleuth.models import Failure, Quality, Report, SearchHit, Source, Stats
+from sleuth.report.html import render_fragment
+from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages, split_passages
 from sleuth.stages.write import confidence, render_markdown
 
@@ -195,3 +197,63 @@ def test_ranking_passages_logs_no_debug_lines_to_an_app_that_logs_warnings() -> 
         root.removeHandler(handler)
         root.setLevel(level)
     assert [r.getMessage() for r in records if r.levelno < logging.WARNING] == []
+
+
+def test_a_source_names_every_provider_that_found_it_markdown_html_and_json() -> None:
+    def hit(url: str, provider: str, query: str) -> SearchHit:
+        return SearchHit(title="DPR", url=url, rank=1, provider=provider, query=query)
+
+    paper = "https://arxiv.org/abs/2004.04906"
+    candidates = rank(
+        [
+            hit(paper, "arxiv", "q1"),
+            hit("https://news.example/a", "duckduckgo", "q1"),
+            hit(paper, "duckduckgo", "q2"),
+            hit(paper, "arxiv", "q2"),
+        ]
+    )
+    assert {c.url: c.providers for c in candidates} == {
+        paper: ["arxiv", "duckduckgo"],
+        "https://news.example/a": ["duckduckgo"],
+    }
+    sources = [
+        Source(
+            id=1,
+            url=paper,
+            title="Dense Passage Retrieval",
+            quality=Quality.PRIMARY,
+            quality_score=4,
+            score=1.0,
+            passages=["Dense representations alone."],
+            providers=["arxiv", "duckduckgo"],
+        ),
+        Source(
+            id=2,
+            url="https://agent.example/",
+            title="Read by agent mode",
+            quality=Quality.UNVERIFIED,
+            quality_score=2,
+            score=1.0,
+            passages=["A page given by URL."],
+        ),
+    ]
+    markdown = render_markdown("What is DPR?", sources, [], "MEDIUM", "2 sources")
+    tail = markdown.split("## Sources", 1)[1]
+    assert f"[1] [PRIMARY] Dense Passage Retrieval — <{paper}> (via arxiv, duckduckgo)  " in tail
+    assert "[2] [UNVERIFIED] Read by agent mode — <https://agent.example/>  " in tail
+    report = Report(
+        topic="What is DPR?",
+        depth=1,
+        queries=["What is DPR?"],
+        sources=sources,
+        failures=[],
+        confidence="MEDIUM",
+        confidence_reason="2 sources",
+        markdown=markdown,
+        stats=Stats(),
+    )
+    assert '<span class="via">via arxiv, duckduckgo</span>' in render_fragment(report)
+    assert json.loads(report.model_dump_json())["sources"][0]["providers"] == [
+        "arxiv",
+        "duckduckgo",
+    ]

@@ -38,6 +38,7 @@ from sleuth.settings import Settings
 
 Handler = Callable[[httpx.Request], httpx.Response]
 BUILT_IN = ["brave", "duckduckgo", "google", "searxng", "serpapi", "serper", "tavily"]
+BUILT_IN += ["arxiv", "auto", "github", "github-code", "pubmed", "semanticscholar", "wikipedia"]
 KEYS = {
     "SERPER_API_KEY": "sk-serper-secret",
     "SERPAPI_API_KEY": "sk-serpapi-secret",

@@ -95,7 +95,7 @@ async def search_stage(
     if timeout <= 0:
         queries = []
     # Every provider name and key is checked before anything is said or sent.
-    providers = build_providers(ctx.settings, ctx.services.search_client())
+    providers = build_providers(ctx.settings, ctx.services.search_client(), question=ctx.topic)
     recorder = ctx.record.recorder
     providers = ctx.session.wrap_providers(providers, recorder.hits if recorder else None)
     ctx.record_plan(plan)

@@ -93,6 +93,7 @@ def read_sources(
             quality_score=candidate.quality_score,
             score=candidate.score,
             passages=best_passages(page.text, queries, settings.passages),
+            providers=candidate.providers,
         )
         for n, (candidate, page) in enumerate(pages, start=1)
     ]

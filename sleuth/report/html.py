@@ -97,7 +97,7 @@ REPORT_CSS = (
 .sleuth-report ol.sources li{padding:.35rem .5rem;border-radius:4px;scroll-margin-top:1rem}
 .sleuth-report ol.sources li:target{background:var(--hi)}
 .sleuth-report .num{font-weight:700;margin-right:.3rem}
-.sleuth-report .host{color:var(--muted);font-size:.85rem;margin-left:.3rem}
+.sleuth-report .host,.sleuth-report .via{color:var(--muted);font-size:.85rem;margin-left:.3rem}
 """
     + QUOTE_CSS
     + WATERFALL_CSS
@@ -274,9 +274,11 @@ def _sources_html(sources: list[Source]) -> str:
             )
         else:
             name = title
+        via = escape(", ".join(source.providers))
+        found = f'<span class="via">via {via}</span>' if via else ""
         items.append(
             f'<li id="source-{source.id}"><span class="num">[{source.id}]</span> '
-            f'{_badge(source.quality.value)} {name}<span class="host">{host}</span></li>'
+            f'{_badge(source.quality.value)} {name}<span class="host">{host}</span>{found}</li>'
         )
     body = "\n".join(items) if items else "<li><em>None.</em></li>"
     return (

@@ -1,15 +1,20 @@
 """The search stage: queries in, typed hits (and recorded failures) out.
 
-Providers are small classes registered by name (see :mod:`sleuth.search.base`).
-:func:`build_providers` turns ``settings.search`` into provider objects, checking
-every name and API key before anything is sent; :func:`run_searches` runs all
-queries concurrently, each falling back through the providers in order.
+Providers are small classes registered by name (see :mod:`sleuth.search.base`): the
+web search engines, the documents folder (``local``), and the specialised services
+(arXiv, PubMed, Semantic Scholar, Wikipedia, GitHub: :mod:`sleuth.search.scholarly`,
+:mod:`sleuth.search.reference`), which keep to each service's published rate limit.
+:func:`build_providers` turns ``settings.search`` into provider objects, ``auto``
+routed by the question (:mod:`sleuth.search.routing`), checking every name and API key
+before anything is sent; :func:`run_searches` runs all queries concurrently, each
+falling back through the providers in order.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Mapping, Sequence
 
 import httpx
@@ -21,7 +26,13 @@ from sleuth._version import __version__
 from sleuth.errors import ProviderError
 from sleuth.models import SearchFailure, SearchHit
 from sleuth.progress import Event, ProgressCallback, no_progress
-from sleuth.search import duckduckgo, keyed, searxng  # noqa: F401  (registers the built-ins)
+from sleuth.search import (  # noqa: F401  (imported to register the built-in providers)
+    duckduckgo,
+    keyed,
+    reference,
+    scholarly,
+    searxng,
+)
 from sleuth.search.base import (
     ENTRY_POINT_GROUP,
     ProviderFailure,
@@ -32,8 +43,10 @@ from sleuth.search.base import (
 )
 from sleuth.search.config import SearchConfig
 from sleuth.search.jsonapi import mask_key_params, seconds
+from sleuth.search.routing import AUTO, expand, route
 
 __all__ = [
+    "AUTO",
     "ENTRY_POINT_GROUP",
     "UNREACHABLE",
     "ProviderFailure",
@@ -44,6 +57,7 @@ __all__ = [
     "make_search_client",
     "provider_names",
     "register",
+    "route",
     "run_searches",
 ]
 
@@ -54,10 +68,16 @@ UNREACHABLE = "could not reach the search engine (no network?)"
 
 
 def build_providers(
-    settings: SearchConfig | object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+    settings: SearchConfig | object,
+    client: httpx.AsyncClient,
+    env: Mapping[str, str] | None = None,
+    *,
+    question: str | None = None,
 ) -> list[SearchProvider]:
     """The providers named in ``settings.search``, in fallback order (``settings``: a
-    :class:`SearchConfig`, or the settings table it is made from).
+    :class:`SearchConfig`, or the settings table it is made from); ``auto`` becomes the
+    web search engines and the specialised providers ``question`` calls for
+    (:func:`sleuth.search.routing.expand`; without a question, the web ones only).
 
     Every name and every API key is checked before this returns, so a run never
     starts searching with a half-usable configuration. All problems are reported
@@ -66,7 +86,8 @@ def build_providers(
     config = SearchConfig.of(settings)
     providers: list[SearchProvider] = []
     problems: list[str] = []
-    for name in dict.fromkeys(config.search):
+    names = expand(config.search, question, os.environ if env is None else env)
+    for name in dict.fromkeys(names):
         try:
             providers.append(get_provider(name)(config, client, env))
         except ProviderError as exc:

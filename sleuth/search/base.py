@@ -42,6 +42,11 @@ class SearchProvider(ABC):
     name: ClassVar[str]
     #: Environment variables that must be set for the provider to work.
     env_keys: ClassVar[tuple[str, ...]] = ()
+    #: Environment variables read when set (a key that raises a rate limit or adds a feature).
+    optional_env_keys: ClassVar[tuple[str, ...]] = ()
+    #: Searched alongside the web search engines (every query goes to it too), never
+    #: as their fallback: the documents folder and the specialised services.
+    alongside: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -61,6 +66,7 @@ class SearchProvider(ABC):
                 f"search provider '{self.name}' needs {needed} set in the environment"
             )
         self.keys = {key: env[key] for key in self.env_keys}
+        self.keys.update({key: env[key] for key in self.optional_env_keys if env.get(key)})
 
     @abstractmethod
     async def search(self, query: str, *, limit: int) -> list[SearchHit]:
@@ -168,3 +174,13 @@ def get_provider(name: str) -> type[SearchProvider]:
         raise ProviderError(f"search provider '{name}' is not a SearchProvider subclass")
     _REGISTRY[name] = cls
     return cls
+
+
+def searched_alongside(provider: SearchProvider) -> bool:
+    """Whether ``provider`` is searched alongside the web search engines, never as their
+    fallback (it says so, or the registered provider whose name it answers to does: a
+    cache in front of a provider takes its name)."""
+    if provider.alongside:
+        return True
+    cls = _REGISTRY.get(provider.name)
+    return cls is not None and cls.alongside

@@ -14,9 +14,10 @@ __all__ = ["SearchConfig"]
 class SearchConfig:
     """The search providers' settings (the same names as in the settings table, where
     each is described): which providers, in fallback order, how long a search may take,
-    the SearXNG instance, the User-Agent, and for the ``local`` provider the documents
-    folder, the store's home and the extraction limits it indexes with. A provider
-    reads it as ``self.settings``."""
+    the SearXNG instance, the User-Agent, for the ``local`` provider the documents
+    folder, the store's home and the extraction limits it indexes with, and for the
+    specialised services their APIs' base URLs and the report's language (Wikipedia's).
+    A provider reads it as ``self.settings``."""
 
     search: tuple[str, ...]
     search_timeout: float
@@ -27,6 +28,12 @@ class SearchConfig:
     extract_timeout: float
     extract_memory_mb: int
     extract_workers: int
+    arxiv_url: str
+    pubmed_url: str
+    semantic_scholar_url: str
+    wikipedia_url: str
+    github_url: str
+    lang: str | None
 
     @classmethod
     def of(cls, settings: object) -> SearchConfig:

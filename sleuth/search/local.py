@@ -17,7 +17,7 @@ import httpx
 
 from sleuth.errors import ConfigError, ProviderError
 from sleuth.models import SearchHit
-from sleuth.search.base import ProviderFailure, SearchProvider, register
+from sleuth.search.base import ProviderFailure, SearchProvider, register, searched_alongside
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder, search_docs
 
 __all__ = ["LocalSearch", "provider_groups"]
@@ -28,6 +28,7 @@ class LocalSearch(SearchProvider):
     """Full-text search over the documents folder named by ``--docs``."""
 
     name = "local"
+    alongside = True
 
     def __init__(
         self,
@@ -99,11 +100,14 @@ class LocalSearch(SearchProvider):
 
 
 def provider_groups(providers: Sequence[SearchProvider]) -> list[list[SearchProvider]]:
-    """Providers grouped for searching: ``local`` on its own, the web ones in fallback order.
+    """Providers grouped for searching: ``local`` on its own, the web search engines in
+    fallback order, then each specialised provider (arXiv, PubMed, ...) on its own.
 
-    ``--search local,duckduckgo`` mixes the folder with the web: every query goes to
-    both groups, and within a group the providers fall back in order as usual.
+    ``--search local,duckduckgo`` mixes the folder with the web, ``--search
+    duckduckgo,arxiv`` the web with arXiv: every query goes to every group, and within
+    the web group the providers fall back in order as usual.
     """
     local = [p for p in providers if p.name == LocalSearch.name]
-    web = [p for p in providers if p.name != LocalSearch.name]
-    return [group for group in (local, web) if group]
+    web = [p for p in providers if not searched_alongside(p)]
+    alone = [[p] for p in providers if searched_alongside(p) and p.name != LocalSearch.name]
+    return [group for group in (local, web, *alone) if group]

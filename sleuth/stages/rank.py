@@ -150,6 +150,7 @@ class _Group:
     snippet: str
     best_rank: int
     queries: list[str]
+    providers: list[str]
 
 
 def _merge(hits: list[SearchHit]) -> dict[str, _Group]:
@@ -158,11 +159,15 @@ def _merge(hits: list[SearchHit]) -> dict[str, _Group]:
         key = canonicalize(hit.url)
         group = groups.get(key)
         if group is None:
-            groups[key] = _Group(hit.url, hit.title, hit.snippet, hit.rank, [hit.query])
+            groups[key] = _Group(
+                hit.url, hit.title, hit.snippet, hit.rank, [hit.query], [hit.provider]
+            )
             continue
         group.best_rank = min(group.best_rank, hit.rank)
         if hit.query not in group.queries:
             group.queries.append(hit.query)
+        if hit.provider not in group.providers:
+            group.providers.append(hit.provider)
         if len(hit.snippet) > len(group.snippet):
             group.snippet = hit.snippet
         if not group.title.strip():
@@ -189,6 +194,7 @@ def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) ->
                 frequency=frequency,
                 score=round(score, 3),
                 queries=group.queries,
+                providers=group.providers,
             )
         )
     scored.sort(key=lambda c: (-c.score, c.canonical_url))

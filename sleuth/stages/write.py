@@ -145,9 +145,16 @@ def _sources(sources: list[Source], labels: Labels) -> list[str]:
     if not sources:
         return [labels.no_sources]
     return [
-        f"[{source.id}] [{source.quality.value}] {escape_inline(source.title)} — <{source.url}>  "
+        f"[{source.id}] [{source.quality.value}] {escape_inline(source.title)} — <{source.url}>"
+        f"{_found_by(source, labels)}  "
         for source in sources
     ]
+
+
+def _found_by(source: Source, labels: Labels) -> str:
+    """`` (via arxiv)``: the search providers that found a source ("" when none did)."""
+    names = ", ".join(escape_inline(name) for name in source.providers)
+    return f" ({labels.via} {names})" if names else ""
 
 
 def report_tail(

@@ -102,7 +102,8 @@ def _environment(settings: Settings) -> dict[str, str]:
     names = list(_FORWARDED)
     for provider in settings.search:
         with contextlib.suppress(ConfigError):
-            names += getattr(get_provider(provider), "env_keys", ())
+            cls = get_provider(provider)
+            names += [*cls.env_keys, *cls.optional_env_keys]
     return {name: os.environ[name] for name in names if name in os.environ}
 
 
