@@ -13,7 +13,7 @@ from importlib.resources import files
 
 from sleuth._version import __version__
 from sleuth.report.html import REPORT_CSS
-from sleuth.report.waterfall import WATERFALL_KEY
+from sleuth.report.waterfall import WATERFALL_JS, WATERFALL_KEY
 
 __all__ = ["render_page"]
 
@@ -167,6 +167,7 @@ function showReport(html) {
   const card = $("#ui-report-card");
   $("#ui-report").innerHTML = html;  // built by sleuth.report.html: all page text escaped
   Waterfall.applyStyles($("#ui-report"));
+  SleuthTimeline($("#ui-report"));  // a stored run's timeline, drawn from its data
   card.hidden = false;
 }
 function onReport(ev) {
@@ -179,6 +180,7 @@ function onReport(ev) {
     Waterfall.reset(null);
     $("#ui-timeline").innerHTML = r.timeline_html;  // built by sleuth.report.waterfall: escaped
     Waterfall.applyStyles($("#ui-timeline"));
+    SleuthTimeline($("#ui-timeline"));
   }
   const links = $("#ui-actions");
   links.hidden = false;
@@ -407,7 +409,8 @@ PAGE_HTML = """<!DOCTYPE html>
 <p class="note">sleuth {version}</p>
 </aside>
 </div>
-<script nonce="{nonce}">{waterfall}
+<script nonce="{nonce}">{timeline}
+{waterfall}
 {js}</script>
 </body>
 </html>
@@ -421,6 +424,7 @@ def render_page(nonce: str) -> str:
         css=PAGE_CSS + REPORT_CSS,
         js=PAGE_JS,
         waterfall=_waterfall_js(),
+        timeline=WATERFALL_JS,
         key=WATERFALL_KEY.replace(' style="', ' data-s="'),
         version=__version__,
     )
