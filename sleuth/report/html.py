@@ -8,7 +8,8 @@ links to that source's entry (``#source-2``); the Sources list is built from the
 report's records, with each source's tier as a badge. The file loads nothing from
 anywhere: its CSS is inline, its one script (which draws the timeline from its data
 block, :mod:`sleuth.report.waterfall`) is allowed by its hash, and a
-Content-Security-Policy forbids everything else.
+Content-Security-Policy forbids everything else. A deep research's tree of questions is
+drawn by :mod:`sleuth.report.tree`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
 from sleuth.report.quotes import QUOTE_CSS, Quotes
+from sleuth.report.tree import TREE_CSS, render_tree
 from sleuth.report.waterfall import (
     REPORT_SCRIPT,
     WATERFALL_CSS,
@@ -105,8 +107,8 @@ _BASE_CSS = """
 .sleuth-report .num{font-weight:700;margin-right:.3rem}
 .sleuth-report .host{color:var(--muted);font-size:.85rem;margin-left:.3rem}
 """
-#: The report's stylesheet: its own, then its quotes' and timeline's.
-REPORT_CSS = _BASE_CSS + QUOTE_CSS + WATERFALL_CSS
+#: The report's stylesheet: its own, then its quotes', question tree's and timeline's.
+REPORT_CSS = _BASE_CSS + QUOTE_CSS + TREE_CSS + WATERFALL_CSS
 
 
 def _safe_url(url: str) -> bool:
@@ -225,10 +227,11 @@ def _plain(inline: Token) -> str:
     return "".join(parts) if inline.children else inline.content
 
 
-def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
+def _mark_headings(tokens: list[Token], slugs: Slugger, found: dict[str, str]) -> None:
     """Give each heading the id GitHub gives it (the Markdown's contents links work here
     too; ``slugs`` counts the document's headings in order); ``confidence`` and ``gaps``
-    for sleuth's own sections, which the page links to."""
+    for sleuth's own sections, which the page links to. ``found`` gets each heading's text
+    and id."""
     for i, token in enumerate(tokens[:-1]):
         if token.type != "heading_open":
             continue
@@ -244,11 +247,14 @@ def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
         elif re.fullmatch(r"source-\d+|sources(-list)?", slug):
             slug += "-h"  # the ids of the Sources list and its entries stay theirs
         token.attrSet("id", slug)
+        found.setdefault(text, slug)
 
 
-def _render_md(md: MarkdownIt, text: str, slugs: Slugger) -> str:
+def _render_md(
+    md: MarkdownIt, text: str, slugs: Slugger, headings: dict[str, str] | None = None
+) -> str:
     tokens = md.parse(text)
-    _mark_headings(tokens, slugs)
+    _mark_headings(tokens, slugs, {} if headings is None else headings)
     html: str = md.renderer.render(tokens, md.options, {})
     return html
 
@@ -327,7 +333,8 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
         head, before = _render_md(md, lines[0], slugs), (lines[1] if len(lines) > 1 else "")
     else:
         head = f"<h1>Research: {escape(report.topic)}</h1>\n"
-    body = _render_md(md, before, slugs)
+    headings: dict[str, str] = {}
+    body = _render_md(md, before, slugs, headings)
     if sources_title is not None:  # the Markdown's own heading, which the list replaces
         slugs.slug(sources_title)
     body += _sources_html(report.sources) + _render_md(md, after, slugs)
@@ -336,6 +343,7 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
             f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
         )
         body += _render_md(md, "## Gaps\n\n" + gaps, slugs)
+    body += render_tree(report, headings)
     if timeline:
         body += render_waterfall(report)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
@@ -355,10 +363,11 @@ _PAGE_CSS = (
 
 
 def _css(fragment: str) -> str:
-    """The stylesheet a report needs: the parts for its quotes and timeline only when it
-    has them."""
+    """The stylesheet a report needs: the parts for its quotes, tree and timeline only
+    when it has them."""
     parts = [_BASE_CSS]
     parts += [QUOTE_CSS] if 'class="cw"' in fragment else []
+    parts += [TREE_CSS] if '<details class="qtree"' in fragment else []
     parts += [WATERFALL_CSS] if '<details class="timeline"' in fragment else []
     return "".join(parts)
 
