@@ -309,6 +309,50 @@ def test_the_deep_report_draws_its_tree_of_questions(
     page.close()
 
 
+def test_the_answer_quotes_its_sources_on_click(
+    web: OfflineWeb, browser: Any, tmp_path: Path
+) -> None:
+    """A report without a model: each citation of its Answer shows the words of that
+    source which say it."""
+    # The run is made in a thread: Playwright's sync API holds an event loop in this one.
+    from concurrent.futures import ThreadPoolExecutor
+
+    home = tmp_path / "home"
+    with ThreadPoolExecutor(1) as pool:
+        report = pool.submit(
+            sleuth.research_sync,
+            web.topics[0].question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=5,
+            no_llm=True,
+            max_sources=5,
+            home=str(home),
+        ).result()
+    assert report.answer is not None and report.answer.sentences
+    path = tmp_path / "answer.html"
+    path.write_text(render_html(report), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(path.as_uri())
+    cites = page.locator("h2#answer + ul a.cite[aria-describedby]")
+    cited = sum(len(s.sources) for s in report.answer.sentences)
+    assert cites.count() >= len(report.answer.sentences) and cites.count() <= cited
+    by_id = {s.id: s.url for s in report.sources}
+    for i in range(cites.count()):
+        page.mouse.click(2, 2)
+        cite = cites.nth(i)
+        cite.click()
+        popover = page.locator("#" + cite.get_attribute("aria-describedby"))
+        assert popover.is_visible()
+        quote = popover.locator("q").inner_text()
+        with Store(home) as store:
+            stored = store.get_page(canonicalize(by_id[int(cite.inner_text())]))
+        assert stored is not None and normal(quote) in normal(stored.text), quote
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "answer-quote.png"))
+    page.close()
+
+
 @pytest.fixture
 def served_deep(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
     env = serve_env(web, tmp_path)

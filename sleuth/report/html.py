@@ -325,7 +325,9 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
     ending with its timing waterfall (unless ``timeline`` is False: the web page draws
     a live run's own)."""
     known = {source.id: source for source in report.sources}
-    md = _markdown(known, Quotes(report.claims, known))
+    said = [*(report.answer.sentences if report.answer else [])]
+    said += [s for section in report.sections or [] for s in section.answer]
+    md = _markdown(known, Quotes(report.claims, known, said))
     before, after, sources_title = _split_sources(report.markdown)
     slugs = Slugger()
     lines = before.split("\n", 1)
