@@ -64,7 +64,7 @@ background:var(--line)}
 background:linear-gradient(90deg,var(--line) 1px,#0000 1px) 0 0/var(--t)}
 .wf h4{margin:8px 0 2px;color:var(--muted);font-size:10.5px;text-transform:uppercase}
 .wf h4 span{text-transform:none;font-weight:400;margin-left:.5em}
-.wf .a span{background:none;color:var(--muted);font-size:10px}
+.wf .a{height:18px}.wf .a span{background:none;color:var(--muted);font-size:10px}
 .wf .a i{background:none;transform:translateX(-100%);font-style:normal;white-space:nowrap}
 .wf i{position:absolute;top:3px;height:10px;min-width:2px;border-radius:2px;opacity:.45;
 background:linear-gradient(90deg,var(--line) var(--q,0),var(--c,#d9822b) 0)}
