@@ -56,7 +56,7 @@ def _label(node: Node) -> Text:
 
     record = node.record
     label = Text.assemble(
-        (f"{STATUS[record.status][0]:<11}", _STYLES.get(record.status, "dim")),
+        (f"{STATUS[record.status][0]:<12}", _STYLES.get(record.status, "dim")),
         (f"{record.id}  ", "dim"),
         record.question,
     )
@@ -67,7 +67,7 @@ def _label(node: Node) -> Text:
     if record.note and record.status != "done":
         meta.append(record.note)
     if meta:
-        label.append("\n" + " " * 11 + " · ".join(meta), style="dim")
+        label.append("\n" + " " * 12 + " · ".join(meta), style="dim")
     return label
 
 
