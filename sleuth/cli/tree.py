@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
+    from rich.tree import Tree
 
     from sleuth.models import Report, TreeNode
     from sleuth.report.tree import Node
@@ -96,10 +97,9 @@ def show_tree(store: Store, info: RunInfo, console: Console) -> None:
     console.print(root)
 
 
-def _grow(parent: object, nodes: list[Node]) -> None:
+def _grow(parent: Tree, nodes: list[Node]) -> None:
     for node in nodes:
-        branch = parent.add(_label(node))  # type: ignore[attr-defined]
-        _grow(branch, node.children)
+        _grow(parent.add(_label(node)), node.children)
 
 
 def _escape(text: str) -> str:
