@@ -5,9 +5,10 @@ one research with the scripted model (depth 2, 5 sources) against the benchmark 
 its latencies, then:
 
 * **size**: the HTML report's bytes, and those of the same report as sleuth rendered it
-  before it drew timelines and quotes (the report without its timeline and claims, less
-  the stylesheet and the "Removed" appendix they brought): the ratio, and what the
-  timeline and the quotes each cost;
+  before it drew timelines and quotes (the report without its timeline, claims and
+  answer spans, and without the "Removed" appendix; the stylesheet of each part is
+  written only when the report has it): the ratio, and what the timeline (its section,
+  stylesheet and script) costs;
 * **open**: Chromium opening the file (navigation start to the load event), then opening
   its timeline (a click to the next frame), median of ``--repeat`` loads;
 * **live** (``--live``): the same question on ``sleuth serve`` (in this process) with a
@@ -60,16 +61,18 @@ def chromium() -> str:
 def sizes(report: Any) -> dict[str, int]:
     """The report's HTML bytes now, before (estimated, see the module doc), and the parts."""
     from sleuth.report.html import render_html
-    from sleuth.report.quotes import QUOTE_CSS
-    from sleuth.report.waterfall import WATERFALL_CSS, render_waterfall
+    from sleuth.report.waterfall import REPORT_SCRIPT, WATERFALL_CSS, render_waterfall
 
     now = len(render_html(report).encode())
-    bare = report.model_copy(update={"timeline": None, "claims": None})
+    # The report stripped of what timelines and quotes brought: the stylesheet of each part
+    # is written only when the report has that part, so nothing else needs taking off.
+    bare = report.model_copy(update={"timeline": None, "claims": None, "answer": None})
     appendix = report.markdown.split("\n## Removed: ", 1)
     if len(appendix) == 2:
         bare = bare.model_copy(update={"markdown": appendix[0]})
-    before = len(render_html(bare).encode()) - len((QUOTE_CSS + WATERFALL_CSS).encode())
-    waterfall = len(render_waterfall(report).encode()) + len(WATERFALL_CSS.encode())
+    before = len(render_html(bare).encode())
+    script = f"<script>{REPORT_SCRIPT}</script>\n"
+    waterfall = len((render_waterfall(report) + WATERFALL_CSS + script).encode())
     return {"now": now, "before": before, "waterfall": waterfall, "spans": _spans(report)}
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from sleuth.cli import run
 from sleuth.models import Failure, Quality, Report, Source, Stats
 from sleuth.report.html import render_fragment, render_html, report_from_data
+from sleuth.report.waterfall import REPORT_SCRIPT
 from sleuth.stages.write import confidence, render_markdown
 from sleuth.testing import OfflineWeb
 
@@ -22,12 +24,26 @@ class Parsed(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.tags: list[tuple[str, dict[str, str]]] = []
         self.text: list[str] = []
+        #: Each script element's attributes and text.
+        self.scripts: list[tuple[dict[str, str], str]] = []
+        self._script: dict[str, str] | None = None
         self.feed(html)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append((tag, {k: v or "" for k, v in attrs}))
+        if tag == "script":
+            self._script = self.tags[-1][1]
+            self.scripts.append((self._script, ""))
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._script = None
 
     def handle_data(self, data: str) -> None:
+        if self._script is not None:
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+            return
         self.text.append(data)
 
     def hrefs(self) -> list[str]:
@@ -70,13 +86,19 @@ def make_report(
 
 
 def assert_self_contained(parsed: Parsed) -> None:
-    """Nothing is loaded from anywhere: no script, image, frame, stylesheet link or src."""
+    """Nothing is loaded from anywhere: no image, frame, stylesheet link or src; no script
+    but sleuth's own (the timeline's, its CSP allows it by its hash) and data blocks."""
     for tag, attrs in parsed.tags:
-        assert tag not in {"script", "img", "iframe", "link", "object", "embed", "base"}, tag
+        assert tag not in {"img", "iframe", "link", "object", "embed", "base"}, tag
         assert "src" not in attrs and "srcset" not in attrs, (tag, attrs)
         assert not any(name.startswith("on") for name in attrs), (tag, attrs)
     for href in parsed.hrefs():
         assert href.startswith(("#", "http://", "https://", "mailto:")), href
+    for attrs, text in parsed.scripts:
+        if attrs == {"type": "application/json"}:
+            json.loads(text)  # data, never run
+        else:
+            assert attrs == {} and text == REPORT_SCRIPT, (attrs, text[:80])
 
 
 def test_citation_markers_link_to_their_source_entries() -> None:

@@ -231,3 +231,188 @@ def test_history_shows_a_stored_run_with_its_timeline(
     assert all(w >= 1 for w in widths)
     assert not errors, errors  # no style attribute the page's CSP had to refuse
     page.close()
+
+
+# -- a deep research's tree of questions ---------------------------------------------------
+
+STATUS_WORDS = {"done": "done", "empty": "nothing new", "failed": "failed", "skipped": "skipped"}
+
+
+def deep_report(web: OfflineWeb, llm: ScriptedLLM, home: Path, model: bool) -> Report:
+    extra: dict[str, Any] = {"base_url": web.llm_url, "model": MODEL} if model else {}
+    if model:
+        ScriptedResearcher().install(llm)
+    return sleuth.research_sync(
+        web.topics[3].question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=5,
+        mode="deep",
+        breadth=2,
+        levels=2,
+        max_sources=6,
+        no_llm=not model,
+        home=str(home),
+        **extra,
+    )
+
+
+@pytest.fixture(params=["model", "no-model"])
+def deep_run(request: Any, web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> Report:
+    """A deep research with the scripted model and one without (made before the browser
+    starts)."""
+    return deep_report(web, llm, tmp_path / "home", request.param == "model")
+
+
+def nodes_shown(page: Any, scope: str) -> dict[str, tuple[str, str]]:
+    """Each node of the tree under ``scope``: its status and the status word it shows."""
+    found = page.eval_on_selector_all(
+        f"{scope} li[data-node]",
+        "els => els.map(e => [e.dataset.node, e.dataset.status,"
+        " e.querySelector(':scope > div > .st').textContent])",
+    )
+    return {node: (status, word) for node, status, word in found}
+
+
+def test_the_deep_report_draws_its_tree_of_questions(
+    deep_run: Report, browser: Any, tmp_path: Path
+) -> None:
+    report = deep_run
+    assert report.tree and {n.level for n in report.tree} == {1, 2}
+    path = tmp_path / "deep.html"
+    path.write_text(render_html(report), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(path.as_uri())
+    tree = page.locator("details.qtree")
+    assert not tree.evaluate("d => d.open")
+    page.click("details.qtree > summary")
+    # One node per sub-question and follow-up, with its status; follow-ups under theirs.
+    assert nodes_shown(page, "article .qtree") == {
+        n.id: (n.status, STATUS_WORDS[n.status]) for n in report.tree
+    }
+    for node in report.tree:
+        li = page.locator(f'article .qtree li[data-node="{node.id}"]')
+        if node.parent:
+            parent = li.evaluate("e => e.parentElement.closest('li').dataset.node")
+            assert parent == node.parent
+        # Its sources, linked to the Sources list; the section it fed, linked to it.
+        cited = li.locator(":scope > div .m a[href^='#source-']").all_inner_texts()
+        assert sorted(int(n) for n in cited) == sorted(node.sources)
+        for href in li.locator(":scope > div .m a").evaluate_all("els => els.map(a => a.hash)"):
+            assert page.locator(f'[id="{href[1:]}"]').count() == 1, href
+        if node.sources:
+            assert li.locator(":scope > div .m a:not([href^='#source-'])").count() >= 1
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        tree.screenshot(path=str(screenshot_dir(tmp_path) / f"tree-{scheme}.png"))
+    page.close()
+
+
+def test_the_answer_quotes_its_sources_on_click(
+    web: OfflineWeb, browser: Any, tmp_path: Path
+) -> None:
+    """A report without a model: each citation of its Answer shows the words of that
+    source which say it."""
+    # The run is made in a thread: Playwright's sync API holds an event loop in this one.
+    from concurrent.futures import ThreadPoolExecutor
+
+    home = tmp_path / "home"
+    with ThreadPoolExecutor(1) as pool:
+        report = pool.submit(
+            sleuth.research_sync,
+            web.topics[0].question,
+            search="searxng",
+            searxng_url=web.searxng_url,
+            allow_private_urls=True,
+            timeout=5,
+            no_llm=True,
+            max_sources=5,
+            home=str(home),
+        ).result()
+    assert report.answer is not None and report.answer.sentences
+    path = tmp_path / "answer.html"
+    path.write_text(render_html(report), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(path.as_uri())
+    cites = page.locator("h2#answer + ul a.cite[aria-describedby]")
+    cited = sum(len(s.sources) for s in report.answer.sentences)
+    assert cites.count() >= len(report.answer.sentences) and cites.count() <= cited
+    by_id = {s.id: s.url for s in report.sources}
+    for i in range(cites.count()):
+        page.mouse.click(2, 2)
+        cite = cites.nth(i)
+        cite.click()
+        popover = page.locator("#" + cite.get_attribute("aria-describedby"))
+        assert popover.is_visible()
+        quote = popover.locator("q").inner_text()
+        with Store(home) as store:
+            stored = store.get_page(canonicalize(by_id[int(cite.inner_text())]))
+        assert stored is not None and normal(quote) in normal(stored.text), quote
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "answer-quote.png"))
+    page.close()
+
+
+@pytest.fixture
+def served_deep(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
+    env = serve_env(web, tmp_path)
+    env.update(SLEUTH_BREADTH="2", SLEUTH_LEVELS="2", SLEUTH_TIMEOUT="5")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", "--port", "0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        yield served_url(proc)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def test_the_page_grows_a_deep_research_tree_live(
+    web: OfflineWeb, served_deep: str, browser: Any, tmp_path: Path
+) -> None:
+    url = served_deep
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else 0)
+    # Each question's last status in the live tree, as the page drew it.
+    page.add_init_script(
+        """new MutationObserver((changes) => {
+             window.live = window.live || {};
+             for (const c of changes)
+               if (c.target.closest && c.target.closest('#ui-tree') && c.target.dataset.node)
+                 window.live[c.target.dataset.node] = c.target.dataset.status;
+           }).observe(document, {attributes: true, subtree: true,
+                                 attributeFilter: ['data-status']});"""
+    )
+    page.goto(url)
+    page.wait_for_selector("body[data-ready='1']")
+    with httpx.Client(base_url=url, trust_env=False, timeout=30) as client:
+        started = client.post(
+            "/api/runs",
+            json={"question": web.topics[3].question, "mode": "deep", "max_sources": "6"},
+        )
+        assert started.status_code == 201
+    page.wait_for_selector("#ui-tree li[data-node]")  # the tree grows as branches start
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "serve-tree-live.png"))
+    page.wait_for_selector("#ui-report article.sleuth-report", timeout=120_000)
+    run_id = page.get_attribute("#ui-permalink", "href").split("=", 1)[1]
+    with Store(tmp_path / "home") as store:
+        report = Report.model_validate(store.get_run(run_id).report)
+    assert report.tree
+    # The live tree ended with every question's own status; the report's own tree (its
+    # sources linked) takes its place, where the user watched it grow.
+    assert page.evaluate("window.live") == {n.id: n.status for n in report.tree}
+    want = {n.id: (n.status, STATUS_WORDS[n.status]) for n in report.tree}
+    assert nodes_shown(page, "#ui-tree") == want
+    assert page.locator("#ui-report .qtree").count() == 0
+    linked = page.locator("#ui-tree .m a[href^='#source-']").count()
+    assert linked == sum(len(n.sources) for n in report.tree)
+    page.screenshot(path=str(screenshot_dir(tmp_path) / "serve-tree-done.png"), full_page=True)
+    assert not errors, errors
+    page.close()

@@ -163,9 +163,13 @@ def _stored_report(data: Any) -> Report:
     return Report.model_validate(data)
 
 
-def _show(run_id: str, home: str | None, fmt: str, output: str | None, timeline: bool) -> int:
-    if timeline:
-        return _show_timeline(run_id, home)
+def _show(
+    run_id: str, home: str | None, fmt: str, output: str | None, timeline: bool, tree: bool
+) -> int:
+    if timeline and tree:
+        raise click.UsageError("give --timeline or --tree, not both: each is a picture of its own")
+    if timeline or tree:
+        return _show_picture(run_id, home, tree=tree)
     info = _find_run(home, run_id)
     if info.report is None:
         raise SleuthError(
@@ -180,11 +184,13 @@ def _show(run_id: str, home: str | None, fmt: str, output: str | None, timeline:
     return 0
 
 
-def _show_timeline(run_id: str, home: str | None) -> int:
-    """``sleuth show ID --timeline``: the run's requests as a waterfall on stdout."""
+def _show_picture(run_id: str, home: str | None, *, tree: bool) -> int:
+    """``sleuth show ID --timeline``: the run's requests as a waterfall on stdout;
+    ``--tree``: a deep research's tree of questions."""
     from rich.console import Console
 
     from sleuth.cli.timeline import show_timeline
+    from sleuth.cli.tree import show_tree
 
     store = _open_to_read(home)
     if store is None:
@@ -192,7 +198,8 @@ def _show_timeline(run_id: str, home: str | None) -> int:
 
         raise RunNotFoundError(f"no run with id {run_id!r}: there is no run yet")
     with store:
-        show_timeline(store, store.get_run(run_id), Console(highlight=False))
+        show = show_tree if tree else show_timeline
+        show(store, store.get_run(run_id), Console(highlight=False))
     return 0
 
 
@@ -311,6 +318,13 @@ def run_commands() -> list[click.Command]:
                 default=False,
                 help="Show the run's requests as a waterfall (searches, downloads, "
                 "extractions, model calls; the critical path marked) instead of its report.",
+            ),
+            click.Option(
+                ["--tree"],
+                is_flag=True,
+                default=False,
+                help="Show a deep research's tree of questions (each with its status, "
+                "sources and the section it fed) instead of its report.",
             ),
         ],
         short_help="Print a past run's report again ('last': the latest).",

@@ -6,7 +6,10 @@ came from web pages is always escaped and can never become markup or a
 ``javascript:`` link. Citation markers such as ``[2]`` that name a source become
 links to that source's entry (``#source-2``); the Sources list is built from the
 report's records, with each source's tier as a badge. The file loads nothing from
-anywhere: its CSS is inline and a Content-Security-Policy forbids everything else.
+anywhere: its CSS is inline, its one script (which draws the timeline from its data
+block, :mod:`sleuth.report.waterfall`) is allowed by its hash, and a
+Content-Security-Policy forbids everything else. A deep research's tree of questions is
+drawn by :mod:`sleuth.report.tree`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
 from sleuth.report.quotes import QUOTE_CSS, Quotes
-from sleuth.report.waterfall import WATERFALL_CSS, render_waterfall
+from sleuth.report.tree import TREE_CSS, render_tree
+from sleuth.report.waterfall import (
+    REPORT_SCRIPT,
+    WATERFALL_CSS,
+    WATERFALL_JS_HASH,
+    render_waterfall,
+)
 
 __all__ = [
     "REPORT_CSP",
@@ -59,8 +68,7 @@ _CONFIDENCE_HEADING = re.compile(
 _ANY_HEADING = re.compile(r"^#{1,3}\s")
 _SAFE_SCHEMES = ("http://", "https://", "mailto:", "#")
 
-REPORT_CSS = (
-    """
+_BASE_CSS = """
 .sleuth-report{--fg:#1d2329;--muted:#5b6670;--line:#d8dee4;--bg:#fff;--bg2:#f5f7f9;
  --link:#0b5cad;--hi:#fff4c2;color:var(--fg);line-height:1.55;font:16px/1.55 system-ui,
  -apple-system,"Segoe UI",Roboto,sans-serif;max-width:52rem}
@@ -99,9 +107,8 @@ REPORT_CSS = (
 .sleuth-report .num{font-weight:700;margin-right:.3rem}
 .sleuth-report .host,.sleuth-report .via{color:var(--muted);font-size:.85rem;margin-left:.3rem}
 """
-    + QUOTE_CSS
-    + WATERFALL_CSS
-)
+#: The report's stylesheet: its own, then its quotes', question tree's and timeline's.
+REPORT_CSS = _BASE_CSS + QUOTE_CSS + TREE_CSS + WATERFALL_CSS
 
 
 def _safe_url(url: str) -> bool:
@@ -220,10 +227,11 @@ def _plain(inline: Token) -> str:
     return "".join(parts) if inline.children else inline.content
 
 
-def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
+def _mark_headings(tokens: list[Token], slugs: Slugger, found: dict[str, str]) -> None:
     """Give each heading the id GitHub gives it (the Markdown's contents links work here
     too; ``slugs`` counts the document's headings in order); ``confidence`` and ``gaps``
-    for sleuth's own sections, which the page links to."""
+    for sleuth's own sections, which the page links to. ``found`` gets each heading's text
+    and id."""
     for i, token in enumerate(tokens[:-1]):
         if token.type != "heading_open":
             continue
@@ -239,11 +247,14 @@ def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
         elif re.fullmatch(r"source-\d+|sources(-list)?", slug):
             slug += "-h"  # the ids of the Sources list and its entries stay theirs
         token.attrSet("id", slug)
+        found.setdefault(text, slug)
 
 
-def _render_md(md: MarkdownIt, text: str, slugs: Slugger) -> str:
+def _render_md(
+    md: MarkdownIt, text: str, slugs: Slugger, headings: dict[str, str] | None = None
+) -> str:
     tokens = md.parse(text)
-    _mark_headings(tokens, slugs)
+    _mark_headings(tokens, slugs, {} if headings is None else headings)
     html: str = md.renderer.render(tokens, md.options, {})
     return html
 
@@ -316,7 +327,9 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
     ending with its timing waterfall (unless ``timeline`` is False: the web page draws
     a live run's own)."""
     known = {source.id: source for source in report.sources}
-    md = _markdown(known, Quotes(report.claims, known))
+    said = [*(report.answer.sentences if report.answer else [])]
+    said += [s for section in report.sections or [] for s in section.answer]
+    md = _markdown(known, Quotes(report.claims, known, said))
     before, after, sources_title = _split_sources(report.markdown)
     slugs = Slugger()
     lines = before.split("\n", 1)
@@ -324,7 +337,8 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
         head, before = _render_md(md, lines[0], slugs), (lines[1] if len(lines) > 1 else "")
     else:
         head = f"<h1>Research: {escape(report.topic)}</h1>\n"
-    body = _render_md(md, before, slugs)
+    headings: dict[str, str] = {}
+    body = _render_md(md, before, slugs, headings)
     if sources_title is not None:  # the Markdown's own heading, which the list replaces
         slugs.slug(sources_title)
     body += _sources_html(report.sources) + _render_md(md, after, slugs)
@@ -333,15 +347,17 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
             f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
         )
         body += _render_md(md, "## Gaps\n\n" + gaps, slugs)
+    body += render_tree(report, headings)
     if timeline:
         body += render_waterfall(report)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 
-#: The report document's Content-Security-Policy: its inline CSS, nothing else, ever.
+#: The report document's Content-Security-Policy: its inline CSS and the one script that
+#: draws its timeline (by its hash), nothing else, ever: no request of any kind.
 REPORT_CSP = (
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
-    "form-action 'none'"
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src '{WATERFALL_JS_HASH}'; "
+    "img-src data:; base-uri 'none'; form-action 'none'"
 )
 _PAGE_CSS = (
     "body{margin:0;padding:2rem 1rem}main{margin:0 auto;max-width:52rem}"
@@ -350,19 +366,34 @@ _PAGE_CSS = (
 )
 
 
+def _css(fragment: str) -> str:
+    """The stylesheet a report needs: the parts for its quotes, tree and timeline only
+    when it has them."""
+    parts = [_BASE_CSS]
+    parts += [QUOTE_CSS] if 'class="cw"' in fragment else []
+    parts += [TREE_CSS] if '<details class="qtree"' in fragment else []
+    parts += [WATERFALL_CSS] if '<details class="timeline"' in fragment else []
+    return "".join(parts)
+
+
 def render_html(report: Report) -> str:
-    """The report as one self-contained HTML document: inline CSS, no script, no external asset."""
+    """The report as one self-contained HTML document: inline CSS, no external asset, and
+    (when it has a timeline) the one script that draws it, which makes no request."""
     title = escape(f"Research: {report.topic}")
+    fragment = render_fragment(report)
+    script = (
+        f"<script>{REPORT_SCRIPT}</script>\n" if '<details class="timeline"' in fragment else ""
+    )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         f'<meta http-equiv="Content-Security-Policy" content="{REPORT_CSP}">\n'
         '<meta name="referrer" content="no-referrer">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f'<meta name="generator" content="sleuth {__version__}">\n'
-        f"<title>{title}</title>\n<style>{REPORT_CSS}{_PAGE_CSS}</style>\n</head>\n<body>\n<main>\n"
-        f"{render_fragment(report)}<footer>Written by sleuth {__version__}. Citation numbers "
+        f"<title>{title}</title>\n<style>{_css(fragment)}{_PAGE_CSS}</style>\n</head>\n"
+        f"<body>\n<main>\n{fragment}<footer>Written by sleuth {__version__}. Citation numbers "
         "link to the sources list; every source listed was fetched and read.</footer>\n"
-        "</main>\n</body>\n</html>\n"
+        f"</main>\n{script}</body>\n</html>\n"
     )
 
 

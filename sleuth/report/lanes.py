@@ -19,7 +19,18 @@ from urllib.parse import urlsplit
 from sleuth.models import Failure, Report, Source, Span, Timeline
 from sleuth.urls import canonicalize
 
-__all__ = ["Bar", "Group", "Layout", "Row", "axis", "describe", "layout", "short_url"]
+__all__ = [
+    "Bar",
+    "Group",
+    "Layout",
+    "Row",
+    "axis",
+    "describe",
+    "ending",
+    "layout",
+    "short_url",
+    "subject",
+]
 
 #: Each model call's stage, by the group it is shown in (pages hold the rest).
 _GROUPS = (
@@ -43,7 +54,15 @@ class Bar:
 
     span: Span
     critical: bool
-    ended: str
+    #: What a model call was about (its stage, and its model when not the run's usual one).
+    what: str = ""
+    #: Where it was redirected and why it ended, when not with a plain answer.
+    why: str = ""
+
+    @property
+    def ended(self) -> str:
+        """The whole hover text: what it was, status, size, time, why it ended."""
+        return describe(self.span, self.why, self.what)
 
     @property
     def took(self) -> float:
@@ -130,10 +149,10 @@ def _tag(url: str, sources: dict[str, Source], failures: dict[str, Failure]) -> 
     return "left out" if failure.stage == "read" else "failed"
 
 
-def describe(span: Span, why: str = "", model: str = "") -> str:
+def describe(span: Span, why: str = "", what: str = "") -> str:
     """What a bar shows on hover: what it was (its row's label says which page or query),
-    its status, size and time, and why it ended when that was not a plain answer.
-    ``model``: the run's usual model, not repeated on each call."""
+    its status, size and time, then ``why`` (see :func:`ending`); ``what``: a model
+    call's :func:`subject`."""
     end = span.end if span.end is not None else span.start
     took = f"{end - span.start:.2f} s"
     if span.start - span.queued >= 0.01:
@@ -146,12 +165,21 @@ def describe(span: Span, why: str = "", model: str = "") -> str:
     elif span.kind == "search":
         parts = [f"{span.size} hits" if span.size is not None else ""]
     else:
-        parts = [span.stage if span.name == model else f"{span.stage} · {span.name}"]
-    parts.append(took)
-    if span.final_url:
-        parts.append(f"→ {span.final_url}")
-    parts.append(why or _ended(span))
+        parts = [what or span.stage]
+    parts += [took, why]
     return " · ".join(p for p in parts if p)
+
+
+def subject(span: Span, model: str = "") -> str:
+    """A model call's stage, and its model when not ``model`` (the run's usual one)."""
+    return span.stage if span.name == model else f"{span.stage} · {span.name}"
+
+
+def ending(span: Span, why: str = "") -> str:
+    """Where a request was redirected, and why it ended (``why``, else its own
+    outcome) when that was not a plain answer."""
+    moved = f"→ {span.final_url}" if span.final_url else ""
+    return " · ".join(p for p in (moved, why or _ended(span)) if p)
 
 
 def _bytes(size: int | None) -> str:
@@ -203,7 +231,8 @@ def layout(timeline: Timeline, report: Report | None = None) -> Layout:
         if url and span.outcome == "cut":
             failure = failures.get(canonicalize(url))
             why = f"cut: {failure.reason}" if failure else ""
-        row.bars.append(Bar(span, span.id in critical, describe(span, why, model)))
+        what = subject(span, model) if span.kind == "llm" else ""
+        row.bars.append(Bar(span, span.id in critical, what, ending(span, why)))
     order = [name for name, _ in _GROUPS] + [_OTHER]
     ranked = sorted(groups.values(), key=lambda g: _rank(g.title, order))
     wall = max([timeline.wall_s, *(s.end or s.start for s in timeline.spans)])

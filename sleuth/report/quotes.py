@@ -7,8 +7,13 @@ sentence, found in the claim's text) and renders the marker with a popover holdi
 that span: shown on hover, and on click while the marker has the focus (a click
 elsewhere closes it; the marker is a focusable element, not a link that would scroll the
 page away), with a link on to the source's entry. A quote shown on hover lets the
-pointer through, so it never hides the next citation. No script: the report has
-none. Citations without a recorded span link to the source as before.
+pointer through, so it never hides the next citation. No script: the popover is CSS.
+Citations without a recorded span link to the source.
+
+A report written without a model quotes its sources in its Answer: each of those
+sentences (:class:`~sleuth.models.AnswerSentence`) shows, on its first source's marker, the
+sentence as that source has it, and on each other source's marker that source's own
+sentence saying the same (from its quoted passages).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import re
 from collections.abc import Iterable, Mapping
 from html import escape
 
-from sleuth.models import Claim, Source, Support
+from sleuth.models import AnswerSentence, Claim, Source, Support
 from sleuth.report.waterfall import minify
 
 __all__ = ["QUOTE_CSS", "Quotes"]
@@ -26,6 +31,8 @@ _WORDS = re.compile(r"\w+")
 _CITES = re.compile(r"\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
 #: Where a sentence ends: the words of the marker's own sentence are the ones that count.
 _SENTENCE_END = re.compile(r"[.!?。！？]\s")
+#: Where a passage splits into sentences (the words a twin source's quote is made of).
+_SENTENCES = re.compile(r"(?<=[.!?。！？])\s+")
 #: Words before a marker matched against the claims (fewer at a sentence's start).
 _CONTEXT_WORDS = 6
 #: Characters of a quote shown in its popover.
@@ -48,13 +55,19 @@ box-shadow:0 4px 14px #0003;pointer-events:none}
 class Quotes:
     """The spans of a report's kept claims, looked up by citation marker."""
 
-    def __init__(self, claims: Iterable[Claim] | None, sources: Mapping[int, Source]) -> None:
+    def __init__(
+        self,
+        claims: Iterable[Claim] | None,
+        sources: Mapping[int, Source],
+        answer: Iterable[AnswerSentence] = (),
+    ) -> None:
         self.sources = sources
         self.claims: list[tuple[str, dict[int, Support]]] = [
             (_words(claim.text), {s.source: s for s in claim.support})
             for claim in claims or ()
             if claim.verdict in ("kept", "unverified") and claim.support
         ]
+        self.claims += [(_words(said.text), _answer_support(said, sources)) for said in answer]
         self._shown = 0
 
     def at(self, src: str, pos: int, numbers: Iterable[int]) -> dict[int, Support]:
@@ -63,7 +76,8 @@ class Quotes:
         if not self.claims:
             return {}
         before = _CITES.sub(" ", src[max(0, pos - 400) : pos])
-        before = _SENTENCE_END.split(before)[-1]
+        # The marker's own sentence: the one it ends ("… next year. [1]"), or is in.
+        before = _SENTENCE_END.split(before.rstrip())[-1]
         needle = _words(" ".join(_WORDS.findall(before)[-_CONTEXT_WORDS:]))
         if needle == " ":
             return {}
@@ -89,6 +103,33 @@ class Quotes:
             f'<span class="qt" id="{anchor}" role="tooltip"><q>{escape(quote)}</q>'
             f'<a href="#source-{n}">source [{n}]</a></span></span>'
         )
+
+
+def _answer_support(said: AnswerSentence, sources: Mapping[int, Source]) -> dict[int, Support]:
+    """What each source an answer sentence cites says: the sentence itself for the source
+    it was quoted from (the first), and for each other one the sentence of its quoted
+    passages that shares the most words with it (its own wording of the same thing)."""
+    out: dict[int, Support] = {}
+    for n in said.sources:
+        if not out:
+            out[n] = Support(source=n, quote=said.text, score=1.0)
+            continue
+        source = sources.get(n)
+        found = _closest(said.text, source.passages if source is not None else [])
+        if found is not None:
+            out[n] = found.model_copy(update={"source": n})
+    return out
+
+
+def _closest(text: str, passages: Iterable[str]) -> Support | None:
+    wanted = set(_words(text).split())
+    best, score = "", 0.0
+    for passage in passages:
+        for sentence in _SENTENCES.split(passage):
+            shared = len(wanted & set(_words(sentence).split())) / max(1, len(wanted))
+            if shared > score:
+                best, score = sentence.strip(), shared
+    return Support(source=0, quote=best, score=round(score, 3)) if score >= 0.5 else None
 
 
 def _words(text: str) -> str:

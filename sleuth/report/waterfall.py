@@ -1,22 +1,43 @@
 """The timing waterfall of a report, as HTML: a section that opens on click.
 
 Drawn from :mod:`sleuth.report.lanes`: one row per query, page or model call, each bar
-placed on the run's shared time axis (its left edge and width are percentages of the
-axis, in a ``style`` attribute: the report's CSP allows inline styles, and the web page
-applies them itself). The critical path's bars are drawn solid, the others faded;
-failed bars are red, cut ones hatched, cached ones a thin mark. Hovering or focusing
-(clicking) a bar shows what it was: URL or query, status, size, time, why it ended.
-Nothing here runs a script, and every piece of text is escaped.
+placed on the run's shared time axis. The section carries the layout as one compact
+JSON block, ``{"a": [tick step, ticks], "g": [[title, note, rows]]}``: a row is
+``[label, what became of its page, bars]``, a bar ``[classes, start, end, HTTP status or
+the model call's subject, size, why it ended, time queued]`` (seconds; trailing empty
+fields left out; classes as the stylesheet names them: kind ``s`` ``d`` ``e`` (a model
+call has none), outcome ``f`` failed ``x`` cut ``k`` cached, ``c`` on the critical path).
+``waterfall.js`` (:data:`WATERFALL_JS`, the report's one script, allowed by its hash)
+draws it: a bar's left edge and width are percentages of the axis, its hover text
+composed from its fields (as markup, each request would cost three times the bytes).
+The critical path's bars are drawn solid, the others faded; failed bars are red, cut
+ones hatched, cached ones a thin mark. Hovering or focusing (clicking) a bar shows
+what it was: status, size, time, why it ended.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import re
 from html import escape
+from importlib.resources import files
+from typing import Any
 
 from sleuth.models import Report, Timeline
 from sleuth.report.lanes import Bar, Layout, axis, layout
 
-__all__ = ["WATERFALL_CSS", "WATERFALL_KEY", "minify", "render_waterfall", "summary_line"]
+__all__ = [
+    "REPORT_SCRIPT",
+    "WATERFALL_CSS",
+    "WATERFALL_JS",
+    "WATERFALL_JS_HASH",
+    "WATERFALL_KEY",
+    "minify",
+    "render_waterfall",
+    "summary_line",
+]
 
 
 def minify(css: str) -> str:
@@ -43,7 +64,7 @@ background:var(--line)}
 background:linear-gradient(90deg,var(--line) 1px,#0000 1px) 0 0/var(--t)}
 .wf h4{margin:8px 0 2px;color:var(--muted);font-size:10.5px;text-transform:uppercase}
 .wf h4 span{text-transform:none;font-weight:400;margin-left:.5em}
-.wf .a span{background:none;color:var(--muted);font-size:10px}
+.wf .a{height:18px}.wf .a span{background:none;color:var(--muted);font-size:10px}
 .wf .a i{background:none;transform:translateX(-100%);font-style:normal;white-space:nowrap}
 .wf i{position:absolute;top:3px;height:10px;min-width:2px;border-radius:2px;opacity:.45;
 background:linear-gradient(90deg,var(--line) var(--q,0),var(--c,#d9822b) 0)}
@@ -71,40 +92,76 @@ def _pct(value: float, span: float) -> str:
     return f"{100 * value / span:.1f}".removesuffix(".0") + "%"
 
 
+_STRING = re.compile(r"(\"[^\"]*\"|'[^']*')")
+_AROUND = re.compile(r"\s*([-=+*/<>?:,;{}()\[\]|&!])\s*")
+
+
+def _script() -> str:
+    """``waterfall.js`` without its comments and the spaces its code does not need (not
+    a general minifier: its strings hold no quote marks, its code no ``+ +``)."""
+    source = files("sleuth.report").joinpath("waterfall.js").read_text(encoding="utf-8")
+    lines = []
+    for line in source.splitlines():
+        line = re.sub(r"\s+//\s.*$", "", line).strip()
+        if line and not line.startswith("//"):
+            parts = _STRING.split(line)  # odd parts are string literals, kept as they are
+            lines.append(
+                "".join(p if i % 2 else _AROUND.sub(r"\1", p) for i, p in enumerate(parts))
+            )
+    return "\n".join(lines)
+
+
+#: The function that draws the waterfalls under a node (``SleuthTimeline(root)``).
+WATERFALL_JS = _script()
+#: The report's script (that function, run on the document) and its CSP hash.
+REPORT_SCRIPT = WATERFALL_JS + "\nSleuthTimeline(document)"
+WATERFALL_JS_HASH = "sha256-" + base64.b64encode(
+    hashlib.sha256(REPORT_SCRIPT.encode()).digest()
+).decode("ascii")
+
 _KIND = {"search": "s", "download": "d", "extract": "e", "llm": ""}
 _OUTCOME = {"failed": "f", "cut": "x", "cached": "k", "ok": ""}
 
 
-def _bar(bar: Bar, axis_s: float) -> str:
+def _t(value: float) -> float | int:
+    rounded = round(value, 2)
+    return int(rounded) if rounded == int(rounded) else rounded
+
+
+def _bar(bar: Bar) -> list[Any]:
+    """A bar as ``[classes, start, end, status or subject, size, why, queued]``, trailing
+    empty fields left out (see the module docstring)."""
     span = bar.span
-    end = span.end if span.end is not None else span.start
-    start = span.queued if span.kind != "search" else span.start
-    right = "r" * (start > 0.55 * axis_s)  # its tooltip opens leftwards, inside the box
-    flags = (_KIND[span.kind], _OUTCOME[span.outcome], "c" * bar.critical, right)
-    cls = " ".join(c for c in flags if c)
-    style = f"left:{_pct(start, axis_s)};width:{_pct(end - start, axis_s)}"
-    if end > start and span.start - start >= 0.05 * (end - start):
-        style += f";--q:{_pct(span.start - start, end - start)}"  # the part spent queued
-    attr = f' class="{cls}"' if " " in cls else f" class={cls}" if cls else ""
-    return f'<i{attr} style="{style}" tabindex=0 data-i="{escape(bar.ended, quote=True)}"></i>'
+    outcome = _OUTCOME[span.outcome] if span.end is not None else ""
+    flags = (_KIND[span.kind], outcome, "c" * bar.critical)
+    queued = span.start - span.queued if span.kind != "search" else 0.0
+    fields: list[Any] = [
+        " ".join(f for f in flags if f),
+        _t(span.start),
+        _t(span.end) if span.end is not None else None,
+        span.status if span.kind == "download" else bar.what,
+        span.size if span.kind != "llm" else None,
+        bar.why,
+        _t(queued),
+    ]
+    while len(fields) > 3 and fields[-1] in ("", None, 0):
+        fields.pop()
+    return fields
 
 
-def _tag(tag: str) -> str:
-    if not tag:
-        return ""
-    kind = " class=g" if tag.startswith("source") else " class=w" if "wait" in tag else ""
-    return f"<em{kind}>{escape(tag)}</em>"
-
-
-def _rows(drawn: Layout, axis_s: float) -> list[str]:
-    out = []
-    for group in drawn.groups:
-        note = f"<span>{escape(group.note)}</span>" if group.note else ""
-        out.append(f"<h4>{escape(group.title)}{note}</h4>")
-        for row in group.rows:
-            bars = "".join(_bar(bar, axis_s) for bar in row.bars)
-            out.append(f"<p><b>{_tag(row.tag)}{escape(row.label)}</b><span>{bars}</span></p>")
-    return out
+def _data(drawn: Layout, step: float, ticks: int) -> str:
+    groups = [
+        [
+            group.title,
+            group.note,
+            [[row.label, row.tag, [_bar(b) for b in row.bars]] for row in group.rows],
+        ]
+        for group in drawn.groups
+    ]
+    text = json.dumps(
+        {"a": [_t(step), ticks], "g": groups}, ensure_ascii=False, separators=(",", ":")
+    )
+    return text.replace("<", "\\u003c")  # nothing in it can end its <script> element
 
 
 WATERFALL_KEY = (
@@ -117,27 +174,17 @@ WATERFALL_KEY = (
 
 
 def render_waterfall(report: Report, *, open_: bool = False) -> str:
-    """The report's timeline as a ``<details>`` section ("" when it has none)."""
+    """The report's timeline as a ``<details>`` section ("" when it has none), drawn by
+    :data:`WATERFALL_JS` from its data block."""
     timeline = report.timeline
     if timeline is None or not timeline.spans:
         return ""
     drawn = layout(timeline, report)
     step, ticks = axis(drawn.wall_s)
-    axis_s = step * ticks
-    labels = "".join(
-        f'<i style="left:{_pct(i * step, axis_s)}">{_seconds(i * step)}</i>'
-        for i in range(1, ticks + 1)
-    )
-    body = "\n".join(_rows(drawn, axis_s))
     return (
         f'<details class="timeline"{" open" if open_ else ""}><summary>Timeline '
         f"<small>{escape(summary_line(timeline))}</small></summary>\n"
-        f'<div class="wf" style="--t:{_pct(step, axis_s)}">\n'
-        f'<p class="a"><b></b><span>{labels}</span></p>\n{body}\n{WATERFALL_KEY}</div></details>\n'
+        f'<div class="wf"><script type="application/json">{_data(drawn, step, ticks)}</script>'
+        "<noscript>The timeline is drawn by a script of this file.</noscript>\n"
+        f"{WATERFALL_KEY}</div></details>\n"
     )
-
-
-def _seconds(value: float) -> str:
-    if value >= 60:
-        return f"{value / 60:g} min"
-    return f"{value:g} s"

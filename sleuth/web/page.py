@@ -8,12 +8,14 @@ inserted as HTML.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from importlib.resources import files
 
 from sleuth._version import __version__
 from sleuth.report.html import REPORT_CSS
-from sleuth.report.waterfall import WATERFALL_KEY
+from sleuth.report.tree import STATUS
+from sleuth.report.waterfall import WATERFALL_JS, WATERFALL_KEY
 
 __all__ = ["render_page"]
 
@@ -57,8 +59,7 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-queries{display:flex;flex-wrap:wrap;gap:.35rem;margin:0 0 .6rem;padding:0;list-style:none}
 #ui-queries li{background:#e8f0fa;color:#0b4b8a;border-radius:999px;padding:.1rem .6rem;
  font-size:.82rem}
-#ui-tree{list-style:none;margin:0 0 .6rem;padding:0;font:12.5px/1.45 ui-monospace,monospace}
-#ui-tree li{padding:.1rem 0;overflow-wrap:anywhere}
+#ui-tree{max-width:none}#ui-tree .qtree{margin:.4rem 0 .8rem}
 #ui-log{list-style:none;margin:0;padding:0;max-height:15rem;overflow:auto;font:12.5px/1.45
  ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;border-top:1px solid #eef1f4}
 #ui-log li{padding:.12rem 0;border-bottom:1px solid #f1f3f5;overflow-wrap:anywhere}
@@ -81,7 +82,8 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 PAGE_JS = r"""
 "use strict";
 const $ = (sel) => document.querySelector(sel);
-const state = {source: null, runId: null, t0: 0, timer: null, counts: {}, timeline: ""};
+const state = {source: null, runId: null, t0: 0, timer: null, counts: {}, timeline: "",
+               tree: ""};
 const COUNTERS = ["queries", "searches", "hits", "fetched", "failed", "tokens"];
 
 function text(el, value) { el.textContent = value; return el; }
@@ -150,23 +152,62 @@ function onProgress(ev) {
   setStatus(e.kind + ": " + e.message);
 }
 function treeNode(d) {
-  // deep mode: one line per question of the tree, updated as it is researched
-  const list = $("#ui-tree");
-  list.hidden = false;
-  let li = list.querySelector('[data-node="' + CSS.escape(d.node) + '"]');
+  // deep mode: the tree of questions, each node updated as it is researched, drawn as
+  // the report draws its tree (sleuth/report/tree.py: the same class names)
+  const box = $("#ui-tree");
+  box.hidden = false;
+  const root = box.querySelector("ul");
+  const find = (id) => root.querySelector('li[data-node="' + CSS.escape(id) + '"]');
+  let li = find(d.node);
   if (!li) {
     li = document.createElement("li");
     li.dataset.node = d.node;
-    li.style.paddingLeft = (Math.max(0, (d.level || 1) - 1) * 1.2) + "rem";
+    li.append(document.createElement("div"));
+    const parent = d.parent ? find(d.parent) : null;
+    let list = root;
+    if (parent) {
+      list = parent.querySelector(":scope > ul");
+      if (!list) list = parent.appendChild(document.createElement("ul"));
+    }
     list.append(li);
   }
-  const pages = d.wanted ? " " + d.read + "/" + d.wanted + " pages" : "";
-  text(li, "L" + d.level + " · " + d.node + " " + d.status + pages + " — " + d.question);
+  const status = String(d.status || "");
+  li.dataset.status = status;
+  const span = (cls, value) => {
+    const el = text(document.createElement("span"), value);
+    el.className = cls;
+    return el;
+  };
+  const [label, meaning] = TREE_STATUS[status] || [status, ""];
+  const pill = span("st " + status, label);
+  pill.title = meaning;
+  const parts = [pill, span("n", d.node), span("q", String(d.question || ""))];
+  const meta = [];
+  if (d.wanted) meta.push(d.read + " of " + d.wanted + " pages read");
+  if (d.note && status !== "done") meta.push(String(d.note));
+  if (meta.length) parts.push(span("m", meta.join(" · ")));
+  li.firstChild.replaceChildren(...parts);
+  const counts = {};
+  root.querySelectorAll("li").forEach((n) => {
+    const label = (TREE_STATUS[n.dataset.status] || [n.dataset.status])[0];
+    counts[label] = (counts[label] || 0) + 1;
+  });
+  const total = root.querySelectorAll("li").length;
+  text(box.querySelector("small"), count(total, "question", "questions") + ": " +
+       Object.entries(counts).map(([k, n]) => n + " " + k).join(", "));
 }
 function showReport(html) {
   const card = $("#ui-report-card");
   $("#ui-report").innerHTML = html;  // built by sleuth.report.html: all page text escaped
   Waterfall.applyStyles($("#ui-report"));
+  SleuthTimeline($("#ui-report"));  // a stored run's timeline, drawn from its data
+  // A deep research's finished tree (its sources and sections linked into the report
+  // below) takes the live one's place, where the user watched it grow.
+  const tree = $("#ui-report details.qtree");
+  if (tree && !$("#ui-tree").hidden) {
+    tree.open = true;
+    $("#ui-tree details.qtree").replaceWith(tree);
+  }
   card.hidden = false;
 }
 function onReport(ev) {
@@ -179,6 +220,7 @@ function onReport(ev) {
     Waterfall.reset(null);
     $("#ui-timeline").innerHTML = r.timeline_html;  // built by sleuth.report.waterfall: escaped
     Waterfall.applyStyles($("#ui-timeline"));
+    SleuthTimeline($("#ui-timeline"));
   }
   const links = $("#ui-actions");
   links.hidden = false;
@@ -223,7 +265,7 @@ function attach(id, events, question, ownT0) {
   busy(true);
   resetCounters();
   $("#ui-queries").replaceChildren();
-  $("#ui-tree").replaceChildren();
+  $("#ui-tree").innerHTML = state.tree;  // the empty live tree
   $("#ui-tree").hidden = true;
   $("#ui-log").replaceChildren();
   $("#ui-timeline").innerHTML = state.timeline;  // the empty live waterfall
@@ -332,6 +374,7 @@ async function init() {
   $("#ui-form").addEventListener("submit", start);
   $("#ui-stop").addEventListener("click", stop);
   state.timeline = $("#ui-timeline").innerHTML;
+  state.tree = $("#ui-tree").innerHTML;
   // Every run, however started, is shown live as soon as it starts.
   const live = new EventSource("/api/live");
   live.addEventListener("run", (ev) => {
@@ -388,7 +431,8 @@ PAGE_HTML = """<!DOCTYPE html>
 <div class="counter"><b id="ui-c-tokens">0</b><span id="ui-c-tokens-label">tokens</span></div>
 </div>
 <ul id="ui-queries"></ul>
-<ul id="ui-tree" hidden></ul>
+<div class="sleuth-report" id="ui-tree" hidden><details class="qtree" open><summary>Question
+ tree <small></small></summary><div><ul></ul></div></details></div>
 <div class="sleuth-report" id="ui-timeline"><details class="timeline" open><summary>Timeline
  <small>each request as it happens</small></summary><div class="wf" id="ui-wf"><p class="a">
 <b></b><span></span></p>{key}</div></details></div>
@@ -407,7 +451,9 @@ PAGE_HTML = """<!DOCTYPE html>
 <p class="note">sleuth {version}</p>
 </aside>
 </div>
-<script nonce="{nonce}">{waterfall}
+<script nonce="{nonce}">{timeline}
+const TREE_STATUS = {status};
+{waterfall}
 {js}</script>
 </body>
 </html>
@@ -421,6 +467,8 @@ def render_page(nonce: str) -> str:
         css=PAGE_CSS + REPORT_CSS,
         js=PAGE_JS,
         waterfall=_waterfall_js(),
+        timeline=WATERFALL_JS,
+        status=json.dumps({k: list(v) for k, v in STATUS.items()}),
         key=WATERFALL_KEY.replace(' style="', ' data-s="'),
         version=__version__,
     )

@@ -216,7 +216,7 @@ class Explorer:
         )
         lists = self._deal(branches, ranked, share)
         await gather_or_cancel(
-            self._guarded(b, self._read(b, c, cands))
+            self._told(b, self._guarded(b, self._read(b, c, cands)))
             for b, c, cands in zip(branches, contexts, lists, strict=True)
         )
         for branch, bctx in zip(branches, contexts, strict=True):
@@ -224,7 +224,12 @@ class Explorer:
             self.ctx.tally.shown |= bctx.tally.shown
             self.ctx.tally.picks.update(bctx.tally.picks)
             self.ctx.record_stage("node", branch.node())
-            self._tell(branch)
+
+    async def _told(self, branch: Branch, work: Awaitable[None]) -> None:
+        """``work``, then the branch's end told as it comes (the live tree does not wait
+        for the level's slowest branch)."""
+        await work
+        self._tell(branch)
 
     def _deal(
         self, branches: list[Branch], ranked: list[list[Candidate] | None], share: int
