@@ -51,6 +51,7 @@ STAGE_ORDER = [
     "rank",
     "select",
     "read",
+    "judge",
     "relevance",
     "write",
     "explore",
