@@ -34,9 +34,16 @@ PAGE_TIMEOUT = 5.0
 MODEL = "scripted-model"
 
 
+#: The tests here are about every model call of a run, so the model is asked to choose
+#: the results and to summarise each page whatever the judgement and the context would
+#: decide (tests/test_fewer_calls.py: the default, which asks it less).
+EVERY_CALL = {"summaries": "always", "select": "model"}
+
+
 def options(web: OfflineWeb, **extra: Any) -> dict[str, Any]:
     """research() keywords for a run against the offline web and its model."""
     return {
+        **EVERY_CALL,
         "search": "searxng",
         "searxng_url": web.searxng_url,
         "allow_private_urls": True,
@@ -59,6 +66,7 @@ def cli_args(web: OfflineWeb, *extra: str, model: bool = True) -> list[str]:
     ]
     if model:
         args += ["--base-url", web.llm_url, "--model", MODEL]
+        args += ["--summaries", EVERY_CALL["summaries"], "--select", EVERY_CALL["select"]]
     return [*args, *extra]
 
 

@@ -160,8 +160,9 @@ class Window:
 
         Only once nothing more can start (no candidate left to try, no fuller ranking
         coming), at least one page is read and none is being judged: the downloads still
-        out are then all the run waits for, each until its own bound (:meth:`bound`) and
-        at least ``Waits.last_min_s`` from its start. Without this a page that never
+        out are then all the run waits for, each until its own bound (:meth:`bound`) and,
+        when its search result looks on-topic (the gate's ``likely``), at least
+        ``Waits.last_min_s`` from its start. Without this a page that never
         finishes held the run to its download cap (15 s) for a fifth source; with the
         bound alone (floor 1 s) HotpotQA all-gold recall fell 18 -> 12 of 30, slow gold
         pages cut; with 5 s it stays 18 (seed 8; 16 on seed 9, as before) and the suite
@@ -176,8 +177,15 @@ class Window:
             or any(is_local(c) for c in g.running.values())
         ):
             return None
+        # The floor is for pages that may become sources: one whose search result the
+        # gate finds off-topic is worth no more than its bound.
         end = max(
-            max(self.bound(g, task), g.launched[c.canonical_url] + self.waits.last_min_s)
+            max(
+                self.bound(g, task),
+                g.launched[c.canonical_url] + self.waits.last_min_s
+                if g.gate.likely(c)
+                else -math.inf,
+            )
             for task, c in g.running.items()
         )
         return None if math.isinf(end) else end
