@@ -129,3 +129,14 @@ def extraction_spy(monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
         return names
 
     return start
+
+
+@pytest.fixture(autouse=True)
+def every_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's model tests were written around every call a run can make (the model
+    chooses the results, summarises each page): they keep asking for them, as a user
+    would (``SLEUTH_SELECT``, ``SLEUTH_SUMMARIES``). The defaults, which ask the model
+    only to plan and write when the judgement is clear and the passages fit, are
+    tested in test_fewer_calls.py, which sets them explicitly."""
+    monkeypatch.setenv("SLEUTH_SELECT", "model")
+    monkeypatch.setenv("SLEUTH_SUMMARIES", "always")
