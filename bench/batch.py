@@ -5,8 +5,8 @@ What it measures (issue 25's targets), each with the CLI in a fresh subprocess a
 the latency world (:mod:`bench.world`, full latency, depth 2, 5 sources, store on in a
 fresh home):
 
-* **speed-up**: ``sleuth batch --jobs 32`` over N questions (default 200: see
-  :func:`batch_questions`), against N
+* **speed-up**: ``sleuth batch --jobs 32`` over N questions of a split (default 200 of
+  the tune split: see :func:`batch_questions`), against N
   sequential ``sleuth`` runs, one process each. The sequential time is extrapolated from
   a sample (``--sample`` questions evenly spaced through the list, run one after the
   other sharing one home like a shell loop would): N × their mean wall. No model, then
@@ -36,7 +36,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,22 +46,25 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.client import WorldProcess, hotpot_questions, world  # noqa: E402
-from bench.run import HWM_WRAPPER  # noqa: E402  (the child reports its own VmHWM)
-from bench.topics import CANDIDATES  # noqa: E402
+from bench.batch_log import manners, tree_pss_kib  # noqa: E402
+from bench.client import WorldProcess, hotpot_split, world  # noqa: E402
+from bench.footprint import HWM_WRAPPER  # noqa: E402  (the child reports its own VmHWM)
+from bench.hosts import HOST_MODES  # noqa: E402
+from bench.parts import Context, Figures  # noqa: E402
+from bench.splits import SPLITS, TestSplitRefused, chosen  # noqa: E402
+from bench.topics import split_questions  # noqa: E402
 from bench.world import MODEL, data_dir  # noqa: E402
 
 
-def batch_questions(n: int) -> list[str]:
-    """``n`` questions: the bench topics (:data:`bench.topics.CANDIDATES`, the timing
-    questions among them), HotpotQA's (100), then one question on each HotpotQA
-    paragraph's subject ("What is known about Demon Dice?") in the corpus's order."""
-    topics = [q for _, q, _ in CANDIDATES]
-    hotpot = data_dir() / "hotpotqa"
-    data = hotpot_questions()
-    titles = json.loads((hotpot / "hotpotqa_train_corpus.json").read_text("utf-8"))
+def batch_questions(n: int, split: str = "tune") -> list[str]:
+    """``n`` questions of ``split``: its timing questions (:mod:`bench.topics`), its
+    HotpotQA questions, then one question on the subject of each paragraph of those
+    questions' contexts ("What is known about Demon Dice?"), in question order."""
+    topics = [q for _, q in split_questions(split)]
+    hotpot = hotpot_split(split)
+    titles = dict.fromkeys(title for q in hotpot for title, _ in q["context"])
     subjects = [f"What is known about {title}?" for title in titles]
-    return (topics + [q["question"] for q in data] + subjects)[:n]
+    return (topics + [q["question"] for q in hotpot] + subjects)[:n]
 
 
 def run_args(w: WorldProcess, llm: bool, home: Path) -> list[str]:
@@ -81,32 +84,6 @@ def run_args(w: WorldProcess, llm: bool, home: Path) -> list[str]:
     if llm:
         return [*args, "--base-url", w.llm_url, "--model", MODEL, "--context-window", "32768"]
     return [*args, "--no-llm"]
-
-
-def _tree_pss_kib(root: int) -> int:
-    """Memory of ``root`` and its descendants (KiB): the sum of their PSS (each page shared
-    by N processes counted 1/N in each: the forked extraction workers share most of theirs),
-    from /proc."""
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
-                children[ppid].append(int(entry))
-            except (OSError, ValueError, IndexError):
-                pass
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        try:
-            with open(f"/proc/{pid}/smaps_rollup") as rollup:
-                line = next((x for x in rollup if x.startswith("Pss:")), "Pss: 0 kB")
-            total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
 
 
 @dataclass
@@ -161,7 +138,7 @@ def run_batch(
         def sample() -> None:
             nonlocal peak
             while not stop.wait(0.2):
-                peak = max(peak, _tree_pss_kib(proc.pid))
+                peak = max(peak, tree_pss_kib(proc.pid))
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
@@ -219,18 +196,6 @@ def sequential(w: WorldProcess, questions: Sequence[str], sample: int, llm: bool
                 flush=True,
             )
     return walls
-
-
-def manners(log: list[dict[str, Any]]) -> tuple[int, int, float | None]:
-    """Page fetches, duplicate fetches (same URL again), smallest start gap on one host."""
-    pages = [e for e in log if e.get("kind") == "page"]
-    counts = Counter(e["key"] for e in pages)
-    starts: dict[str, list[float]] = defaultdict(list)
-    for e in pages:
-        host = e["key"].split("/")[2]
-        starts[host].append(float(e["start"]))
-    gaps = [b - a for s in starts.values() for a, b in zip(sorted(s), sorted(s)[1:], strict=False)]
-    return len(pages), sum(n - 1 for n in counts.values()), min(gaps) if gaps else None
 
 
 def sources(lines: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -318,6 +283,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="tune",
+        help="whose questions (test runs only through python -m bench --final)",
+    )
+    parser.add_argument("--hosts", choices=HOST_MODES, default="site", help="bench.world --hosts")
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=32)
     parser.add_argument(
@@ -345,7 +317,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="--llm-concurrency for the batch with a model (default: sleuth's, 8)",
     )
     parser.add_argument(
-        "--skip", action="append", default=[], choices=("llm", "memory", "kill", "sequential")
+        "--skip",
+        action="append",
+        default=[],
+        choices=("llm", "memory", "kill", "sequential"),
+        help="leave a measure out (sequential: the baselines of both speed-ups)",
     )
     return parser.parse_args(argv)
 
@@ -360,15 +336,17 @@ def _median_p90(lines: list[dict[str, Any]]) -> str:
 
 def _main_rows(w: WorldProcess, qs: list[str], run: Batch, args: argparse.Namespace) -> list[str]:
     """The no-model batch: wall, manners, memory, and the sequential baseline."""
-    fetches, dups, gap = manners(run.log)
+    m = manners(run.log)
     done = sum(1 for line in run.lines if line["status"] == "done")
     rows = [
         f"| batch wall, {len(qs)} questions, no model | {run.wall:.0f} s "
         f"({done} done; {run.cpu_s:.0f} CPU-s) | |",
         f"| per question, in the batch: median / p90 wall | {_median_p90(run.lines)} | |",
-        f"| page fetches / duplicates | {fetches} / {dups} | 0 duplicates |",
-        f"| smallest start gap, one host | "
-        f"{'no host asked twice' if gap is None else f'{gap:.3f} s'} | ≥ --host-delay |",
+        f"| page fetches / duplicates | {m.fetches} / {m.duplicates} | 0 duplicates |",
+        f"| starts on one host closer than 0.2 s (--host-delay), as the world saw them | "
+        f"{m.close} of {m.pairs}; smallest "
+        f"{'–' if m.smallest is None else f'{m.smallest:.3f} s'} | 0 |",
+        f"| the host asked most | {m.busiest[0]}: {m.busiest[1]} requests | |",
         f"| peak memory (main RSS / PSS with extraction workers) | "
         f"{run.hwm_mb:.0f} / {run.tree_mb:.0f} MB | ≤ 400 MB |",
     ]
@@ -390,13 +368,17 @@ def _llm_rows(w: WorldProcess, qs: list[str], args: argparse.Namespace) -> list[
     print("batch, scripted model...", file=sys.stderr, flush=True)
     more = [] if args.llm_concurrency is None else ["--llm-concurrency", str(args.llm_concurrency)]
     run = run_batch(w, lq, args.jobs, True, more)
+    limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
+    rows = [f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |"]
+    if "sequential" in args.skip:
+        return rows
     walls = sequential(w, lq, args.llm_sample, True)
     extrapolated = statistics.fmean(walls) * len(lq)
-    limit = f", --llm-concurrency {args.llm_concurrency}" if more else ""
     return [
-        f"| batch wall, {len(lq)} questions, scripted model{limit} | {run.wall:.0f} s | |",
+        *rows,
         f"| sequential, scripted model: {len(walls)} runs, mean "
-        f"{statistics.fmean(walls):.1f} s × {len(lq)} | {extrapolated:.0f} s | |",
+        f"{statistics.fmean(walls):.1f} s (range {min(walls):.1f}-{max(walls):.1f}) "
+        f"× {len(lq)} | {extrapolated:.0f} s | |",
         f"| speed-up, scripted model | {extrapolated / run.wall:.1f}× | ≥ 10× |",
     ]
 
@@ -447,18 +429,17 @@ def _memory_rows(
     return rows
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parse(argv)
-    if not (data_dir() / "hotpotqa").is_dir():
-        print(f"no benchmark data at {data_dir()}; nothing to do")
-        return 0
-    qs = batch_questions(args.questions)
-    print(
-        f"## Batch ({len(qs)} questions, --jobs {args.jobs}, seed {args.seed}, load "
-        f"{os.getloadavg()[0]:.1f} at start)\n"
+def measure(args: argparse.Namespace, final: bool = False) -> str:
+    """Every measure ``args`` asks for, as a Markdown table (the test split only when
+    ``final``)."""
+    (split,) = chosen([args.split], final)
+    qs = batch_questions(args.questions, split)
+    head = (
+        f"({len(qs)} questions of the {split} split, --jobs {args.jobs}, seed {args.seed}, "
+        f"{args.hosts} hosts, load {os.getloadavg()[0]:.1f} at start)"
     )
     rows = ["| measure | value | target |", "|---|---:|---:|"]
-    with world(args.seed) as w:
+    with world(args.seed, args=["--hosts", args.hosts]) as w:
         print("batch, no model...", file=sys.stderr, flush=True)
         first = run_batch(w, qs, args.jobs, False)
         rows += _main_rows(w, qs, first, args)
@@ -476,8 +457,32 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{k['recorded']}/{k['questions']} recorded, {k['twice']} twice, "
                 f"{k['done']} done | each once |"
             )
-    print("\n".join(rows))
-    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    rows.append(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    return head + "\n\n" + "\n".join(rows)
+
+
+def part(ctx: Context) -> Figures:
+    """The batch part on ``ctx.split``'s questions (its own worlds; no Ray)."""
+    argv = ["--seed", str(ctx.seed), "--split", ctx.split, "--hosts", ctx.hosts]
+    if ctx.limit:
+        argv += ["--questions", str(ctx.limit), "--llm-questions", str(ctx.limit)]
+        argv += ["--memory", str(ctx.limit), "--sample", "2", "--llm-sample", "1"]
+    print("sleuth batch (its own worlds)...", file=sys.stderr)
+    text = measure(_parse(argv), ctx.final)
+    return Figures(f"## Batch {text}\n", text, {"argv": argv})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    try:
+        chosen([args.split])
+    except TestSplitRefused as refused:
+        print(f"python -m bench.batch: {refused}", file=sys.stderr)
+        return 2
+    if not (data_dir() / "hotpotqa").is_dir():
+        print(f"no benchmark data at {data_dir()}; nothing to do")
+        return 0
+    print(f"## Batch {measure(args)}")
     return 0
 
 

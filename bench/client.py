@@ -19,9 +19,18 @@ from typing import Any
 
 import httpx
 
+from bench.splits import HOTPOTQA
 from bench.world import MODEL, REPO, data_dir
 
-__all__ = ["WorldProcess", "cited_ids", "cited_urls", "world"]
+__all__ = [
+    "WorldProcess",
+    "cited_ids",
+    "cited_urls",
+    "gold_shares",
+    "hotpot_questions",
+    "hotpot_split",
+    "world",
+]
 
 
 # -- the world, in its own process ---------------------------------------------------------
@@ -148,6 +157,14 @@ def hotpot_questions(n: int | None = None) -> list[dict[str, Any]]:
     """The HotpotQA questions of the benchmark data (the first ``n``; all when None)."""
     data = json.loads((data_dir() / "hotpotqa" / "hotpotqa_train.json").read_text("utf-8"))
     return list(data[:n])
+
+
+def hotpot_split(split: str, limit: int | None = None) -> list[dict[str, Any]]:
+    """The HotpotQA questions of ``split`` (:data:`bench.splits.HOTPOTQA`), the first
+    ``limit`` of them when given. Callers check the split (:func:`bench.splits.chosen`)."""
+    every = hotpot_questions()
+    chosen = [every[i] for i in HOTPOTQA[split] if i < len(every)]
+    return chosen[:limit] if limit else chosen
 
 
 def gold_shares(

@@ -2,12 +2,13 @@
 
 Three measures (see bench/README.md, "Deep research"):
 
-1. **Evidence recall without a model** on the HotpotQA questions the world serves: the
-   share of questions whose report cites every gold page, deep mode (its defaults: 20
-   sources, breadth 4, 2 levels) against quick mode (5 sources), bridge and comparison
-   questions apart. Questions 0–49 are the *tune* split (what the no-model second hop
-   was developed on); 50–99 are *held out* and reported on their own.
-2. **Timing with the scripted model** (latency on): each timing question once per mode;
+1. **Evidence recall without a model** on the split's HotpotQA questions
+   (:data:`bench.splits.HOTPOTQA`; tune is what the no-model second hop was developed
+   on): the share of questions whose report cites every gold page, deep mode (its
+   defaults: 20 sources, breadth 4, 2 levels) against quick mode (5 sources), bridge and
+   comparison questions apart.
+2. **Timing with the scripted model** (latency on): each of the split's first timing
+   questions (``--deep-timing``) once per mode;
    wall time against the deep run's critical path (:func:`deep_path`), model calls,
    tokens per cited source, fetches and duplicate fetches, citations that do not
    resolve, and whether the fabricated citation and URL that the world's model plants in
@@ -30,8 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.client import WorldProcess, cited_ids, cited_urls, gold_shares, hotpot_questions
+from bench.client import WorldProcess, cited_ids, cited_urls, gold_shares, hotpot_split
+from bench.parts import Context, Figures
+from bench.splits import chosen
 from bench.timing import measure
+from bench.topics import split_questions
 from bench.world import REPO
 
 __all__ = [
@@ -39,6 +43,7 @@ __all__ = [
     "Recall",
     "deep_path",
     "deep_rss",
+    "part",
     "parts_table",
     "recall_table",
     "run_deep_recall",
@@ -47,7 +52,6 @@ __all__ = [
     "timing_table",
 ]
 
-TUNE = 50  # questions [0, 50) tune the no-model second hop; [50, 100) are held out
 PLANTED = ("https://planted.invalid/", "[99]")  # sleuth.testing.researcher's plant
 
 
@@ -68,9 +72,10 @@ class Recall:
         return self.all_gold / self.questions if self.questions else float("nan")
 
 
-def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100) -> list[Recall]:
-    """Quick then deep, no model, over the first ``count`` HotpotQA questions."""
-    questions = hotpot_questions(count)
+def run_deep_recall(
+    w: WorldProcess, jobs: int, scale: float, split: str, questions: Sequence[dict[str, Any]]
+) -> list[Recall]:
+    """Quick then deep, no model, over ``questions`` (of ``split``)."""
     rows: list[Recall] = []
     w.scale(scale)
     try:
@@ -85,8 +90,7 @@ def run_deep_recall(w: WorldProcess, jobs: int, scale: float, count: int = 100) 
 
             shares, wall = gold_shares(w, questions, options, jobs)
             hits = [share == 1.0 for share in shares]
-            for n, (q, hit) in enumerate(zip(questions, hits, strict=True)):
-                split = "tune" if n < TUNE else "held out"
+            for q, hit in zip(questions, hits, strict=True):
                 for kind in (q["type"], "all"):
                     row = next(
                         (r for r in rows if (r.mode, r.split, r.kind) == (mode, split, kind)), None
@@ -333,7 +337,7 @@ def parts_table(rows: Sequence[DeepRow]) -> str:
 def deep_rss(w: WorldProcess, question: str, sources: int = 40) -> tuple[float, float, int]:
     """Peak RSS (MB, the child's own VmHWM), wall (s) and sources read of one CLI deep run
     reading ``sources`` sources with the scripted model, in a fresh process."""
-    from bench.run import HWM_WRAPPER
+    from bench.footprint import HWM_WRAPPER
 
     args = list(w.cli_args(True))
     at = args.index("--max-sources")
@@ -382,3 +386,48 @@ def summary_line(rows: Sequence[DeepRow]) -> str:
         if ratios:
             out.append(f"{mode} median wall/path {statistics.median(ratios):.2f}")
     return "; ".join(out)
+
+
+def part(ctx: Context) -> Figures:
+    """The deep part on ``ctx.split``: recall on its HotpotQA questions, timing on its
+    first ``--deep-timing`` timing questions, memory on its first."""
+    (split,) = chosen([ctx.split], ctx.final)
+    w, args = ctx.world, ctx.args
+    assert w is not None
+    print("deep: HotpotQA recall without a model, quick then deep...", file=sys.stderr)
+    questions = hotpot_split(split, ctx.limit)
+    recall = run_deep_recall(w, args.deep_jobs, args.deep_scale, split, questions)
+    timing = ctx.cut(split_questions(split)[: args.deep_timing])
+    print("deep: timing with the scripted model...", file=sys.stderr)
+    rows = run_deep_timing(w, timing)
+    print("deep: memory of a 40-source run...", file=sys.stderr)
+    from bench.footprint import peak_rss
+
+    question = timing[0][1]
+    rss, wall, read = deep_rss(w, question)
+    quick_rss, quick_wall = peak_rss(w, question, True)
+    out = [
+        ctx.heading(
+            "Deep research: HotpotQA all-gold recall, no model",
+            f"latency ×{args.deep_scale:g}",
+            f"{args.deep_jobs} at once",
+        ),
+        f"\n{recall_table(recall)}\n",
+        ctx.heading("Deep research: timing with the scripted model", "full latency"),
+        f"\n{timing_table(rows)}\n\nDeep critical path, its parts (s):\n\n{parts_table(rows)}\n",
+        ctx.heading("Deep research: memory", timing[0][0]),
+        "\n| measure | value | target |\n|---|---:|---:|",
+        f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
+        f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |",
+        f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
+        f"| {quick_rss:.0f} MB | |\n",
+    ]
+    data = {
+        "recall": [vars(r) for r in recall],
+        "timing": [vars(r) for r in rows],
+        "rss_mb": rss,
+        "rss_sources": read,
+        "quick_rss_mb": quick_rss,
+    }
+    settings = {"scale": args.deep_scale, "jobs": args.deep_jobs, "questions": len(questions)}
+    return Figures("\n".join(out), data, settings)

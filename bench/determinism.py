@@ -1,13 +1,14 @@
 """Determinism: do two identical documents-mode runs pick the same sources? (issue 23)
 
 The 994 paragraphs of ``hotpotqa_train_corpus.json`` are written as one text file each
-(title, blank line, text) into a folder; each of the first ``--questions`` HotpotQA
-questions is researched twice over it (``--docs``, search ``local``, no model, one
-store shared by both rounds, as a person rerunning a question would), and the sources
-of the two rounds compared question by question.
+(title, blank line, text) into a folder; each HotpotQA question of the split
+(:data:`bench.splits.HOTPOTQA`; ``--questions``: the first N) is researched twice over
+it (``--docs``, search ``local``, no model, one store shared by both rounds, as a person
+rerunning a question would), and the sources of the two rounds compared question by
+question.
 
-    python -m bench.determinism                      # 100 questions, ~2 min on 2 cores
-    python -m bench.determinism --questions 30 --folder build/hotpot-docs
+    python -m bench.determinism                      # the 50 tune questions, ~1 min
+    python -m bench.determinism --split dev --folder build/hotpot-docs
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.client import hotpot_questions
+from bench.client import hotpot_split
+from bench.parts import Context, Figures
+from bench.splits import SPLITS, TestSplitRefused, chosen
 from bench.world import REPO, data_dir
 
 
@@ -53,31 +56,51 @@ async def rounds(questions: list[str], folder: Path, home: Path) -> list[list[li
     return out
 
 
+def measure(split: str, limit: int | None, folder: Path, final: bool = False) -> str:
+    """Both rounds over the split's questions; the Markdown table (differences on stderr)."""
+    (split,) = chosen([split], final)
+    questions = [q["question"] for q in hotpot_split(split, limit)]
+    write_folder(folder)
+    with tempfile.TemporaryDirectory() as home:
+        first, second = asyncio.run(rounds(questions, folder, Path(home)))
+    same = sum(a == b for a, b in zip(first, second, strict=True))
+    for n, (a, b) in enumerate(zip(first, second, strict=True)):
+        if a != b:
+            print(f"question {n}: {a} then {b}", file=sys.stderr)
+    return (
+        f"| questions | same sources both runs | sources per question |\n|---:|---:|---:|\n"
+        f"| {len(questions)} | {same} | {statistics.fmean(map(len, first)):.2f} |"
+    )
+
+
+def part(ctx: Context) -> Figures:
+    """The determinism part on ``ctx.split``'s HotpotQA questions (no world: documents)."""
+    print("determinism (documents mode, twice)...", file=sys.stderr)
+    text = measure(ctx.split, ctx.limit, REPO / "build" / "hotpot-docs", ctx.final)
+    head = ctx.heading("Determinism: documents mode twice, no model")
+    return Figures(f"{head}\n\n{text}\n", text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.determinism",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--questions", type=int, default=100)
+    parser.add_argument("--split", choices=SPLITS, default="tune")
+    parser.add_argument("--questions", type=int, default=None, help="the first N of the split")
     parser.add_argument("--folder", type=Path, default=REPO / "build" / "hotpot-docs")
     args = parser.parse_args(argv)
+    try:
+        chosen([args.split])
+    except TestSplitRefused as refused:
+        print(f"python -m bench.determinism: {refused}", file=sys.stderr)
+        return 2
     path = data_dir() / "hotpotqa" / "hotpotqa_train.json"
     if not path.is_file():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
-    questions = [q["question"] for q in hotpot_questions(args.questions)]
-    write_folder(args.folder)
-    with tempfile.TemporaryDirectory() as home:
-        first, second = asyncio.run(rounds(questions, args.folder, Path(home)))
-    same = sum(a == b for a, b in zip(first, second, strict=True))
-    print(
-        f"| questions | same sources both runs | sources per question |\n|---:|---:|---:|\n"
-        f"| {len(questions)} | {same} | {statistics.fmean(map(len, first)):.2f} |"
-    )
-    for n, (a, b) in enumerate(zip(first, second, strict=True)):
-        if a != b:
-            print(f"question {n}: {a} then {b}", file=sys.stderr)
+    print(measure(args.split, args.questions, args.folder))
     return 0
 
 

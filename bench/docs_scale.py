@@ -28,10 +28,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # python bench/docs_scale.py
     sys.path.insert(0, str(REPO))
 
+from bench.parts import Context, Figures  # noqa: E402
 from sleuth.extraction.documents import DocumentExtractor  # noqa: E402
 from sleuth.store import Store, index_folder, search_docs  # noqa: E402
 
-__all__ = ["DocsScale", "generate", "measure", "table"]
+__all__ = ["DocsScale", "generate", "measure", "part", "table"]
 
 PER_FOLDER = 100
 WORDS = [
@@ -151,6 +152,16 @@ def table(result: DocsScale) -> str:
             f"| seen after that update | {r.seen.split(' (')[0]} | all yes |",
         ]
     )
+
+
+def part(ctx: Context) -> Figures:
+    """The documents-mode part (no split: the program, on generated notes; a run with
+    ``--limit`` checks it on 1,000 files at most)."""
+    files = min(ctx.args.docs_files, 1_000) if ctx.limit else ctx.args.docs_files
+    print(f"documents mode at {files} files...", file=sys.stderr)
+    docs = measure(files)
+    head = f"## Documents mode, {files:,} files (no split: the program)"
+    return Figures(f"{head}\n\n{table(docs)}\n", vars(docs), {"files": files})
 
 
 def main(argv: Sequence[str] | None = None) -> int:

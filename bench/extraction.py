@@ -6,9 +6,7 @@ fresh clone, in which case this prints why and exits 0):
 * **WCXB** (``wcxb-dev``): 1,497 pages of seven types with human-reviewed main
   text. Score: bag-of-words precision, recall and F1 per page (lowercased ``\\w+``
   tokens, multiset overlap), macro-averaged over pages, exactly as WCXB's
-  ``evaluate.py`` computes them. The dev set is split by a hash of each page's
-  site into *tune* (~70%, the part we looked at while improving the extractor) and
-  *held-out* (~30%, never looked at page by page); both are reported.
+  ``evaluate.py`` computes them.
 * **AEB** (``aeb``, the Article Extraction Benchmark): 119 news/blog articles.
   Score: token 4-gram shingle precision and recall per page, each averaged over
   pages, F1 of the two averages, exactly as AEB's ``evaluate.py``.
@@ -16,22 +14,27 @@ fresh clone, in which case this prints why and exits 0):
   mostly articles, with the text of ``expected.html`` (Readability.js's reviewed
   output) as the reference, scored with AEB's metric.
 
-AEB and Readability are each cut by a hash into *tune* (~70%) and *held-out*
-(~30%), printed as rows of their table: AEB by the page's site, Readability by its
-case name less a trailing number (``nytimes-1``..``nytimes-5`` are one site).
+Every page is in one split (:func:`bench.splits.site_split`, by a hash of its site):
+*tune* (~70% of sites: what the extractor was developed and its block model trained
+on), *dev* (~15%: judge changes here) and *test* (~15%: only ``python -m bench
+--final`` runs it). WCXB prints a table per split; AEB and Readability, a row per
+split. AEB's site is its page's host, Readability's its case name less a trailing
+number (``nytimes-1``..``nytimes-5`` are one site).
 
 Each page is extracted in a small process pool (trafilatura and lxml have crashed
 natively from many threads at once), timing each extractor on it.
 
-    python -m bench.extraction                  # both benchmarks, both splits
-    python -m bench.extraction --split tune --sample 300 --jobs 1
+    python -m bench.extraction                  # every benchmark, tune and dev
+    python -m bench.extraction --split dev --sample 300 --jobs 1
+
+Extractors: sleuth's, plain trafilatura (library defaults) and trafilatura in ``fast``
+mode (``fast=True``: no readability or justext fallback, the way sleuth runs it).
 """
 
 from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -43,19 +46,18 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
 
 if __package__ in (None, ""):  # run as a script: make `import sleuth` work from a checkout
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.data import DataMismatch, data_dir, verify
+from bench.parts import Context, Figures
+from bench.splits import SPLITS, TestSplitRefused, chosen, site_split
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = data_dir()
-EXTRACTORS = ("trafilatura", "sleuth")
+EXTRACTORS = ("trafilatura", "trafilatura-fast", "sleuth")
 TYPE_ORDER = ("article", "documentation", "service", "forum", "collection", "listing", "product")
-# Share of WCXB sites (hash buckets out of 100) that go to the tune split.
-TUNE_PERCENT = 70
 
 
 # ---------------------------------------------------------------- pages
@@ -73,21 +75,8 @@ class Page:
     split: str = "all"
 
 
-def site_split(url: str | None, page_id: str) -> str:
-    """``tune`` or ``heldout``, from a hash of the page's site (its host without ``www.``).
-
-    Splitting by site rather than by page keeps one site's template out of both
-    halves, so what was tuned on one page of a site cannot leak into the score of
-    another. Deterministic across runs and machines.
-    """
-    host = urlsplit(url or "").hostname or ""
-    key = host.removeprefix("www.") or page_id
-    bucket = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16) % 100
-    return "tune" if bucket < TUNE_PERCENT else "heldout"
-
-
 def wcxb_pages(root: Path) -> list[Page]:
-    """Every page of the WCXB dev split with its page type and tune/held-out split."""
+    """Every page of the WCXB dev set with its page type and split."""
     pages = []
     for gt_file in sorted((root / "ground-truth").glob("*.json")):
         data = json.loads(gt_file.read_text(encoding="utf-8"))
@@ -261,6 +250,12 @@ def _plain_trafilatura(html: str, url: str | None) -> str:
     return trafilatura.extract(html) or ""
 
 
+def _fast_trafilatura(html: str, url: str | None) -> str:
+    import trafilatura
+
+    return trafilatura.extract(html, fast=True) or ""
+
+
 def _sleuth(html: str, url: str | None) -> str:
     from sleuth.extraction import extract
 
@@ -269,6 +264,7 @@ def _sleuth(html: str, url: str | None) -> str:
 
 _RUNNERS: dict[str, Callable[[str, str | None], str]] = {
     "trafilatura": _plain_trafilatura,
+    "trafilatura-fast": _fast_trafilatura,
     "sleuth": _sleuth,
 }
 
@@ -467,9 +463,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--split",
-        choices=("tune", "heldout", "both"),
-        default="both",
-        help="WCXB part to run (default: both, reported separately)",
+        action="append",
+        choices=SPLITS,
+        help="the splits to run (repeatable; default: tune and dev, reported apart; "
+        "test runs only through python -m bench --final)",
     )
     parser.add_argument(
         "--type",
@@ -504,13 +501,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def _suites(args: argparse.Namespace) -> Iterable[tuple[str, str, list[Page], bool]]:
+def _suites(
+    args: argparse.Namespace, splits: Sequence[str]
+) -> Iterable[tuple[str, str, list[Page], bool]]:
     """(benchmark, split, pages, per-type rows?) for each table to print."""
     if args.bench in ("wcxb", "all"):
         pages = wcxb_pages(args.data / "wcxb-dev")
         if args.kinds:
             pages = [p for p in pages if p.kind in args.kinds]
-        splits = ("tune", "heldout") if args.split == "both" else (args.split,)
         for split in splits:
             yield (
                 "WCXB dev",
@@ -518,21 +516,67 @@ def _suites(args: argparse.Namespace) -> Iterable[tuple[str, str, list[Page], bo
                 _sample([p for p in pages if p.split == split], args.sample),
                 True,
             )
-    # The articles' rows are their tune and held-out splits (and all).
+    # The articles' rows are their splits (``kind``), and all of those.
     if args.bench in ("aeb", "articles", "all"):
-        yield "AEB", "all", _sample(aeb_pages(args.data / "aeb"), args.sample), True
+        aeb = [p for p in aeb_pages(args.data / "aeb") if p.kind in splits]
+        yield "AEB", "all", _sample(aeb, args.sample), True
     if args.bench in ("readability", "articles", "all"):
-        yield (
-            "Readability",
-            "all",
-            _sample(readability_pages(args.data / "readability"), args.sample),
-            True,
-        )
+        pages = [p for p in readability_pages(args.data / "readability") if p.kind in splits]
+        yield "Readability", "all", _sample(pages, args.sample), True
+
+
+def report(args: argparse.Namespace, final: bool = False, echo: bool = False) -> str:
+    """Run the benchmarks of ``args`` and return their tables (Markdown; ``echo``: also
+    print each as it is done); the test split only when ``final``
+    (:func:`bench.splits.refuse_test`)."""
+    names = [n.strip() for n in args.extractors.split(",") if n.strip()]
+    splits = chosen(args.split or ("tune", "dev"), final)
+    import trafilatura
+
+    out = [
+        f"Extraction quality (trafilatura {trafilatura.__version__}; "
+        f"{args.jobs} worker process(es); splits: {', '.join(splits)})\n"
+    ]
+    for bench, split, pages, by_type in _suites(args, splits):
+        start = time.perf_counter()
+        results = run_extractors(pages, names, args.jobs)
+        score = wcxb_score if bench.startswith("WCXB") else aeb_score
+        what = {
+            "tune": "tune split (~70% of sites; tuned on)",
+            "dev": "dev split (~15% of sites; judge changes here)",
+            "test": "test split (~15% of sites; frozen)",
+        }.get(split, f"the {'/'.join(splits)} pages")
+        title = f"{bench}, {what}: {len(pages)} pages, {time.perf_counter() - start:.0f} s"
+        out.append(format_table(title, build_rows(results, by_type, score), names) + "\n")
+        if echo:
+            print(out[-1], flush=True)
+        if args.dump:
+            tag = "wcxb" if bench.startswith("WCXB") else bench.lower()
+            _dump(args.dump.with_name(f"{args.dump.name}-{tag}-{split}.jsonl"), results)
+    return "\n".join(out)
+
+
+def part(ctx: Context) -> Figures:
+    """The extraction part on ``ctx.split``: a sample of its WCXB pages with all of its AEB
+    and Readability pages (``--extraction sample``, ``--extraction-sample``), or all of
+    them (``--extraction full``, what ``--final`` runs)."""
+    full = ctx.final or ctx.args.extraction == "full"
+    sample = ctx.limit or (None if full else ctx.args.extraction_sample)
+    argv = ["--split", ctx.split] + (["--sample", str(sample)] if sample else [])
+    print(f"extraction ({ctx.split} split, {sample or 'all'} pages a set)...", file=sys.stderr)
+    text = report(parse_args(argv), ctx.final)
+    head = ctx.heading("Extraction", f"{sample or 'all'} pages a benchmark at most")
+    return Figures(f"{head}\n\n{text}", text, {"sample": sample})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmarks and print one table per benchmark and split."""
     args = parse_args(argv)
+    try:
+        chosen(args.split or ())
+    except TestSplitRefused as refused:
+        print(f"python -m bench.extraction: {refused}", file=sys.stderr)
+        return 2
     names = [n.strip() for n in args.extractors.split(",") if n.strip()]
     if unknown := set(names) - set(EXTRACTORS):
         print(f"unknown extractor(s): {', '.join(sorted(unknown))}", file=sys.stderr)
@@ -553,25 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DataMismatch as mismatch:
         print(mismatch, file=sys.stderr)
         return 1
-    import trafilatura
-
-    print(
-        f"## Extraction quality (trafilatura {trafilatura.__version__}; "
-        f"{args.jobs} worker process(es))\n"
-    )
-    for bench, split, pages, by_type in _suites(args):
-        start = time.perf_counter()
-        results = run_extractors(pages, names, args.jobs)
-        score = wcxb_score if bench.startswith("WCXB") else aeb_score
-        what = {
-            "tune": "tune split (~70% of sites; tuned on)",
-            "heldout": "held-out split (~30% of sites; never tuned on)",
-        }.get(split, "all pages")
-        title = f"{bench}, {what}: {len(pages)} pages, {time.perf_counter() - start:.0f} s"
-        print(format_table(title, build_rows(results, by_type, score), names) + "\n", flush=True)
-        if args.dump:
-            tag = "wcxb" if bench.startswith("WCXB") else bench.lower()
-            _dump(args.dump.with_name(f"{args.dump.name}-{tag}-{split}.jsonl"), results)
+    report(args, echo=True)
     return 0
 
 

@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python bench/hostile.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-from bench.run import HWM_WRAPPER  # noqa: E402
+from bench.footprint import HWM_WRAPPER  # noqa: E402
 from sleuth.fetch import Fetcher  # noqa: E402
 from sleuth.llm.parse import parse_indices, parse_list, parse_verdict, strip_think  # noqa: E402
 from sleuth.models import FetchFailure, Page, Report  # noqa: E402
@@ -399,7 +399,7 @@ async def model_cases(web: OfflineWeb, rows: list[Row]) -> None:
 
 
 # -- hostile HTTP replies to a CLI run ----------------------------------------------------------
-# (children report their own VmHWM through bench.run's HWM_WRAPPER)
+# (children report their own VmHWM through bench.footprint's HWM_WRAPPER)
 
 
 @dataclass

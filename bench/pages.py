@@ -12,6 +12,10 @@ search indexes for each page is its main text:
   page (lxml, without scripts, styles, navigation, headers, footers and forms) and
   its ``<title>``.
 
+Each page also keeps the URL it had on the real web where that is known (WCXB's
+``url``, a Readability page's canonical link, a Postlight fixture's name), which the
+world uses to put it on its real site's host.
+
 Where a page has no truth text (two WCXB pages lack ``main_content``, and a few have an
 empty one: a bot wall), the cheap text stands in. Reading titles and texts (about 2 s
 on 2 cores: 1,800 truth files and 300 lxml parses) is done once and cached in
@@ -25,15 +29,16 @@ import hashlib
 import html
 import json
 import os
+import re
 import struct
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-__all__ = ["RealPage", "cheap_text", "read_body", "real_pages"]
+__all__ = ["RealPage", "canonical_url", "cheap_text", "read_body", "real_pages"]
 
-CACHE = Path(__file__).resolve().parent / ".cache" / "real-pages-v1.json.gz"
+CACHE = Path(__file__).resolve().parent / ".cache" / "real-pages-v2.json.gz"
 #: Index text kept per page: enough for BM25, and the snippet comes from its best part.
 _TEXT_LIMIT = 60_000
 _DROP = (
@@ -54,7 +59,8 @@ _DROP = (
 
 @dataclass(frozen=True)
 class RealPage:
-    """One saved page: its set, id, title, index text, URL path, HTML size and file."""
+    """One saved page: its set, id, title, index text, URL path, HTML size and file, and
+    its URL on the real web ("" where unknown)."""
 
     kind: str  # "wcxb" | "readability" | "postlight"
     key: str
@@ -63,6 +69,7 @@ class RealPage:
     path: str
     size: int  # bytes of HTML as served (uncompressed)
     file: str  # absolute path; ``.gz`` files are served decompressed
+    origin: str = ""
 
 
 def read_body(file: str) -> bytes:
@@ -93,6 +100,21 @@ def cheap_text(raw: bytes) -> tuple[str, str]:
     return title, "\n".join(line for line in lines if line)[:_TEXT_LIMIT]
 
 
+_CANONICAL = re.compile(
+    rb"<(?:link|meta)\b[^>]*?(?:rel=[\"']?canonical|property=[\"']?og:url)[^>]*>", re.IGNORECASE
+)
+_HREF = re.compile(rb"(?:href|content)=[\"']?(https?://[^\"'\s>]+)", re.IGNORECASE)
+
+
+def canonical_url(raw: bytes) -> str:
+    """The page's canonical link (or ``og:url``) where its head has one, else ``""``."""
+    for tag in _CANONICAL.finditer(raw, 0, 300_000):
+        found = _HREF.search(tag.group(0))
+        if found:
+            return found.group(1).decode("ascii", "replace")
+    return ""
+
+
 def _html_text(file: Path) -> str:
     return cheap_text(file.read_bytes())[1]
 
@@ -112,7 +134,13 @@ def _wcxb(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
         yield (
             gt_file.stem,
             page,
-            {"title": title, "text": text, "path": path, "size": _gz_size(page)},
+            {
+                "title": title,
+                "text": text,
+                "path": path,
+                "size": _gz_size(page),
+                "origin": str(data.get("url") or ""),
+            },
         )
 
 
@@ -123,7 +151,8 @@ def _readability(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
             continue
         meta_file, expected = case / "expected-metadata.json", case / "expected.html"
         meta = json.loads(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else {}
-        own_title, cheap = cheap_text(source.read_bytes())
+        raw = source.read_bytes()
+        own_title, cheap = cheap_text(raw)
         text = _html_text(expected) if expected.is_file() else cheap
         yield (
             case.name,
@@ -133,6 +162,7 @@ def _readability(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
                 "text": text or cheap,
                 "path": f"/{case.name}",
                 "size": source.stat().st_size,
+                "origin": canonical_url(raw),
             },
         )
 
@@ -150,6 +180,7 @@ def _postlight(root: Path) -> Iterator[tuple[str, Path, dict[str, object]]]:
                 "text": text,
                 "path": "/" + quote(name.replace("--", "/"), safe="/.-_"),
                 "size": source.stat().st_size,
+                "origin": "https://" + name.replace("--", "/"),
             },
         )
 
@@ -199,6 +230,7 @@ def real_pages(data: Path, kinds: tuple[str, ...] = tuple(_SETS)) -> list[RealPa
                         str(meta["path"]),
                         int(str(meta["size"])),
                         str(file),
+                        str(meta.get("origin") or ""),
                     )
                 )
                 for key, file, meta in _SETS[kind][1](folder)

@@ -3,11 +3,13 @@
 sleuth's runs do not report how long each page's extraction took, so it is measured
 from outside, on the pages a benchmark run fetched: each page's HTML (decoded once as
 UTF-8, so decoding is not timed) goes through ``sleuth.extract(html, url)`` (the public
-extractor, with its default element cut) and through ``trafilatura.extract(html)``
-(library defaults), in a fresh process of its own, one page at a time, after one
-untimed warm-up of each. Each page is timed ``--repeat`` times (default 2) and the
-quickest kept: the 2-core boxes this runs on are shared, and the quickest is the page's
-own cost. Which extractor goes first alternates from page to page.
+extractor, with its default element cut), through ``trafilatura.extract(html)``
+(library defaults) and through ``trafilatura.extract(html, fast=True)`` (without its
+readability and justext fallbacks, the way sleuth runs it), in a fresh process of its
+own, one page at a time, after one untimed warm-up of each. Each page is timed
+``--repeat`` times (default 2) and the quickest kept: the 2-core boxes this runs on are
+shared, and the quickest is the page's own cost. The order of the extractors rotates
+from page to page.
 
     python -m bench.pagetime DIR        # DIR/index.json: [{"file", "url", "size"}, ...]
 
@@ -15,11 +17,12 @@ prints one JSON object per page;
 
     python -m bench.pagetime --sample   # a fixed sample of ../shared/data's pages
 
-times 126 pages of the benchmark data (every 30th WCXB dev page, every 6th AEB and
-Readability page, every 8th Postlight fixture, and WCXB's 12 largest: 21 over 500 KB)
-and prints the table. :func:`measure` does it for a runner and
-:func:`table` makes the Markdown table (median, p95 and max per extractor, and
-sleuth / trafilatura).
+times a fixed sample of the benchmark data's pages outside the extraction test split
+(:mod:`bench.splits`): every 30th WCXB dev page, every 6th AEB and Readability page,
+every 8th Postlight fixture, and WCXB's 12 largest, and prints the table.
+:func:`measure` does it for a runner and :func:`table` makes the Markdown table
+(median, p95 and max per extractor, and sleuth / trafilatura with its defaults and in
+``fast`` mode).
 
     python -m bench.pagetime --sample --stages
 
@@ -59,6 +62,8 @@ class PageTime:
     trafilatura: float
     sleuth_chars: int = 0
     trafilatura_chars: int = 0
+    trafilatura_fast: float = math.nan  # trafilatura.extract(html, fast=True)
+    trafilatura_fast_chars: int = 0
 
 
 def _extractors() -> dict[str, Callable[[str, str], str]]:
@@ -69,6 +74,7 @@ def _extractors() -> dict[str, Callable[[str, str], str]]:
     return {
         "sleuth": lambda html, url: sleuth.extract(html, url).text,
         "trafilatura": lambda html, url: trafilatura.extract(html) or "",
+        "trafilatura_fast": lambda html, url: trafilatura.extract(html, fast=True) or "",
     }
 
 
@@ -98,22 +104,14 @@ def _time_folder(folder: Path, repeat: int, cpu: bool = False) -> None:
     if pages:  # warm-up: imports, the block model, trafilatura's first-use setup
         for run in runners.values():
             _time_one(run, pages[0][1], pages[0][0]["url"], 1)
+    names = list(runners)
     for n, (row, html) in enumerate(pages):
-        order = ["sleuth", "trafilatura"] if n % 2 == 0 else ["trafilatura", "sleuth"]
+        order = names[n % len(names) :] + names[: n % len(names)]
         got = {name: _time_one(runners[name], html, row["url"], repeat, clock) for name in order}
-        print(
-            json.dumps(
-                {
-                    "url": row["url"],
-                    "size": row["size"],
-                    "sleuth": got["sleuth"][0],
-                    "trafilatura": got["trafilatura"][0],
-                    "sleuth_chars": got["sleuth"][1],
-                    "trafilatura_chars": got["trafilatura"][1],
-                }
-            ),
-            flush=True,
-        )
+        out: dict[str, object] = {"url": row["url"], "size": row["size"]}
+        for name in names:
+            out[name], out[f"{name}_chars"] = got[name]
+        print(json.dumps(out), flush=True)
 
 
 def measure(bodies: dict[str, bytes], repeat: int = 2, cpu: bool = False) -> list[PageTime]:
@@ -149,11 +147,14 @@ def _stats(values: Sequence[float]) -> tuple[float, float, float]:
 
 
 def table(times: Sequence[PageTime], heavy: int = 500_000) -> str:
-    """Median, p95 and max ms per extractor, all pages and the heavy ones; and the ratio."""
+    """Median, p95 and max ms per extractor, all pages and the heavy ones; and sleuth's
+    over trafilatura's, with trafilatura's defaults and in its ``fast`` mode."""
     lines = [
         "| pages | n | sleuth median / p95 / max ms | trafilatura median / p95 / max ms "
-        "| sleuth / trafilatura: median, p95 (target ≤ 1.2) |",
-        "|---|---:|---|---|---|",
+        "| trafilatura fast median / p95 / max ms "
+        "| sleuth / trafilatura: median, p95 (target ≤ 1.2) "
+        "| sleuth / trafilatura fast: median, p95 |",
+        "|---|---:|---|---|---|---|---|",
     ]
     groups = [
         ("all fetched", list(times)),
@@ -165,23 +166,40 @@ def table(times: Sequence[PageTime], heavy: int = 500_000) -> str:
             continue
         s = _stats([1000 * t.sleuth for t in group])
         t = _stats([1000 * t.trafilatura for t in group])
+        f = _stats([1000 * t.trafilatura_fast for t in group])
         lines.append(
             f"| {name} | {len(group)} | {s[0]:.0f} / {s[1]:.0f} / {s[2]:.0f} | "
-            f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | "
-            f"**{s[0] / t[0]:.2f}**, **{s[1] / t[1]:.2f}** |"
+            f"{t[0]:.0f} / {t[1]:.0f} / {t[2]:.0f} | {f[0]:.0f} / {f[1]:.0f} / {f[2]:.0f} | "
+            f"**{s[0] / t[0]:.2f}**, **{s[1] / t[1]:.2f}** | "
+            f"**{s[0] / f[0]:.2f}**, **{s[1] / f[1]:.2f}** |"
         )
     return "\n".join(lines)
+
+
+def _test_pages(data: Path) -> set[Path]:
+    """The WCXB, AEB and Readability pages of the extraction test split."""
+    from bench.extraction import aeb_pages, readability_pages, wcxb_pages
+
+    pages = wcxb_pages(data / "wcxb-dev")
+    test = {p.path for p in pages if p.split == "test"}
+    articles = [*aeb_pages(data / "aeb"), *readability_pages(data / "readability")]
+    return test | {p.path for p in articles if p.kind == "test"}  # their split is their row
 
 
 def sample_bodies(data: Path) -> dict[str, bytes]:
     """The fixed sample of ``--sample`` (URL -> HTML bytes), from the benchmark data."""
     import gzip
 
-    wcxb = sorted((data / "wcxb-dev" / "html").glob("*.html.gz"))
+    test = _test_pages(data)
+    wcxb = [p for p in sorted((data / "wcxb-dev" / "html").glob("*.html.gz")) if p not in test]
     files = (
         wcxb[::30]
-        + sorted((data / "aeb" / "html").glob("*.html.gz"))[::6]
-        + sorted((data / "readability" / "test" / "test-pages").glob("*/source.html"))[::6]
+        + [p for p in sorted((data / "aeb" / "html").glob("*.html.gz")) if p not in test][::6]
+        + [
+            p
+            for p in sorted((data / "readability" / "test" / "test-pages").glob("*/source.html"))
+            if p not in test
+        ][::6]
         + sorted((data / "postlight" / "fixtures").glob("*.html"))[::8]
         + sorted(wcxb, key=lambda p: p.stat().st_size)[-12:]
     )

@@ -1,14 +1,18 @@
 """Relevance: does sleuth cite what is about the question, and cite the relevant pages it read?
 
-A closed world where every page belongs to one question (issue 23): each question's own
-relevant pages are fewer than ``--max-sources`` (5), and every other question's pages
-are served and searchable beside them as distractors. Two sets of questions:
+A closed world where every page belongs to one question: each question's own relevant
+pages are fewer than ``--max-sources`` (5), and every other question's pages are served
+and searchable beside them as distractors. Two sets of questions:
 
 * **corpus**: the seven topics of the tests' corpus (``tests/data/corpus``, real saved
   news articles). Topic *i* (manifest order) keeps the first 2, 3, 4, 2, 3, 4, 2 of its
   expected documents (``2 + i % 3``); the rest of them are not served, so each topic has
   fewer relevant pages than sources wanted. The twelve documents no topic expects (an
-  Xbox review, a Rosetta comet piece, …) are served as distractors for all.
+  Xbox review, a Rosetta comet piece, …) are served as distractors for all. Besides the
+  topics: "held-out 2" (:data:`bench.splits.HELD_OUT_2`, a question per such document,
+  which is its only relevant and only on-topic page) and the test questions
+  (:data:`bench.splits.RELEVANCE_TEST`, a question per AEB article, the page served
+  beside the corpus for every split).
 * **hotpotqa**: the 100 questions of ``hotpotqa_train.json`` over their 994 paragraphs.
   Relevant: the question's two gold pages (``supporting_facts`` titles). **On-topic**:
   a gold page or one of the question's own eight other context paragraphs (HotpotQA
@@ -17,8 +21,9 @@ are served and searchable beside them as distractors. Two sets of questions:
   page of another question's context, or a corpus article. (No paragraph is in two
   questions' contexts.)
 
-The world (:mod:`bench.world`, ``--kinds hotpotqa,corpus``) serves both sets at once, so
-each question's distractors are the other questions' pages of both sets.
+The world (:mod:`bench.world`, ``--kinds hotpotqa,corpus`` and the test questions' AEB
+articles; each page on its real site's host) serves both sets at once, so each
+question's distractors are the other questions' pages of both sets.
 
 Per part, split and pipeline (no model; the world's scripted model, which picks the
 first results it is shown and cites every note it is given, so the LLM rows measure
@@ -33,28 +38,18 @@ what sleuth hands a model, not a model's judgement):
 * **cited per question**, and **every relevant page cited** (HotpotQA: all-gold) with
   the mean share of relevant pages cited (evidence recall): whether a gate costs recall.
 
-* **corpus, held-out 2** (added 2026-11-26, issue 23's second pass): the three corpus
-  held-out topics are too few to judge a share (one page is 8 points). Rule, written
-  down with the questions before any run on them: one question per corpus document
-  that no topic expects (the twelve distractors above), in manifest order, leaving out
-  the one not in English (Le Monde); each question written from the document's title
-  alone, as a reader would ask about its subject (:data:`EXTRA`). The document is the
-  question's only relevant and only on-topic page; everything else in the world is a
-  distractor. These questions are judged, never tuned on.
-
-**Splits**, fixed: corpus *tune* = stadia, moons, trade-war (the timing topics before
-2026-11-25) and firefox (the timing part's warm-up), *held-out* = hong-kong, wework,
-meth. HotpotQA *tune* = questions 0–49 (holding the 30 that ``python -m bench``'s recall
-part has always run), *held-out* = 50–99 (earlier sessions ran all 100 for a few
-variants; from now on they are judged, not tuned on).
+**Splits** (:mod:`bench.splits`): corpus tune = stadia, moons, trade-war, firefox;
+dev = hong-kong, wework, meth and held-out 2; test = the twenty AEB questions. HotpotQA
+tune = questions 0–49, dev = 50–74, test = 75–99. Only ``python -m bench --final`` runs
+test.
 
 Latency: the world's, scaled by ``--scale`` (default 0.25: a run at full latency takes
 about four times as long; the 3 s wait for the best-ranked page does not scale, so
 scaled runs read that page more often than full-latency ones).
 
-    python -m bench.relevance                        # both parts, both pipelines
-    python -m bench --only relevance
-    python -m bench.relevance --part hotpotqa --split heldout --pipeline no-llm
+    python -m bench.relevance                        # both parts, tune and dev, both pipelines
+    python -m bench --only relevance --split dev
+    python -m bench.relevance --part hotpotqa --split dev --pipeline no-llm
 """
 
 from __future__ import annotations
@@ -70,42 +65,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.client import WorldProcess, cited_urls, hotpot_questions, world
+from bench.hosts import HOST_MODES
+from bench.parts import Context, Figures
+from bench.splits import (
+    HELD_OUT_2,
+    HOTPOTQA,
+    RELEVANCE_CORPUS,
+    RELEVANCE_TEST,
+    SPLITS,
+    TestSplitRefused,
+    chosen,
+)
 from bench.world import REPO, data_dir
 from sleuth.stages.read import NOT_RELEVANT
 from sleuth.stages.relevance import OFF_TOPIC
 from sleuth.testing._corpus import Corpus
 
-__all__ = ["Question", "Score", "questions", "run_relevance", "score", "table"]
+__all__ = ["Question", "Score", "part", "questions", "run_relevance", "score", "table"]
 
-CORPUS_TUNE = ("stadia", "moons", "trade-war", "firefox")
-#: Held-out 2 (see the module docstring): (corpus document, the question asked of it).
-EXTRA: tuple[tuple[str, str], ...] = (
-    ("engadget-xbox-one-x-review", "Is the Xbox One X console as powerful as a gaming PC?"),
-    ("arstechnica-minecraft-exploit", "How does the Minecraft exploit crash game servers?"),
-    (
-        "v8-standalone-webassembly",
-        "How does Emscripten build standalone WebAssembly binaries that run outside the web?",
-    ),
-    ("nytimes-yahoo-verizon-sale", "What say do Yahoo shareholders have in its sale to Verizon?"),
-    ("wikipedia-hermitian-matrix", "What is a Hermitian matrix and what are its properties?"),
-    ("nbcnews-spacex-hold-up", "Why are SpaceX's launches being held up?"),
-    (
-        "wired-rosetta-comet",
-        "Why did the Rosetta spacecraft end its mission by crashing into a comet?",
-    ),
-    (
-        "fool-esports-amazon-activision",
-        "Why are Amazon and Activision Blizzard betting on eSports?",
-    ),
-    ("reuters-fed-lifts-rates", "Why did the Fed raise interest rates in Trump's first year?"),
-    ("newyorker-quantum-cryptography", "How will quantum computing break today's cryptography?"),
-    (
-        "dense-passage-retrieval",
-        "How does dense passage retrieval work for open-domain question answering?",
-    ),
-)
-SPLITS = ("tune", "heldout", "heldout2")
-HOTPOT_TUNE = 50  # questions [0, 50) tune, [50, 100) held out
 PARTS = ("corpus", "hotpotqa")
 
 
@@ -126,17 +103,20 @@ def _corpus() -> Corpus:
 
 
 def corpus_plan() -> tuple[list[Question], list[str]]:
-    """The corpus questions and the ``kind:key`` of the expected documents not served."""
+    """The corpus part's questions and the ``kind:key`` of the expected documents not served."""
     out, drop = [], []
+    split_of = {q: split for split, ids in RELEVANCE_CORPUS.items() for q in ids}
     for i, topic in enumerate(_corpus().topics):
         keep = 2 + i % 3
         kept = frozenset(f"corpus:{d}" for d in topic.expected[:keep])
         drop += [f"corpus:{d}" for d in topic.expected[keep:]]
-        split = "tune" if topic.id in CORPUS_TUNE else "heldout"
-        out.append(Question("corpus", topic.id, topic.question, split, kept, kept))
-    for doc, question in EXTRA:
-        only = frozenset([f"corpus:{doc}"])
-        out.append(Question("corpus", doc, question, "heldout2", only, only))
+        out.append(Question("corpus", topic.id, topic.question, split_of[topic.id], kept, kept))
+    for key, question, split in [
+        *((f"corpus:{doc}", q, "dev") for doc, q in HELD_OUT_2),
+        *((f"aeb:{aeb}", q, "test") for aeb, q in RELEVANCE_TEST),
+    ]:
+        only = frozenset([key])
+        out.append(Question("corpus", key.partition(":")[2], question, split, only, only))
     return out, drop
 
 
@@ -154,7 +134,7 @@ def hotpot_plan() -> list[Question]:
                 "hotpotqa",
                 str(n),
                 q["question"],
-                "tune" if n < HOTPOT_TUNE else "heldout",
+                next(s for s, indices in HOTPOTQA.items() if n in indices),
                 gold,
                 gold | context,
             )
@@ -305,19 +285,33 @@ def run_relevance(
     jobs: int = 5,
     pipelines: Sequence[bool] = (False, True),
     parts: Sequence[str] = PARTS,
-    splits: Sequence[str] = SPLITS,
+    splits: Sequence[str] = ("tune", "dev"),
     max_sources: int = 5,
+    *,
+    final: bool = False,
+    limit: int | None = None,
+    hosts: str = "site",
 ) -> tuple[list[Score], list[Outcome]]:
-    """Run the benchmark; the scores (part × split × pipeline) and every outcome."""
+    """Run the benchmark; the scores (part × split × pipeline) and every outcome (the
+    test split only when ``final``; ``limit``: at most that many questions per part and
+    split)."""
+    splits = chosen(splits, final)
     every, drop = questions()
-    chosen = [q for q in every if q.part in parts and q.split in splits]
-    args = ["--kinds", "hotpotqa,corpus", *(f"--drop={d}" for d in drop)]
+    picked = [
+        q
+        for part in parts
+        for split in splits
+        for q in [q for q in every if (q.part, q.split) == (part, split)][: limit or None]
+    ]
+    # The test questions' pages are served for every split: one world for all of them.
+    also = [f"--also=aeb:{aeb}" for aeb, _ in RELEVANCE_TEST]
+    args = ["--kinds", "hotpotqa,corpus", "--hosts", hosts, *also, *(f"--drop={d}" for d in drop)]
     scores, outcomes = [], []
     with world(seed, scale, args) as w:
         for llm in pipelines:
             pipeline = "LLM" if llm else "no-LLM"
             start = time.monotonic()
-            got = run_all(w, chosen, llm, jobs, max_sources)
+            got = run_all(w, picked, llm, jobs, max_sources)
             wall = time.monotonic() - start
             w.log()
             outcomes += got
@@ -344,8 +338,7 @@ def _offenders(outcomes: Sequence[Outcome], limit: int) -> str:
     return "\n".join(f"  {n} × {key}" for key, n in counts.most_common(limit))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bench.relevance``: print the table (and ``--json`` every outcome)."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m bench.relevance",
         description=__doc__,
@@ -358,21 +351,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
     parser.add_argument("--part", choices=(*PARTS, "both"), default="both")
     parser.add_argument(
-        "--split", choices=(*SPLITS, "both"), default="both", help="both: every split"
+        "--split",
+        action="append",
+        choices=SPLITS,
+        help="repeatable; default: tune and dev (test runs only through python -m bench --final)",
     )
+    parser.add_argument("--hosts", choices=HOST_MODES, default="site", help="bench.world --hosts")
     parser.add_argument(
         "--offenders", type=int, default=0, help="also list the N off-topic pages cited most often"
     )
     parser.add_argument("--json", default=None, help="write every outcome here")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bench.relevance``: print the table (and ``--json`` every outcome)."""
+    args = _parser().parse_args(argv)
+    splits = args.split or ("tune", "dev")
+    try:
+        chosen(splits)
+    except TestSplitRefused as refused:
+        print(f"python -m bench.relevance: {refused}", file=sys.stderr)
+        return 2
     if not (data_dir() / "hotpotqa").is_dir():
         print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
         return 0
     pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
     parts = PARTS if args.part == "both" else (args.part,)
-    splits = SPLITS if args.split == "both" else (args.split,)
     scores, outcomes = run_relevance(
-        args.seed, args.scale, args.jobs, pipelines, parts, splits, args.max_sources
+        args.seed,
+        args.scale,
+        args.jobs,
+        pipelines,
+        parts,
+        splits,
+        args.max_sources,
+        hosts=args.hosts,
     )
     print(
         f"## Relevance (seed {args.seed}, latency ×{args.scale:g}, {args.jobs} at once, "
@@ -401,3 +415,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def part(ctx: Context) -> Figures:
+    """The relevance part on ``ctx.split`` (both sets of questions, in a world of its own)."""
+    scale, jobs = ctx.args.relevance_scale, ctx.args.relevance_jobs
+    print("relevance (its own world)...", file=sys.stderr)
+    scores, _ = run_relevance(
+        ctx.seed,
+        scale,
+        jobs,
+        ctx.pipelines,
+        splits=(ctx.split,),
+        final=ctx.final,
+        limit=ctx.limit,
+        hosts=ctx.hosts,
+    )
+    head = ctx.heading("Relevance", f"latency ×{scale:g}", f"{jobs} at once", "5 sources")
+    return Figures(
+        f"{head}\n\n{table(scores)}\n", [vars(s) for s in scores], {"scale": scale, "jobs": jobs}
+    )

@@ -1,53 +1,44 @@
 """The whole benchmark suite: ``python -m bench`` (or ``python bench/run.py``).
 
-Parts, each printed as a Markdown table (see bench/README.md for what every column means):
+The parts are registered in :mod:`bench.parts` (one line each); by default the suite
+runs timing, recall, footprint, start-up, documents mode and an extraction sample, on
+the **tune** split (:mod:`bench.splits`); ``--only`` names parts (relevance, deep,
+batch and determinism run only when named), ``--split dev`` judges a change.
 
-1. ``timing`` (:mod:`bench.timing`): depth-2, 5-source runs of the timing questions
-   (:mod:`bench.topics`), no-LLM and LLM, against the benchmark world
-   (:mod:`bench.world`) at real latencies: wall time against the run's critical path,
-   model calls and tokens, searches, fetches (duplicate, wasted, over 500 KB); then the
-   extraction time of every page they fetched, sleuth's against trafilatura's
-   (:mod:`bench.pagetime`).
-2. ``recall``: HotpotQA questions, both pipelines: the share of questions whose
-   report cites every gold evidence page, at the world's full latencies by default
-   (``--recall-scale``: the wait for the best-ranked page, 3 s, does not scale with
-   them, so scaled runs flatter it) with several questions at once (``--recall-jobs``).
-3. ``footprint``: ``sleuth --help`` start time and the peak RSS of a depth-2, 5-source
-   run (LLM pipeline), each in a fresh subprocess.
-4. ``extraction``: :mod:`bench.extraction` on a sample of the WCXB held-out split plus
-   AEB by default (``--extraction full`` for all of it, ~2 min; ``none`` to skip).
-5. ``deep`` (only with ``--only deep``): :mod:`bench.deep`, deep research against quick:
-   HotpotQA all-gold recall without a model (tune and held-out splits, bridge and
-   comparison apart), the scripted model's wall time against the deep run's critical
-   path with duplicate fetches and tokens per cited source, and the peak RSS of a deep
-   run reading 40 sources.
-6. ``startup`` (:mod:`bench.startup`): process start to the first search (no model) or
-   model call, with and without the store, in fresh ``sleuth`` processes against the
-   world; and an empty question's refusal.
-7. ``docs`` (:mod:`bench.docs_scale`): documents mode at ``--docs-files`` files (50,000):
-   what every run pays to bring the index of an unchanged folder up to date.
-8. ``relevance`` (only with ``--only relevance``): :mod:`bench.relevance`, in a world of
-   its own: the share of cited sources that are on-topic, of relevant pages read that
-   are cited, and HotpotQA all-gold recall, when each question has fewer relevant pages
-   than sources wanted.
-9. ``batch`` (only with ``--only batch``): :mod:`bench.batch`, ``sleuth batch`` against
-   sequential runs, its memory, manners and resuming after a kill.
+``python -m bench --final`` runs every part on the **test** split, the only way the test
+split runs, and writes its figures with their provenance (split, seed, date, commit,
+command: :mod:`bench.final`) to ``bench/figures/``; ``--limit N`` (at most N questions per
+question set) checks the machinery in minutes and marks the files as not figures.
 
-The critical path of a run is computed from what the world logged (server-side start
-and end of every search, page and model call) and the sources the report cites; see
-:func:`bench.timing.critical_path`.
+Parts, each printed as a Markdown table (bench/README.md says what every column means):
+
+* ``timing`` (:mod:`bench.timing`): depth-2, 5-source runs of the split's timing
+  questions (:mod:`bench.topics`), no-LLM and LLM, at real latencies: wall time against
+  the run's critical path, the chain and the waste (:mod:`bench.chain`), model calls and
+  tokens, fetches; then the extraction time of every page they fetched, sleuth's
+  against trafilatura's, with its defaults and in ``fast`` mode (:mod:`bench.pagetime`).
+* ``recall`` (:mod:`bench.recall`): the split's HotpotQA questions whose report cites
+  every gold page.
+* ``footprint`` (:mod:`bench.footprint`), ``startup`` (:mod:`bench.startup`), ``docs``
+  (:mod:`bench.docs_scale`): the program's start, memory and documents mode.
+* ``extraction`` (:mod:`bench.extraction`): F1 against trafilatura on the split's pages.
+* ``relevance`` (:mod:`bench.relevance`), ``deep`` (:mod:`bench.deep`), ``batch``
+  (:mod:`bench.batch`), ``determinism`` (:mod:`bench.determinism`).
+
+Every world (:mod:`bench.world`) puts each page on its real site's host
+(:mod:`bench.hosts`), so sleuth's per-host politeness binds; ``--hosts page`` gives
+every page a host of its own (the world before 2026-11-28).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import subprocess
+import os
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -55,413 +46,194 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # python bench/run.py
     sys.path.insert(0, str(REPO))
 
-from bench.client import WorldProcess, gold_shares, hotpot_questions, world  # noqa: E402
+from bench.client import world  # noqa: E402
 from bench.data import DataMismatch, verify  # noqa: E402
-from bench.docs_scale import measure as measure_docs  # noqa: E402
-from bench.docs_scale import table as docs_table  # noqa: E402
-from bench.pagetime import table as pagetime_table  # noqa: E402
-from bench.relevance import run_relevance  # noqa: E402
-from bench.relevance import table as relevance_table  # noqa: E402
-from bench.startup import measure as measure_startup  # noqa: E402
-from bench.startup import table as startup_table  # noqa: E402
-from bench.timing import page_times, parts_table, run_timing, timing_table  # noqa: E402
-from bench.topics import TIMING_SETS, timing_questions  # noqa: E402
+from bench.final import FIGURES, provenance, write  # noqa: E402
+from bench.hosts import HOST_MODES  # noqa: E402
+from bench.parts import PARTS, Context, Figures, Part, by_name  # noqa: E402
+from bench.splits import SPLITS  # noqa: E402
 from bench.world import data_dir  # noqa: E402
 
-
-# -- HotpotQA evidence recall ---------------------------------------------------------------
-@dataclass
-class Recall:
-    pipeline: str
-    questions: int
-    all_gold: int
-    gold_share: float
-    wall: float
+_DATA = ("hotpotqa", "aeb", "wcxb-dev", "readability", "postlight")
 
 
-def run_recall(
-    w: WorldProcess, n: int, jobs: int, scale: float, pipelines: Sequence[bool]
-) -> list[Recall]:
-    questions = hotpot_questions(n)
-    w.scale(scale)
-    out = []
-    try:
-        for llm in pipelines:
-            shares, wall = gold_shares(w, questions, lambda llm=llm: w.options(llm), jobs)
-            out.append(
-                Recall(
-                    "LLM" if llm else "no-LLM",
-                    len(shares),
-                    sum(1 for s in shares if s == 1.0),
-                    statistics.fmean(shares) if shares else 0.0,
-                    wall,
-                )
-            )
-            print(
-                f"  recall {out[-1].pipeline}: {out[-1].all_gold}/{out[-1].questions} "
-                f"({wall:.0f} s)",
-                file=sys.stderr,
-                flush=True,
-            )
-            w.log()
-    finally:
-        w.scale(1.0)
-    return out
-
-
-def recall_table(rows: list[Recall], scale: float, jobs: int) -> str:
-    lines = [
-        "| pipeline | questions | cite every gold page | evidence recall | "
-        f"suite wall s (latency ×{scale:g}, {jobs} at once) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r.pipeline} | {r.questions} | {r.all_gold} "
-            f"({r.all_gold / r.questions:.0%}) | {r.gold_share:.2f} | {r.wall:.0f} |"
-        )
-    return "\n".join(lines)
-
-
-# -- start time and memory -------------------------------------------------------------------
-def _sleuth_command() -> list[str]:
-    script = Path(sys.executable).with_name("sleuth")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "sleuth"]
-
-
-def help_time(repeat: int = 5) -> float:
-    """Median seconds of ``sleuth --help`` in a fresh process (after one warm-up)."""
-    times = []
-    for n in range(repeat + 1):
-        start = time.perf_counter()
-        subprocess.run(
-            [*_sleuth_command(), "--help"], check=True, stdout=subprocess.DEVNULL, cwd=REPO
-        )
-        if n:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-# ``ru_maxrss`` of a child survives execve on Linux: a child of this (large) process would
-# report at least our own size. VmHWM belongs to the new address space, so the child reads
-# its own high-water mark at exit.
-HWM_WRAPPER = """
-import atexit, sys
-out = sys.argv.pop(1)
-def hwm():
-    with open('/proc/self/status') as status, open(out, 'w') as sink:
-        sink.write(next(line for line in status if line.startswith('VmHWM')))
-atexit.register(hwm)
-sys.argv[0] = 'sleuth'
-from sleuth.cli import main
-main()
-"""
-
-
-def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:
-    """Peak RSS (MB, the child's own VmHWM) and wall (s) of one CLI run in a fresh process."""
-    import tempfile
-
-    with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink:
-        start = time.perf_counter()
-        proc = subprocess.run(
-            [sys.executable, "-c", HWM_WRAPPER, sink.name, question, *w.cli_args(llm)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            check=False,
-        )
-        wall = time.perf_counter() - start
-        if proc.returncode != 0:
-            raise RuntimeError(f"the sleuth CLI run failed with exit code {proc.returncode}")
-        kib = int(sink.read().split()[1])  # "VmHWM:   123456 kB"
-    return kib / 1024, wall
-
-
-def footprint_table(w: WorldProcess) -> str:
-    from sleuth.testing._corpus import Corpus
-
-    # The corpus topic the footprint has always been measured on, to compare with older figures.
-    question = next(
-        t.question
-        for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics
-        if t.id == "stadia"
-    )
-    help_s = help_time()
-    lines = [
-        "| measure | value | target |",
-        "|---|---:|---:|",
-        f"| `sleuth --help` start (median of 5) | {help_s:.3f} s | ≤ 0.3 s |",
-    ]
-    for llm in (False, True):
-        rss, wall = peak_rss(w, question, llm)
-        kind = "LLM" if llm else "no-LLM"
-        lines.append(
-            f"| peak RSS, depth 2, 5 sources, {kind} (CLI, {wall:.1f} s) | "
-            f"{rss:.0f} MB | ≤ 150 MB |"
-        )
-    return "\n".join(lines)
-
-
-# -- extraction -----------------------------------------------------------------------------
-def run_extraction(mode: str, sample: int) -> str:
-    args = [sys.executable, "-m", "bench.extraction"]
-    if mode == "sample":
-        args += ["--split", "heldout", "--sample", str(sample)]
-    result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        return f"(bench.extraction failed: {result.stderr.strip()[-500:]})"
-    return result.stdout.strip()
-
-
-# -- documents mode ---------------------------------------------------------------------------
-def docs_part(files: int) -> dict[str, Any]:
-    """Print the documents-mode table (:mod:`bench.docs_scale`: needs no data, no world)."""
-    print(f"documents mode at {files} files...", file=sys.stderr)
-    docs = measure_docs(files)
-    print(f"## Documents mode, {files:,} files\n\n{docs_table(docs)}\n", flush=True)
-    return vars(docs)
-
-
-# -- deep research ----------------------------------------------------------------------------
-def run_deep_part(w: WorldProcess, args: argparse.Namespace) -> dict[str, Any]:
-    """The ``deep`` part (:mod:`bench.deep`): recall, timing, memory; prints its tables."""
-    from bench import deep
-
-    print("deep: HotpotQA recall without a model, quick then deep...", file=sys.stderr)
-    recall = deep.run_deep_recall(w, args.deep_jobs, args.deep_scale, args.deep_questions)
-    print(
-        f"## Deep research: HotpotQA all-gold recall, no model (latency ×"
-        f"{args.deep_scale:g}, {args.deep_jobs} at once)\n\n{deep.recall_table(recall)}\n",
-        flush=True,
-    )
-    print("deep: timing with the scripted model...", file=sys.stderr)
-    rows = deep.run_deep_timing(w, timing_questions("heavy")[: args.deep_timing])
-    print(
-        f"## Deep research: timing with the scripted model (full latency)\n\n"
-        f"{deep.timing_table(rows)}\n\nDeep critical path, its parts (s):\n\n"
-        f"{deep.parts_table(rows)}\n",
-        flush=True,
-    )
-    print("deep: memory of a 40-source run...", file=sys.stderr)
-    question = timing_questions("heavy")[0][1]
-    rss, wall, read = deep.deep_rss(w, question)
-    quick_rss, quick_wall = peak_rss(w, question, True)
-    print(
-        f"## Deep research: memory\n\n| measure | value | target |\n|---|---:|---:|\n"
-        f"| peak RSS, deep, 40 sources wanted ({read} read), scripted model (CLI, "
-        f"{wall:.1f} s) | {rss:.0f} MB | ≤ 250 MB |\n"
-        f"| peak RSS, quick, 5 sources, same question and model (CLI, {quick_wall:.1f} s) "
-        f"| {quick_rss:.0f} MB | |\n",
-        flush=True,
-    )
-    return {
-        "recall": [vars(r) for r in recall],
-        "timing": [vars(r) for r in rows],
-        "rss_mb": rss,
-        "rss_sources": read,
-        "quick_rss_mb": quick_rss,
-    }
-
-
-# -- main -----------------------------------------------------------------------------------
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
-    parser.add_argument(
-        "--kinds",
-        default=None,
-        help="the world's page sets (bench.world --kinds; default: all of "
-        "them, the heavy world; hotpotqa,corpus is the light one)",
-    )
-    parser.add_argument(
-        "--only",
-        action="append",
-        choices=(
-            "timing",
-            "recall",
-            "footprint",
-            "extraction",
-            "relevance",
-            "deep",
-            "startup",
-            "docs",
-            "batch",
-        ),
-        help="run only these parts (repeatable; relevance, deep and batch run "
-        "only when named: ~1.5, ~6 and ~10 min; batch is also "
-        "python -m bench.batch, with its own options)",
-    )
+def _part_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the built-in parts (a new part may add its own: bench/parts.py)."""
     parser.add_argument("--pipeline", choices=("both", "llm", "no-llm"), default="both")
-    parser.add_argument(
-        "--timing-set",
-        choices=tuple(TIMING_SETS),
-        default="heavy",
-        help="the timing questions (bench/topics.py): heavy (default), "
-        "heldout (judge now and then, never tune on it), corpus (the "
-        "three corpus topics of the figures before 2026-11-25's heavy "
-        "world)",
-    )
     parser.add_argument(
         "--page-repeat",
         type=int,
         default=2,
-        help="times each fetched page is extracted for its timing (quickest "
-        "kept); 0 skips the per-page extraction table",
+        help="timing: times each fetched page is extracted (quickest kept); 0 skips it",
     )
-    parser.add_argument("--recall-questions", type=int, default=30)
     parser.add_argument("--recall-jobs", type=int, default=5)
     parser.add_argument("--recall-scale", type=float, default=1.0)
     parser.add_argument(
         "--extraction",
         choices=("sample", "full", "none"),
         default="sample",
-        help="sample: WCXB held-out sample + AEB (~15 s); full: ~2 min",
+        help="sample: --extraction-sample WCXB pages of the split, its AEB and Readability "
+        "pages; full: all of them (--final); none: skip",
     )
     parser.add_argument("--extraction-sample", type=int, default=150)
     parser.add_argument("--relevance-scale", type=float, default=0.25)
     parser.add_argument("--relevance-jobs", type=int, default=5)
-    parser.add_argument(
-        "--deep-scale",
-        type=float,
-        default=0.25,
-        help="latency scale of the deep part's recall runs",
-    )
+    parser.add_argument("--deep-scale", type=float, default=0.25)
     parser.add_argument("--deep-jobs", type=int, default=4)
     parser.add_argument(
-        "--deep-questions",
-        type=int,
-        default=100,
-        help="HotpotQA questions of the deep recall (50 tune + 50 held out)",
+        "--deep-timing", type=int, default=3, help="deep: the split's first N timing questions"
+    )
+    parser.add_argument("--startup-repeat", type=int, default=7)
+    parser.add_argument("--docs-files", type=int, default=50_000)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    names = [p.name for p in PARTS]
+    parser.add_argument("--seed", type=int, default=8, help="the world's latency seed")
+    parser.add_argument(
+        "--split",
+        choices=SPLITS,
+        default="tune",
+        help="whose questions and pages (bench/splits.py; test: only with --final)",
     )
     parser.add_argument(
-        "--deep-timing",
-        type=int,
-        default=3,
-        help="timing questions (heavy set) of the deep part's timing",
+        "--final",
+        action="store_true",
+        help="every part on the test split; writes the figures with their provenance",
     )
     parser.add_argument(
-        "--startup-repeat",
-        type=int,
-        default=7,
-        help="fresh processes timed per start-up set-up (median reported)",
+        "--limit", type=int, default=None, help="at most N questions per question set (a check)"
     )
     parser.add_argument(
-        "--docs-files", type=int, default=50_000, help="files in the generated documents folder"
+        "--out",
+        type=Path,
+        default=None,
+        help=f"write the figures here as JSON and Markdown (--final: {FIGURES})",
     )
-    parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
+    parser.add_argument("--only", action="append", choices=names, help="run only these parts")
+    parser.add_argument("--skip", action="append", choices=names, default=[], help="leave out")
+    parser.add_argument(
+        "--hosts", choices=HOST_MODES, default="site", help="bench.world --hosts (bench/hosts.py)"
+    )
+    parser.add_argument(
+        "--kinds", default=None, help="the suite world's page sets (bench.world --kinds)"
+    )
+    _part_options(parser)
+    parser.add_argument("--json", type=Path, default=None, help="also write the record here")
+    for part in PARTS:
+        part.add_options(parser)
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    if args.only and set(args.only) == {"docs"}:
-        docs_part(args.docs_files)
-        return 0
+def chosen_parts(args: argparse.Namespace) -> list[Part]:
+    """The parts this run runs: ``--only``'s, else --final's or the default ones, less
+    ``--skip`` (and ``--extraction none``)."""
+    if args.only:
+        parts = by_name(args.only)
+    else:
+        parts = [p for p in PARTS if (p.final if args.final else p.default)]
+    skip = set(args.skip) | ({"extraction"} if args.extraction == "none" else set())
+    return [p for p in parts if p.name not in skip]
+
+
+def _run_part(part: Part, ctx: Context) -> tuple[Figures, float, str]:
+    """One part: its figures, wall seconds and the error it ended with ("" if none)."""
+    began = time.monotonic()
+    try:
+        figures = part.load()(ctx)
+        error = ""
+    except Exception as exc:  # one part's failure is recorded; the others still run
+        error = f"{type(exc).__name__}: {exc}"
+        figures = Figures(f"## {part.name}\n\nFAILED: {error}\n")
+        print(f"{part.name} failed: {error}", file=sys.stderr)
+    return figures, time.monotonic() - began, error
+
+
+def _with_data(parts: list[Part]) -> list[Part] | None:
+    """The parts that can run on the data there is (without it, only docs); None when the
+    data is not what ``bench/data.sha256`` says (the reason printed)."""
     if not (data_dir() / "hotpotqa").is_dir():
-        print(f"no benchmark data at {data_dir()} (see bench/README.md); nothing to do")
-        return 0
+        print(f"no benchmark data at {data_dir()} (see bench/README.md): only docs runs")
+        return [p for p in parts if p.name == "docs"]
     try:  # what the world serves (bench/world.py), as far as it is there
-        verify(
-            [
-                name
-                for name in ("hotpotqa", "aeb", "wcxb-dev", "readability", "postlight")
-                if (data_dir() / name).is_dir()
-            ]
-        )
+        verify([name for name in _DATA if (data_dir() / name).is_dir()])
     except DataMismatch as mismatch:
         print(mismatch, file=sys.stderr)
-        return 1
-    parts = set(args.only or ("timing", "recall", "footprint", "startup", "docs", "extraction"))
-    if args.extraction == "none":
-        parts.discard("extraction")
-    pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
-    began = time.monotonic()
-    out: dict[str, Any] = {}
-    with world(args.seed, args=["--kinds", args.kinds] if args.kinds else ()) as w:
-        if "timing" in parts:
-            print("timing runs (depth 2, 5 sources, real latencies)...", file=sys.stderr)
-            rows = run_timing(w, pipelines, timing_questions(args.timing_set))
-            out["timing"] = [vars(r) for r in rows]
-            print(
-                f"\n## Timing (depth 2, 5 sources; {args.timing_set} questions, seed "
-                f"{args.seed})\n\n{timing_table(rows)}\n"
-            )
-            print(
-                f"Critical path, the slowest chain's parts (s):\n\n{parts_table(rows)}\n",
-                flush=True,
-            )
-            if args.page_repeat > 0:
-                print("extraction time of the pages fetched...", file=sys.stderr)
-                times = page_times(w, rows, args.page_repeat)
-                out["page_times"] = [vars(t) for t in times]
-                print(
-                    "Extraction time per page fetched whole by the runs above (each page "
-                    f"once, the quickest of {args.page_repeat}):\n\n{pagetime_table(times)}\n",
-                    flush=True,
-                )
-        if "recall" in parts:
-            print("HotpotQA recall...", file=sys.stderr)
-            recall = run_recall(
-                w, args.recall_questions, args.recall_jobs, args.recall_scale, pipelines
-            )
-            out["recall"] = [vars(r) for r in recall]
-            print(
-                f"## HotpotQA evidence recall\n\n"
-                f"{recall_table(recall, args.recall_scale, args.recall_jobs)}\n",
-                flush=True,
-            )
-        if "footprint" in parts:
-            print("start time and memory...", file=sys.stderr)
-            table = footprint_table(w)
-            out["footprint"] = table
-            print(f"## Start time and memory\n\n{table}\n", flush=True)
-        if "deep" in parts:
-            out["deep"] = run_deep_part(w, args)
-        if "startup" in parts:
-            print("start-up to the first request...", file=sys.stderr)
-            starts = measure_startup(w, args.startup_repeat)
-            out["startup"] = [{"label": r.label, "times": r.times} for r in starts]
-            print(
-                f"## Start-up (fresh process to the world's first request, median of "
-                f"{args.startup_repeat})\n\n{startup_table(starts)}\n",
-                flush=True,
-            )
-    if "docs" in parts:
-        out["docs"] = docs_part(args.docs_files)
-    if "relevance" in parts:
-        print("relevance (its own world)...", file=sys.stderr)
-        scores, _ = run_relevance(args.seed, args.relevance_scale, args.relevance_jobs, pipelines)
-        out["relevance"] = [vars(s) for s in scores]
-        print(
-            f"## Relevance (latency ×{args.relevance_scale:g}, {args.relevance_jobs} at "
-            f"once, 5 sources)\n\n{relevance_table(scores)}\n",
-            flush=True,
-        )
-    if "batch" in parts:
-        from bench.batch import main as batch_main
+        return None
+    return parts
 
-        print("sleuth batch (its own worlds)...", file=sys.stderr)
-        batch_main(["--seed", str(args.seed)])
-    if "extraction" in parts:
-        which = (
-            f"WCXB held-out sample of {args.extraction_sample} + AEB"
-            if args.extraction == "sample"
-            else "all"
+
+def _entry(figures: Figures, part: Part, split: str, wall: float, error: str) -> dict[str, Any]:
+    """A part's entry in the run's record."""
+    return {
+        "split": split if part.split else "none (the program)",
+        "markdown": figures.markdown,
+        "data": figures.data,
+        "settings": figures.settings,
+        "wall_s": wall,
+        "error": error,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv)
+    if args.split == "test" and not args.final:
+        print(
+            "python -m bench: the test split runs only through --final (bench/splits.py)",
+            file=sys.stderr,
         )
-        print(f"extraction ({which})...", file=sys.stderr)
-        table = run_extraction(args.extraction, args.extraction_sample)
-        out["extraction"] = table
-        print(f"## Extraction ({which})\n\n{table}\n", flush=True)
-    total = time.monotonic() - began
-    print(f"suite: {total:.0f} s")
+        return 2
+    split = "test" if args.final else args.split
+    parts = _with_data(chosen_parts(args))
+    if parts is None:
+        return 1
+    record: dict[str, Any] = {
+        "provenance": provenance(
+            argv,
+            split=split,
+            seed=args.seed,
+            final=args.final,
+            limit=args.limit,
+            hosts=args.hosts,
+        ),
+        "parts": {},
+    }
+    out = args.out or (FIGURES if args.final else None)
+    stem: str | None = None
+    pipelines = {"both": (False, True), "llm": (True,), "no-llm": (False,)}[args.pipeline]
+    ctx = Context(split, args.seed, pipelines, args, args.limit, args.final, args.hosts)
+    began = time.monotonic()
+    failed = False
+    with ExitStack() as stack:
+        w = None
+        if any(p.world for p in parts):
+            kinds = ["--kinds", args.kinds] if args.kinds else []
+            w = stack.enter_context(world(args.seed, args=[*ctx.world_args(), *kinds]))
+        # The parts in the suite's world first, then those with worlds of their own.
+        for part in sorted(parts, key=lambda p: not p.world):
+            here = Context(**{**vars(ctx), "world": w if part.world else None})
+            figures, wall, error = _run_part(part, here)
+            failed |= bool(error)
+            print(f"\n{figures.markdown.rstrip()}\n", flush=True)
+            record["parts"][part.name] = _entry(figures, part, split, wall, error)
+            record["load_end"] = round(os.getloadavg()[0], 2)
+            if out is not None:  # after every part: a late failure loses nothing
+                json_path, md_path = write(out, record, stem)
+                stem = json_path.stem
+    record["total_s"] = time.monotonic() - began
+    print(f"suite: {record['total_s']:.0f} s")
+    if out is not None:
+        json_path, md_path = write(out, record, stem)
+        print(f"figures: {json_path} and {md_path}", file=sys.stderr)
     if args.json is not None:
-        args.json.write_text(json.dumps({**out, "suite_s": total}, indent=1, default=str))
-    return 0
+        args.json.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -30,9 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import WorldProcess
+from bench.hosts import HOST_MODES
+from bench.parts import Context, Figures
 from bench.world import REPO
 
-__all__ = ["Startup", "measure", "table"]
+__all__ = ["Startup", "measure", "part", "table"]
 
 QUESTION = "How does the Eiffel Tower's height change with temperature?"
 FIRST_KINDS = ("search", "llm")
@@ -219,6 +221,23 @@ def table(rows: list[Startup]) -> str:
     return "\n".join(lines)
 
 
+def part(ctx: Context) -> Figures:
+    """The start-up part (no split: the program's start, with its own questions)."""
+    assert ctx.world is not None
+    repeat = ctx.limit or ctx.args.startup_repeat
+    print("start-up to the first request...", file=sys.stderr)
+    rows = measure(ctx.world, repeat)
+    head = (
+        f"## Start-up (no split: the program; fresh process to the world's first request, "
+        f"median of {repeat}; seed {ctx.seed})"
+    )
+    return Figures(
+        f"{head}\n\n{table(rows)}\n",
+        [{"label": r.label, "times": r.times, "cpu": r.cpu} for r in rows],
+        {"repeat": repeat},
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.startup [--against OLD_CHECKOUT]``: the start-up table alone."""
     import argparse
@@ -234,8 +253,9 @@ def main(argv: list[str] | None = None) -> int:
         help="another checkout of sleuth, measured alternately (before/after)",
     )
     parser.add_argument("--seed", type=int, default=8)
+    parser.add_argument("--hosts", choices=HOST_MODES, default="site", help="bench.world --hosts")
     args = parser.parse_args(argv)
-    with world(args.seed) as w:
+    with world(args.seed, args=["--hosts", args.hosts]) as w:
         print(table(measure(w, args.repeat, args.against)))
     return 0
 

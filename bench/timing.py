@@ -3,7 +3,8 @@
 Each timing question is researched once per pipeline (depth 2, 5 sources) against the
 benchmark world at its full latencies; :func:`critical_path` computes from the world's
 log the shortest time in which that world could have produced the report, and every
-row counts model calls and tokens, searches, fetches and the heavy pages read.
+row counts model calls and tokens, searches, fetches and the heavy pages read; each
+run's chain and waste (:mod:`bench.chain`) are computed from the same log.
 :func:`page_times` then times sleuth's extractor and trafilatura on every page the runs
 fetched (:mod:`bench.pagetime`).
 """
@@ -16,18 +17,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.chain import chain, waste
 from bench.client import WorldProcess, cited_urls
 from bench.pagetime import PageTime
 from bench.pagetime import measure as measure_pages
-from bench.topics import HEAVY
+from bench.pagetime import table as pagetime_table
+from bench.parts import Context, Figures
+from bench.splits import chosen
+from bench.topics import HEAVY, split_questions
 from bench.world import REPO
 from sleuth.testing._corpus import Corpus
 
 __all__ = [
     "Row",
+    "chain_table",
     "critical_path",
     "measure",
     "page_times",
+    "part",
     "parts_table",
     "run_timing",
     "timing_table",
@@ -143,6 +150,9 @@ class Row:
     heavy_read: int = 0
     fetched_mb: float = 0.0  # HTML of the distinct pages fetched whole
     fetched_urls: list[str] = field(default_factory=list)
+    chain: float = 0.0  # bench.chain: what the run could not have done without
+    chain_parts: dict[str, float] = field(default_factory=dict)
+    waste: float = 0.0  # bench.chain: waiting for pages then not cited
 
     @property
     def ratio(self) -> float:
@@ -161,9 +171,11 @@ def measure(
     wall: float,
     log: list[dict[str, Any]],
     sizes: dict[str, int] | None = None,
+    times: tuple[float, float] | None = None,
 ) -> Row:
     """One run's row from its report, wall time and the world's log (``sizes``: page
-    URL -> bytes, for the heavy-page columns)."""
+    URL -> bytes, for the heavy-page columns; ``times``: when the run was called and
+    when it had read its sources, on the world's clock, for the chain and the waste)."""
     cited = cited_urls(report)
     pages = [e for e in log if e["kind"] == "page"]
     urls = [e["key"] for e in pages]
@@ -172,6 +184,8 @@ def measure(
     path = critical_path(log, cited)
     stats = report.stats
     size = (sizes or {}).get
+    started, read_at = times if times is not None else (0.0, 0.0)
+    run_chain = chain(log, cited, started) if times is not None else None
     return Row(
         name=name,
         pipeline=pipeline,
@@ -191,18 +205,30 @@ def measure(
         heavy_read=sum(size(u, 0) > HEAVY for u in used),
         fetched_mb=sum(size(u, 0) for u in whole) / 1e6,
         fetched_urls=whole,
+        chain=run_chain.total if run_chain else 0.0,
+        chain_parts=run_chain.parts if run_chain else {},
+        waste=waste(log, cited, read_at) if times is not None else 0.0,
     )
 
 
 def timed_run(w: WorldProcess, question: str, llm: bool, name: str) -> Row:
     import sleuth
 
+    read_at: list[float] = []
+
+    def on_event(event: Any) -> None:
+        if event.kind == "read" and not read_at:  # the sources are read: gathering is over
+            read_at.append(time.time())
+
     w.log()
+    started = time.time()  # the world logs on this clock (same machine)
     start = time.monotonic()
-    report = sleuth.research_sync(question, **w.options(llm))
+    report = sleuth.research_sync(question, on_event=on_event, **w.options(llm))
     wall = time.monotonic() - start
+    ended = time.time()
     time.sleep(0.2)  # let the world log the responses that were cut off
-    return measure(name, "LLM" if llm else "no-LLM", report, wall, w.log(), w.sizes)
+    times = (started, read_at[0] if read_at else ended)
+    return measure(name, "LLM" if llm else "no-LLM", report, wall, w.log(), w.sizes, times)
 
 
 def _f(value: float, digits: int = 2) -> str:
@@ -240,6 +266,37 @@ def timing_table(rows: list[Row]) -> str:
             f"{sum(r.sources for r in group)} ({cited}) | "
             f"{sum(r.heavy_fetched for r in group)} ({sum(r.heavy_read for r in group)}) | "
             f"{sum(r.fetched_mb for r in group):.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def chain_table(rows: list[Row]) -> str:
+    """Each run's chain, its parts and its waste (bench.chain), and what wall adds."""
+    keys = ["start-up", "plan", "search", "page", "reading", "report"]
+    lines = [
+        "| run | pipeline | wall s | chain s | "
+        + " | ".join(keys)
+        + " | waste s | wall / chain | (wall − waste) / chain (≤ 1.2) |",
+        "|---|---|" + "---:|" * (len(keys) + 5),
+    ]
+    for r in rows:
+        ratio = r.wall / r.chain if r.chain else float("nan")
+        tight = (r.wall - r.waste) / r.chain if r.chain else float("nan")
+        lines.append(
+            f"| {r.name} | {r.pipeline} | {_f(r.wall)} | {_f(r.chain)} | "
+            + " | ".join(_f(r.chain_parts.get(k, 0.0)) for k in keys)
+            + f" | {_f(r.waste)} | {_f(ratio)} | {_f(tight)} |"
+        )
+    for pipeline in dict.fromkeys(r.pipeline for r in rows):
+        group = [r for r in rows if r.pipeline == pipeline]
+        wall, total = sum(r.wall for r in group), sum(r.chain for r in group)
+        mean = sum(r.waste for r in group) / len(group)
+        worst = max(((r.wall - r.waste) / r.chain for r in group if r.chain), default=float("nan"))
+        lines.append(
+            f"| **all** | {pipeline} | {_f(wall)} | {_f(total)} | "
+            + " | " * len(keys)
+            + f"mean **{_f(mean)}** | {_f(wall / total if total else float('nan'))} | "
+            f"worst **{_f(worst)}** |"
         )
     return "\n".join(lines)
 
@@ -291,3 +348,30 @@ def page_times(w: WorldProcess, rows: Sequence[Row], repeat: int = 2) -> list[Pa
     """Extraction time of every page the runs fetched whole, sleuth's and trafilatura's."""
     urls = dict.fromkeys(u for r in rows for u in r.fetched_urls)
     return measure_pages({u: w.body(u) for u in urls}, repeat)
+
+
+def part(ctx: Context) -> Figures:
+    """The timing part on ``ctx.split``'s timing questions (:mod:`bench.topics`), then
+    the extraction time of every page the runs fetched whole."""
+    (split,) = chosen([ctx.split], ctx.final)
+    assert ctx.world is not None
+    questions = ctx.cut(split_questions(split))
+    print("timing runs (depth 2, 5 sources, real latencies)...", file=sys.stderr)
+    rows = run_timing(ctx.world, ctx.pipelines, questions)
+    out = [
+        f"{ctx.heading('Timing', 'depth 2, 5 sources, full latency', f'{ctx.hosts} hosts')}\n",
+        timing_table(rows) + "\n",
+        f"Critical path, the slowest chain's parts (s):\n\n{parts_table(rows)}\n",
+        f"Chain and waste (bench/chain.py; s):\n\n{chain_table(rows)}\n",
+    ]
+    data: dict[str, Any] = {"rows": [vars(r) for r in rows]}
+    repeat = ctx.args.page_repeat
+    if repeat > 0:
+        print("extraction time of the pages fetched...", file=sys.stderr)
+        times = page_times(ctx.world, rows, repeat)
+        data["page_times"] = [vars(t) for t in times]
+        out.append(
+            "Extraction time per page fetched whole by the runs above (each page once, "
+            f"the quickest of {repeat}):\n\n{pagetime_table(times)}\n"
+        )
+    return Figures("\n".join(out), data, {"questions": [label for label, _ in questions]})

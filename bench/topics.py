@@ -22,13 +22,16 @@ How they were chosen (2026-11-25):
    that run (mean 2.5). Only the world's search was looked at to choose, never a
    wall time or a critical path.
 3. They were ordered by the SHA-256 of their text; the first five are the **timing**
-   set that ``python -m bench`` runs (``heavy``), the other five are **held out**
-   (``--timing-set heldout``): changes are judged on the timing set, and the held-out
-   set checks now and then that a gain is not the five questions'.
+   set that ``python -m bench`` runs (``heavy``: the **tune** split), the other five
+   are held out (``heldout``: the **dev** split, ``--split dev``).
 
-``corpus`` is the three corpus topics the timing part ran before (stadia, moons,
-trade-war: real saved news articles, few of them heavy), kept to compare with older
-figures.
+The **test** split's five questions are candidates neither set uses, chosen by the rule
+in :mod:`bench.splits` (:data:`bench.splits.TIMING_TEST`); only ``python -m bench
+--final`` runs them.
+
+``corpus`` is the three corpus topics the timing part ran before 2026-11-25 (stadia,
+moons, trade-war: real saved news articles, few of them heavy), kept to compare with
+older figures (:func:`timing_questions`).
 """
 
 from __future__ import annotations
@@ -38,9 +41,17 @@ import hashlib
 import sys
 from collections.abc import Sequence
 
+from bench.splits import timing_labels
 from bench.world import REPO, data_dir
 
-__all__ = ["CANDIDATES", "HEAVY", "MIN_HEAVY", "TIMING_SETS", "timing_questions"]
+__all__ = [
+    "CANDIDATES",
+    "HEAVY",
+    "MIN_HEAVY",
+    "TIMING_SETS",
+    "split_questions",
+    "timing_questions",
+]
 
 HEAVY = 500_000  # bytes of HTML: a heavy page
 
@@ -99,6 +110,16 @@ def timing_questions(name: str) -> list[tuple[str, str]]:
 
     topics = {t.id: t for t in Corpus.load(REPO / "tests" / "data" / "corpus").topics}
     return [(label, topics[label].question) for label, _ in TIMING_SETS[name]]
+
+
+def split_questions(split: str) -> list[tuple[str, str]]:
+    """``(label, question)`` of the timing questions of ``split`` (:mod:`bench.splits`;
+    callers check the split with :func:`bench.splits.chosen`)."""
+    which = timing_labels(split)
+    if isinstance(which, str):
+        return timing_questions(which)
+    by_label = {label: question for label, question, _ in CANDIDATES}
+    return [(label, by_label[label]) for label in which]
 
 
 def check(candidates: Sequence[tuple[str, str, int]]) -> int:

@@ -6,20 +6,25 @@ index and SearXNG payload of ``sleuth.testing._search``, the ``ScriptedLLM`` end
 :mod:`bench.latency`), bigger, and logging when every request started and ended on the
 server side, which is what the critical path is computed from.
 
-Pages, each on its own loopback address (an IP host is its own site):
+Pages:
 
 * every paragraph of ``../shared/data/hotpotqa/hotpotqa_train_corpus.json`` (994) as a
-  small encyclopedia page, on ``127.1.x.y``;
-* the tests' corpus of real saved articles (``tests/data/corpus``, 42 pages), on ``127.2.0.n``;
-* the other articles of the Article Extraction Benchmark (``../shared/data/aeb``), on
-  ``127.3.0.n``;
-* the heavy real pages of :mod:`bench.pages` at their real sizes: WCXB dev (1,497, on
-  ``127.4.x.y``), Mozilla Readability's test pages (120 of 130, ``127.5.0.n``) and
-  Postlight's fixtures (165 of 170, ``127.6.0.n``): those the corpus serves are not
-  served twice.
+  small encyclopedia page;
+* the tests' corpus of real saved articles (``tests/data/corpus``, 42 pages);
+* the other articles of the Article Extraction Benchmark (``../shared/data/aeb``);
+* the heavy real pages of :mod:`bench.pages` at their real sizes: WCXB dev (1,497),
+  Mozilla Readability's test pages (120 of 130) and Postlight's fixtures (165 of 170):
+  those the corpus serves are not served twice.
 
-``--kinds`` serves only some of these sets and ``--drop KIND:KEY`` leaves pages out
-(the relevance benchmark's world, :mod:`bench.relevance`).
+Each page is on the host of its real site (:mod:`bench.hosts`: the encyclopedia on one
+host, news articles on their papers' hosts, …), one loopback address per site, so
+sleuth's per-host rules bind as they do on the web; ``--hosts page`` puts every page on
+an address of its own instead (``127.K.x.y``, K the set's number in :data:`KINDS`), the
+world of the figures before 2026-11-28.
+
+``--kinds`` serves only some of these sets, ``--also KIND:KEY`` adds one page of a set
+that is not served and ``--drop KIND:KEY`` leaves pages out (the relevance benchmark's
+world, :mod:`bench.relevance`).
 
 The main host ``127.0.0.1`` serves SearXNG's ``/search``, the model under ``/v1``, and the
 control endpoints ``/_bench/log`` (GET; ``?clear=1`` empties it), ``/_bench/pages``,
@@ -33,10 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
-import html
 import json
-import os
 import re
 import socket
 import sys
@@ -44,203 +46,33 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote
 
 import uvicorn
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from bench.catalog import (
+    KINDS,
+    REPO,
+    PageEntry,
+    address_of_page,
+    data_dir,
+    load_pages,
+    slug,
+)
+from bench.hosts import HOST_MODES, address, assign_sites, by_site
 from bench.latency import Latency, tokens
-from bench.pages import read_body, real_pages
-from sleuth.testing._corpus import Corpus
 from sleuth.testing._search import IndexEntry, SearchIndex, searxng_payload
 from sleuth.testing.llm import ScriptedLLM, _completion
 from sleuth.testing.researcher import MARKERS, PROMPTS, ScriptedResearcher, section
 
-__all__ = ["KINDS", "MODEL", "PageEntry", "World", "data_dir"]
+__all__ = ["KINDS", "MODEL", "REPO", "PageEntry", "World", "data_dir"]
 
 MODEL = "bench-model"
-REPO = Path(__file__).resolve().parents[1]
 _HOLD_LIMIT = 600.0
-#: Every set of pages the world can serve, and the second octet of their addresses.
-KINDS = {"hotpotqa": 1, "corpus": 2, "aeb": 3, "wcxb": 4, "readability": 5, "postlight": 6}
-
-
-def data_dir() -> Path:
-    """``../shared/data`` beside the checkout (or ``$SLEUTH_BENCH_DATA``)."""
-    return Path(os.environ.get("SLEUTH_BENCH_DATA", REPO.parent / "shared" / "data"))
-
-
-@dataclass
-class PageEntry:
-    """One page of the world: where it lives, what it is, and its bytes."""
-
-    kind: str  # one of KINDS
-    key: str  # HotpotQA title, corpus doc id, AEB id, WCXB id, test-page or fixture name
-    title: str
-    text: str
-    path: str
-    body: Callable[[], bytes]
-    content_type: str = "text/html; charset=utf-8"
-    url: str = ""
-    size: int = 0  # bytes of the body (0: not measured)
-    #: What the page's latency is seeded with: its path, or for the heavy sets (whose
-    #: paths repeat, "/" above all) kind, key and path.
-    latency_key: str = ""
-
-    def __post_init__(self) -> None:
-        self.latency_key = self.latency_key or self.path
-
-
-def _slug(title: str) -> str:
-    return quote(title.replace(" ", "_"), safe="_()-.,'")
-
-
-def _wiki_page(title: str, sentences: list[str]) -> bytes:
-    """A HotpotQA paragraph as an encyclopedia page, with the chrome real ones have."""
-    esc = html.escape
-    text = esc("".join(sentences).strip())
-    nav = "".join(
-        f'<li><a href="/wiki/{p}">{p.replace("_", " ")}</a></li>'
-        for p in (
-            "Main_Page",
-            "Contents",
-            "Current_events",
-            "Random_article",
-            "About",
-            "Contact_us",
-            "Donate",
-            "Help",
-        )
-    )
-    return (
-        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-        f"<title>{esc(title)} - Wikipedia</title></head><body>"
-        f'<header><nav><ul>{nav}</ul></nav><form><input name="search" '
-        f'placeholder="Search Wikipedia"></form></header>'
-        f"<main><article><h1>{esc(title)}</h1>"
-        f'<p class="tagline">From Wikipedia, the free encyclopedia</p>'
-        f"<p>{text}</p></article></main>"
-        f"<footer><p>Text is available under the Creative Commons Attribution-ShareAlike "
-        f'License; additional terms may apply.</p><ul><li><a href="/privacy">Privacy '
-        f'policy</a></li><li><a href="/about">About Wikipedia</a></li><li><a '
-        f'href="/disclaimers">Disclaimers</a></li></ul></footer></body></html>'
-    ).encode()
-
-
-def _gunzip(file: Path) -> bytes:
-    return gzip.decompress(file.read_bytes())
-
-
-def _load_pages(
-    data: Path, kinds: tuple[str, ...] = tuple(KINDS), drop: frozenset[str] = frozenset()
-) -> list[PageEntry]:
-    """The pages of ``kinds``, without those named ``kind:key`` in ``drop``."""
-    pages = _light_pages(data)
-    heavy = tuple(k for k in kinds if k in ("wcxb", "readability", "postlight"))
-    served = _corpus_sources()
-    pages += [
-        PageEntry(
-            p.kind,
-            p.key,
-            p.title,
-            p.text,
-            p.path,
-            partial(read_body, p.file),
-            size=p.size,
-            latency_key=f"/{p.kind}/{p.key}{p.path}",
-        )
-        for p in real_pages(data, heavy)
-        if f"{p.kind}:{p.key}" not in served
-    ]
-    return [p for p in pages if p.kind in kinds and f"{p.kind}:{p.key}" not in drop]
-
-
-def _corpus_sources() -> set[str]:
-    """``kind:key`` of the Readability and Postlight pages the corpus already serves."""
-    served = set()
-    for doc in Corpus.load(REPO / "tests" / "data" / "corpus").docs:
-        kind, _, file = doc.source.partition(":")
-        if kind == "readability" and file.endswith("/source.html"):
-            served.add(f"readability:{file.rsplit('/', 2)[-2]}")
-        elif kind == "postlight":
-            served.add(f"postlight:{file.rsplit('/', 1)[-1].removesuffix('.html')}")
-    return served
-
-
-def _light_pages(data: Path) -> list[PageEntry]:
-    pages: list[PageEntry] = []
-    corpus_file = data / "hotpotqa" / "hotpotqa_train_corpus.json"
-    if corpus_file.is_file():
-        paragraphs: dict[str, list[str]] = json.loads(corpus_file.read_text(encoding="utf-8"))
-        for title, sentences in paragraphs.items():
-            pages.append(
-                PageEntry(
-                    "hotpotqa",
-                    title,
-                    title,
-                    "".join(sentences).strip(),
-                    f"/wiki/{_slug(title)}",
-                    body=partial(_wiki_page, title, sentences),
-                    size=len(_wiki_page(title, sentences)),
-                )
-            )
-    corpus = Corpus.load(REPO / "tests" / "data" / "corpus")
-    seen_urls: set[str] = set()
-    for doc in corpus.docs:
-        if doc.original_url:
-            seen_urls.add(doc.original_url.split("?")[0].rstrip("/"))
-        pages.append(
-            PageEntry(
-                "corpus",
-                doc.id,
-                doc.title,
-                doc.text,
-                doc.path,
-                body=partial(corpus.body, doc.file),
-                content_type=doc.content_type,
-                size=len(corpus.body(doc.file)),
-            )
-        )
-    aeb = data / "aeb"
-    if (aeb / "ground-truth.json").is_file():
-        truth: dict[str, dict[str, str]] = json.loads(
-            (aeb / "ground-truth.json").read_text(encoding="utf-8")
-        )
-        for page_id, entry in sorted(truth.items()):
-            url = str(entry.get("url", "")).split("?")[0].rstrip("/")
-            file = aeb / "html" / f"{page_id}.html.gz"
-            if (
-                not url
-                or any(url.startswith(s) or s.startswith(url) for s in seen_urls)
-                or not file.is_file()
-            ):
-                continue  # already served as a corpus page
-            raw = gzip.decompress(file.read_bytes())
-            found = re.search(rb"<title[^>]*>(.*?)</title>", raw, re.DOTALL | re.IGNORECASE)
-            title = (
-                html.unescape(found.group(1).decode("utf-8", "replace")).strip() if found else ""
-            ) or page_id[:12]
-            path = urlsplit(str(entry.get("url", ""))).path or f"/{page_id}"
-            pages.append(
-                PageEntry(
-                    "aeb",
-                    page_id,
-                    " ".join(title.split())[:200],
-                    str(entry.get("articleBody", "")),
-                    path,
-                    body=partial(_gunzip, file),
-                    size=len(raw),
-                )
-            )
-    return pages
-
-
-def _address(kind: str, index: int) -> str:
-    return f"127.{KINDS[kind]}.{index // 250}.{index % 250 + 1}"
 
 
 @dataclass
@@ -296,11 +128,18 @@ class World:
         data: Path | None = None,
         kinds: tuple[str, ...] = tuple(KINDS),
         drop: frozenset[str] = frozenset(),
+        hosts: str = "site",
+        also: frozenset[str] = frozenset(),
     ) -> None:
+        if hosts not in HOST_MODES:
+            raise ValueError(f"hosts must be one of {HOST_MODES}, not {hosts!r}")
         self.state = _State(latency)
-        self.pages = _load_pages(data or data_dir(), kinds, drop)
+        self.pages = load_pages(data or data_dir(), kinds, drop, also)
+        assign_sites(self.pages)
+        self.hosts = hosts
         self.by_url: dict[str, PageEntry] = {}
-        self.sites: dict[tuple[str, int], PageEntry] = {}
+        #: (address, port) -> that host's pages by their percent-decoded path
+        self.sites: dict[tuple[str, int], dict[str, PageEntry]] = {}
         self.main: tuple[str, int] = ("", 0)
         self.llm = ScriptedLLM(models=[MODEL])
         # plant: every deep-report section carries a fabricated citation and URL, which the
@@ -360,18 +199,30 @@ class World:
 
     # -- serving ---------------------------------------------------------------------------
     def bind(self) -> None:
-        """A listening socket per page (and the main host), each on a random port."""
+        """A listening socket per host (and the main host), each on a random port: per
+        site (``hosts="site"``) or per page (``"page"``)."""
         self.main = self._listen("127.0.0.1")
-        counts: dict[str, int] = {}
-        entries: list[IndexEntry] = []
-        for page in self.pages:
-            n = counts[page.kind] = counts.get(page.kind, -1) + 1
-            key = self._listen(_address(page.kind, n))
-            self.sites[key] = page
+        if self.hosts == "site":
+            for n, (_, pages) in enumerate(by_site(self.pages)):
+                self._serve(address(n), pages)  # type: ignore[arg-type]
+        else:
+            counts: dict[str, int] = {}
+            for page in self.pages:
+                n = counts[page.kind] = counts.get(page.kind, -1) + 1
+                self._serve(address_of_page(page.kind, n), [page])
+        self.index = SearchIndex([IndexEntry(p.url, p.title, p.text) for p in self.pages])
+
+    def _serve(self, host: str, pages: list[PageEntry]) -> None:
+        """One listening socket on ``host`` for ``pages``; each gets its URL there (a
+        path the host already serves gets a suffix naming the page)."""
+        key = self._listen(host)
+        routes = self.sites[key] = {}
+        for page in pages:
+            if unquote(page.path) in routes:
+                page.path = f"{page.path.rstrip('/')}/~{slug(page.kind + '-' + page.key)}"
+            routes[unquote(page.path)] = page
             page.url = f"http://{key[0]}:{key[1]}{page.path}"
             self.by_url[page.url] = page
-            entries.append(IndexEntry(page.url, page.title, page.text))
-        self.index = SearchIndex(entries)
 
     def _listen(self, address: str) -> tuple[str, int]:
         # IPPROTO_TCP: see OfflineWeb._listen (TCP_NODELAY on accepted sockets).
@@ -397,8 +248,8 @@ class World:
             response = await self._main(scope, receive, path)
         # ASGI's path is percent-decoded; page paths are stored as they appear in URLs
         # (a title like "Alû" is /wiki/Al%C3%BB), so compare decoded with decoded.
-        elif key in self.sites and unquote(self.sites[key].path) == path:
-            await self._page(self.sites[key], scope, receive, send)
+        elif (page := self.sites.get(key, {}).get(path)) is not None:
+            await self._page(page, scope, receive, send)
             return
         else:
             response = Response("<h1>404 Not Found</h1>", status_code=404)
@@ -449,7 +300,14 @@ class World:
         if path == "/_bench/pages":
             return JSONResponse(
                 [
-                    {"url": p.url, "kind": p.kind, "key": p.key, "title": p.title, "size": p.size}
+                    {
+                        "url": p.url,
+                        "kind": p.kind,
+                        "key": p.key,
+                        "title": p.title,
+                        "size": p.size,
+                        "site": p.site,
+                    }
                     for p in self.pages
                 ]
             )
@@ -483,6 +341,19 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KIND:KEY",
         help="leave this page out (repeatable)",
     )
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="KIND:KEY",
+        help="serve this page too, though its set is not in --kinds (repeatable)",
+    )
+    parser.add_argument(
+        "--hosts",
+        choices=HOST_MODES,
+        default="site",
+        help="site: each page on its real site's host (default); page: each on its own",
+    )
     args = parser.parse_args(argv)
     kinds = tuple(k for k in args.kinds.split(",") if k)
     if unknown := [k for k in kinds if k not in KINDS]:
@@ -491,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         Latency(seed=args.seed, scale=args.scale, ttft=args.ttft, tokens_per_s=args.tokens_per_s),
         kinds=kinds,
         drop=frozenset(args.drop),
+        hosts=args.hosts,
+        also=frozenset(args.also),
     )
     world.bind()
     config = uvicorn.Config(

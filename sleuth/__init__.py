@@ -10,9 +10,9 @@ stays fast; the heavy libraries load when a research starts.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sleuth._lazy import lazy_exports
 from sleuth._version import __version__
 
 _EXPORTS = {
@@ -24,7 +24,7 @@ _EXPORTS = {
     "BatchResult": "sleuth.pipeline.batch",
     "extract": "sleuth.extraction",
     "Extracted": "sleuth.extraction",
-    "fetch_page": "sleuth.fetch",
+    "fetch_page": "sleuth.pipeline.pages",
     "Settings": "sleuth.settings",
     "load_settings": "sleuth.settings",
     "Report": "sleuth.models",
@@ -50,13 +50,23 @@ _EXPORTS = {
     "CitationCheck": "sleuth.models",
     "TreeNode": "sleuth.models",
     "Section": "sleuth.models",
+    "Answer": "sleuth.models",
+    "AnswerSentence": "sleuth.models",
+    "TextSpan": "sleuth.models",
+    "Claim": "sleuth.models",
+    "Support": "sleuth.models",
+    "Span": "sleuth.models",
+    "Timeline": "sleuth.models",
 }
 
 __all__ = [
     "AgentResult",
+    "Answer",
+    "AnswerSentence",
     "BatchResult",
     "BlockedURLError",
     "CitationCheck",
+    "Claim",
     "ConfigError",
     "Event",
     "EventStream",
@@ -76,7 +86,11 @@ __all__ = [
     "Settings",
     "SleuthError",
     "Source",
+    "Span",
     "Stats",
+    "Support",
+    "TextSpan",
+    "Timeline",
     "TreeNode",
     "WorkspaceError",
     "__version__",
@@ -103,9 +117,11 @@ if TYPE_CHECKING:
         WorkspaceError,
     )
     from sleuth.extraction import Extracted, extract
-    from sleuth.fetch import fetch_page
     from sleuth.models import (
+        Answer,
+        AnswerSentence,
         CitationCheck,
+        Claim,
         Failure,
         Page,
         Plan,
@@ -114,23 +130,22 @@ if TYPE_CHECKING:
         SearchHit,
         Section,
         Source,
+        Span,
         Stats,
+        Support,
+        TextSpan,
+        Timeline,
         TreeNode,
     )
     from sleuth.pipeline.batch import BatchResult, research_many
+    from sleuth.pipeline.pages import fetch_page
     from sleuth.pipeline.quick import research, research_sync
     from sleuth.progress import Event, EventStream
     from sleuth.search.base import SearchProvider, register
     from sleuth.settings import Settings, load_settings
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleuth' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -29,6 +29,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "browser": ("playwright",),
     "mcp": ("mcp", "anyio"),
     "web": ("starlette", "uvicorn"),
+    "ray": ("ray",),
 }
 
 

@@ -18,6 +18,7 @@ _FILE = Path(__file__).resolve().parent / "data" / "cli_options.json"
 #: The groups ``--help`` lists options in, in this order (each setting names its group in
 #: the settings table; options of one command only name theirs where they are made).
 HELP_GROUPS = (
+    "Batch",
     "Research",
     "Search",
     "Fetching",

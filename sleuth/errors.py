@@ -13,6 +13,7 @@ the boundary, so callers catch ``SleuthError`` and nothing else::
     ├── ProviderFailure          one search provider could not answer one query (recorded)
     ├── FetchError               one URL could not be fetched (raised by ``fetch_page``)
     │   └── BlockedURLError      the SSRF guard refused a URL
+    ├── ExtractError             a document that cannot be read at all (a corrupt PDF)
     ├── WorkspaceError           an agent file tool tried to leave or overfill its workspace
     └── LLMError                 a model call failed; ``status`` and ``retryable`` say how
         ├── LLMAuthError         401/403: the key is refused; the CLI exits 2
@@ -39,11 +40,13 @@ __all__ = [
     "BlockedURLError",
     "ConfigError",
     "ContextOverflowError",
+    "ExtractError",
     "FetchError",
     "LLMAuthError",
     "LLMBudgetError",
     "LLMError",
     "LLMUnavailableError",
+    "LLMUnreachableError",
     "ParseError",
     "PromptError",
     "ProviderError",
@@ -123,6 +126,10 @@ class BlockedURLError(FetchError):
     """The URL points somewhere sleuth refuses to go (SSRF guard, scheme, port)."""
 
 
+class ExtractError(SleuthError, ValueError):
+    """A document that cannot be read at all (a corrupt or encrypted PDF)."""
+
+
 # ---------------------------------------------------------------- agent mode
 
 
@@ -154,6 +161,11 @@ class LLMAuthError(LLMError):
 
 class LLMUnavailableError(LLMError):
     """The server could not be reached or kept failing after every retry."""
+
+
+class LLMUnreachableError(LLMUnavailableError):
+    """Nothing answers at the server's address (connection refused, or no such host):
+    not retried, since asking again at once meets the same closed door."""
 
 
 class ContextOverflowError(LLMError):

@@ -65,6 +65,7 @@ class Labels:
     no_gaps: str = "_Every source that was tried could be read._"
     unverified: str = "*(unverified)*"
     check_title: str = "Citation check"
+    removed: str = "Removed: not supported by the cited source"
     # deep mode's long report
     contents: str = "Contents"
     introduction: str = "Introduction"
@@ -82,6 +83,7 @@ LABELS: dict[str, Labels] = {
         no_gaps="_所有尝试的来源都已读取。_",
         unverified="*（未核实）*",
         check_title="引用核查",
+        removed="已删除：引用的来源不支持",
         contents="目录",
         introduction="引言",
         conclusion="结论",
@@ -95,6 +97,7 @@ LABELS: dict[str, Labels] = {
         no_gaps="_所有嘗試的來源都已讀取。_",
         unverified="*（未核實）*",
         check_title="引用核查",
+        removed="已刪除：引用的來源不支持",
         contents="目錄",
         introduction="引言",
         conclusion="結論",

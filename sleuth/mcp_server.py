@@ -4,11 +4,17 @@ Built on the official ``mcp`` SDK's FastMCP (the 1.x line: the extra ``mcp`` pin
 ``mcp>=1.26,<2``, because 2.x renamed FastMCP). Tools:
 
 ``web_research(topic, depth=2, max_sources=5, mode="quick")``
-    grip's signature: a cited Markdown report. ``depth`` must be 1–3; ``max_sources``
-    at least 1 and is capped at 10 as grip caps it. Progress notifications follow
-    the run's progress events while it runs. ``mode="deep"``: a deep research (a tree
+    grip's signature: a cited Markdown report, which opens with its answer (without a
+    model); the result's structured content carries the same answer as data
+    (:func:`structured`: each sentence with its source ids and spans, the sources'
+    titles and URLs, unescaped), so a calling model can read the answer in a few
+    hundred tokens. ``depth`` must be 1–3; ``max_sources``
+    at least 1 and is capped at 10 as grip caps it. Progress notifications say how
+    far the run is out of a total (the pages wanted + 2: planning and searching, each
+    page read, the report), each further than the last; no notification for each
+    download started, model call or timing. ``mode="deep"``: a deep research (a tree
     of sub-questions, a long sectioned report); ``max_sources`` then counts the whole
-    tree and is capped at 30.
+    tree and is capped at 30, its pages counted over the whole tree.
 ``fetch_page(url)``
     One page's extracted text, through the same guarded fetcher as a research.
 ``web_search(query)``
@@ -41,19 +47,20 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
+from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCMessage
-from pydantic import ConfigDict, Field, create_model
+from mcp.types import CallToolResult, JSONRPCMessage, TextContent
+from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from sleuth._valid import valid_data, valid_text
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, FetchError, SleuthError
-from sleuth.models import ValidText
-from sleuth.progress import EventStream
+from sleuth.models import Report, ValidText
+from sleuth.progress import Counts, Event, EventStream
 from sleuth.settings import Settings
 
-__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio"]
+__all__ = ["MAX_SOURCES_CAP", "build_server", "serve_http", "serve_stdio", "structured"]
 
 MAX_SOURCES_CAP = 10
 #: A deep research's cap: its sources are shared by a whole tree of questions.
@@ -74,6 +81,36 @@ class _StrictArgs(ValidText):
     model_config = ConfigDict(extra="forbid", strict=True)
 
 
+class _OneLineMetadata(FuncMetadata):
+    """FastMCP's argument checking, with a refusal in one line: each bad argument and why
+    (``topic: required``), not pydantic's report of several lines and a link."""
+
+    async def call_fn_with_arg_validation(
+        self,
+        fn: Callable[..., Any | Awaitable[Any]],
+        fn_is_async: bool,
+        arguments_to_validate: dict[str, Any],
+        arguments_to_pass_directly: dict[str, Any] | None,
+    ) -> Any:
+        try:
+            self.arg_model.model_validate(self.pre_parse_json(arguments_to_validate))
+        except ValidationError as exc:
+            raise ToolError(f"invalid arguments: {_arguments_error(exc)}") from None
+        return await super().call_fn_with_arg_validation(
+            fn, fn_is_async, arguments_to_validate, arguments_to_pass_directly
+        )
+
+
+def _arguments_error(exc: ValidationError) -> str:
+    """``name: why`` for each refused argument, on one line."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        name = ".".join(str(part) for part in err["loc"]) or "arguments"
+        why = "required" if err["type"] == "missing" else " ".join(str(err["msg"]).split())
+        parts.append(f"{name}: {why}")
+    return "; ".join(parts)
+
+
 def strict_tool(fn: Callable[..., Any]) -> Tool:
     """``fn`` as a FastMCP tool whose arguments are checked strictly against its schema.
 
@@ -84,7 +121,7 @@ def strict_tool(fn: Callable[..., Any]) -> Tool:
     tool = Tool.from_function(fn, structured_output=False)
     loose = tool.fn_metadata.arg_model
     strict = create_model(loose.__name__, __base__=(loose, _StrictArgs), __module__=__name__)
-    metadata = tool.fn_metadata.model_copy(update={"arg_model": strict})
+    metadata = _OneLineMetadata(**{**dict(tool.fn_metadata), "arg_model": strict})
     return tool.model_copy(
         update={"fn_metadata": metadata, "parameters": strict.model_json_schema(by_alias=True)}
     )
@@ -101,22 +138,53 @@ def _check_research_args(depth: int, max_sources: int, mode: str = "quick") -> i
     return min(max_sources, DEEP_SOURCES_CAP if mode == "deep" else MAX_SOURCES_CAP)
 
 
-async def _report_events(stream: EventStream, ctx: Context[Any, Any, Any]) -> None:
-    """Send one progress notification per progress event (a no-op without a progress token)."""
-    step = 0
+#: Events that are never a notification: each page's start, each model call, each
+#: request's timing (a client shows progress, not a log).
+_NOISE = frozenset({"fetch_start", "llm", "span"})
+
+
+def research_progress(counts: Counts, event: Event) -> float:
+    """How far a research is, out of its pages wanted + 2: up to 1 for planning and
+    searching (the share of planned searches done), 1 a page read (a deep research's
+    over its tree), 1 for the report."""
+    searched = len(counts.searched) / len(counts.planned) if counts.planned else 0.0
+    planning = (0.25 + 0.75 * min(1.0, searched)) if counts.planned or counts.searched else 0.0
+    return planning + counts.pages_done() + (1.0 if event.kind == "report" else 0.0)
+
+
+async def _report_events(
+    stream: EventStream, ctx: Context[Any, Any, Any], wanted: int | None = None
+) -> None:
+    """Send progress notifications (a no-op without a progress token), none for
+    :data:`_NOISE`. A research (``wanted`` pages) says how far it is out of a total,
+    each notification further than the last; agent mode counts its steps."""
+    counts = Counts(wanted)
+    sent = 0.0
     async for event in stream:
-        step += 1
-        await ctx.report_progress(step, None, valid_text(f"{event.kind}: {event.message}"))
+        counts.add(event)
+        if event.kind in _NOISE:
+            continue
+        if wanted is None:
+            sent, total = sent + 1, None
+        else:
+            done = research_progress(counts, event)
+            if done <= sent:
+                continue  # no further: the client needs no word of it
+            sent, total = done, float(wanted + 2)
+        await ctx.report_progress(sent, total, valid_text(f"{event.kind}: {event.message}"))
 
 
 async def _with_progress(
-    work: Callable[[EventStream], Awaitable[Any]], ctx: Context[Any, Any, Any]
+    work: Callable[[EventStream], Awaitable[Any]],
+    ctx: Context[Any, Any, Any],
+    wanted: int | None = None,
 ) -> Any:
-    """Run ``work(on_event)`` while its events go to the client as progress notifications."""
+    """Run ``work(on_event)`` while its events go to the client as progress notifications
+    (``wanted``: the pages a research means to read, for its total)."""
     stream = EventStream()
     task = stream.close_when_done(asyncio.ensure_future(work(stream)))
     try:
-        await _report_events(stream, ctx)
+        await _report_events(stream, ctx, wanted)
         return await task
     except SleuthError as exc:
         raise ToolError(str(exc)) from None
@@ -190,7 +258,30 @@ def build_server(settings: Settings, *, port: int = 8000) -> FastMCP:
     return server
 
 
-def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
+def structured(report: Report) -> dict[str, Any]:
+    """What ``web_research`` returns as structured content: the answer (each sentence,
+    the ids of the sources that say it, where it is in each), the sources (id, title,
+    URL, tier: titles as they are, not Markdown-escaped), the confidence, and the sizes
+    of the answer and of the whole report in tokens."""
+    answer = report.answer
+    data: dict[str, Any] = valid_data(
+        {
+            "topic": report.topic,
+            "answer": [s.model_dump(mode="json") for s in answer.sentences] if answer else [],
+            "answer_tokens": answer.tokens if answer else 0,
+            "report_tokens": answer.report_tokens if answer else 0,
+            "sources": [
+                {"id": s.id, "title": s.title, "url": s.url, "quality": s.quality.value}
+                for s in report.sources
+            ],
+            "confidence": report.confidence,
+            "mode": report.mode,
+        }
+    )
+    return data
+
+
+def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[Any]]]:
     """``web_research`` and ``fetch_page``, bound to ``settings``."""
 
     async def web_research(
@@ -213,12 +304,13 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
         ] = "quick",
         *,
         ctx: Context[Any, Any, Any],
-    ) -> str:
+    ) -> CallToolResult:
         """Research a topic on the web and return a cited Markdown report.
 
-        Every [n] citation points at a page that was fetched and read; the report ends
-        with a confidence level (HIGH/MEDIUM/LOW) and the gaps (searches and pages that
-        failed).
+        Every [n] citation points at a page that was fetched and read; the report opens
+        with its answer (the sentences of the sources that best answer the topic, each
+        cited; also as structured content) and ends with a confidence level
+        (HIGH/MEDIUM/LOW) and the gaps (searches and pages that failed).
         """
         from sleuth.pipeline.quick import research
 
@@ -233,8 +325,12 @@ def _research_tools(settings: Settings) -> list[Callable[..., Awaitable[str]]]:
                 mode=mode,
             ),
             ctx,
+            wanted=sources,
         )
-        return valid_text(str(report.markdown))
+        return CallToolResult(
+            content=[TextContent(type="text", text=valid_text(str(report.markdown)))],
+            structuredContent=structured(report),
+        )
 
     async def fetch_page(
         url: Annotated[str, Field(description="An http or https URL.")],

@@ -172,6 +172,74 @@ class CitationCheck(_Record):
     invented_claims_removed: int = 0
 
 
+SpanKind = Literal["search", "download", "extract", "llm"]
+SpanOutcome = Literal["ok", "cached", "failed", "cut"]
+
+
+class Span(_Record):
+    """One request of a run as its timeline shows it: a search, a page's download, its
+    extraction, or a model call, timed in seconds from the run's start.
+
+    ``queued`` is when it was asked for, ``start`` when it really began (a free
+    connection slot, a model slot), ``end`` None while it is still going. ``outcome``:
+    ``ok``, ``cached`` (answered by the store, no request), ``failed`` (``detail`` says
+    why) or ``cut`` (cancelled: the run did not wait for it). ``name`` is the query, the
+    URL asked for, or the model; ``subject`` what a model call was about (the page it
+    summarised, the queries whose results it ranked); ``branch`` the deep research's
+    node it served.
+    """
+
+    id: int
+    kind: SpanKind
+    stage: str
+    name: str
+    queued: float
+    start: float
+    end: float | None = None
+    outcome: SpanOutcome = "ok"
+    status: int | None = None
+    #: Bytes downloaded, characters extracted, hits found, or tokens used.
+    size: int | None = None
+    detail: str = ""
+    final_url: str | None = None
+    subject: str | None = None
+    branch: str | None = None
+
+
+class Timeline(_Record):
+    """Every span of a run, and its critical path: the chain of spans the slowest cited
+    source needed (``critical``: their ids), ``critical_s`` long, of ``wall_s``."""
+
+    spans: list[Span]
+    wall_s: float
+    critical: list[int] = Field(default_factory=list)
+    critical_s: float = 0.0
+
+
+class Support(_Record):
+    """The words of one source that back a sentence: the best-matching span of its text,
+    verbatim, and the share of the sentence's key terms it holds (0 to 1)."""
+
+    source: int
+    quote: str
+    score: float
+
+
+class Claim(_Record):
+    """One cited sentence of a report and what the citation check found.
+
+    ``verdict``: ``kept`` (a cited source supports it), ``unverified`` (it could not be
+    judged, and is marked so), ``removed`` (no cited source supports it) or ``invented``
+    (it cited only sources that do not exist). ``support`` holds the best span of each
+    cited source, best first.
+    """
+
+    text: str
+    sources: list[int]
+    verdict: Literal["kept", "unverified", "removed", "invented"]
+    support: list[Support] = Field(default_factory=list)
+
+
 class TreeNode(_Record):
     """One question of a deep research's tree: a sub-question (level 1) or a follow-up.
 
@@ -192,18 +260,58 @@ class TreeNode(_Record):
     note: str | None = None
 
 
+class TextSpan(_Record):
+    """Where a quoted sentence is in a source's stored text: ``text[start:end]``."""
+
+    source: int
+    start: int = Field(ge=0)
+    end: int = Field(ge=0)
+
+
+class AnswerSentence(_Record):
+    """One sentence of an answer: as quoted, the sources that say it (the first is the
+    one quoted), where it is in each, and the score that chose it."""
+
+    text: str
+    sources: list[int]
+    spans: list[TextSpan] = Field(default_factory=list)
+    score: float = 0.0
+
+
+class Answer(_Record):
+    """The sentences across the sources that best answer the question, each cited.
+
+    ``tokens`` is the size of the report's Answer section and ``report_tokens`` the
+    whole report's (:func:`sleuth.llm.tokens.count_tokens`); ``scored_by`` names the
+    scores the sentences were chosen by.
+    """
+
+    sentences: list[AnswerSentence] = Field(default_factory=list)
+    tokens: int = 0
+    report_tokens: int = 0
+    scored_by: list[str] = Field(default_factory=list)
+
+    @property
+    def words(self) -> int:
+        """Words in the answer's sentences."""
+        return sum(len(s.text.split()) for s in self.sentences)
+
+
 class Section(_Record):
-    """One section of a deep report: its title and the sources it was written from."""
+    """One section of a deep report: its title, the sources it was written from, and
+    (without a model) its own answer."""
 
     title: str
     sources: list[int] = Field(default_factory=list)
+    answer: list[AnswerSentence] = Field(default_factory=list)
 
 
 class Report(_Record):
     """A finished research: the Markdown plus everything it was built from.
 
     A deep research (``mode="deep"``) also carries its question ``tree`` and the
-    report's ``sections``.
+    report's ``sections``. ``answer`` holds the sentences that best answer the question
+    (the report's ``## Answer`` section when no model wrote it).
     """
 
     topic: str
@@ -223,13 +331,22 @@ class Report(_Record):
     mode: Literal["quick", "deep"] = "quick"
     tree: list[TreeNode] | None = None
     sections: list[Section] | None = None
+    answer: Answer | None = None
+    #: Every cited sentence with the source words that back it (model-written reports).
+    claims: list[Claim] | None = None
+    #: What each search, download, extraction and model call took (runs with a record).
+    timeline: Timeline | None = None
 
     def to_json_dict(self) -> dict[str, object]:
         """The ``--format json`` object (the documented, stable shape; a deep research
-        adds ``mode``, ``tree`` and ``sections``)."""
+        adds ``mode``, ``tree`` and ``sections``; ``answer`` is null when none was
+        made)."""
         data = self.model_dump(mode="json")
         if self.mode == "quick":
             for key in ("mode", "tree", "sections"):
+                data.pop(key, None)
+        for key in ("claims", "timeline"):
+            if data.get(key) is None:
                 data.pop(key, None)
         for source in data["sources"]:
             source.pop("quality_score", None)

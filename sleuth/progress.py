@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from sleuth._format import plural
 from sleuth._valid import valid_data, valid_text
 
 if TYPE_CHECKING:
@@ -52,6 +53,9 @@ EventKind = Literal[
     "question_done",
     "question_failed",
     "question_skipped",
+    # one request of the run (a search, download, extraction or model call) started
+    # (data["end"] absent) or ended; data is its sleuth.models.Span
+    "span",
 ]
 
 
@@ -133,3 +137,117 @@ class EventStream:
                 return
             assert isinstance(item, Event)
             yield item
+
+
+#: What a model call's stage says the run is doing (the progress bar, MCP's messages).
+_DOING = {
+    "plan": "planning",
+    "refine": "planning",
+    "subquestions": "planning",
+    "select": "ranking",
+    "summarize": "reading",
+    "merge": "reading",
+    "learn": "learning",
+    "outline": "writing",
+    "section": "writing",
+    "frame": "writing",
+    "report": "writing",
+    "verify": "checking citations",
+}
+_DOING_BY_KIND = {
+    "plan": "searching",
+    "search": "searching",
+    "search_failed": "searching",
+    "rank": "ranking",
+    "fetch_start": "reading pages",
+    "fetched": "reading pages",
+    "fetch_failed": "reading pages",
+    "read": "reading",
+    "report": "writing",
+}
+
+
+class Counts:
+    """What a run has done so far, counted from its progress events: pages read of those
+    wanted, searches done of those planned, tokens and cost, and what it is doing now.
+
+    A deep research's pages are counted over its whole tree, from its ``branch`` events:
+    each node's pages read (never fewer than it once said, at most its share), so the
+    count only ever goes up while branches start and finish side by side.
+    """
+
+    def __init__(self, wanted: int | None = None) -> None:
+        #: Pages the run means to read (``--max-sources``); None when it has no such aim.
+        self.wanted = wanted
+        self.read = 0
+        self.planned: set[str] = set()
+        self.searched: set[str] = set()
+        self.tokens = 0
+        self.cost_usd: float | None = None
+        #: A deep research's nodes: pages read (the most said) and pages wanted, by node.
+        self.nodes: dict[str, tuple[int, int]] = {}
+        #: What the run is doing now ("searching", "reading pages", ...) and in which branch.
+        self.doing = "starting"
+        self.branch: str | None = None
+
+    def add(self, event: Event) -> None:
+        """Count ``event`` in."""
+        data: dict[str, Any] = event.data
+        kind = event.kind
+        if kind == "plan" and isinstance(data.get("queries"), list):
+            self.planned.update(str(q) for q in data["queries"])
+        elif kind in ("search", "search_failed") and "query" in data:
+            self.searched.add(str(data["query"]))
+        elif kind == "fetched" and not data.get("off_topic"):
+            self.read += 1
+        elif kind == "read" and isinstance(data.get("sources"), int):
+            self.read = data["sources"]  # the pages kept, once reading is done
+        elif kind == "llm":
+            self.tokens += int(data.get("prompt_tokens", 0)) + int(data.get("completion_tokens", 0))
+            if isinstance(data.get("cost_usd"), int | float):
+                self.cost_usd = (self.cost_usd or 0.0) + data["cost_usd"]
+        elif kind == "branch" and isinstance(data.get("node"), str):
+            self._branch(data)
+        self.doing = (
+            _DOING.get(str(data.get("stage")), self.doing)
+            if kind == "llm"
+            else (_DOING_BY_KIND.get(kind, self.doing))
+        )
+
+    def _branch(self, data: dict[str, Any]) -> None:
+        node = data["node"]
+        read, wanted = int(data.get("read") or 0), int(data.get("wanted") or 0)
+        said, _ = self.nodes.get(node, (0, 0))
+        self.nodes[node] = (max(said, read), wanted)
+        if data.get("status") in ("searching", "reading"):
+            self.branch = node
+
+    def pages_done(self) -> int:
+        """Pages read, at most the number wanted (a run may read a few more, then keep
+        the best); a deep research's over its whole tree."""
+        if self.nodes:
+            read = sum(min(said, wanted) for said, wanted in self.nodes.values())
+        else:
+            read = self.read
+        return read if self.wanted is None else min(read, self.wanted)
+
+    def summary(self) -> str:
+        """``pages 3/5 · searches 2/4 · 1,234 tokens · $0.0012`` (only what is known)."""
+        pages = (
+            f"pages {self.pages_done()}/{self.wanted}"
+            if self.wanted is not None
+            else plural(self.pages_done(), "page", "pages")
+        )
+        parts = [pages]
+        if self.planned or self.searched:
+            done = len(self.searched)
+            parts.append(f"searches {done}/{max(done, len(self.planned))}")
+        if self.tokens:
+            parts.append(f"{self.tokens:,} tokens")
+        if self.cost_usd is not None:
+            parts.append(f"${self.cost_usd:.4f}")
+        return " · ".join(parts)
+
+    def stage(self) -> str:
+        """What the run is doing now, and in which branch of a deep research."""
+        return f"{self.doing} · branch {self.branch}" if self.branch else self.doing

@@ -1,9 +1,9 @@
 """The one settings table.
 
-Every field of :class:`Settings` carries its CLI flag, its environment variable(s)
-and its help text. The CLI builds its options from this table, ``load_settings``
-reads the environment from it, and ``settings_markdown`` renders the docs table,
-so the three can never disagree.
+Every field of :class:`Settings` carries its CLI flag, its environment variable(s),
+its help text and which commands take it. The CLI builds its options from this table,
+``load_settings`` reads the environment from it, and :mod:`sleuth.settings_docs`
+renders it for ``--help`` and the docs, so the three can never disagree.
 """
 
 from __future__ import annotations
@@ -12,31 +12,17 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+# Durations are read and shown by _duration (the store reads them too, without this table).
+from sleuth._duration import format_duration as format_duration
+from sleuth._duration import parse_duration as parse_duration
 from sleuth.errors import ConfigError
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
-
-
-def parse_duration(text: str | float) -> float:
-    """Seconds in a duration such as ``90``, ``30s``, ``15m``, ``12h``, ``7d`` or ``2w``.
-
-    Raises :class:`ConfigError` for anything else (a negative or unitless word).
-    """
-    if isinstance(text, int | float):
-        if text < 0:
-            raise ConfigError(f"invalid duration {text!r}: must not be negative")
-        return float(text)
-    match = _DURATION.match(text)
-    if not match:
-        raise ConfigError(f"invalid duration {text!r}: use a number with s, m, h, d or w (e.g. 7d)")
-    return float(match.group(1)) * _UNITS[match.group(2).lower()]
 
 
 _DOMAIN = re.compile(r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$")
@@ -68,13 +54,10 @@ def normalize_domain(text: str) -> str:
 DURATION_FIELDS = ("cache_ttl", "max_time")
 
 
-def format_duration(seconds: float) -> str:
-    """``seconds`` in the largest unit that divides it: 86400 → ``1d``, 90 → ``90s``."""
-    for unit in ("w", "d", "h", "m"):
-        size = _UNITS[unit]
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
+#: The commands that take the settings options (each may leave some out: ``skip``).
+SETTINGS_COMMANDS = ("research", "deep", "batch", "agent", "mcp", "serve")
+_DEEP_ONLY = ("agent",)  # options of the research pipeline that agent mode has no use for
+_AGENT_ONLY = ("research", "deep", "batch", "serve")
 
 
 def _meta(
@@ -83,15 +66,26 @@ def _meta(
     *,
     short: str | None = None,
     group: str = "Research",
+    common: bool = False,
+    skip: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A field's CLI flag, environment variable(s), short flag and ``--help`` group
-    (one of :data:`sleuth._options.HELP_GROUPS`)."""
+    """A field's CLI flag, environment variable(s), short flag, ``--help`` group (one of
+    :data:`sleuth._options.HELP_GROUPS`), whether a command's short ``--help`` lists it
+    (``common``; the rest are under ``--help-all``), and the commands of
+    :data:`SETTINGS_COMMANDS` that do not take it (``skip``)."""
     envs = (env,) if isinstance(env, str) else (env or ())
-    return {"flag": flag, "env": list(envs), "short": short, "group": group}
+    return {
+        "flag": flag,
+        "env": list(envs),
+        "short": short,
+        "group": group,
+        "common": common,
+        "skip": list(skip),
+    }
 
 
 class Settings(BaseModel):
-    """Everything a research run can be told; see ``settings_markdown()`` for the table."""
+    """Everything a research run can be told; the docs' CLI reference lists every field."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -100,21 +94,22 @@ class Settings(BaseModel):
         ge=1,
         le=3,
         description="Query breadth: 1 quick, 2 moderate, 3 thorough.",
-        json_schema_extra=_meta("--depth", "SLEUTH_DEPTH"),
+        json_schema_extra=_meta("--depth", "SLEUTH_DEPTH", common=True, skip=_DEEP_ONLY),
     )
     max_sources: int = Field(
         5,
         ge=1,
-        le=60,
         description="Sources to read and cite (at most 50; deep mode: default 20, at most 60).",
-        json_schema_extra=_meta("--max-sources", "SLEUTH_MAX_SOURCES"),
+        json_schema_extra=_meta(
+            "--max-sources", "SLEUTH_MAX_SOURCES", common=True, skip=_DEEP_ONLY
+        ),
     )
     mode: Literal["quick", "deep"] = Field(
         "quick",
         description="quick: one pass of searches and one report; deep: a tree of "
         "sub-questions and follow-ups, and a long report written section by "
         "section (same as 'sleuth deep').",
-        json_schema_extra=_meta("--mode", "SLEUTH_MODE"),
+        json_schema_extra=_meta("--mode", "SLEUTH_MODE", common=True, skip=("deep", "agent")),
     )
     breadth: int = Field(
         4,
@@ -122,7 +117,7 @@ class Settings(BaseModel):
         le=8,
         description="Deep mode: sub-questions explored at the first level (later levels "
         "explore fewer follow-ups).",
-        json_schema_extra=_meta("--breadth", "SLEUTH_BREADTH"),
+        json_schema_extra=_meta("--breadth", "SLEUTH_BREADTH", common=True, skip=_DEEP_ONLY),
     )
     levels: int = Field(
         2,
@@ -130,17 +125,17 @@ class Settings(BaseModel):
         le=4,
         description="Deep mode: levels of the question tree (1: the sub-questions only; "
         "each further level explores the follow-ups the one before left open).",
-        json_schema_extra=_meta("--levels", "SLEUTH_LEVELS"),
+        json_schema_extra=_meta("--levels", "SLEUTH_LEVELS", common=True, skip=_DEEP_ONLY),
     )
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
         description="Search providers in fallback order, comma-separated.",
-        json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search"),
+        json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search", common=True),
     )
     searxng_url: str | None = Field(
         None,
         description="Base URL of a SearXNG instance.",
-        json_schema_extra=_meta("--searxng-url", "SLEUTH_SEARXNG_URL", group="Search"),
+        json_schema_extra=_meta("--searxng-url", "SLEUTH_SEARXNG_URL", group="Search", common=True),
     )
     results_per_query: int = Field(
         8,
@@ -152,12 +147,21 @@ class Settings(BaseModel):
     format: Literal["markdown", "json", "html"] = Field(
         "markdown",
         description="Output format: markdown, json, or html (one self-contained file).",
-        json_schema_extra=_meta("--format", "SLEUTH_FORMAT", group="Output"),
+        json_schema_extra=_meta(
+            "--format", "SLEUTH_FORMAT", group="Output", common=True, skip=("mcp", "serve")
+        ),
     )
     output: Path | None = Field(
         None,
         description="Write the report here instead of stdout.",
-        json_schema_extra=_meta("--output", None, short="-o", group="Output"),
+        json_schema_extra=_meta(
+            "--output",
+            None,
+            short="-o",
+            group="Output",
+            common=True,
+            skip=("batch", "mcp", "serve"),
+        ),
     )
     allow_private_urls: bool = Field(
         False,
@@ -185,7 +189,7 @@ class Settings(BaseModel):
         description="Once enough pages are read, seconds from the start of fetching that the "
         "best-ranked page still on its way is waited for (0: not waited for "
         "beyond the others).",
-        json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT", group="Fetching"),
+        json_schema_extra=_meta("--top-wait", "SLEUTH_TOP_WAIT", group="Fetching", skip=_DEEP_ONLY),
     )
     search_timeout: float = Field(
         15.0,
@@ -299,7 +303,9 @@ class Settings(BaseModel):
         "short wait for the best-ranked), 'rank' (the best-ranked that can be "
         "read, waiting for each until it is read or fails: the same sources "
         "every run), 'auto' (rank in a batch, fastest for one question).",
-        json_schema_extra=_meta("--fetch-order", "SLEUTH_FETCH_ORDER", group="Fetching"),
+        json_schema_extra=_meta(
+            "--fetch-order", "SLEUTH_FETCH_ORDER", group="Fetching", skip=_DEEP_ONLY
+        ),
     )
     quality_rules: Path | None = Field(
         None,
@@ -318,7 +324,7 @@ class Settings(BaseModel):
     model: str | None = Field(
         None,
         description="Model for every LLM stage (none: the server's first model, or no LLM).",
-        json_schema_extra=_meta("--model", "SLEUTH_MODEL", group="Model"),
+        json_schema_extra=_meta("--model", "SLEUTH_MODEL", group="Model", common=True),
     )
     plan_model: str | None = Field(
         None,
@@ -339,7 +345,7 @@ class Settings(BaseModel):
         None,
         description="OpenAI-compatible API root, e.g. http://127.0.0.1:11434/v1.",
         json_schema_extra=_meta(
-            "--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"), group="Model"
+            "--base-url", ("SLEUTH_BASE_URL", "OPENAI_BASE_URL"), group="Model", common=True
         ),
     )
     context_window: int | None = Field(
@@ -372,7 +378,7 @@ class Settings(BaseModel):
     no_llm: bool = Field(
         False,
         description="Never use a model, even when one is configured or Ollama is running.",
-        json_schema_extra=_meta("--no-llm", "SLEUTH_NO_LLM", group="Model"),
+        json_schema_extra=_meta("--no-llm", "SLEUTH_NO_LLM", group="Model", common=True),
     )
     verify: Literal["lexical", "llm"] = Field(
         "lexical",
@@ -396,7 +402,7 @@ class Settings(BaseModel):
     home: Path | None = Field(
         None,
         description="Folder of the run store and caches; default: the user cache folder.",
-        json_schema_extra=_meta("--home", "SLEUTH_HOME", group="Store"),
+        json_schema_extra=_meta("--home", "SLEUTH_HOME", group="Store", common=True),
     )
     no_store: bool = Field(
         False,
@@ -417,14 +423,14 @@ class Settings(BaseModel):
     docs: Path | None = Field(
         None,
         description="Research this folder of documents (search provider 'local').",
-        json_schema_extra=_meta("--docs", "SLEUTH_DOCS"),
+        json_schema_extra=_meta("--docs", "SLEUTH_DOCS", common=True, skip=_DEEP_ONLY),
     )
     # --- budgets: when one is reached, gathering stops and the report is written ---
     max_time: float | None = Field(
         None,
         gt=0,
         description="Seconds the whole run may take, model calls included (90, 5m).",
-        json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME", group="Budgets"),
+        json_schema_extra=_meta("--max-time", "SLEUTH_MAX_TIME", group="Budgets", common=True),
     )
     max_fetches: int | None = Field(
         None,
@@ -442,7 +448,7 @@ class Settings(BaseModel):
         None,
         gt=0,
         description="Estimated model cost in USD at most.",
-        json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST", group="Budgets"),
+        json_schema_extra=_meta("--max-cost", "SLEUTH_MAX_COST", group="Budgets", common=True),
     )
     # --- agent mode (sleuth agent); --max-time, --max-tokens, --max-cost apply too ---
     round_minutes: float = Field(
@@ -450,27 +456,39 @@ class Settings(BaseModel):
         gt=0,
         le=1440,
         description="Agent mode: minutes one round may take.",
-        json_schema_extra=_meta("--round-minutes", "SLEUTH_ROUND_MINUTES", group="Agent mode"),
+        json_schema_extra=_meta(
+            "--round-minutes",
+            "SLEUTH_ROUND_MINUTES",
+            group="Agent mode",
+            common=True,
+            skip=_AGENT_ONLY,
+        ),
     )
     max_rounds: int = Field(
         20,
         ge=1,
         le=1000,
         description="Agent mode: rounds at most.",
-        json_schema_extra=_meta("--max-rounds", "SLEUTH_MAX_ROUNDS", group="Agent mode"),
+        json_schema_extra=_meta(
+            "--max-rounds", "SLEUTH_MAX_ROUNDS", group="Agent mode", common=True, skip=_AGENT_ONLY
+        ),
     )
     max_tool_calls: int = Field(
         30,
         ge=1,
         le=1000,
         description="Agent mode: tool calls per round at most.",
-        json_schema_extra=_meta("--max-tool-calls", "SLEUTH_MAX_TOOL_CALLS", group="Agent mode"),
+        json_schema_extra=_meta(
+            "--max-tool-calls", "SLEUTH_MAX_TOOL_CALLS", group="Agent mode", skip=_AGENT_ONLY
+        ),
     )
     agent_protocol: Literal["auto", "tools", "json"] = Field(
         "auto",
         description="Agent mode: function calling, JSON actions in text, or auto (tools, "
         "else JSON).",
-        json_schema_extra=_meta("--agent-protocol", "SLEUTH_AGENT_PROTOCOL", group="Agent mode"),
+        json_schema_extra=_meta(
+            "--agent-protocol", "SLEUTH_AGENT_PROTOCOL", group="Agent mode", skip=_AGENT_ONLY
+        ),
     )
 
     @field_validator("search", mode="before")
@@ -512,10 +530,16 @@ class Settings(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _quick_sources(self) -> Settings:
-        # 60 sources are for deep mode's tree; one pass of searches reads 50 at most.
+    def _max_sources(self) -> Settings:
+        # 60 sources are for deep mode's tree; one pass of searches reads 50 at most. One
+        # rule for both, so that every value over the limit reads the same.
         if self.mode == "quick" and self.max_sources > QUICK_MAX_SOURCES:
-            raise ValueError(f"--max-sources is at most {QUICK_MAX_SOURCES} (60 with --mode deep)")
+            raise ValueError(
+                f"max_sources: must be at most {QUICK_MAX_SOURCES} "
+                f"({DEEP_MAX_SOURCES} with --mode deep)"
+            )
+        if self.max_sources > DEEP_MAX_SOURCES:
+            raise ValueError(f"max_sources: must be at most {DEEP_MAX_SOURCES}")
         return self
 
     @field_validator("searxng_url", "base_url")
@@ -534,8 +558,9 @@ class Settings(BaseModel):
         return value
 
 
-#: The most sources one quick research reads (deep mode reads up to 60).
+#: The most sources one quick research reads, and one deep research.
 QUICK_MAX_SOURCES = 50
+DEEP_MAX_SOURCES = 60
 #: What deep mode changes when the user did not set it: more sources, a longer report.
 DEEP_DEFAULTS: dict[str, Any] = {"max_sources": 20, "words": 3000}
 
@@ -575,139 +600,66 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def load_settings(
-    overrides: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    keywords: bool = False,
 ) -> Settings:
-    """Defaults, then environment variables, then ``overrides`` (None values ignored)."""
+    """Defaults, then environment variables, then ``overrides`` (None values ignored).
+
+    A bad value is a :class:`ConfigError` naming its flag (``--depth``), or its keyword
+    (``depth``) with ``keywords``."""
     values = _from_env(os.environ if env is None else env)
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
     try:
         return Settings(**values)
     except ValidationError as exc:
-        raise ConfigError(describe_validation_error(exc)) from None
+        raise ConfigError(describe_validation_error(exc, keywords=keywords)) from None
 
 
 def with_options(settings: Settings | None, options: Mapping[str, Any]) -> Settings:
     """``options`` (settings fields) applied over ``settings``, or over the environment when
     ``settings`` is None: how every entry point (research, agent, the web page) takes
     keyword options. What ``settings`` had set stays set; its defaults stay defaults, so
-    that what a run records and what documents mode implies read the same either way."""
+    that what a run records and what documents mode implies read the same either way.
+
+    A bad value is a :class:`ConfigError` naming the keyword (``depth``), not the flag:
+    the caller wrote Python (or JSON), not a command line."""
     if settings is None:
-        return load_settings(options)
+        return load_settings(options, keywords=True)
     if not options:
         return settings
-    return load_settings({**settings.model_dump(exclude_unset=True), **options}, env={})
+    merged = {**settings.model_dump(exclude_unset=True), **options}
+    return load_settings(merged, env={}, keywords=True)
 
 
-def describe_validation_error(exc: ValidationError) -> str:
-    """One line naming the first bad option as the user typed it."""
+#: pydantic's bound checks, worded as every other limit is ("must be at most 3").
+_BOUNDS = {
+    "less_than_equal": ("le", "must be at most {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "greater_than": ("gt", "must be more than {}"),
+}
+
+
+def describe_validation_error(exc: ValidationError, *, keywords: bool = False) -> str:
+    """One line naming the first bad option as the user gave it: its flag (``--depth``),
+    or with ``keywords`` its keyword argument (``depth``)."""
     err = exc.errors()[0]
     msg = str(err["msg"]).removeprefix("Value error, ")
-    if not err["loc"]:  # a rule over several options (a model validator) names them itself
-        return f"invalid options: {msg}"
-    name = str(err["loc"][0])
+    bound = _BOUNDS.get(str(err["type"]))
+    if bound is not None and bound[0] in (err.get("ctx") or {}):
+        limit = err["ctx"][bound[0]]
+        msg = bound[1].format(f"{limit:g}" if isinstance(limit, float) else limit)
+    name = str(err["loc"][0]) if err["loc"] else ""
+    if not name:  # a rule over several options (a model validator) names its field first
+        name, sep, rest = msg.partition(": ")
+        if not sep or name not in Settings.model_fields:
+            return f"invalid options: {msg}"
+        msg = rest
     if name in Settings.model_fields:
-        name = field_meta(name)["flag"]
+        if not keywords:
+            name = field_meta(name)["flag"]
+        else:
+            msg = msg.replace("--mode deep", "mode='deep'")
     return f"invalid value for {name}: {msg}"
-
-
-def _default_text(name: str) -> str | None:
-    """A field's default as the docs and --help show it (lists comma-joined, durations
-    as ``1d``); None if unset."""
-    default = Settings.model_fields[name].get_default(call_default_factory=True)
-    if isinstance(default, list):
-        default = ",".join(default)
-    if name in DURATION_FIELDS and isinstance(default, int | float):
-        return format_duration(default)
-    return None if default in (None, "") else str(default)
-
-
-def _metavar(name: str) -> str | None:
-    """What ``--help`` shows as an option's value: its choices, or the kind of value."""
-    choices = _choices(name)
-    if choices:
-        return "[" + "|".join(choices) + "]"
-    annotation = Settings.model_fields[name].annotation
-    if get_origin(annotation) is list:
-        return "LIST"
-    kinds = {arg for arg in (get_args(annotation) or (annotation,)) if arg is not type(None)}
-    if bool in kinds:
-        return None
-    if name in DURATION_FIELDS:
-        return "DURATION"
-    if name.endswith("_url"):
-        return "URL"
-    if Path in kinds:
-        return "FILE" if name in ("output", "quality_rules") else "DIR"
-    if int in kinds or float in kinds:
-        return "N"
-    return "TEXT"
-
-
-def _choices(name: str) -> list[str] | None:
-    """The values a ``Literal`` field accepts (shown by ``--help``), else None."""
-    annotation = Settings.model_fields[name].annotation
-    if get_origin(annotation) is Literal:
-        return [str(value) for value in get_args(annotation)]
-    return None
-
-
-def settings_markdown() -> str:
-    """The settings table as Markdown, for the README: one table per ``--help`` group."""
-    from sleuth._options import HELP_GROUPS
-
-    parts = []
-    for group in HELP_GROUPS:
-        names = [name for name in Settings.model_fields if field_meta(name)["group"] == group]
-        if not names:
-            continue
-        rows = [
-            f"**{group}**",
-            "",
-            "| option | environment | default | meaning |",
-            "|---|---|---|---|",
-        ]
-        for name in names:
-            meta = field_meta(name)
-            default = _default_text(name)
-            shown = f"`{default}`" if default is not None else ""
-            meaning = Settings.model_fields[name].description
-            envs = ", ".join(f"`{e}`" for e in meta["env"])
-            rows.append(f"| `{meta['flag']}` | {envs} | {shown} | {meaning} |")
-        parts.append("\n".join(rows))
-    return "\n\n".join(parts)
-
-
-#: The settings table compiled for the CLI, so that ``sleuth --help`` needs no pydantic.
-CLI_OPTIONS_FILE = Path(__file__).resolve().parent / "data" / "cli_options.json"
-
-
-def cli_options_table() -> list[dict[str, Any]]:
-    """One row per setting: what the CLI needs to build its option (flag, env, help, default)."""
-    rows = []
-    for name, info in Settings.model_fields.items():
-        meta = field_meta(name)
-        is_flag = info.annotation is bool
-        rows.append(
-            {
-                "name": name,
-                "flag": meta["flag"],
-                "short": meta["short"],
-                "env": meta["env"],
-                "help": info.description,
-                "is_flag": is_flag,
-                "default": None if is_flag else _default_text(name),
-                "metavar": _metavar(name),
-                "choices": _choices(name),
-                "group": meta["group"],
-            }
-        )
-    return rows
-
-
-def write_cli_options(path: Path = CLI_OPTIONS_FILE) -> None:
-    """Regenerate ``sleuth/data/cli_options.json`` after changing the settings table."""
-    import json
-
-    path.write_text(
-        json.dumps(cli_options_table(), ensure_ascii=False, indent=1) + "\n", encoding="utf-8"
-    )

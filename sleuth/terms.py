@@ -213,6 +213,18 @@ def _inside_name(tokens: list[str], i: int) -> bool:
 
 def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
     """The item that begins next to a conjunction at ``start``, read in direction ``step``."""
+    i = _item_start(tokens, start, step)
+    if i is None:
+        return start, start - step
+    if _verb_like(tokens[i]):
+        return (start, i) if step > 0 else (i, start)
+    j = _item_end(tokens, i, step)
+    return (start, j) if step > 0 else (j, start)
+
+
+def _item_start(tokens: list[str], start: int, step: int) -> int | None:
+    """Where the item next to a conjunction starts (past a determiner), or None when no
+    item begins there."""
     n = len(tokens)
     i = start
     if step > 0 and i < n and tokens[i].lower() in _DETERMINERS | _POSSESSIVES:
@@ -222,9 +234,13 @@ def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
         or not _is_word(tokens[i])
         or (_breaks(tokens, i, 0) and not _verb_like(tokens[i]))
     ):
-        return start, start - step
-    if _verb_like(tokens[i]):
-        return (start, i) if step > 0 else (i, start)
+        return None
+    return i
+
+
+def _item_end(tokens: list[str], i: int, step: int) -> int:
+    """Where the item that starts at ``i`` ends, read in direction ``step``."""
+    n = len(tokens)
     j = i
     while 0 <= j + step < n and (
         not _breaks(tokens, j + step, 0) or _inside_name(tokens, j + step)
@@ -236,7 +252,7 @@ def _extent(tokens: list[str], start: int, step: int) -> tuple[int, int]:
     # (right after its comma or colon) names the item with the noun after it.
     if step < 0 and j >= 2 and tokens[j - 2] in (",", ":") and _verb_like(tokens[j - 1]):
         j -= 1
-    return (start, j) if step > 0 else (j, start)
+    return j
 
 
 def _title_and(tokens: list[str], left: tuple[int, int]) -> bool:

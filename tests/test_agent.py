@@ -636,7 +636,7 @@ async def test_bad_input_is_a_config_error(
         await web_search(resume=tmp_path / "nowhere")
     with pytest.raises(sleuth.ConfigError, match="invalid session name"):
         await web_search("Titan?", session="../x", **agent_options(web, llm, tmp_path))
-    with pytest.raises(sleuth.ConfigError, match="--max-rounds"):
+    with pytest.raises(sleuth.ConfigError, match="invalid value for max_rounds: "):
         await web_search("Titan?", max_rounds=0, **agent_options(web, llm, tmp_path))
     assert llm.requests == []
 

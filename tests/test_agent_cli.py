@@ -184,3 +184,37 @@ def test_resume_after_the_process_is_killed_between_rounds(
         for r in records
         if r["type"] == "llm"
     )
+
+
+def test_an_unreachable_model_server_ends_the_search_at_once_in_one_line(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Connection refused is not a 503: no retries with backoff, no second and third round;
+    the search fails after one round, and says the server cannot be reached."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    args = [
+        "agent",
+        "--home",
+        str(tmp_path / "home"),
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        MODEL,
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--format",
+        "json",
+        "What is WAL mode?",
+    ]
+    assert run(args) == 1
+    captured = capsys.readouterr()
+    data = json.loads(captured.out)
+    assert data["status"] == "failed" and data["rounds"] == 1
+    assert f"cannot reach the LLM server at http://127.0.0.1:{port}/v1" in data["reason"]
+    assert "retry" not in captured.err

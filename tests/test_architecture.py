@@ -1,48 +1,45 @@
 """The layout holds: imports run one way, top to bottom (ARCHITECTURE.md, "What may import what").
 
-Every module's imports are read with ``ast``, function-level ones included (only those
-under ``if TYPE_CHECKING:`` are left out: they never run). Top to bottom:
-
-    edges      cli, mcp_server, web
-    drivers    pipeline, agent
-    stages     plan < rank < select < read < write < explore < check < sections (each
-               imports only earlier ones)
-    services   search, llm, fetch, store, report
-    extraction
-    core       settings, models, errors, progress, budget, urls, lang, and the small modules
-
-A module imports its own part and the parts below it; within a layer, only the pairs
+Every module's imports are read with ``ast``, function-level ones included, and the
+names a package loads lazily from its ``_EXPORTS`` table (name: module). The layers are
+checked on the imports that run (those under ``if TYPE_CHECKING:`` are left out); the
+circles on every import, type-only ones too. Top to bottom (``LAYERS``, ``STAGE_ORDER``):
+a module imports its own part and the parts below it; within a layer, only the pairs
 named in ``SIDEWAYS``; nothing imports upward, nothing but the tests imports
 ``sleuth.testing``, and a few pairs are ruled out by name (``FORBIDDEN``).
+
+ARCHITECTURE.md's "What may import what" is written from these tables
+(``python tests/test_architecture.py`` rewrites it), and a test keeps the two in step.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+import textwrap
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "sleuth"
+ARCHITECTURE = ROOT.parent / "ARCHITECTURE.md"
 
-LAYERS: list[tuple[str, set[str]]] = [  # lowest first
-    ("core", {"core"}),
-    ("extraction", {"extraction"}),
-    ("services", {"search", "llm", "fetch", "store", "report"}),
-    ("stages", {"stages"}),
-    ("drivers", {"pipeline", "agent"}),
-    ("edges", {"cli", "mcp_server", "web", "__main__"}),
+LAYERS: list[tuple[str, tuple[str, ...]]] = [  # lowest first
+    ("core", ("core",)),
+    ("extraction", ("extraction",)),
+    ("services", ("search", "llm", "fetch", "store", "report")),
+    ("stages", ("stages",)),
+    ("drivers", ("pipeline", "agent")),
+    ("edges", ("cli", "mcp_server", "web", "__main__")),
 ]
-#: Imports within one layer that are part of the design: the local search provider
-#: searches the store's documents index; agent mode's --report uses the pipeline's steps;
-#: the CLI starts the MCP server and the web page (and `python -m sleuth` is the CLI).
+#: Imports within one layer that are part of the design, and why.
 SIDEWAYS = {
-    ("search", "store"),
-    ("agent", "pipeline"),
-    ("cli", "mcp_server"),
-    ("cli", "web"),
-    ("__main__", "cli"),
+    ("search", "store"): "the local search provider searches the store's documents index",
+    ("agent", "pipeline"): "agent mode's --report uses the pipeline's steps",
+    ("cli", "mcp_server"): "the CLI starts the MCP server",
+    ("cli", "web"): "the CLI starts the web page",
+    ("__main__", "cli"): "`python -m sleuth` is the CLI",
 }
 #: judge (the relevance judgement) follows plan, whose part queries it judges pages
 #: against too; every later stage may judge a text with it. explore (deep mode's
@@ -53,19 +50,27 @@ STAGE_ORDER = [
     "judge",
     "rank",
     "select",
+    "sentences",
     "read",
+    "evidence",
     "relevance",
     "write",
     "explore",
+    "answer",
     "check",
     "sections",
+    "numbering",
 ]
-#: (importer prefix, imported prefix) that must never meet, whatever the layers allow.
+#: (importer prefix, imported prefix, why) that must never meet, whatever the layers allow.
 FORBIDDEN = [
-    # The documents index is given its extractor; the store never extracts.
-    ("sleuth.store", "sleuth.extraction"),
-    # The recorder records what it is given: no BM25, no stage.
-    ("sleuth.pipeline.recorder", "sleuth.stages"),
+    ("sleuth.store", "sleuth.extraction", "the documents index is given its extractor"),
+    ("sleuth.pipeline.recorder", "sleuth.stages", "the recorder records what it is given"),
+    # A service reads a small config record of its own (FetchConfig, SearchConfig,
+    # LLMConfig), built from the settings at the edge: never the settings table.
+    *(
+        (f"sleuth.{service}", "sleuth.settings", "a service reads its own config record")
+        for service in ("search", "llm", "fetch", "store", "report")
+    ),
 ]
 
 
@@ -86,15 +91,34 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return hidden
 
 
-def imports_of(name: str, path: Path, modules: Iterable[str]) -> Iterator[str]:
-    """The sleuth modules ``name`` imports, anywhere in it but under TYPE_CHECKING."""
+def _lazy_exports(node: ast.AST) -> list[str]:
+    """The modules an ``_EXPORTS = {"name": "module", ...}`` table loads names from."""
+    if not (
+        isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "_EXPORTS" for t in node.targets)
+        and isinstance(node.value, ast.Dict)
+    ):
+        return []
+    return [
+        v.value
+        for v in node.value.values
+        if isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith("sleuth")
+    ]
+
+
+def imports_of(
+    name: str, path: Path, modules: Iterable[str], *, type_only: bool = False
+) -> Iterator[str]:
+    """The sleuth modules ``name`` imports, anywhere in it (its ``_EXPORTS`` table too);
+    those under TYPE_CHECKING only when ``type_only``."""
     known = set(modules)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    hidden = _type_checking_nodes(tree)
+    hidden = set() if type_only else _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     for node in ast.walk(tree):
         if id(node) in hidden:
             continue
+        yield from _lazy_exports(node)
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.startswith("sleuth"))
         elif isinstance(node, ast.ImportFrom):
@@ -142,9 +166,9 @@ def problems(edges: Iterable[tuple[str, str]]) -> list[str]:
 
 
 def _rule(src: str, dst: str, src_part: str, dst_part: str) -> str | None:
-    for low, high in FORBIDDEN:
+    for low, high, why in FORBIDDEN:
         if src.startswith(low) and (dst == high or dst.startswith(high + ".")):
-            return f"{low} must not import {high}"
+            return f"{low} must not import {high}: {why}"
     if src_part == dst_part:
         if src_part == "stages" and src != "sleuth.stages" and dst != "sleuth.stages":
             src_at, dst_at = (STAGE_ORDER.index(m.split(".")[2]) for m in (src, dst))
@@ -159,9 +183,12 @@ def _rule(src: str, dst: str, src_part: str, dst_part: str) -> str | None:
     return None
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(*, type_only: bool = False) -> dict[str, set[str]]:
     modules = all_modules()
-    return {name: set(imports_of(name, path, modules)) for name, path in modules.items()}
+    return {
+        name: set(imports_of(name, path, modules, type_only=type_only))
+        for name, path in modules.items()
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -209,8 +236,9 @@ def test_imports_run_one_way() -> None:
 
 
 def test_no_modules_import_each_other_in_a_circle() -> None:
-    """Function-level imports count: the CLI's modules used to reach each other that way."""
-    assert cycles(import_graph()) == []
+    """Function-level imports count: the CLI's modules used to reach each other that way;
+    and type-only ones: a module that names another's types depends on it."""
+    assert cycles(import_graph(type_only=True)) == []
 
 
 @pytest.mark.parametrize(
@@ -225,6 +253,9 @@ def test_no_modules_import_each_other_in_a_circle() -> None:
         ("sleuth.settings", "sleuth.llm.config"),  # the core reaching up
         ("sleuth.pipeline.quick", "sleuth.agent.api"),  # research is below agent's reach
         ("sleuth.cli.runs", "sleuth.testing.web"),
+        ("sleuth.fetch.fetcher", "sleuth.settings"),  # a service reading the settings table
+        ("sleuth.search.base", "sleuth.settings"),
+        ("sleuth.store.db", "sleuth.settings"),
     ],
 )
 def test_the_check_catches_a_wrong_import(src: str, dst: str) -> None:
@@ -241,3 +272,102 @@ def test_the_check_sees_function_level_imports_and_not_type_checking_ones(tmp_pa
     path.write_text(source, encoding="utf-8")
     found = set(imports_of("sleuth.stages.probe", path, all_modules()))
     assert found == {"sleuth.pipeline.steps"}
+
+
+def test_the_cycle_check_sees_type_only_imports_and_lazy_export_tables(tmp_path: Path) -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from sleuth.pipeline import context\n"
+        '_EXPORTS = {"Fetcher": "sleuth.fetch.fetcher", "x": "os"}\n'
+    )
+    path = tmp_path / "probe.py"
+    path.write_text(source, encoding="utf-8")
+    modules = all_modules()
+    assert set(imports_of("sleuth.stages.probe", path, modules, type_only=True)) == {
+        "sleuth.pipeline.context",
+        "sleuth.fetch.fetcher",
+    }
+    # Two modules naming each other's types are a circle.
+    graph = {"sleuth.a": {"sleuth.b"}, "sleuth.b": {"sleuth.a"}}
+    assert cycles(graph) == [["sleuth.a", "sleuth.b"]]
+
+
+def test_the_exception_tree_imports_nothing() -> None:
+    """errors.py loads for free (``--help``, any ``except`` clause): no import at all,
+    the standard library's included, but ``from __future__``."""
+    tree = ast.parse((ROOT / "errors.py").read_text(encoding="utf-8"))
+    imports = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        and not (isinstance(node, ast.ImportFrom) and node.module == "__future__")
+    ]
+    assert imports == []
+
+
+# -- ARCHITECTURE.md's "What may import what", written from the tables above ----------------
+
+BEGIN = "<!-- written by `python tests/test_architecture.py` from its tables: edit those -->"
+END = "<!-- end of the written part -->"
+
+
+def core_modules() -> list[str]:
+    """The modules at the top of ``sleuth/`` (the core), as ARCHITECTURE.md names them."""
+    return sorted(
+        name.split(".")[1]
+        for name in all_modules()
+        if part_of(name) == "core" and name.count(".") == 1
+    )
+
+
+def layering() -> str:
+    """The layers, top to bottom, the pairs allowed sideways, and the pairs ruled out."""
+    rows = []
+    for layer, parts in reversed(LAYERS):
+        if layer == "stages":
+            names = " < ".join(STAGE_ORDER)
+        elif layer == "core":
+            names = ", ".join(core_modules())
+        else:
+            names = ", ".join(parts)
+        rows += textwrap.wrap(names, 88, initial_indent=f"{layer:<11}", subsequent_indent=" " * 11)
+    sideways = [f"- {a} → {b}: {why}" for (a, b), why in SIDEWAYS.items()]
+    forbidden = [f"- {low} → {high}: never ({why})" for low, high, why in FORBIDDEN]
+    return "\n".join(
+        [
+            BEGIN,
+            "",
+            "```",
+            *rows,
+            "```",
+            "",
+            "A stage imports only the stages before it (`<`). Within a layer, only these",
+            "import each other (the first from the second):",
+            "",
+            *sideways,
+            "",
+            "Whatever the layers allow, these never meet:",
+            "",
+            *forbidden,
+            "",
+            END,
+        ]
+    )
+
+
+def written(text: str) -> str:
+    """``text`` (ARCHITECTURE.md) with its written part as the tables say."""
+    before, _, rest = text.partition(BEGIN)
+    _, _, after = rest.partition(END)
+    return before + layering() + after
+
+
+def test_architecture_md_says_what_the_tables_say() -> None:
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    assert BEGIN in text and END in text
+    assert text == written(text), "run `python tests/test_architecture.py` to rewrite it"
+
+
+if __name__ == "__main__":
+    ARCHITECTURE.write_text(written(ARCHITECTURE.read_text(encoding="utf-8")), encoding="utf-8")
+    sys.exit(0)

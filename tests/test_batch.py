@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -137,7 +138,7 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
     assert "no question" in failures["blank"]
     assert "unknown option 'max_source'" in failures["typo"]
     assert "--home applies to the whole batch" in failures["wide"]
-    assert "invalid value for --depth" in failures["bad-value"]
+    assert "invalid value for depth: must be at most 3" in failures["bad-value"]
     assert "not a JSON object" in failures["line-8"]
     assert not (tmp_path / "elsewhere").exists()
     reports = sorted(p.name for p in (out / "reports").iterdir())
@@ -339,6 +340,51 @@ def test_failed_questions_are_skipped_until_retry_failed(
     assert got["ok"]["status"] == "done" and len(got) == 2
 
 
+def test_a_question_without_sources_is_no_sources_counted_apart_and_retried(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A question no page answers is not "done": its line says ``no_sources``, the summary
+    counts it apart, and --retry-failed runs it again (as a failed one)."""
+    q = questions(web, 1)
+    qfile = tmp_path / "q.jsonl"
+    nothing = "Qwzxv plorbing frindlewack zzyzx?"  # no page of the offline web has these words
+    qfile.write_text(
+        json.dumps({"id": "ok", "question": q[0]})
+        + "\n"
+        + json.dumps({"id": "none", "question": nothing})
+        + "\n",
+        "utf-8",
+    )
+    out = tmp_path / "out"
+    assert batch(web, qfile, out, "--no-llm") == 1  # not every question has a report
+    got = by_id(out)
+    assert got["ok"]["status"] == "done" and got["ok"]["sources"] >= 1
+    assert got["none"]["status"] == "no_sources" and got["none"]["sources"] == 0
+    assert got["none"]["error"].startswith("no sources")
+    err = capsys.readouterr().err
+    assert "batch: 1 done, 1 no sources, 0 failed, 0 skipped" in err
+    assert re.search(r"\] done ok \([\d.]+ s, 1 source\b", err) or "sources)" in err
+    assert "1 sources" not in err
+    # A plain rerun leaves it; --retry-failed runs it again.
+    assert batch(web, qfile, out, "--no-llm") == 1
+    assert "1 failed before (--retry-failed runs them again)" in capsys.readouterr().err
+    assert batch(web, qfile, out, "--no-llm", "--retry-failed") == 1
+    assert "batch: 0 done, 1 no sources, 0 failed, 1 skipped (1 done before)" in (
+        capsys.readouterr().err
+    )
+    assert by_id(out)["none"]["status"] == "no_sources"
+
+
+def test_one_source_is_one_source_not_1_sources(
+    web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps({"question": questions(web, 1)[0], "max_sources": 1}) + "\n")
+    assert batch(web, qfile, tmp_path / "out", "--no-llm") == 0
+    err = capsys.readouterr().err
+    assert ", 1 source)" in err and "1 sources" not in err
+
+
 # ---------------------------------------------------------------- budgets
 
 
@@ -353,11 +399,13 @@ def test_the_batch_time_budget_stops_starting_questions(
     recorded = by_id(out)
     # At most the first question started (with what was left of the batch's time).
     assert len(recorded) <= 1
-    assert all(line["status"] == "done" for line in recorded.values())
+    # (it ends with its report, which the budget may have left without sources)
+    assert all(line["status"] in ("done", "no_sources") for line in recorded.values())
     err = capsys.readouterr().err
     assert f"{4 - len(recorded)} skipped" in err
-    # Skipped questions are not recorded: a rerun without the budget runs them.
-    assert batch(web, qfile, out, "--no-llm") == 0
+    # Skipped questions are not recorded: a rerun without the budget runs them (and one the
+    # budget left without sources, with --retry-failed).
+    assert batch(web, qfile, out, "--no-llm", "--retry-failed") == 0
     assert len(by_id(out)) == 4
 
 
@@ -397,7 +445,7 @@ def test_the_batch_cost_budget_stops_starting_questions(
     report = recorded[0]["report"]
     assert report["stopped_by"] == "cost budget reached (--max-cost $1e-07)"
     assert recorded[0]["cost_usd"] > 0 and recorded[0]["tokens"] > 0
-    assert "1 done, 0 failed, 2 skipped" in capsys.readouterr().err
+    assert re.search(r"(1 done|0 done, 1 no sources), 0 failed, 2 skipped", capsys.readouterr().err)
 
 
 # ---------------------------------------------------------------- manners and sharing
@@ -521,7 +569,12 @@ def test_ray_without_the_extra_is_one_line_and_exit_2(
     qfile.write_text("What is WAL?\n", "utf-8")
     assert batch(web, qfile, tmp_path / "out", "--no-llm", "--ray") == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["sleuth: error: --ray needs Ray: pip install 'sleuth-research[ray]'"]
+    # The hint is the command that adds the extra to this install (-e from a checkout).
+    from sleuth._extras import install_hint
+
+    hint = install_hint("ray")
+    assert err == [f"sleuth: error: --ray needs the 'ray' extra (ray is not installed): {hint}"]
+    assert hint.startswith("pip install -e ")
     assert not (tmp_path / "out").exists()
 
 

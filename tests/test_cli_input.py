@@ -68,7 +68,7 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert run(["--version"]) == 0
     assert __version__ in capsys.readouterr().out
-    assert run(["--help"]) == 0
+    assert run(["--help-all"]) == 0
     out = capsys.readouterr().out
     for flag in [
         "--depth",
@@ -84,8 +84,10 @@ def test_version_and_help(capsys: pytest.CaptureFixture[str]) -> None:
         assert flag in out
     # Agent-only options are kept for `sleuth agent --help`, where they mean something.
     assert "--round-minutes" not in out
-    # The other commands are discoverable from the top-level help, and each one exists.
-    listed = re.findall(r"^\s+sleuth (\w+)", out.split("Other commands", 1)[1], re.MULTILINE)
+    # The commands are discoverable from the top-level help, and each one exists.
+    assert run(["--help"]) == 0
+    top = capsys.readouterr().out
+    listed = re.findall(r"^  (\w+)", top.split("Commands:", 1)[1].split("\n\n")[0], re.MULTILINE)
     assert set(listed) >= {"agent", "runs", "resume", "cache", "mcp", "serve"}
     for name in listed:
         assert run([name, "--help"]) == 0
@@ -105,9 +107,7 @@ def test_subprocess_has_no_traceback(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert proc.stderr.strip() == (
-        "sleuth: error: invalid value for --depth: Input should be less than or equal to 3"
-    )
+    assert proc.stderr.strip() == ("sleuth: error: invalid value for --depth: must be at most 3")
 
 
 def test_help_loads_no_heavy_library(tmp_path: Path) -> None:
@@ -123,3 +123,22 @@ def test_help_loads_no_heavy_library(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "LOADED []"
+
+
+def test_options_before_a_command_go_to_it_as_in_git(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sleuth --home DIR runs` lists the runs (it researched the word "runs"), and
+    `sleuth --home DIR show last` shows the last report (it was "unexpected extra argument")."""
+    home = str(tmp_path / "home")
+    assert run(["--home", home, "runs"]) == 0
+    assert capsys.readouterr().out == "no runs yet\n"
+    assert run(["--home", home, "show", "last"]) == 2
+    err = capsys.readouterr().err
+    assert "there is no run yet" in err and "unexpected extra argument" not in err
+    assert run([f"--home={home}", "runs", "--format", "json"]) == 0
+    assert capsys.readouterr().out.strip() == "[]"
+    # An option the command does not take: one line naming the command's help.
+    assert run(["--depth", "2", "runs"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--depth" in err and "sleuth runs --help" in err

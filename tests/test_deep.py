@@ -390,7 +390,7 @@ def test_the_web_page_runs_a_deep_research_and_streams_the_tree(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--max-sources", "55", "q"], "--max-sources is at most 50 (60 with --mode deep)"),
+        (["--max-sources", "55", "q"], "--max-sources: must be at most 50 (60 with --mode deep)"),
         (["deep", "--max-sources", "61", "q"], "invalid value for --max-sources"),
         (["deep", "--levels", "5", "q"], "invalid value for --levels"),
         (["--mode", "deeper", "q"], "invalid value for --mode"),

@@ -7,42 +7,19 @@ from __future__ import annotations
 import asyncio
 import re
 
+from records import candidate, page
+
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
-from sleuth.models import Candidate, FetchFailure, Page, Quality, SearchHit
+from sleuth.models import Candidate, FetchFailure, Page, SearchHit
 from sleuth.pipeline.deep import spread
-from sleuth.pipeline.gather import Waits, gather_pages
+from sleuth.pipeline.gather import Branch, GatherOptions, Waits, Window, gather_pages
 from sleuth.stages.explore import named_by, named_things, own_first, rule_subquestions, titled
 from sleuth.stages.select import select_candidates
 from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import section
 from sleuth.urls import canonicalize
-
-
-def candidate(url: str, title: str | None = None) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=title or url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-    )
-
-
-def page(url: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text="Some text about the question. " * 20,
-        content_type="text/html",
-        status=200,
-    )
 
 
 class InstantFetcher:
@@ -84,10 +61,8 @@ async def test_pages_beyond_the_share_are_not_summarised_unless_needed() -> None
     gathered = await asyncio.wait_for(
         gather_pages(
             [candidate(u) for u in URLS],
-            InstantFetcher(),
-            2,
-            accept=accept,  # type: ignore[arg-type]
-            park=True,
+            InstantFetcher(),  # type: ignore[arg-type]
+            GatherOptions(want=2, policy=Branch(), accept=accept),
         ),
         timeout=10,
     )
@@ -104,7 +79,11 @@ async def test_without_parking_every_page_that_arrives_is_summarised() -> None:
         return None
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u) for u in URLS], InstantFetcher(), 2, accept=accept),  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u) for u in URLS],
+            InstantFetcher(),  # type: ignore[arg-type]
+            GatherOptions(want=2, policy=Window(), accept=accept),
+        ),
         timeout=10,
     )
     assert [c.url for c, _ in gathered.pages] == URLS[:2]
@@ -116,17 +95,25 @@ async def test_a_names_own_page_is_waited_for_however_slow() -> None:
     # c, ranked third of four wanted, is past every wait: cut for quicker pages ...
     fetcher = SlowFetcher(URLS[2], 4)
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u) for u in URLS], fetcher, 4, waits=short), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u) for u in URLS],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(short)),
+        ),
+        timeout=10,
+    )
     assert URLS[2] not in [c.url for c, _ in gathered.pages]
     # ... unless it is the branch's own page: then it is read, in its place.
     fetcher = SlowFetcher(URLS[2], 4)
-    own = Waits(
-        grace_min_s=0.01, grace_share=0.0, top_s=0.01, own=frozenset({canonicalize(URLS[2])})
-    )
+    own = Branch(short, own=frozenset({canonicalize(URLS[2])}))
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u) for u in URLS], fetcher, 4, waits=own), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u) for u in URLS],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=own),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == URLS[:4]
 
 

@@ -3,7 +3,8 @@ repeats, and how a level's pages are shared between its branches."""
 
 from __future__ import annotations
 
-from sleuth.models import Candidate, Quality
+from records import candidate
+
 from sleuth.pipeline.deep import assign, spread
 from sleuth.stages.explore import bridge_entities, named_things, repeats, rule_subquestions
 
@@ -62,21 +63,8 @@ def test_bridge_names_are_what_the_pages_give_and_the_question_does_not() -> Non
     assert bridge_entities(question, pages, 3, known=["Ilsa Varenne"])[0] != "Ilsa Varenne"
 
 
-def _candidate(url: str) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=url,
-        domain="x",
-        title=url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-    )
-
-
 def test_each_page_goes_to_one_branch_and_none_that_was_read() -> None:
-    a, b, c, d = (_candidate(f"http://x/{n}") for n in "abcd")
+    a, b, c, d = (candidate(f"http://x/{n}") for n in "abcd")
     lists = assign([[a, b, c], [b, a, d], [c]], [1, 1, 1], taken={"http://x/d"})
     flat = [x.canonical_url for got in lists for x in got]
     assert len(flat) == len(set(flat)) and "http://x/d" not in flat
@@ -92,7 +80,7 @@ def test_a_levels_pages_are_dealt_to_branches_that_found_something() -> None:
 
 
 def test_a_page_two_branches_rank_alike_goes_to_the_narrower_question() -> None:
-    own, other = _candidate("http://x/nolan"), _candidate("http://x/other")
+    own, other = candidate("http://x/nolan"), candidate("http://x/other")
     whole, name = [own, other], [own]  # the whole question's list, the name's
     assert assign([whole, name], [1, 1], set())[1] == []
     lists = assign([whole, name], [1, 1], set(), first=[1, 0])

@@ -447,6 +447,15 @@ def test_corrupt_pdf_raises_extract_error(data: bytes) -> None:
         pdf_text(data)
 
 
+def test_an_unreadable_document_is_an_error_of_the_one_tree() -> None:
+    """A caller of ``sleuth.extract`` catches ``SleuthError``, as for every other error."""
+    import sleuth.errors
+
+    with pytest.raises(sleuth.SleuthError):
+        pdf_text(b"not a pdf at all")
+    assert ExtractError is sleuth.errors.ExtractError
+
+
 # ---------------------------------------------------------------- other page types
 
 WCXB_CASES: dict[str, dict[str, object]] = json.loads((DATA / "wcxb_cases.json").read_text())

@@ -8,41 +8,27 @@ scheduler tests), so arrival order is the test's to choose; no wall time is asse
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
-from sleuth.models import Candidate, FetchFailure, Page, Quality
-from sleuth.pipeline.gather import Waits, gather_pages
-from sleuth.urls import canonicalize
+from records import candidate, page
+
+from sleuth.models import Candidate, FetchFailure, Page
+from sleuth.pipeline.gather import (
+    Branch,
+    ByRank,
+    GatherOptions,
+    Policy,
+    Waits,
+    Window,
+    gather_pages,
+)
+from sleuth.pipeline.gather.by_rank import cut_point
+from sleuth.pipeline.gather.state import Gathering
 
 URLS = [f"https://{n}.example/" for n in "abcdefgh"]
 #: Every page read took this long (``Page.elapsed_s``): the run's own timings.
 PAGE_S = 0.05
-
-
-def cand(url: str) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-    )
-
-
-def page(url: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text="Notes on the question, as a page of the web. " * 10,
-        content_type="text/html",
-        status=200,
-        elapsed_s=PAGE_S,
-    )
 
 
 class Held:
@@ -57,7 +43,7 @@ class Held:
             await self.release.wait()
         else:
             await asyncio.sleep(0)
-        return page(url)
+        return page(url, elapsed_s=PAGE_S)
 
 
 async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bound() -> None:
@@ -68,7 +54,11 @@ async def test_a_page_that_never_finishes_is_not_waited_for_past_the_runs_own_bo
     events: list[Any] = []
     waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=3600.0, bound_factor=3.0, bound_min_s=0.0)
     gathered = await asyncio.wait_for(
-        gather_pages([cand(u) for u in URLS], fetcher, 3, events.append, waits=waits),  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u) for u in URLS],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits), on_event=events.append),
+        ),
         timeout=60,
     )
     told = [e.data for e in events if e.kind == "info" and "better-ranked" in e.message]
@@ -97,12 +87,13 @@ async def test_rank_order_waits_for_the_best_ranked_page_however_late_it_comes()
         no_wait = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)
         gathered = await asyncio.wait_for(
             gather_pages(
-                [cand(u) for u in URLS],
-                fetcher,
-                3,
-                on_event,
-                waits=no_wait,  # type: ignore[arg-type]
-                by_rank=by_rank,
+                [candidate(u) for u in URLS],
+                fetcher,  # type: ignore[arg-type]
+                GatherOptions(
+                    want=3,
+                    policy=ByRank(Window(no_wait)) if by_rank else Window(no_wait),
+                    on_event=on_event,
+                ),
             ),
             timeout=60,
         )
@@ -125,9 +116,121 @@ async def test_the_last_candidate_still_out_is_not_waited_for_past_the_runs_own_
         last_min_s=0.0,
     )
     gathered = await asyncio.wait_for(
-        gather_pages([cand(u) for u in URLS[:3]], fetcher, 3, waits=waits),  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u) for u in URLS[:3]],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits)),
+        ),
         timeout=60,
     )
     assert [c.url for c, _ in gathered.pages] == URLS[:2]
     reasons = {f.url: f.reason for f in gathered.failures}
     assert reasons[URLS[2]].startswith("not waited for: it took longer than")
+
+
+# -- each policy alone: its decisions on a gathering's state, no fetcher ------------------
+
+
+def state(want: int, policy: Policy | None = None, accept: bool = False) -> Gathering:
+    async def keep(c: Candidate, p: Page) -> str | None:
+        return None
+
+    options = GatherOptions(want=want, policy=policy or Window(), accept=keep if accept else None)
+    return Gathering([candidate(u) for u in URLS], None, options)  # type: ignore[arg-type]
+
+
+def out(g: Gathering, candidate: Candidate) -> asyncio.Future[Any]:
+    """``candidate`` as a download still on its way."""
+    task: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    g.tried.add(candidate.canonical_url)
+    g.running[task] = candidate
+    return task
+
+
+def read(g: Gathering, *candidates: Candidate) -> None:
+    for c in candidates:
+        g.tried.add(c.canonical_url)
+        g.done[c.canonical_url] = page(c.url, elapsed_s=PAGE_S)
+
+
+async def test_rank_order_ends_the_sources_where_the_ranking_says() -> None:
+    g = state(2, ByRank())
+    a, b, c, d, *_ = g.order
+    read(g, a)
+    g.tried.add(b.canonical_url)  # failed
+    task = out(g, c)
+    # c is still out: d is the next to start, with a read and c out (two of the window).
+    assert cut_point(g) == (None, d, 2)
+    del g.running[task]
+    read(g, c)
+    # Two read: the sources end after c, whatever d would give or when.
+    assert cut_point(g) == (3, None, 2)
+
+
+async def test_the_window_waits_only_for_better_ranked_pages_in_the_top_half() -> None:
+    g = state(4)
+    a, b, c, d, e, f, h, _ = g.order
+    read(g, c, d, e, f)
+    waits = {out(g, x): x.url for x in (a, b, h)}
+    position = g.rank()
+    ends = {waits[task]: end for end, task in Window().ends(g, position, 10.0, 20.0)}
+    # The best-ranked until top_s, the second for the grace; the seventh not at all.
+    assert ends == {a.url: 20.0, b.url: 10.0}
+    # A branch's own page is waited for until it comes, wherever it ranks.
+    own = Branch(own=frozenset({h.canonical_url}))
+    ends = {waits[task]: end for end, task in own.ends(g, position, 10.0, 20.0)}
+    assert ends == {a.url: 20.0, b.url: 10.0, h.url: math.inf}
+
+
+async def test_only_a_branch_leaves_pages_it_may_not_keep_unjudged() -> None:
+    cases: list[tuple[Policy, bool]] = [
+        (Window(), False),
+        (Branch(), True),
+        (ByRank(), False),
+        (ByRank(Branch()), True),
+    ]
+    for policy, parks in cases:
+        g = state(2, policy, accept=True)
+        a, b, c, *_ = g.order
+        read(g, a, b)
+        # Two pages rank above c: a branch reads c only if one of them is rejected.
+        assert policy.holds(g, c) is parks, policy
+        assert policy.holds(g, a) is False
+
+
+async def parked_run(policy: Policy) -> list[str]:
+    """c and d arrive while a and b, ranked above them, are being judged (so they are
+    parked); a is then rejected. The URLs kept, two wanted."""
+    a, b, c, d = URLS[:4]
+    judging, verdicts = asyncio.Event(), asyncio.Event()
+
+    class Staggered:
+        async def fetch(self, url: str) -> Page | FetchFailure:
+            if url in (c, d):
+                await judging.wait()
+            return page(url)
+
+    async def accept(cand: Candidate, p: Page) -> str | None:
+        if cand.url == b:
+            judging.set()
+        await verdicts.wait()
+        return "not relevant" if cand.url == a else None
+
+    def on_event(event: Any) -> None:
+        if event.kind == "fetched" and event.data["url"] == d:
+            verdicts.set()  # c and d are in (parked): now a and b are judged
+
+    options = GatherOptions(want=2, policy=policy, accept=accept, on_event=on_event)
+    gathered = await asyncio.wait_for(
+        gather_pages([candidate(u) for u in URLS[:4]], Staggered(), options),  # type: ignore[arg-type]
+        timeout=60,
+    )
+    return [x.url for x, _ in gathered.pages]
+
+
+async def test_rank_order_judges_a_parked_page_when_a_better_one_is_rejected() -> None:
+    """A deep research's branch in a batch (rank order over a branch's parking): the parked
+    c is judged and kept once a is rejected, as in quick order; rank order never judged
+    it, and the branch read one source of the two it wanted."""
+    assert await parked_run(Branch()) == URLS[1:3]
+    assert await parked_run(ByRank(Branch())) == URLS[1:3]

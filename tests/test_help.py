@@ -30,7 +30,7 @@ def sections(text: str) -> dict[str, str]:
 def test_research_help_groups_every_option_by_the_settings_table(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert run(["--help"]) == 0
+    assert run(["--help-all"]) == 0
     shown = sections(capsys.readouterr().out)
     titles = [title for title in shown if title in HELP_GROUPS]
     # The groups come in the table's order, and each holds exactly its settings.
@@ -50,13 +50,13 @@ def test_research_help_groups_every_option_by_the_settings_table(
 def test_choices_and_durations_read_as_the_user_types_them(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert run(["--help"]) == 0
+    assert run(["research", "--help-all"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "--verify [lexical|llm]" in out
     assert "--format [markdown|json|html]" in out
     assert "--fetch-engine [httpx|playwright]" in out
     assert "[default: 1d]" in out and "86400" not in out
-    assert run(["agent", "--help"]) == 0
+    assert run(["agent", "--help-all"]) == 0
     agent = sections(capsys.readouterr().out)
     assert "--agent-protocol [auto|tools|json]" in " ".join(agent["Agent mode"].split())
     assert "--resume WORKSPACE" in agent["Agent mode"]
@@ -89,3 +89,66 @@ def test_every_setting_names_a_known_group() -> None:
 
     for name in Settings.model_fields:
         assert field_meta(name)["group"] in HELP_GROUPS, name
+
+
+# -- a help a person can read ----------------------------------------------------------
+
+
+def test_sleuth_help_shows_the_commands_first_then_the_common_options(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert run(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Usage: sleuth [OPTIONS] QUESTION\n       sleuth COMMAND")
+    shown = sections(out)
+    assert list(shown)[:2] == ["Commands", "Common options"]
+    for command in ("research", "deep", "agent", "batch", "runs", "show", "resume", "mcp"):
+        assert re.search(rf"^  {command}\b", shown["Commands"], re.MULTILINE), command
+    assert "--max-sources" in shown["Common options"]
+    assert "--fetch-engine" not in out  # the rest: sleuth --help-all
+    assert "sleuth --help-all" in out and 'sleuth "' in shown["Examples"]
+    assert len(out.splitlines()) <= 60
+
+
+@pytest.mark.parametrize("command", ["research", "deep", "agent", "batch", "mcp", "serve"])
+def test_each_commands_help_is_grouped_and_short_with_the_rest_behind_help_all(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run([command, "--help"]) == 0
+    short = capsys.readouterr().out
+    assert run([command, "--help-all"]) == 0
+    every = capsys.readouterr().out
+    assert len(short.splitlines()) < 100 < len(every.splitlines())
+    assert f"sleuth {command} --help-all" in short
+    titles = [title for title in sections(short) if title in HELP_GROUPS]
+    assert len(titles) >= 3  # grouped, not one flat list
+
+
+def test_deep_help_shows_deep_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["deep", "--help-all"]) == 0
+    shown = sections(capsys.readouterr().out)
+    assert re.search(r"--max-sources N .*?\[default: 20\]", " ".join(shown["Research"].split()))
+    assert re.search(r"--words N .*?\[default: 3000\]", " ".join(shown["Model"].split()))
+    assert "--mode" not in " ".join(shown)
+
+
+def test_agent_help_lists_only_what_agent_mode_uses(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["agent", "--help-all"]) == 0
+    out = capsys.readouterr().out
+    for flag in ("--breadth", "--levels", "--mode", "--depth", "--max-sources", "--docs"):
+        assert not re.search(rf"^\s+{flag}\b", out, re.MULTILINE), flag
+    assert "--max-rounds" in out and "--search" in out and "--report" in out
+    # Nor may they be given: one line, exit 2.
+    assert run(["agent", "--breadth", "3", "goal"]) == 2
+
+
+def test_bare_sleuth_points_at_help_and_an_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert "sleuth --help" in err and 'sleuth "' in err
+
+
+def test_a_usage_error_says_where_the_help_is(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["deep"]) == 2
+    assert "see 'sleuth deep --help'" in capsys.readouterr().err

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,6 +24,7 @@ from sleuth.errors import (
     LLMAuthError,
     LLMError,
     LLMUnavailableError,
+    LLMUnreachableError,
     SleuthError,
 )
 from sleuth.llm.client import LLMClient, LLMReply, parse_retry_after
@@ -206,15 +208,54 @@ async def test_404_is_not_retried(llm: ScriptedLLM) -> None:
     assert len(llm.requests) == 1
 
 
-async def test_unreachable_server_is_unavailable() -> None:
+async def test_a_refused_connection_is_not_retried_and_says_so_in_one_line() -> None:
+    """Nothing listens there: asking again in a second will not change that (a 503 may)."""
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     sleeps = Sleeps()
-    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1)
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=4)
     async with LLMClient(config, sleep=sleeps) as client:
-        with pytest.raises(LLMUnavailableError, match="could not connect"):
+        with pytest.raises(LLMUnreachableError) as caught:
             await client.chat(USER, stage="plan")
+    assert sleeps.delays == [] and client.usage.retries == 0
+    message = str(caught.value)
+    assert "\n" not in message
+    assert f"cannot reach the LLM server at http://127.0.0.1:{port}/v1" in message
+    assert "connection refused" in message
+    assert isinstance(caught.value, LLMUnavailableError)  # callers that catch that still do
+
+
+async def test_a_connection_dropped_by_the_server_is_retried() -> None:
+    """A server that is there but hangs up mid-request may answer the next time."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    stop = threading.Event()
+
+    def hang_up() -> None:
+        server.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.recv(65536)
+            conn.close()
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    sleeps = Sleeps()
+    config = LLMConfig(base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1)
+    try:
+        async with LLMClient(config, sleep=sleeps) as client:
+            with pytest.raises(LLMUnavailableError, match="could not connect"):
+                await client.chat(USER, stage="plan")
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()
     assert len(sleeps.delays) == 1
 
 

@@ -508,8 +508,14 @@ def test_a_claim_the_cited_source_does_not_support_is_removed(
     check = result.citations
     assert check is not None and check.method == verify
     assert check.removed == 1 and check.kept == check.checked - 1 >= 2
-    assert "97 million" not in result.markdown
-    assert "1 removed as not supported by the cited source" in result.markdown
+    body, removed = result.markdown.split("## Removed: not supported by the cited source")
+    assert "97 million" not in body
+    assert "1 removed as not supported by the cited source" in body
+    # The reader sees what the model said that the source does not hold, and which source.
+    assert removed.strip() == f"- “{false_claim}.” [1]"
+    claims = result.claims or []
+    assert [c.text for c in claims if c.verdict == "removed"] == [f"{false_claim}."]
+    assert all(c.verdict == "kept" and c.support for c in claims if "97" not in c.text)
     assert (by_stage(llm)["verify"] > 0) == (verify == "llm")
 
 
@@ -587,7 +593,9 @@ def test_an_unreachable_server_means_the_no_llm_pipeline(
         **options(web, base_url=f"http://127.0.0.1:{closed_port}/v1", model=None),
     )
     assert report.writer == "template" and report.sources
-    assert any(f.stage == "llm" and "could not connect" in f.reason for f in report.failures)
+    assert any(
+        f.stage == "llm" and "cannot reach the LLM server" in f.reason for f in report.failures
+    )
 
 
 def test_a_server_found_unreachable_after_the_question_was_searched(

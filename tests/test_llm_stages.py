@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from records import candidate, page
 
 from sleuth.budget import Budget
 from sleuth.errors import ConfigError
@@ -15,8 +16,8 @@ from sleuth.lang import SAME_AS_QUESTION, language_name
 from sleuth.llm.client import LLMClient
 from sleuth.llm.config import LLMConfig
 from sleuth.llm.run import RunLLM
-from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, Quality, SearchHit
-from sleuth.pipeline.gather import Waits, gather_pages
+from sleuth.models import Candidate, CitationCheck, FetchFailure, Page, SearchHit
+from sleuth.pipeline.gather import GatherOptions, Waits, Window, gather_pages
 from sleuth.settings import load_settings
 from sleuth.stages.check import Evidence, check_citations, footer, lexical_support
 from sleuth.stages.read import PageReader, passages_within
@@ -147,19 +148,6 @@ def hit(url: str, query: str, rank: int) -> SearchHit:
     return SearchHit(title=url, url=url, rank=rank, provider="searxng", query=query)
 
 
-def candidate(url: str, score: float) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=score,
-    )
-
-
 def test_picks_come_first_in_the_order_picked_and_each_url_once() -> None:
     a, b, c, d = (f"https://{x}.example/page" for x in "abcd")
     hits = [
@@ -170,7 +158,12 @@ def test_picks_come_first_in_the_order_picked_and_each_url_once() -> None:
         hit(d, "q2", 3),
         hit(b + "?utm_source=x", "q3", 1),
     ]
-    ranked = [candidate(a, 9), candidate(c, 8), candidate(b, 7), candidate(d, 1)]
+    ranked = [
+        candidate(a, score=9),
+        candidate(c, score=8),
+        candidate(b, score=7),
+        candidate(d, score=1),
+    ]
     merged = merge_picks(ranked, hits, [canonicalize(d), canonicalize(b), canonicalize(d)])
     assert [m.url for m in merged] == [d, b, a, c]
     assert merged[1].queries == ["q1", "q2", "q3"]  # one candidate for all its spellings
@@ -215,18 +208,6 @@ async def test_each_search_result_is_shown_to_the_model_once_per_run(served: Scr
 # -- reading pages as they arrive -----------------------------------------------------------
 
 
-def page(url: str, text: str = "Some text about the question. " * 20) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=url,
-        text=text,
-        content_type="text/html",
-        status=200,
-    )
-
-
 class GatedFetcher:
     """Serves ``first`` at once and holds every other page until ``release`` is set."""
 
@@ -251,8 +232,13 @@ async def test_pages_are_read_while_others_still_download() -> None:
         return "not relevant" if c.url == urls[1] else None
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 2, accept=accept), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, score=1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=2, policy=Window(), accept=accept),
+        ),
+        timeout=10,
+    )
     assert judged[0] == urls[0]
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[2]]
     assert [(f.url, f.reason, f.stage) for f in gathered.failures] == [
@@ -269,7 +255,11 @@ class InstantFetcher:
 
 async def test_pages_finishing_together_do_not_exceed_the_limit() -> None:
     urls = [f"https://{x}.example/" for x in "abcdef"]
-    gathered = await gather_pages([candidate(u, 1) for u in urls], InstantFetcher(), 2)  # type: ignore[arg-type]
+    gathered = await gather_pages(
+        [candidate(u, score=1) for u in urls],
+        InstantFetcher(),  # type: ignore[arg-type]
+        GatherOptions(want=2, policy=Window()),
+    )
     # The two best-ranked pages, not whichever two the event loop settled first.
     assert [c.url for c, _ in gathered.pages] == urls[:2]
 
@@ -301,8 +291,13 @@ async def test_a_slow_top_ranked_page_is_worth_a_short_wait() -> None:
             fetcher.others_done.set()
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 4, on_event), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, score=1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(), on_event=on_event),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == urls[:4]  # a, not the fifth-ranked e
     # The wait is said, once, before the top page is read (the progress line is not stuck).
     assert events.count("info") == 1
@@ -316,8 +311,13 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     fetcher = LateFetcher({urls[0]}, never=True)
     fetcher.others_done.set()
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], fetcher, 4, waits=short), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, score=1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(short)),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == urls[1:5]
     assert (urls[0], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures
@@ -329,14 +329,16 @@ async def test_the_wait_for_a_better_page_is_bounded_and_only_for_the_top_ones()
     said: list[Any] = []
     gathered = await asyncio.wait_for(
         gather_pages(
-            [candidate(u, 1) for u in urls],
-            fetcher,
-            4,
-            said.append,
-            waits=Waits(grace_min_s=3600.0, grace_share=0.0, top_s=0.05),
+            [candidate(u, score=1) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(
+                want=4,
+                policy=Window(Waits(grace_min_s=3600.0, grace_share=0.0, top_s=0.05)),
+                on_event=said.append,
+            ),
         ),
         timeout=10,
-    )  # type: ignore[arg-type]
+    )
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[1], urls[3], urls[4]]
     assert not [e for e in said if e.kind == "info"]  # no wait, so no word of one
 
@@ -355,9 +357,13 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
             first.others_done.set()
 
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], first, 4, on_event, waits=top_only),
+        gather_pages(
+            [candidate(u, score=1) for u in urls],
+            first,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(top_only), on_event=on_event),
+        ),
         timeout=10,
-    )  # type: ignore[arg-type]
+    )
     assert [c.url for c, _ in gathered.pages] == urls[:4]
     assert [e.data["pages"] for e in events if e.kind == "info"] == [1]
 
@@ -365,8 +371,13 @@ async def test_the_best_ranked_page_is_waited_for_past_the_grace_of_the_others()
     second = LateFetcher({urls[1]}, never=True)
     second.others_done.set()
     gathered = await asyncio.wait_for(
-        gather_pages([candidate(u, 1) for u in urls], second, 4, waits=top_only), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [candidate(u, score=1) for u in urls],
+            second,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(top_only)),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == [urls[0], *urls[2:5]]
     assert (urls[1], "not waited for: enough sources were read first") in [
         (f.url, f.reason) for f in gathered.failures
@@ -406,7 +417,7 @@ async def test_long_pages_are_chunked_and_irrelevant_chunks_dropped(served: Scri
     served.add("PKCE binds the code to a verifier.", contains=MARKERS["merge"], times=None)
     async with run_llm(served, context_window=2048).client as client:
         reader = PageReader(RunLLM(client, question="q", language="English"), "q")
-        summary = await reader.summarise(page("https://p.example/", text))
+        summary = await reader.summarise(page("https://p.example/", text=text))
     chunks = [r for r in served.requests if MARKERS["summarize"] in r.last_user]
     assert len(chunks) >= 3 and summary == "PKCE binds the code to a verifier."
     merged = section(
@@ -431,10 +442,10 @@ async def test_a_long_page_is_read_as_its_passages_about_the_question(served: Sc
             client, question="How does PKCE protect the authorization code?", language="English"
         )
         whole = await PageReader(llm, "How does PKCE protect the code?").summarise(
-            page("https://p.example/", text)
+            page("https://p.example/", text=text)
         )
         excerpt = await PageReader(llm, "How does PKCE protect the code?", 400).summarise(
-            page("https://p.example/", text)
+            page("https://p.example/", text=text)
         )
     assert whole == excerpt == "PKCE binds the code to a verifier."
     sent = [
@@ -463,7 +474,8 @@ async def test_an_overflow_that_halving_cannot_fix_falls_back(served: ScriptedLL
     async with llm.client:
         reader = PageReader(llm, "How does PKCE work?")
         kept = await reader.judge(
-            candidate("https://p.example/", 1), page("https://p.example/", "PKCE is short.")
+            candidate("https://p.example/", score=1),
+            page("https://p.example/", text="PKCE is short."),
         )
     assert kept is None and reader.summaries == {}
     assert len(served.requests) == 1

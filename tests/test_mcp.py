@@ -76,13 +76,21 @@ async def research_with_progress(
     client: ClientSession, topic: str, **args: Any
 ) -> tuple[CallToolResult, list[str]]:
     messages: list[str] = []
+    steps: list[tuple[float, float | None]] = []
 
     async def progress(done: float, total: float | None, message: str | None) -> None:
         messages.append(message or "")
+        steps.append((done, total))
 
     result = await client.call_tool(
         "web_research", {"topic": topic, **args}, progress_callback=progress
     )
+    # Each notification says how far the run is out of a total, further each time, and
+    # none is noise: not a download starting, a model call, a timing.
+    assert steps and all(total is not None and 0 < done <= total for done, total in steps)
+    assert [done for done, _ in steps] == sorted({done for done, _ in steps})
+    noise = ("fetch_start:", "llm:", "span:")
+    assert not [m for m in messages if m.startswith(noise)], messages
     return result, messages
 
 
@@ -490,3 +498,28 @@ def test_a_missing_extra_is_named_in_one_line(
 
     # The hint installs the extra where sleuth came from (here: this checkout).
     assert install_hint(extra) in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "message"),
+    [
+        ("web_research", {}, "topic: required"),
+        ("web_research", {"topic": "x", "depth": "2"}, "depth: Input should be a valid integer"),
+        (
+            "web_research",
+            {"topic": "x", "colour": "blue"},
+            "colour: Extra inputs are not permitted",
+        ),
+        ("fetch_page", {}, "url: required"),
+    ],
+)
+async def test_an_argument_the_schema_refuses_is_one_line_without_a_url(
+    web: OfflineWeb, tool: str, args: dict[str, Any], message: str
+) -> None:
+    """As every other bad argument: one line naming the argument, not pydantic's report
+    (several lines and a link to its docs)."""
+    async with in_memory(offline_settings(web)) as client:
+        result = await client.call_tool(tool, args)
+    assert result.isError
+    text = text_of(result)
+    assert "\n" not in text and "http" not in text and message in text, text

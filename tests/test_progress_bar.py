@@ -68,7 +68,52 @@ def test_the_bar_counts_pages_and_searches(web: OfflineWeb) -> None:
     assert f"pages 3/3 · searches {planned}/{planned}" in shown
     assert "tokens" not in shown  # no model, no token count
     plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
-    assert re.search(rf"\bplan {planned} queries\n", plain)  # each event keeps its line
+    # The events do not scroll past the bar: it says what the run is doing instead.
+    assert not re.search(r"^ *(plan|search|fetched|report) ", plain, re.MULTILINE), plain
+    assert "writing: report with 3 sources" in shown
+
+
+def test_verbose_prints_every_event_above_the_bar(web: OfflineWeb) -> None:
+    console, out = terminal()
+    progress = Progress(False, wanted=3, console=console, verbose=True)
+    try:
+        report = sleuth.research_sync(
+            web.topics[0].question, on_event=progress, **offline(web, no_llm=True, max_sources=3)
+        )
+    finally:
+        progress.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert re.search(rf"\bplan {len(report.queries)} queries\n", plain)
+    assert re.search(r"\bfetched read ", plain)
+    assert " span " not in plain  # timings are drawn by show --timeline, not printed
+
+
+def test_a_deep_research_counts_pages_over_its_tree_never_backwards(web: OfflineWeb) -> None:
+    """Branches start and finish side by side: the count is the tree's, read of wanted,
+    and it only goes up (it fell back to one branch's count at each branch's end)."""
+    console, _ = terminal()
+    progress = Progress(False, wanted=6, console=console)
+    seen: list[int] = []
+    branches: set[str] = set()
+
+    def on_event(event: Any) -> None:
+        progress(event)
+        seen.append(progress.counts.pages_done())
+        if event.kind == "branch":
+            branches.add(str(event.data["node"]))
+
+    try:
+        report = sleuth.research_sync(
+            web.topics[1].question,
+            on_event=on_event,
+            **offline(web, no_llm=True, mode="deep", breadth=3, levels=2, max_sources=6),
+        )
+    finally:
+        progress.close()
+    assert len(branches) >= 3
+    assert seen == sorted(seen), seen
+    assert seen[-1] == min(6, len(report.sources)) >= 3
+    assert progress.counts.branch is not None
 
 
 def test_the_bar_adds_tokens_and_cost_with_a_model(web: OfflineWeb, llm: ScriptedLLM) -> None:
@@ -139,3 +184,48 @@ def test_the_pages_wanted_follow_the_mode() -> None:
     assert pages_wanted(load_settings({}, env={})) == 5
     assert pages_wanted(load_settings({"mode": "deep"}, env={})) == 20  # deep's own default
     assert pages_wanted(load_settings({"mode": "deep", "max_sources": 8}, env={})) == 8
+
+
+def test_a_batch_eta_counts_the_questions_still_waiting() -> None:
+    from sleuth.cli.batch import eta_s
+
+    # 8 questions waiting, 4 at a time, 2 s each: two rounds.
+    assert eta_s([], 8, 2.0, 4) == 4.0
+    # One running for 1.5 s already ends in 0.5 s; its slot then takes the waiting one.
+    assert eta_s([1.5], 1, 2.0, 1) == 2.5
+    assert eta_s([1.0, 3.0], 3, 2.0, 2) == 4.0  # the overdue one is taken to end now
+    assert eta_s([], 0, 2.0, 4) == 0.0
+
+
+def test_a_batch_prints_each_question_as_it_finishes_above_its_bar() -> None:
+    from sleuth.cli.batch import BatchProgress
+    from sleuth.models import Report, Stats
+    from sleuth.pipeline.batch.one import BatchResult
+    from sleuth.progress import Event
+
+    console, out = terminal()
+    progress = BatchProgress(3, False, jobs=2, console=console)
+    report = Report(
+        topic="q",
+        depth=1,
+        queries=[],
+        sources=[],
+        failures=[],
+        confidence="LOW",
+        confidence_reason="none",
+        markdown="",
+        stats=Stats(),
+    )
+    try:
+        for qid in ("a", "b"):
+            progress(Event("question_start", qid, {"question_id": qid}))
+        assert progress.eta() == "ETA …"
+        progress.result(BatchResult("a", "What is a?", "done", report=report, elapsed_s=4.0))
+        # b has run about 0 s of its 4, c waits for the first free slot: about 4 s more.
+        assert progress.eta() in ("ETA 4s", "ETA 3s")
+        progress.result(BatchResult("b", "What is b?", "failed", error="boom", elapsed_s=2.0))
+    finally:
+        progress.close()
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert "[1/3] done a (4.0 s, 0 sources): What is a?" in plain
+    assert "[2/3] failed b: boom" in plain

@@ -15,7 +15,7 @@ import pytest
 import sleuth
 from sleuth.testing import OfflineWeb
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PYTHON_DOCS = Path(__file__).resolve().parent.parent / "docs" / "reference" / "python.md"
 
 PUBLIC_NAMES = {
     # running a research
@@ -41,6 +41,15 @@ PUBLIC_NAMES = {
     # a deep research's tree and sections (Report.tree, Report.sections)
     "TreeNode",
     "Section",
+    # the answer first (Report.answer: its sentences and where each is in its source)
+    "Answer",
+    "AnswerSentence",
+    "TextSpan",
+    # a claim with the source words that back it; the run's timeline
+    "Claim",
+    "Support",
+    "Span",
+    "Timeline",
     # progress events: one callback mechanism, and an async iterator built on it
     "Event",
     "EventStream",
@@ -150,7 +159,7 @@ def test_sleuth_research_and_extract_stay_functions_once_their_packages_load() -
 def test_bad_input_raises_config_error_before_any_work() -> None:
     with pytest.raises(sleuth.ConfigError, match="empty"):
         sleuth.research_sync("   ")
-    with pytest.raises(sleuth.SleuthError, match="--depth"):
+    with pytest.raises(sleuth.SleuthError, match=r"^invalid value for depth: must be at most 3$"):
         sleuth.research_sync("a question", depth=7)
     with pytest.raises(sleuth.ProviderError):
         sleuth.research_sync("a question", search="nosuchengine", no_store=True)
@@ -234,13 +243,13 @@ def test_web_search_is_the_agent_entry_point() -> None:
     assert {"settings", "on_event"} <= set(params)
 
 
-def test_the_readme_event_stream_example_runs(
+def test_the_docs_event_stream_example_runs(
     web: OfflineWeb,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.DOTALL)
+    blocks = re.findall(r"```python\n(.*?)```", PYTHON_DOCS.read_text(encoding="utf-8"), re.DOTALL)
     example = next(block for block in blocks if "EventStream" in block)
     for name, value in {
         "SLEUTH_SEARCH": "searxng",
@@ -254,7 +263,7 @@ def test_the_readme_event_stream_example_runs(
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, object] = {}
     # The example calls asyncio.run itself, so it runs in a thread without a loop.
-    thread = threading.Thread(target=exec, args=(compile(example, "README", "exec"), namespace))
+    thread = threading.Thread(target=exec, args=(compile(example, "python.md", "exec"), namespace))
     thread.start()
     thread.join(120)
     assert isinstance(namespace.get("report"), sleuth.Report)

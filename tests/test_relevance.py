@@ -12,10 +12,12 @@ import asyncio
 from typing import Any
 
 import pytest
+from records import candidate as cand
+from records import page as doc
 
 import sleuth
 from sleuth.models import Candidate, Failure, FetchFailure, Page, Quality, Report
-from sleuth.pipeline.gather import Waits, gather_pages
+from sleuth.pipeline.gather import GatherOptions, Waits, Window, gather_pages
 from sleuth.stages.read import addresses_a_reader, best_passages
 from sleuth.stages.relevance import MARGIN, OFF_TOPIC, Relevance
 from sleuth.testing import OfflineWeb
@@ -132,32 +134,6 @@ def test_each_part_of_the_question_has_a_source(web: OfflineWeb) -> None:
 
 
 # -- the gate -----------------------------------------------------------------------------
-
-
-def cand(url: str, title: str = "", queries: list[str] | None = None) -> Candidate:
-    return Candidate(
-        url=url,
-        canonical_url=canonicalize(url),
-        domain=url.split("/")[2],
-        title=title or url,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        frequency=1,
-        score=1.0,
-        queries=queries or [],
-    )
-
-
-def doc(url: str, title: str, text: str) -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=canonicalize(url),
-        title=title,
-        text=text,
-        content_type="text/html",
-        status=200,
-    )
 
 
 def judged(gate: Relevance, *pages: Page, want: int = 5) -> tuple[list[str], list[Failure]]:
@@ -508,15 +484,25 @@ async def test_local_documents_are_kept_by_rank_not_by_when_their_reads_end() ->
                 fetcher.others_done.set()
 
     gathered = await asyncio.wait_for(
-        gather_pages([cand(u) for u in urls], fetcher, 4, on_event, waits=no_grace), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [cand(u) for u in urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(no_grace), on_event=on_event),
+        ),
+        timeout=10,
+    )
     assert [c.url for c, _ in gathered.pages] == urls[:4]
     # Web pages keep the bounded waits: a third page that never comes is cut there.
     web_urls = [f"https://{n}.example/" for n in "abcdefgh"]
     fetcher = LateFetcher({u: note(u) for u in web_urls}, slow={web_urls[2]}, after=99)
     gathered = await asyncio.wait_for(
-        gather_pages([cand(u) for u in web_urls], fetcher, 4, waits=no_grace), timeout=10
-    )  # type: ignore[arg-type]
+        gather_pages(
+            [cand(u) for u in web_urls],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=4, policy=Window(no_grace)),
+        ),
+        timeout=10,
+    )
     assert web_urls[2] not in [c.url for c, _ in gathered.pages]
 
 
@@ -548,9 +534,8 @@ async def test_the_gate_sets_a_page_aside_and_the_next_is_read_in_its_place() ->
 
     gathered = await gather_pages(
         [cand(u) for u in urls],
-        Instant(),
-        3,  # type: ignore[arg-type]
-        gate=Relevance(question),
+        Instant(),  # type: ignore[arg-type]
+        GatherOptions(want=3, policy=Window(), gate=Relevance(question)),
     )
     assert [c.url for c, _ in gathered.pages] == [urls[0], urls[2], urls[3]]
     assert [(f.url, f.stage) for f in gathered.failures] == [(urls[1], "read")]
@@ -614,11 +599,10 @@ async def test_a_page_still_coming_is_waited_for_only_if_it_may_displace_a_sourc
         gathered = await asyncio.wait_for(
             gather_pages(
                 ranked,
-                fetcher,
-                3,
-                on_event,
-                waits=forever,  # type: ignore[arg-type]
-                gate=Relevance(question),
+                fetcher,  # type: ignore[arg-type]
+                GatherOptions(
+                    want=3, policy=Window(forever), on_event=on_event, gate=Relevance(question)
+                ),
             ),
             timeout=10,
         )

@@ -1,34 +1,21 @@
-"""The one settings table drives the CLI, the environment and the README."""
+"""The one settings table drives the CLI, the environment and the docs."""
 
-import re
 from pathlib import Path
 
 import pytest
 
 from sleuth.errors import ConfigError
-from sleuth.settings import Settings, load_settings, settings_markdown, with_options
-
-README = Path(__file__).resolve().parent.parent / "README.md"
-
-
-def test_readme_settings_table_is_generated_from_the_model() -> None:
-    text = README.read_text(encoding="utf-8")
-    match = re.search(r"<!-- settings:start -->\n(.*?)\n<!-- settings:end -->", text, re.S)
-    assert match, "README lost its settings markers"
-    assert match.group(1) == settings_markdown(), (
-        "README settings table is stale: paste sleuth.settings.settings_markdown() output"
-    )
+from sleuth.settings import Settings, load_settings, with_options
 
 
 def test_cli_options_file_is_generated_from_the_model() -> None:
     """The CLI reads the table from a compiled file (fast --help); it must not drift."""
     from sleuth._options import cli_options
-    from sleuth.settings import cli_options_table
+    from sleuth.settings_docs import cli_options_table
 
     cli_options.cache_clear()
     assert list(cli_options()) == cli_options_table(), (
-        "sleuth/data/cli_options.json is stale: run python -c 'from sleuth.settings "
-        "import write_cli_options; write_cli_options()'"
+        "sleuth/data/cli_options.json is stale: run python -m sleuth.cli.reference"
     )
 
 
@@ -103,5 +90,49 @@ def test_options_over_settings_keep_what_was_set_and_what_was_not() -> None:
         None,
         {"depth": 1},
     ).model_fields_set >= {"depth"}
-    with pytest.raises(ConfigError, match="--depth"):
+    with pytest.raises(ConfigError, match=r"^invalid value for depth: must be at most 3$"):
         with_options(base, {"depth": 9})
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"max_sources": 999},
+            "invalid value for --max-sources: must be at most 50 (60 with --mode deep)",
+        ),
+        (
+            {"max_sources": 55},
+            "invalid value for --max-sources: must be at most 50 (60 with --mode deep)",
+        ),
+        (
+            {"max_sources": 61, "mode": "deep"},
+            "invalid value for --max-sources: must be at most 60",
+        ),
+        (
+            {"max_sources": 999, "mode": "deep"},
+            "invalid value for --max-sources: must be at most 60",
+        ),
+        ({"depth": 9}, "invalid value for --depth: must be at most 3"),
+        ({"depth": 0}, "invalid value for --depth: must be at least 1"),
+        ({"timeout": 0}, "invalid value for --timeout: must be more than 0"),
+    ],
+)
+def test_every_limit_reads_the_same(options: dict[str, object], message: str) -> None:
+    """One wording for every bound, whichever check finds it (a field's own or a rule over
+    several fields): 999 and 55 sources are refused by the same sentence."""
+    with pytest.raises(ConfigError) as caught:
+        load_settings(options, env={})
+    assert str(caught.value) == message
+
+
+def test_python_callers_see_their_keyword_not_the_cli_flag() -> None:
+    """research_sync('x', depth=9) was told about '--depth', a flag it never typed."""
+    with pytest.raises(ConfigError) as caught:
+        with_options(None, {"depth": 9})
+    assert str(caught.value) == "invalid value for depth: must be at most 3"
+    with pytest.raises(ConfigError) as caught:
+        with_options(None, {"max_sources": 55})
+    assert str(caught.value) == (
+        "invalid value for max_sources: must be at most 50 (60 with mode='deep')"
+    )

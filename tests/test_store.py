@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from records import page as page_record
 
 from sleuth.errors import ConfigError
-from sleuth.models import FetchFailure, Page, SearchHit
+from sleuth.models import FetchFailure, SearchHit
 from sleuth.settings import load_settings
 from sleuth.store import (
     MIGRATIONS,
@@ -68,18 +69,6 @@ def _hit(n: int, query: str = "q") -> SearchHit:
         rank=n,
         provider="duckduckgo",
         query=query,
-    )
-
-
-def _page(url: str, text: str = "Body text.") -> Page:
-    return Page(
-        url=url,
-        final_url=url,
-        canonical_url=url,
-        title="Title",
-        text=text,
-        content_type="text/html",
-        status=200,
     )
 
 
@@ -223,7 +212,7 @@ def test_eight_threads_writing_at_once_lose_nothing(store: Store) -> None:
             for i in range(per_thread):
                 store.record_stage(run_id, "fetch", {"t": t, "i": i})
                 url = f"https://example.com/{t}/{i}"
-                store.put_page(CachedPage.from_page(_page(url, f"text {t} {i}")))
+                store.put_page(CachedPage.from_page(page_record(url, "Title", f"text {t} {i}")))
         except BaseException as exc:
             errors.append(exc)
 
@@ -368,7 +357,7 @@ def test_cached_search_is_fresh_for_its_ttl(store: Store, clock: Clock) -> None:
 
 
 def test_cached_page_keeps_validators_and_goes_stale(store: Store, clock: Clock) -> None:
-    page = _page("https://example.com/a", "The text.")
+    page = page_record("https://example.com/a", "Title", "The text.")
     store.put_page(
         CachedPage.from_page(
             page, etag='"v1"', last_modified="Mon, 01 Jan 2024", fetched_at=clock.now
@@ -436,7 +425,10 @@ def test_clear_cache_older_than_keeps_recent_entries_and_runs(store: Store, cloc
     def fill(tag: str) -> None:
         store.put_search("duckduckgo", tag, {}, [_hit(1, tag)])
         store.put_page(
-            CachedPage.from_page(_page(f"https://example.com/{tag}"), fetched_at=clock.now)
+            CachedPage.from_page(
+                page_record(f"https://example.com/{tag}", "Title", "Body text."),
+                fetched_at=clock.now,
+            )
         )
         store.put_llm(llm_key("m", [tag]), "r", {})
 

@@ -117,6 +117,29 @@ def test_one_research_at_a_time_and_stop(
     assert client.post("/api/runs", json={"question": "third question"}).status_code == 201
 
 
+def test_a_bad_request_during_a_run_is_told_what_is_wrong(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """400 for what is wrong with the request itself, whether or not a run is going; 409
+    only for a good one that must wait."""
+
+    async def endless(question: str, **kwargs: Any) -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(quick, "research", endless)
+    first = client.post("/api/runs", json={"question": "first question"})
+    assert first.status_code == 201
+    for body, message in [
+        ({"question": "  "}, "the question is empty"),
+        ({"question": "ok", "depth": "9"}, "invalid value for --depth"),
+        ({"question": "ok", "colour": "blue"}, "unknown field 'colour'"),
+    ]:
+        reply = client.post("/api/runs", json=body)
+        assert reply.status_code == 400 and message in reply.json()["error"], body
+    assert client.post("/api/runs", json={"question": "a good one"}).status_code == 409
+    client.post(f"/api/runs/{first.json()['id']}/stop")
+
+
 @pytest.mark.parametrize(
     ("body", "status", "message"),
     [

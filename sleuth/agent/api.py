@@ -14,7 +14,7 @@ from typing import Any
 
 from sleuth.agent.dashboard import Dashboard
 from sleuth.agent.loop import AgentLoop, RunState, replay
-from sleuth.agent.result import AgentResult
+from sleuth.agent.result import AgentResult, AgentWork
 from sleuth.agent.tools import Toolbox
 from sleuth.agent.workspace import (
     DASHBOARD,
@@ -175,22 +175,15 @@ async def _services(settings: Settings) -> AsyncIterator[tuple[list[Any], Any]]:
 
 def _result(search: _Search, status: str, reason: str, result: str, protocol: str) -> AgentResult:
     state = search.state
+    done = {"status", "reason", "result", "protocol", "elapsed_s"}  # said here, as it ended
     return AgentResult(
-        goal=state.goal,
+        **state.model_dump(include=set(AgentWork.model_fields) - done),
         status=status,  # type: ignore[arg-type]
         reason=reason,
         result=result,
         dashboard=search.dashboard.text,
         workspace=None if search.temporary else str(search.workspace.root),
-        session=state.session,
-        rounds=state.rounds,
-        tool_calls=state.tool_calls,
-        llm_calls=state.llm_calls,
-        prompt_tokens=state.prompt_tokens,
-        completion_tokens=state.completion_tokens,
         elapsed_s=round(state.elapsed_s, 3),
-        pages=list(state.pages),
-        queries=list(state.queries),
         protocol="json" if protocol == "json" else "tools",
     )
 
@@ -209,7 +202,7 @@ async def web_search(
     """Research ``goal`` with the agent and return an :class:`AgentResult`.
 
     The agent works in rounds in a workspace under ``<home>/workspaces/<session>/``
-    (see the README's "Agent mode"). ``options`` are settings fields
+    (see the agent mode guide, docs/guides/agent.md). ``options`` are settings fields
     (``max_rounds=5``, ``round_minutes=10``, ``max_time="2h"``, ``search="searxng"``,
     ``model=...``) applied over ``settings`` (or over the environment).
     ``resume=<workspace folder>`` continues an interrupted search instead of starting

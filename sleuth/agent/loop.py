@@ -32,12 +32,14 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import Field
 
 from sleuth._format import duration
 from sleuth.agent.dashboard import DASHBOARD_MAX_CHARS, Dashboard
-from sleuth.agent.result import clean_text
+from sleuth.agent.result import AgentWork, clean_text
 from sleuth.agent.tools import (
     NATIVE_PROTOCOL,
     RESULT_CHARS,
@@ -51,7 +53,13 @@ from sleuth.agent.tools import (
     wrap_result,
 )
 from sleuth.agent.workspace import DASHBOARD, Workspace
-from sleuth.errors import ConfigError, ContextOverflowError, LLMAuthError, LLMError
+from sleuth.errors import (
+    ConfigError,
+    ContextOverflowError,
+    LLMAuthError,
+    LLMError,
+    LLMUnreachableError,
+)
 from sleuth.llm.client import LLMClient, LLMReply
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import count_tokens
@@ -68,25 +76,12 @@ _NEXT_JSON = "\nReply with your next action: exactly one JSON object."
 _FAILED_OUTCOMES = frozenset({"error", "no_action"})
 
 
-@dataclass
-class RunState:
-    """The counters of one search, kept in step with ``history.jsonl``."""
+class RunState(AgentWork):
+    """One search as it runs, kept in step with ``history.jsonl``: what it did so far
+    (:class:`~sleuth.agent.result.AgentWork`), the limits it started with, the round a
+    killed process left open, and the failed rounds in a row."""
 
-    goal: str
-    session: str = "default"
-    limits: dict[str, Any] = field(default_factory=dict)
-    rounds: int = 0
-    tool_calls: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    elapsed_s: float = 0.0
-    pages: list[str] = field(default_factory=list)
-    queries: list[str] = field(default_factory=list)
-    protocol: str | None = None
-    status: str | None = None
-    reason: str = ""
-    result: str = ""
+    limits: dict[str, Any] = Field(default_factory=dict)
     interrupted: int | None = None
     interrupted_s: float = 0.0
     consecutive_failures: int = 0
@@ -366,7 +361,8 @@ class AgentLoop:
                 rnd.detail = f"the round hit its {duration(rnd.limit_s)} limit"
         except ConfigError:
             raise
-        except LLMAuthError as exc:
+        except (LLMAuthError, LLMUnreachableError) as exc:
+            # A refused key, or no server at the address: the next round would meet the same.
             rnd.outcome, rnd.detail, rnd.fatal = "error", str(exc), True
         except (LLMError, ToolCrash) as exc:
             rnd.outcome, rnd.detail = "error", str(exc)

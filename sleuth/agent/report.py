@@ -75,12 +75,14 @@ async def write_report(
         question=goal, queries=[goal, *dict.fromkeys(queries)][: _MAX_QUERIES + 1], planner="agent"
     )
     async with open_run(goal, settings, emit) as ctx:
-        ctx.failures += failures
+        ctx.tally.failures += failures
         gathered = Gathered(
             pages=[(_candidate(p, goal, ctx.rules), p) for p in pages],
             attempted=len(urls[:_MAX_PAGES]),
         )
-        sources = await read_stage(ctx, plan, gathered)
+        read = await read_stage(ctx, plan, gathered)
+        ctx.tally.fold(read)
+        sources = read.sources
         draft = await check_stage(ctx, await write_stage(ctx, sources), sources, gathered)
         report = report_stage(ctx, plan, sources, gathered, draft)
         done = getattr(ctx, "done", None)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from sleuth._format import duration
 from sleuth.models import ValidText
 
-__all__ = ["AgentResult", "AgentStatus", "clean_text"]
+__all__ = ["AgentResult", "AgentStatus", "AgentWork", "clean_text"]
 
 #: Why a search stopped. ``finished``: the agent called all_finished.
 #: ``dashboard_complete``: the dashboard carries the completion marker.
@@ -29,7 +29,28 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
-class AgentResult(ValidText):
+class AgentWork(BaseModel):
+    """What an agent search did: its goal, how it ended (once it has), its session, and
+    its counters (rounds, tool and model calls, tokens, time, the pages it read, the
+    queries it searched). The running search's state and its result both are one."""
+
+    goal: str
+    status: str | None = None
+    reason: str = ""
+    result: str = ""
+    session: str = "default"
+    rounds: int = 0
+    tool_calls: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    elapsed_s: float = 0.0
+    pages: list[str] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)
+    protocol: str | None = None
+
+
+class AgentResult(ValidText, AgentWork):
     """A finished (or stopped) agent search.
 
     ``result`` is the agent's answer when it called ``all_finished`` (else empty);
@@ -41,22 +62,12 @@ class AgentResult(ValidText):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    goal: str
+    # Narrower than while the search runs: a result has ended, one way or another.
     status: AgentStatus
     reason: str
-    result: str = ""
+    protocol: Literal["tools", "json"] = "tools"
     dashboard: str
     workspace: str | None
-    session: str = "default"
-    rounds: int = 0
-    tool_calls: int = 0
-    llm_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    elapsed_s: float = 0.0
-    pages: list[str] = Field(default_factory=list)
-    queries: list[str] = Field(default_factory=list)
-    protocol: Literal["tools", "json"] = "tools"
     report: str | None = None
     report_note: str | None = None
     result_note: str | None = None

@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import click
 
@@ -21,9 +21,6 @@ from sleuth._options import HELP_GROUPS, cli_options
 from sleuth._valid import valid_text
 from sleuth.cli._progress import Progress
 from sleuth.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "EXIT_INTERNAL",
@@ -37,6 +34,7 @@ __all__ = [
     "Progress",
     "check_output",
     "emit",
+    "help_all_option",
     "run_interruptible",
     "settings_options",
 ]
@@ -47,27 +45,80 @@ EXIT_OK, EXIT_NO_SOURCES, EXIT_USAGE, EXIT_INTERNAL, EXIT_INTERRUPTED = 0, 1, 2,
 
 
 class Option(click.Option):
-    """A click option that names the ``--help`` group it is listed in (``HELP_GROUPS``)."""
+    """A click option that names the ``--help`` group it is listed in (``HELP_GROUPS``).
 
-    def __init__(self, *args: Any, group: str | None = None, **kwargs: Any) -> None:
+    ``common`` is None for a command's own options (always listed); for a settings
+    option, whether the command's short ``--help`` lists it (else only ``--help-all``).
+    """
+
+    def __init__(
+        self, *args: Any, group: str | None = None, common: bool | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.help_group = group
+        self.common = common
+
+
+def _show_all(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    ctx.meta[_HELP_ALL] = True
+    click.echo(ctx.get_help(), color=ctx.color)
+    ctx.exit()
+
+
+_HELP_ALL = "sleuth.help_all"
+
+
+def help_all_option() -> click.Option:
+    """``--help-all``: the help with every option, where ``--help`` lists the common ones."""
+    return click.Option(
+        ["--help-all"],
+        is_flag=True,
+        expose_value=False,
+        is_eager=True,
+        callback=_show_all,
+        help="Show every option, in groups, and exit.",
+    )
 
 
 class GroupedCommand(click.Command):
-    """A click command whose ``--help`` lists its options under their groups' titles.
+    """A click command whose ``--help`` lists its options under their groups' titles:
+    its own options and the common settings; ``--help-all`` lists every option.
 
     The help is laid out by cloup (titled, aligned option groups). cloup is imported
     only when help is shown: it costs about 15 ms of start-up (mostly
     ``importlib.metadata``) that ``sleuth QUESTION`` and a mistyped option need not pay.
     """
 
+    def __init__(self, *args: Any, lead: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(help_all_option())
+        #: The group listed first (the command's own options), else HELP_GROUPS' order.
+        self.lead = lead
+
+    def _shown(self, ctx: click.Context) -> tuple[list[click.Parameter], dict[str, int]]:
+        """The options this help lists, and how many of each group it leaves out."""
+        every = ctx.meta.get(_HELP_ALL, False)
+        shown: list[click.Parameter] = []
+        left: dict[str, int] = {}
+        for param in self.params:
+            if every or getattr(param, "common", None) is not False:
+                shown.append(param)
+            else:
+                group = getattr(param, "help_group", None) or "Other"
+                left[group] = left.get(group, 0) + 1
+        return shown, left
+
     def get_help(self, ctx: click.Context) -> str:
         import cloup
 
+        shown, left = self._shown(ctx)
         order = {title: n for n, title in enumerate(HELP_GROUPS)}
+        if self.lead:
+            order[self.lead] = -1
         params = sorted(
-            self.params, key=lambda p: order.get(getattr(p, "help_group", None) or "", len(order))
+            shown, key=lambda p: order.get(getattr(p, "help_group", None) or "", len(order))
         )
         groups: dict[str, cloup.OptionGroup] = {}
         for param in params:
@@ -75,11 +126,20 @@ class GroupedCommand(click.Command):
             if title:
                 # cloup reads an option's group from this attribute (cloup.Option sets it).
                 param.group = groups.setdefault(title, cloup.OptionGroup(title))  # type: ignore[attr-defined]
+        epilog = self.epilog or ""
+        if left:
+            more = ", ".join(
+                f"{group} {left[group]}" for group in sorted(left, key=lambda g: order.get(g, 99))
+            )
+            epilog = (
+                f"{sum(left.values())} more options ({more}): {ctx.command_path} --help-all"
+                + (f"\n\n{epilog}" if epilog else "")
+            )
         twin = cloup.Command(
             self.name,
             params=params,
             help=self.help,
-            epilog=self.epilog,
+            epilog=epilog or None,
             short_help=self.short_help,
             options_metavar=self.options_metavar,
             add_help_option=self.add_help_option,
@@ -95,22 +155,25 @@ class GroupedCommand(click.Command):
         return twin.get_help(twin_ctx)
 
 
-def settings_options() -> list[click.Option]:
-    """One click option per settings field; values stay strings until pydantic checks them."""
+def settings_options(command: str) -> list[click.Option]:
+    """One click option per setting that ``command`` takes; values stay strings until
+    pydantic checks them. ``deep`` shows deep mode's own defaults."""
     options: list[click.Option] = []
     for row in cli_options():
+        if command in row["skip"]:
+            continue
         decls = [row["flag"], *([row["short"]] if row["short"] else []), row["name"]]
         envs = ", ".join(row["env"])
         help_text = f"{row['help']}" + (f" [env: {envs}]" if envs else "")
-        group = row.get("group")
+        kind = {"group": row["group"], "common": row["common"]}
         if row["is_flag"]:
             options.append(
-                Option(
-                    decls, is_flag=True, flag_value=True, default=None, help=help_text, group=group
-                )
+                Option(decls, is_flag=True, flag_value=True, default=None, help=help_text, **kind)
             )
             continue
-        shown = f" [default: {row['default']}]" if row["default"] is not None else ""
+        default = row["deep_default"] if command == "deep" and row["deep_default"] else None
+        default = default or row["default"]
+        shown = f" [default: {default}]" if default is not None else ""
         options.append(
             Option(
                 decls,
@@ -118,7 +181,7 @@ def settings_options() -> list[click.Option]:
                 default=None,
                 help=help_text + shown,
                 metavar=row["metavar"],
-                group=group,
+                **kind,
             )
         )
     return options

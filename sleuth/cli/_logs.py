@@ -82,6 +82,10 @@ def cli_logging() -> Iterator[None]:
 
 
 def _be_verbose(ctx: click.Context, param: click.Parameter, value: bool | None) -> None:
+    from sleuth.cli._progress import VERBOSE_KEY
+
+    if value:
+        ctx.find_root().meta[VERBOSE_KEY] = True  # the progress prints every event
     if not value or _handler is None:
         return
     _handler.setLevel(logging.DEBUG)
@@ -101,5 +105,5 @@ def verbose_option() -> click.Option:
         is_eager=True,
         callback=_be_verbose,
         group="Output",
-        help="Show sleuth's debug log on stderr, with tracebacks.",
+        help="Show every progress event and sleuth's debug log on stderr, with tracebacks.",
     )

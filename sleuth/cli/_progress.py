@@ -1,9 +1,12 @@
 """Progress on stderr: a live bar with the run's counts on a terminal, plain lines otherwise.
 
-On a terminal the last line is a rich progress bar: pages read of those wanted, searches
-done of those planned, and, with a model, the tokens and cost so far (the web page shows
-the same counts). Every event also prints one line above it, as it does when stderr is a
-file or a pipe (then there is no bar, and the lines are all there is).
+On a terminal the last line is a rich progress bar: pages read of those wanted (a deep
+research's over its whole tree), searches done of those planned, with a model the tokens
+and cost so far (the web page shows the same counts), and what the run is doing now, in
+which branch. Events do not scroll past it: ``--verbose`` prints each one above it, as
+every event is printed when stderr is a file or a pipe (then there is no bar, and the
+lines are all there is). Timings (``span`` events) are never lines: ``sleuth show ID
+--timeline`` draws them.
 """
 
 from __future__ import annotations
@@ -11,18 +14,19 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from sleuth._format import plural
-from sleuth.progress import Event
+from sleuth.progress import Counts, Event
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from sleuth.settings import Settings
 
-__all__ = ["Counts", "Progress", "pages_wanted"]
+__all__ = ["VERBOSE_KEY", "Counts", "Progress", "is_verbose", "pages_wanted"]
 
-#: Events the bar says enough about: no line of their own on a terminal.
-_BAR_ONLY = ("fetch_start", "llm")
+#: Where ``--verbose`` is noted for the command (its root context's ``meta``).
+VERBOSE_KEY = "sleuth.verbose"
+#: Events that are never a line: each request's timing (the timeline draws them).
+_NO_LINE = ("span",)
 
 
 def pages_wanted(settings: Settings) -> int:
@@ -32,55 +36,12 @@ def pages_wanted(settings: Settings) -> int:
     return mode_defaults(settings).max_sources
 
 
-class Counts:
-    """What a run has done so far, counted from its progress events."""
+def is_verbose() -> bool:
+    """Whether the command being run was given ``--verbose``."""
+    import click
 
-    def __init__(self, wanted: int | None = None) -> None:
-        #: Pages the run means to read (``--max-sources``); None when it has no such aim.
-        self.wanted = wanted
-        self.read = 0
-        self.planned: set[str] = set()
-        self.searched: set[str] = set()
-        self.tokens = 0
-        self.cost_usd: float | None = None
-
-    def add(self, event: Event) -> None:
-        """Count ``event`` in."""
-        data: dict[str, Any] = event.data
-        if event.kind == "plan" and isinstance(data.get("queries"), list):
-            self.planned.update(str(q) for q in data["queries"])
-        elif event.kind in ("search", "search_failed") and "query" in data:
-            self.searched.add(str(data["query"]))
-        elif event.kind == "fetched":
-            self.read += 1
-        elif event.kind == "read" and isinstance(data.get("sources"), int):
-            self.read = data["sources"]  # the pages kept, once reading is done
-        elif event.kind == "llm":
-            self.tokens += int(data.get("prompt_tokens", 0)) + int(data.get("completion_tokens", 0))
-            if isinstance(data.get("cost_usd"), int | float):
-                self.cost_usd = (self.cost_usd or 0.0) + data["cost_usd"]
-
-    def pages_done(self) -> int:
-        """Pages read, at most the number wanted (a run may read a few more, then keep
-        the best)."""
-        return self.read if self.wanted is None else min(self.read, self.wanted)
-
-    def summary(self) -> str:
-        """``pages 3/5 · searches 2/4 · 1,234 tokens · $0.0012`` (only what is known)."""
-        pages = (
-            f"pages {self.pages_done()}/{self.wanted}"
-            if self.wanted is not None
-            else plural(self.read, "page", "pages")
-        )
-        parts = [pages]
-        if self.planned or self.searched:
-            done = len(self.searched)
-            parts.append(f"searches {done}/{max(done, len(self.planned))}")
-        if self.tokens:
-            parts.append(f"{self.tokens:,} tokens")
-        if self.cost_usd is not None:
-            parts.append(f"${self.cost_usd:.4f}")
-        return " · ".join(parts)
+    ctx = click.get_current_context(silent=True)
+    return bool(ctx is not None and ctx.find_root().meta.get(VERBOSE_KEY))
 
 
 class Progress:
@@ -91,11 +52,17 @@ class Progress:
     """
 
     def __init__(
-        self, quiet: bool, wanted: int | None = None, console: Console | None = None
+        self,
+        quiet: bool,
+        wanted: int | None = None,
+        console: Console | None = None,
+        verbose: bool | None = None,
     ) -> None:
         from rich.console import Console
 
         self.quiet = quiet
+        #: Print every event above the bar (``--verbose``; None: as the command line says).
+        self.verbose = is_verbose() if verbose is None else verbose
         self.console = console or Console(stderr=True, highlight=False)
         self.counts = Counts(wanted)
         #: The run's id in the store, or agent mode's workspace, once the run has said it.
@@ -142,14 +109,16 @@ class Progress:
             return
         # Messages carry page titles: untrusted text, so escape rich markup.
         message = escape(event.message)
+        if event.kind in _NO_LINE:
+            return
         if self.bar is not None:
             self.bar.update(
                 self._task,
                 completed=self.counts.pages_done(),
                 counts=self.counts.summary(),
-                description=escape(f"{event.kind}: {event.message}"[:80]),
+                description=escape(f"{self.counts.stage()}: {event.message}"[:100]),
             )
-            if event.kind in _BAR_ONLY:
+            if not self.verbose:
                 return
         style = "yellow" if event.kind.endswith("_failed") else "dim"
         self.console.print(f"[{style}]{event.kind:>12}[/] {message}", markup=True, soft_wrap=True)

@@ -31,8 +31,6 @@ from sleuth.errors import ConfigError
 __all__ = ["agent_command"]
 
 EXIT_DONE, EXIT_STOPPED = 0, 1
-# Settings of the research pipeline that the agent does not use.
-_NOT_FOR_AGENT = frozenset({"depth", "max_sources", "docs"})
 
 
 def _run_agent(
@@ -83,8 +81,9 @@ def _run_agent(
     return EXIT_DONE if result.done else EXIT_STOPPED
 
 
-def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.Command:
-    """The ``agent`` command, with ``settings_options()`` (the settings table's options)."""
+def agent_command(settings_options: Callable[[str], list[click.Option]]) -> click.Command:
+    """The ``agent`` command, with ``settings_options("agent")`` (the settings table's
+    options that agent mode uses)."""
 
     def callback(
         goal: str | None,
@@ -98,6 +97,7 @@ def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.C
 
     return GroupedCommand(
         "agent",
+        lead="Agent mode",
         callback=callback,
         params=[
             click.Argument(["goal"], required=False),
@@ -123,7 +123,7 @@ def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.C
                 group="Agent mode",
                 help="Also write a cited report from the pages the agent read.",
             ),
-            *(o for o in settings_options() if o.name not in _NOT_FOR_AGENT),
+            *settings_options("agent"),
             Option(
                 ["--quiet", "-q"],
                 is_flag=True,
@@ -134,6 +134,7 @@ def agent_command(settings_options: Callable[[], list[click.Option]]) -> click.C
             ),
             verbose_option(),
         ],
+        short_help="A model researches GOAL in rounds, with tools.",
         help="Agent mode: a model researches GOAL in rounds with search, browse, file and "
         "dashboard tools, in a sandboxed workspace, and prints its result and dashboard.",
         epilog="Exit codes: 0 the agent finished, 1 it was stopped by a limit or failed "

@@ -1,18 +1,19 @@
 """``sleuth batch QUESTIONS -o OUTDIR``: research many questions, resumably.
 
 QUESTIONS is a text file (one question a line), JSONL or CSV (``-``: stdin); see
-:mod:`sleuth.pipeline.batch_input`. Every research option applies to all questions unless
+:mod:`sleuth.pipeline.batch.input`. Every research option applies to all questions unless
 a question's line sets it. Each finished question is one line of ``OUTDIR/results.jsonl``
 and a report under ``OUTDIR/reports/``; rerunning the same command skips the questions
-already done (:mod:`sleuth.pipeline.batch_outdir`). Progress is a bar on stderr (plain
+already done (:mod:`sleuth.pipeline.batch.outdir`). Progress is a bar on stderr (plain
 lines when stderr is not a terminal); the summary comes at the end.
 
-Exit codes: 0 every question has a report, 1 some have none (failed, or not run for a
-batch budget), 2 bad input (nothing ran), 130 interrupted.
+Exit codes: 0 every question has a report with sources, 1 some have none (no sources,
+failed, or not run for a batch budget), 2 bad input (nothing ran), 130 interrupted.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,40 +21,59 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK
+from sleuth._extras import missing_extra
+from sleuth._format import duration
+from sleuth.cli._common import EXIT_NO_SOURCES, EXIT_OK, GroupedCommand, Option
 from sleuth.cli._logs import verbose_option
 from sleuth.errors import ConfigError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from sleuth.pipeline.batch import BatchResult
     from sleuth.progress import Event
 
-__all__ = ["batch_command"]
+__all__ = ["BatchProgress", "batch_command", "eta_s"]
+
+
+def eta_s(running: list[float], waiting: int, mean_s: float, jobs: int) -> float:
+    """Seconds until a batch ends: each question still running ends ``mean_s`` after it
+    started (``running``: how long ago each did), then the ``waiting`` ones run ``jobs``
+    at a time, each as a slot frees, each taking ``mean_s``."""
+    slots = [max(0.0, mean_s - age) for age in running]
+    slots += [0.0] * max(0, jobs - len(slots))  # the free slots
+    heapq.heapify(slots)
+    for _ in range(waiting):
+        heapq.heappush(slots, heapq.heappop(slots) + mean_s)
+    return max(slots, default=0.0)
 
 
 class BatchProgress:
     """The batch on stderr: a rich bar (done / total, failed, rate, ETA, tokens, cost) on a
-    terminal, one line per finished question otherwise; the summary at the end."""
+    terminal, one line per finished question above it (or alone, without a terminal);
+    the summary at the end. The ETA counts the questions still running and those still
+    waiting to start, ``jobs`` at a time, at the mean time of those finished so far."""
 
-    def __init__(self, total: int, quiet: bool) -> None:
+    def __init__(
+        self, total: int, quiet: bool, jobs: int = 1, console: Console | None = None
+    ) -> None:
         from rich.console import Console
 
-        self.console = Console(stderr=True, highlight=False)
+        self.console = console or Console(stderr=True, highlight=False)
         self.quiet = quiet
         self.total = total
+        self.jobs = jobs
         self.started = time.monotonic()
-        self.counts = {"done": 0, "failed": 0, "skipped": 0}
+        #: When each question started (question_start), and how long each finished took.
+        self.begun: dict[str, float] = {}
+        self.ended: set[str] = set()
+        self.took: list[float] = []
+        self.counts = {"done": 0, "no_sources": 0, "failed": 0, "skipped": 0}
         self.tokens = self.live_tokens = 0
         self.cost = 0.0
         self.bar: Any = None
         if not quiet and self.console.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self.bar = Progress(
                 TextColumn("batch"),
@@ -61,12 +81,13 @@ class BatchProgress:
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[failed]} failed"),
                 TextColumn("{task.fields[rate]}"),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
+                TextColumn("{task.fields[eta]}"),
                 TextColumn("{task.fields[spend]}"),
                 console=self.console,
             )
-            self.task = self.bar.add_task("batch", total=total, failed=0, rate="", spend="")
+            self.task = self.bar.add_task(
+                "batch", total=total, failed=0, rate="", spend="", eta="ETA …"
+            )
             self.bar.start()
 
     def __call__(self, event: Event) -> None:
@@ -76,6 +97,9 @@ class BatchProgress:
             from rich.markup import escape
 
             self.console.print(escape(event.message), style="dim", soft_wrap=True)
+        if event.kind == "question_start":
+            self.begun.setdefault(str(event.data.get("question_id")), time.monotonic())
+            self._refresh()
         if event.kind == "llm":
             self.live_tokens += int(event.data.get("prompt_tokens", 0)) + int(
                 event.data.get("completion_tokens", 0)
@@ -89,16 +113,27 @@ class BatchProgress:
     def _refresh(self) -> None:
         if self.bar is None:
             return
-        finished = self.counts["done"] + self.counts["failed"]
+        finished = self.counts["done"] + self.counts["no_sources"] + self.counts["failed"]
         minutes = (time.monotonic() - self.started) / 60
         rate = f"{finished / minutes:.1f}/min" if minutes > 0 and finished else ""
         self.bar.update(
             self.task,
             completed=finished + self.counts["skipped"],
-            failed=self.counts["failed"],
+            failed=self.counts["failed"] + self.counts["no_sources"],
             rate=rate,
             spend=self._spend(),
+            eta=self.eta(),
         )
+
+    def eta(self) -> str:
+        """``ETA 2m10s`` (``ETA …`` until a question has finished)."""
+        if not self.took:
+            return "ETA …"
+        now = time.monotonic()
+        running = [now - t for q, t in self.begun.items() if q not in self.ended]
+        left = self.total - len(self.begun | dict.fromkeys(self.ended)) - self.counts["skipped"]
+        mean = sum(self.took) / len(self.took)
+        return f"ETA {duration(eta_s(running, max(0, left), mean, self.jobs))}"
 
     def result(self, result: BatchResult) -> None:
         """One question finished (or was skipped)."""
@@ -107,22 +142,24 @@ class BatchProgress:
         self.counts[result.status] += 1
         self.tokens += result.tokens
         self.cost += result.cost_usd or 0.0
+        if result.status != "skipped":
+            self.ended.add(result.id)
+            self.took.append(result.elapsed_s)
         self._refresh()
         if self.quiet:
             return
         n = sum(self.counts.values())
-        if result.status == "done":
-            if self.bar is not None:
-                return
+        if result.status == "done":  # a line of its own, above the bar on a terminal
             sources = len(result.report.sources) if result.report is not None else 0
             line = (
-                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} sources)"
+                f"[{n}/{self.total}] done {result.id} ({result.elapsed_s:.1f} s, {sources} "
+                f"source{'' if sources == 1 else 's'}): {_short(result.question)}"
             )
         else:
-            line = f"[{n}/{self.total}] {result.status} {result.id}: {result.error}"
-        self.console.print(
-            escape(line), soft_wrap=True, style="yellow" if result.status == "failed" else "dim"
-        )
+            status = result.status.replace("_", " ")
+            line = f"[{n}/{self.total}] {status} {result.id}: {result.error}"
+        style = "dim" if result.status in ("done", "skipped") else "yellow"
+        self.console.print(escape(line), soft_wrap=True, style=style)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -140,11 +177,17 @@ class BatchProgress:
         if failed_before:
             earlier.append(f"{failed_before} failed before (--retry-failed runs them again)")
         skipped = c["skipped"] + before + failed_before
+        none = f"{c['no_sources']} no sources, " if c["no_sources"] else ""
         return (
-            f"batch: {c['done']} done, {c['failed']} failed, {skipped} skipped"
+            f"batch: {c['done']} done, {none}{c['failed']} failed, {skipped} skipped"
             + (f" ({'; '.join(earlier)})" if earlier else "")
             + f" in {wall:.1f} s; {spent}; results in {outdir}"
         )
+
+
+def _short(question: str, width: int = 70) -> str:
+    line = " ".join(question.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
 
 
 def _budget(cost: float | None, duration: str | None) -> tuple[float | None, float | None]:
@@ -172,12 +215,12 @@ def _run_batch(
         try:
             import ray as _  # noqa: F401
         except ImportError:
-            raise ConfigError("--ray needs Ray: pip install 'sleuth-research[ray]'") from None
+            raise missing_extra("ray", "ray", "--ray") from None
     import asyncio
 
     from sleuth.pipeline.batch import check_batch_settings
-    from sleuth.pipeline.batch_input import read_questions
-    from sleuth.pipeline.batch_outdir import OutDir
+    from sleuth.pipeline.batch.input import read_questions
+    from sleuth.pipeline.batch.outdir import OutDir
 
     found = read_questions(questions)
     # What would fail every question fails now, before OUTDIR is made.
@@ -207,7 +250,7 @@ def _run(
     todo = [q for q in found.items if q.id not in out.done and q.id not in out.failed]
     before = sum(1 for q in found.items if q.id in out.done)
     failed_before = sum(1 for q in found.items if q.id in out.failed)
-    progress = BatchProgress(len(todo), quiet)
+    progress = BatchProgress(len(todo), quiet, jobs=options["jobs"] or 1)
 
     async def run() -> None:
         results = research_many(
@@ -238,12 +281,10 @@ def _run(
     return EXIT_OK if every else EXIT_NO_SOURCES
 
 
-def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.Command:
-    """The ``batch`` command, with ``settings_options()`` (the settings table's options)
-    but ``--output`` (``-o`` names the output folder here)."""
-    options = [o for o in settings_options() if o.name != "output"]
-    for option in options:
-        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
+def batch_command(settings_options: Callable[[str], list[click.Option]]) -> click.Command:
+    """The ``batch`` command, with ``settings_options("batch")`` (the settings table's
+    options but ``--output``: ``-o`` names the output folder here)."""
+    options = settings_options("batch")
 
     def callback(
         questions: str,
@@ -270,68 +311,80 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
         }
         return _run_batch(questions, outdir, own, values)
 
-    return click.Command(
+    return GroupedCommand(
         "batch",
+        lead="Batch",
         callback=callback,
         params=[
             click.Argument(["questions"], metavar="QUESTIONS"),
-            click.Option(
+            Option(
                 ["--outdir", "-o"],
+                group="Batch",
                 required=True,
                 type=click.Path(path_type=Path),
                 help="Folder for results.jsonl and reports/ (made if missing; rerun to resume).",
             ),
-            click.Option(
+            Option(
                 ["--jobs", "-j"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 1024),
                 default=8,
                 show_default=True,
                 help="Questions researched at once.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-cost"],
+                group="Batch",
                 type=float,
                 default=None,
                 metavar="USD",
                 help="Estimated model cost of the whole batch at most: no question "
                 "starts after it is spent.",
             ),
-            click.Option(
+            Option(
                 ["--batch-max-time"],
+                group="Batch",
                 default=None,
                 metavar="DURATION",
                 help="Time for the whole batch (90, 30m, 2h): no question starts "
                 "after it, and those running end by it.",
             ),
-            click.Option(
+            Option(
                 ["--retry-failed"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run again the questions an earlier run recorded as failed.",
             ),
-            click.Option(
+            Option(
                 ["--ray"],
+                group="Batch",
                 is_flag=True,
                 default=None,
                 help="Run the questions on Ray (a local cluster unless "
                 "--ray-address); needs the 'ray' extra.",
             ),
-            click.Option(
+            Option(
                 ["--ray-address"],
+                group="Batch",
                 default=None,
                 metavar="ADDRESS",
                 help="Ray cluster to join (auto, or the head's HOST:PORT); implies --ray.",
             ),
-            click.Option(
+            Option(
                 ["--ray-workers"],
+                metavar="N",
+                group="Batch",
                 type=click.IntRange(1, 10_000),
                 default=None,
                 help="Ray worker processes, each running --jobs questions at "
                 "once [default: one per CPU of the cluster].",
             ),
             *options,
-            click.Option(
+            Option(
                 ["--quiet", "-q"],
+                group="Output",
                 is_flag=True,
                 flag_value=True,
                 default=None,
@@ -339,6 +392,7 @@ def batch_command(settings_options: Callable[[], list[click.Option]]) -> click.C
             ),
             verbose_option(),
         ],
+        short_help="Many questions from a file into a folder, resumably.",
         help="Research every question of QUESTIONS (a text file, one question a line; "
         "JSONL with per-question options; or CSV with a 'question' column; - reads "
         "stdin) into OUTDIR.",

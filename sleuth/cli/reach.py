@@ -20,9 +20,6 @@ from sleuth.errors import ConfigError
 
 __all__ = ["reach_commands"]
 
-# Settings that make no sense for a server: each research's output goes to its client.
-_NOT_FOR_SERVERS = {"format", "output"}
-
 
 def _mcp(http: bool | None, port: int | None, **values: Any) -> int:
     if port is not None and not http:
@@ -52,14 +49,13 @@ def _serve(host: str | None, port: int, **values: Any) -> int:
     return 0
 
 
-def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[click.Command]:
-    """The ``mcp`` and ``serve`` commands, with ``settings_options()`` (fresh each call)."""
-
-    def options() -> list[click.Option]:
-        return [o for o in settings_options() if o.name not in _NOT_FOR_SERVERS]
-
+def reach_commands(settings_options: Callable[[str], list[click.Option]]) -> list[click.Command]:
+    """The ``mcp`` and ``serve`` commands, with ``settings_options(name)``: the settings
+    each takes as the defaults of its researches."""
     mcp = GroupedCommand(
         "mcp",
+        lead="Server",
+        short_help="Serve research as MCP tools (stdio, or HTTP).",
         callback=_mcp,
         params=[
             Option(
@@ -77,7 +73,7 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
                 help="Port for --http (0: any free port). [default: 8000]",
             ),
             verbose_option(),
-            *options(),
+            *settings_options("mcp"),
         ],
         help="Serve sleuth's tools (web_research, fetch_page, web_search) over the Model "
         "Context Protocol: stdio by default, or streamable HTTP at "
@@ -85,6 +81,8 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
     )
     serve = GroupedCommand(
         "serve",
+        lead="Server",
+        short_help="A local web page that runs a research and shows it live.",
         callback=_serve,
         params=[
             Option(
@@ -103,7 +101,7 @@ def reach_commands(settings_options: Callable[[], list[click.Option]]) -> list[c
                 "reachable from other machines]",
             ),
             verbose_option(),
-            *options(),
+            *settings_options("serve"),
         ],
         help="Start a local web page that runs a research and shows it live.",
     )

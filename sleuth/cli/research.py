@@ -32,15 +32,6 @@ from sleuth.report import render_report
 __all__ = ["deep_command", "research_command"]
 
 
-def _research_options() -> list[click.Option]:
-    """The settings options for ``research``: agent-only ones work but stay out of --help."""
-    options = settings_options()
-    for option in options:
-        # One shared table keeps SLEUTH_* env handling uniform; the help shows what matters here.
-        option.hidden = bool(option.help and option.help.startswith("Agent mode:"))
-    return options
-
-
 def _run_research(question: str, quiet: bool, values: dict[str, Any]) -> int:
     clean_question(question)  # a bad question is refused before the heavy imports below
     from sleuth.settings import load_settings  # pydantic: not needed for --help
@@ -65,37 +56,36 @@ def _research_callback(question: str, quiet: bool | None, **values: Any) -> int:
     return _run_research(question, bool(quiet), values)
 
 
+def _quiet_option() -> Option:
+    return Option(
+        ["--quiet", "-q"],
+        is_flag=True,
+        flag_value=True,
+        default=None,
+        group="Output",
+        help="No progress messages on stderr.",
+    )
+
+
+EXIT_CODES = (
+    "Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
+    "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
+    "'sleuth resume ID' finishes the run)."
+)
+
 research_command = GroupedCommand(
     "research",
     callback=_research_callback,
     params=[
         click.Argument(["question"]),
-        *_research_options(),
-        Option(
-            ["--quiet", "-q"],
-            is_flag=True,
-            flag_value=True,
-            default=None,
-            group="Output",
-            help="No progress messages on stderr.",
-        ),
+        *settings_options("research"),
+        _quiet_option(),
         verbose_option(),
     ],
-    help="Research QUESTION on the web and print a cited Markdown report.",
-    epilog=(
-        "Exit codes: 0 report written, 1 no source could be read, 2 bad input, "
-        "70 internal error (a bug: please report it), 130 interrupted (Ctrl-C; "
-        "'sleuth resume ID' finishes the run).\n\n"
-        "\b\nOther commands (each has --help):\n"
-        "  sleuth deep QUESTION   deep research: sub-questions, follow-ups, a long report\n"
-        "  sleuth agent GOAL      agent mode: a model researches in rounds, with tools\n"
-        "  sleuth batch FILE -o DIR  many questions at once, resumable\n"
-        "  sleuth runs            past runs in the store; sleuth show ID prints one\n"
-        "  sleuth resume ID       finish a run that was interrupted\n"
-        "  sleuth cache clear     forget cached searches, pages and model replies\n"
-        "  sleuth mcp             serve research as MCP tools over stdio\n"
-        "  sleuth serve           a local web page for research"
-    ),
+    help="Research QUESTION on the web and print a cited Markdown report "
+    "(sleuth QUESTION is short for sleuth research QUESTION).",
+    short_help="Research a question, write a cited report (the default).",
+    epilog=EXIT_CODES,
 )
 
 
@@ -103,32 +93,22 @@ def _deep_callback(question: str, quiet: bool | None, **values: Any) -> int:
     return _run_research(question, bool(quiet), {**values, "mode": "deep"})
 
 
-def _deep_options() -> list[click.Option]:
-    """research's options but --mode: the command is the mode."""
-    return [o for o in _research_options() if o.name != "mode"]
-
-
-deep_command = click.Command(
+deep_command = GroupedCommand(
     "deep",
     callback=_deep_callback,
     params=[
         click.Argument(["question"]),
-        *_deep_options(),
-        click.Option(
-            ["--quiet", "-q"],
-            is_flag=True,
-            flag_value=True,
-            default=None,
-            help="No progress messages on stderr.",
-        ),
+        *settings_options("deep"),  # all but --mode: the command is the mode
+        _quiet_option(),
         verbose_option(),
     ],
     help=(
         "Deep research: split QUESTION into sub-questions (--breadth), research them "
         "and their follow-ups (--levels) in parallel, and write a long report with a "
         "table of contents, sections and one numbering of sources. Same as "
-        "'sleuth --mode deep QUESTION'; the default --max-sources is 20 (up to 60) and "
-        "--words 3000."
+        "'sleuth --mode deep QUESTION', with its own defaults: --max-sources 20 (up to "
+        "60) and --words 3000."
     ),
-    epilog="Exit codes: 0 report written, 1 no source could be read, 2 bad input.",
+    short_help="Deep research: sub-questions, follow-ups, a long report.",
+    epilog=EXIT_CODES,
 )

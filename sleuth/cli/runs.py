@@ -163,7 +163,9 @@ def _stored_report(data: Any) -> Report:
     return Report.model_validate(data)
 
 
-def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
+def _show(run_id: str, home: str | None, fmt: str, output: str | None, timeline: bool) -> int:
+    if timeline:
+        return _show_timeline(run_id, home)
     info = _find_run(home, run_id)
     if info.report is None:
         raise SleuthError(
@@ -175,6 +177,22 @@ def _show(run_id: str, home: str | None, fmt: str, output: str | None) -> int:
             )
         )
     _emit(_stored_report(info.report), fmt, output, quiet=False)
+    return 0
+
+
+def _show_timeline(run_id: str, home: str | None) -> int:
+    """``sleuth show ID --timeline``: the run's requests as a waterfall on stdout."""
+    from rich.console import Console
+
+    from sleuth.cli.timeline import show_timeline
+
+    store = _open_to_read(home)
+    if store is None:
+        from sleuth.errors import RunNotFoundError
+
+        raise RunNotFoundError(f"no run with id {run_id!r}: there is no run yet")
+    with store:
+        show_timeline(store, store.get_run(run_id), Console(highlight=False))
     return 0
 
 
@@ -268,6 +286,7 @@ def run_commands() -> list[click.Command]:
             _home_option(),
             click.Option(
                 ["--limit", "-n"],
+                metavar="N",
                 type=click.IntRange(1, 10_000),
                 default=20,
                 show_default=True,
@@ -275,6 +294,7 @@ def run_commands() -> list[click.Command]:
             ),
             _format_option(("table", "json"), "table"),
         ],
+        short_help="List past runs, newest first.",
         help="List past runs: id, status, start, duration, sources, tokens, question.",
     )
     show = click.Command(
@@ -285,7 +305,15 @@ def run_commands() -> list[click.Command]:
             _home_option(),
             _format_option(report_formats, "markdown"),
             _output_option(),
+            click.Option(
+                ["--timeline"],
+                is_flag=True,
+                default=False,
+                help="Show the run's requests as a waterfall (searches, downloads, "
+                "extractions, model calls; the critical path marked) instead of its report.",
+            ),
         ],
+        short_help="Print a past run's report again ('last': the latest).",
         help="Print the report of run RUN_ID again: a few characters of the id are enough, "
         "and 'last' is the latest run.",
     )
@@ -305,6 +333,7 @@ def run_commands() -> list[click.Command]:
             ),
             verbose_option(),
         ],
+        short_help="Finish an interrupted run, reusing what it had.",
         help="Continue an interrupted run (RUN_ID: a few characters of its id, or 'last'): "
         "its searches, pages and model replies are reused, not repeated, and the same "
         "run id gets the final report.",
@@ -328,6 +357,7 @@ def run_commands() -> list[click.Command]:
     cache = click.Group(
         "cache",
         commands={"clear": clear},
+        short_help="Forget cached searches, pages and model replies.",
         help="Manage the cache of searches, pages and model replies.",
     )
     return [runs, show, resume, cache]

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sleuth.extraction.decode import decode_body
+from sleuth.extraction.maths import keep_maths
 from sleuth.extraction.meta import page_meta, share_justext_stoplist
 from sleuth.extraction.text import Extracted, normalize_text
 
@@ -350,12 +351,15 @@ def _trafilatura(html: Any, url: str | None) -> tuple[str, str]:
 
 
 def _reader_tree(html: str) -> Any:
-    """The page as a reader sees it: parsed once, without hidden text or edit links.
+    """The page as a reader sees it: parsed once, formulas as text
+    (:func:`~sleuth.extraction.maths.keep_maths`), without hidden text or edit links.
 
     None when it does not parse at all.
     """
     tree = _parse_html(html)
     if tree is not None:
+        if "<math" in html:  # formulas as text first: their MathML is often hidden
+            keep_maths(tree)
         _drop_hidden(tree, html)
         _drop_edit_links(tree, html)
     return tree

@@ -7,6 +7,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from sleuth.errors import ExtractError
+
 __all__ = ["ExtractError", "Extracted", "normalize_text", "truncate_text"]
 
 
@@ -20,10 +22,6 @@ class Extracted(BaseModel):
     date: str | None = None
     #: Only the start of the document was read (it had more than ``MAX_ELEMENTS`` elements).
     truncated: bool = False
-
-
-class ExtractError(ValueError):
-    """A document that cannot be read at all (a corrupt or encrypted PDF)."""
 
 
 _SPACES = re.compile(r"[ \t\f\v\u00a0\u2000-\u200b\u202f\u205f\u3000]+")

@@ -207,6 +207,7 @@ class _Pool:
 
             _at_exit()
             _keep_main_out()
+            _quiet_resource_tracker()
             pool = ProcessPool(
                 max_workers=self.workers, initializer=_init_worker, context=_context()
             )
@@ -245,6 +246,28 @@ def _at_exit() -> None:
         if not _registered:
             atexit.register(shutdown)
             _registered = True
+
+
+#: The resource tracker's note, at its exit, on semaphores it unlinks for a dead process.
+_TRACKER_NOTE = "ignore:resource_tracker:UserWarning"
+
+
+def _quiet_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker without its note on "leaked" semaphores.
+
+    The pool's semaphores are named (a forkserver's workers open them by name), and the
+    tracker unlinks them when this process ends without doing so itself: killed with
+    SIGKILL, or ended by a signal. It then warns, on the user's terminal, of a leak it
+    has just cleaned up. The tracker takes this process's ``-W`` options when it starts,
+    so the note is switched off there; nothing is left behind either way.
+    """
+    import sys
+    from multiprocessing import resource_tracker
+
+    with _pools_lock:
+        if _TRACKER_NOTE not in sys.warnoptions:
+            sys.warnoptions.append(_TRACKER_NOTE)
+    resource_tracker.ensure_running()
 
 
 _WORKER_NAME = "pebble_pool_worker"  # pebble's name for its pool's processes

@@ -14,11 +14,13 @@ the guard and their HTTP stack on a run's way to its first search.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sleuth._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from sleuth.extraction import Extracted, extract, pdf_text
+    from sleuth.fetch.config import FetchConfig
     from sleuth.fetch.fetcher import Fetcher, RunFetcher, fetch_page
     from sleuth.fetch.guard import check_url, is_public_address
 
@@ -26,6 +28,7 @@ _EXPORTS = {
     "Extracted": "sleuth.extraction",
     "extract": "sleuth.extraction",
     "pdf_text": "sleuth.extraction",
+    "FetchConfig": "sleuth.fetch.config",
     "Fetcher": "sleuth.fetch.fetcher",
     "RunFetcher": "sleuth.fetch.fetcher",
     "fetch_page": "sleuth.fetch.fetcher",
@@ -35,6 +38,7 @@ _EXPORTS = {
 
 __all__ = [
     "Extracted",
+    "FetchConfig",
     "Fetcher",
     "RunFetcher",
     "check_url",
@@ -45,13 +49,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleuth.fetch' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

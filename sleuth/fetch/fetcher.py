@@ -35,6 +35,7 @@ from typing import Any, Self
 
 import httpx
 
+from sleuth import timeline
 from sleuth._version import __version__
 from sleuth.errors import BlockedURLError, ConfigError, FetchError
 from sleuth.extraction.content import HTML_TYPES, Body, Unreadable, convert
@@ -58,6 +59,7 @@ from sleuth.fetch.cache import (
     lookup,
     quietly,
 )
+from sleuth.fetch.config import FetchConfig
 from sleuth.fetch.guard import DomainRules, GuardedTransport, is_public_address
 from sleuth.fetch.politeness import (
     CAPPED,
@@ -65,7 +67,6 @@ from sleuth.fetch.politeness import (
 )
 from sleuth.fetch.transfer import _HEADERS, HttpTransfer, _Download, _network_reason
 from sleuth.models import FetchFailure, Page
-from sleuth.settings import Settings, load_settings
 from sleuth.urls import canonicalize, host_of
 
 __all__ = [
@@ -98,6 +99,21 @@ class _Entry:
 def _fallback_title(text: str, url: str) -> str:
     first = text.split("\n", 1)[0].strip()
     return first if 0 < len(first) <= 120 else url
+
+
+def _refused(url: str, reason: str) -> FetchFailure:
+    """A URL refused before any request (blocked, or over a page cap): a span of no time."""
+    timeline.instant("download", "fetch", url, outcome="failed", detail=reason)
+    return FetchFailure(url=url, reason=reason)
+
+
+def _noted(result: Page | FetchFailure) -> Page | FetchFailure:
+    """``result`` told to the open span (a local document's read)."""
+    if isinstance(result, Page):
+        timeline.note(size=len(result.text), detail=result.content_type)
+    else:
+        timeline.note(outcome="failed", detail=result.reason)
+    return result
 
 
 class RunFetcher:
@@ -134,6 +150,9 @@ class RunFetcher:
 class Fetcher(HttpTransfer):
     """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
 
+    ``settings``: a :class:`~sleuth.fetch.config.FetchConfig`, or the settings table it is
+    made from.
+
     ``transport`` replaces the guarded network transport (tests use
     ``httpx.MockTransport``); URLs and redirect hops are still checked with
     :func:`check_url`, but connect-time address checks are then the transport's
@@ -150,7 +169,7 @@ class Fetcher(HttpTransfer):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: FetchConfig | object,
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         cache: PageCache | None = None,
@@ -159,7 +178,7 @@ class Fetcher(HttpTransfer):
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         keep: int | None = None,
     ) -> None:
-        self._settings = settings
+        self._config = config = FetchConfig.of(settings)
         self._transport = transport
         self._cache = cache
         self._documents = documents
@@ -170,16 +189,16 @@ class Fetcher(HttpTransfer):
         self._entries: dict[str, _Entry] = {}
         self._keep = keep
         self._finished: OrderedDict[str, None] = OrderedDict()
-        self._slots = asyncio.Semaphore(settings.concurrency)
+        self._slots = asyncio.Semaphore(config.concurrency)
         self._host_slots: dict[str, asyncio.Semaphore] = {}
-        self._domains = DomainRules.from_settings(settings)
-        self._user_agent = settings.user_agent or DEFAULT_USER_AGENT
+        self._domains = DomainRules(config.allow_domains, config.deny_domains)
+        self._user_agent = config.user_agent or DEFAULT_USER_AGENT
         self._polite = Politeness(
-            settings, self._user_agent, self._read_robots, clock=clock, sleep=sleep
+            config, self._user_agent, self._read_robots, clock=clock, sleep=sleep
         )
 
     async def __aenter__(self) -> Self:
-        settings = self._settings
+        settings = self._config
         # The extraction workers start now, in the background, while the first pages
         # download (after the searches: never on the way to the first search request).
         start_pool(settings.extract_workers)
@@ -297,28 +316,29 @@ class Fetcher(HttpTransfer):
         """A local document, the cache's answer, or a (conditional) download."""
         if url.strip()[:5].lower() == "file:":
             if self._documents is None:
-                return FetchFailure(
-                    url=url,
-                    reason="blocked: file URLs are read only from the documents folder (--docs)",
+                return _refused(
+                    url, "blocked: file URLs are read only from the documents folder (--docs)"
                 )
-            return await self._documents.read(url)
+            with timeline.span("extract", "fetch", url):
+                return _noted(await self._documents.read(url))
         # Rules first, cache second: a page cached under other settings is not a way in.
         try:
             self._check(url)
-            if self._settings.respect_robots:
+            if self._config.respect_robots:
                 await self._polite.obey_robots(url)
         except BlockedURLError as exc:
-            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+            return _refused(url, f"blocked: {exc.reason}")
         cached = await lookup(self._cache, url)
         if cached is not None and not await self.usable(url, cached):
             cached = None  # read under rules that this run's refuse: as if never cached
         if cached is not None and cached.fresh:
             run.cache_hits += 1
+            timeline.instant("download", "fetch", url, detail="from the page cache")
             return cached.result
         capped = self._polite.take_page(host_of(url), run.pages)
         if capped is not None:
             # Like a blocked URL, not cached: it depends on this run, not on the page.
-            return FetchFailure(url=url, reason=capped)
+            return _refused(url, capped)
         stale = cached if cached is not None and isinstance(cached.result, Page) else None
         try:
             result, validators, public = await self._fetch_network(url, stale)
@@ -350,7 +370,7 @@ class Fetcher(HttpTransfer):
         try:
             for hop in dict.fromkeys((url, last)):
                 self._check(hop)
-                if self._settings.respect_robots:
+                if self._config.respect_robots:
                     await self._polite.obey_robots(hop)
         except BlockedURLError:
             return False
@@ -358,7 +378,7 @@ class Fetcher(HttpTransfer):
 
     def _private_allowed(self, url: str) -> bool:
         """Whether this run lets ``url``'s host be at a non-public address."""
-        if self._settings.allow_private_urls:
+        if self._config.allow_private_urls:
             return True
         try:
             host = httpx.URL(url.strip()).raw_host.decode("ascii", "replace").lower()
@@ -382,43 +402,68 @@ class Fetcher(HttpTransfer):
         """Download and extract ``url``; raises NotModified when a conditional GET gets 304.
 
         The flag says whether the result surely came from a public address (see _public).
+        The download and the extraction are each a span of the run's timeline.
         """
         conditional = None
         if stale is not None and isinstance(stale.result, Page) and stale.validators.headers():
             conditional = (stale.result.final_url, stale.validators)
-        timeout = self._settings.timeout
+        timeout = self._config.timeout
         host_slots = self._host_slots.setdefault(
-            host_of(url), asyncio.Semaphore(self._settings.per_host_concurrency)
+            host_of(url), asyncio.Semaphore(self._config.per_host_concurrency)
         )
+        with timeline.span("download", "fetch", url):
+            try:
+                # Host slot first, so a page waiting for its host holds no global slot.
+                async with host_slots, self._slots:
+                    # The deadline starts once the page really starts, not while it queues.
+                    timeline.started()
+                    start = time.monotonic()
+                    async with asyncio.timeout(timeout):
+                        download = await self._get(url, conditional)
+            except NotModified:
+                timeline.note(outcome="cached", status=304, detail="not modified since cached")
+                raise
+            except Exception as exc:
+                failure = self._failure(url, exc)
+                timeline.note(outcome="failed", status=failure.status, detail=failure.reason)
+                return failure, Validators(), self._public(url, None)
+            timeline.note(
+                status=download.status,
+                size=len(download.data),
+                final_url=download.url if download.url != url else None,
+                detail=download.engine if download.engine != "httpx" else "",
+            )
+        # Extraction is outside the deadline and the slots: it has a deadline of its
+        # own (--extract-timeout), and a page that arrived in time must not fail while
+        # it queues for an extraction worker behind a big page.
         try:
-            # Host slot first, so a page waiting for its host holds no global slot.
-            async with host_slots, self._slots:
-                # The deadline starts once the page really starts, not while it queues.
-                start = time.monotonic()
-                async with asyncio.timeout(timeout):
-                    download = await self._get(url, conditional)
-            # Extraction is outside the deadline and the slots: it has a deadline of its
-            # own (--extract-timeout), and a page that arrived in time must not fail while
-            # it queues for an extraction worker behind a big page.
-            page, validators = await self._read(url, start, download)
+            with timeline.span("extract", "fetch", url):
+                try:
+                    page, validators = await self._read(url, start, download)
+                except Exception as exc:
+                    timeline.note(outcome="failed", detail=self._failure(url, exc).reason)
+                    raise
+                timeline.note(size=len(page.text), detail=page.content_type)
             return page, validators, self._public(download.url, download.address)
-        except NotModified:
-            raise
-        except Unreadable as exc:
-            failure = FetchFailure(url=url, reason=exc.reason, status=exc.status)
-        except BlockedURLError as exc:
-            failure = FetchFailure(url=url, reason=f"blocked: {exc.reason}")
-        except (TimeoutError, httpx.TimeoutException):
-            failure = FetchFailure(url=url, reason=f"timed out after {timeout:g}s")
-        except httpx.HTTPError as exc:
-            failure = FetchFailure(url=url, reason=_network_reason(exc))
-        except Exception as exc:  # the contract: page problems never raise
-            log.warning("unexpected error fetching %s", url, exc_info=True)
-            failure = FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
-        return failure, Validators(), self._public(url, None)
+        except Exception as exc:
+            return self._failure(url, exc), Validators(), self._public(url, None)
+
+    def _failure(self, url: str, exc: Exception) -> FetchFailure:
+        """What a page problem raised, as the failure the run records."""
+        if isinstance(exc, Unreadable):
+            return FetchFailure(url=url, reason=exc.reason, status=exc.status)
+        if isinstance(exc, BlockedURLError):
+            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
+        if isinstance(exc, TimeoutError | httpx.TimeoutException):
+            return FetchFailure(url=url, reason=f"timed out after {self._config.timeout:g}s")
+        if isinstance(exc, httpx.HTTPError):
+            return FetchFailure(url=url, reason=_network_reason(exc))
+        # The contract: page problems never raise.
+        log.warning("unexpected error fetching %s", url, exc_info=exc)
+        return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
 
     async def _read(self, url: str, start: float, download: _Download) -> tuple[Page, Validators]:
-        settings = self._settings
+        settings = self._config
         limits = extract_limits(settings)
         try:
             body = Body(
@@ -463,7 +508,7 @@ class Fetcher(HttpTransfer):
             self._browser is not None
             and download.mime in HTML_TYPES
             and (
-                self._settings.fetch_engine == "playwright"
+                self._config.fetch_engine == "playwright"
                 or looks_like_script_shell(download.data.decode("utf-8", "replace"))
             )
         ):
@@ -487,7 +532,7 @@ class Fetcher(HttpTransfer):
             body=download.data,
         )
         try:
-            rendered = await self._browser.render(document, self._settings.timeout)
+            rendered = await self._browser.render(document, self._config.timeout)
         except ConfigError as exc:
             # Chromium cannot start (only possible for the lazily started fallback
             # browser; the playwright engine starts in __aenter__): stop trying.
@@ -515,12 +560,9 @@ class Fetcher(HttpTransfer):
         )
 
 
-async def fetch_page(url: str, settings: Settings | None = None) -> Page:
-    """Fetch one page; raises :class:`BlockedURLError` or :class:`FetchError` when it can't.
-
-    Without ``settings``, they are read from the environment (``load_settings()``).
-    """
-    settings = settings or load_settings()
+async def fetch_page(url: str, settings: FetchConfig | object) -> Page:
+    """Fetch one page under ``settings`` (a :class:`FetchConfig`, or the settings table);
+    raises :class:`BlockedURLError` or :class:`FetchError` when it can't."""
     async with Fetcher(settings) as fetcher:
         result = await fetcher.fetch(url)
     if isinstance(result, Page):

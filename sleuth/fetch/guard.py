@@ -206,11 +206,6 @@ class DomainRules:
             entries = tuple(_canonical_host(d) for d in getattr(self, name))
             object.__setattr__(self, name, entries)
 
-    @classmethod
-    def from_settings(cls, settings: Any) -> DomainRules:
-        """The rules of a :class:`~sleuth.settings.Settings`."""
-        return cls(tuple(settings.allow_domains), tuple(settings.deny_domains))
-
     def __bool__(self) -> bool:
         return bool(self.allow or self.deny)
 
@@ -328,11 +323,6 @@ def _bad_label(name: str) -> str | None:
     return None
 
 
-def _authority(url: str) -> str:
-    rest = url.split("://", 1)[-1]
-    return re.split(r"[/?#]", rest, maxsplit=1)[0]
-
-
 def check_url(
     url: str, allow_private: bool = False, domains: DomainRules = NO_DOMAIN_RULES
 ) -> None:
@@ -343,26 +333,8 @@ def check_url(
     refuses hosts by name, and lifts the address checks for its allow-listed hosts.
     """
     url = url.strip()
-    match = _SCHEME.match(url)
-    scheme = match.group(1).lower() if match else ""
-    if scheme not in ("http", "https"):
-        raise BlockedURLError(url, f"scheme {scheme or '(none)'!r} is not allowed")
-    if any(ord(c) < 32 or ord(c) == 127 for c in url):
-        raise BlockedURLError(url, "control character in URL")
-    if any(c.isspace() or c == "\\" for c in _authority(url)):
-        # Parsers disagree about these; a host that two parsers read differently is a trap.
-        raise BlockedURLError(url, "whitespace or backslash in URL host")
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, ValueError) as exc:
-        # httpx refuses e.g. "0177.0.0.1" outright; name the real problem when we can.
-        try:
-            found = _host_problem((urlsplit(url).hostname or "").lower())
-        except ValueError:  # urllib finds it malformed too
-            found = None
-        if found is None or (allow_private and found[1]):
-            raise BlockedURLError(url, f"invalid URL ({exc})") from None
-        raise BlockedURLError(url, found[0]) from None
+    _check_text(url)
+    parsed = _parsed(url, allow_private)
     if parsed.userinfo:
         raise BlockedURLError(url, "credentials in URL")
     if parsed.port is not None and not 0 < parsed.port < 65536:
@@ -377,6 +349,34 @@ def check_url(
         raise BlockedURLError(url, refused)
     if found is not None and not (allow_private or domains.allows_private(host)):
         raise BlockedURLError(url, found[0])
+
+
+def _check_text(url: str) -> None:
+    """The URL as text: an http(s) scheme, no control character, no space in its host."""
+    match = _SCHEME.match(url)
+    scheme = match.group(1).lower() if match else ""
+    if scheme not in ("http", "https"):
+        raise BlockedURLError(url, f"scheme {scheme or '(none)'!r} is not allowed")
+    if any(ord(c) < 32 or ord(c) == 127 for c in url):
+        raise BlockedURLError(url, "control character in URL")
+    authority = re.split(r"[/?#]", url.split("://", 1)[-1], maxsplit=1)[0]
+    if any(c.isspace() or c == "\\" for c in authority):
+        # Parsers disagree about these; a host that two parsers read differently is a trap.
+        raise BlockedURLError(url, "whitespace or backslash in URL host")
+
+
+def _parsed(url: str, allow_private: bool) -> httpx.URL:
+    """``url`` parsed; httpx refuses e.g. "0177.0.0.1": the real problem is named."""
+    try:
+        return httpx.URL(url)
+    except (httpx.InvalidURL, ValueError) as exc:
+        try:
+            found = _host_problem((urlsplit(url).hostname or "").lower())
+        except ValueError:  # urllib finds it malformed too
+            found = None
+        if found is None or (allow_private and found[1]):
+            raise BlockedURLError(url, f"invalid URL ({exc})") from None
+        raise BlockedURLError(url, found[0]) from None
 
 
 # ---------------------------------------------------------------- connect time

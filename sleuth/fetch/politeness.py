@@ -33,7 +33,7 @@ import httpx
 from protego import Protego
 
 from sleuth.errors import BlockedURLError
-from sleuth.settings import Settings
+from sleuth.fetch.config import FetchConfig
 
 __all__ = ["CAPPED", "ROBOTS_MAX_BYTES", "ROBOTS_TIMEOUT", "Politeness", "Robots", "robots_url"]
 
@@ -90,14 +90,14 @@ class Politeness:
 
     def __init__(
         self,
-        settings: Settings,
+        config: FetchConfig,
         user_agent: str,
         read_robots: Callable[[str], Awaitable[Robots]],
         *,
         clock: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
     ) -> None:
-        self._settings = settings
+        self._config = config
         self._user_agent = user_agent
         self._read_robots = read_robots
         self._clock = clock
@@ -111,7 +111,7 @@ class Politeness:
 
     async def pace(self, host: str) -> None:
         """Wait until ``host`` may get its next request: starts are ``host_delay`` apart."""
-        delay = self._settings.host_delay
+        delay = self._config.host_delay
         if delay <= 0:
             return
         # One caller at a time per host (in arrival order: asyncio.Lock is fair), and the
@@ -127,7 +127,7 @@ class Politeness:
     def take_page(self, host: str, pages: Counter[str]) -> str | None:
         """Count one page from ``host`` in ``pages`` (a run's count); why not, once its
         pages are used up (else None)."""
-        cap = self._settings.max_pages_per_host
+        cap = self._config.max_pages_per_host
         if pages[host] >= cap:
             return f"{CAPPED} ({cap} pages from {host}; --max-pages-per-host)"
         pages[host] += 1

@@ -21,9 +21,9 @@ from sleuth.extraction.content import ACCEPTED_TYPES, Unreadable
 from sleuth.fetch.body import parse_content_type, read_body
 from sleuth.fetch.browser import Fetched
 from sleuth.fetch.cache import NotModified, Validators, validators_of
+from sleuth.fetch.config import FetchConfig
 from sleuth.fetch.guard import DomainRules, check_url
 from sleuth.fetch.politeness import ROBOTS_MAX_BYTES, ROBOTS_TIMEOUT, Politeness, Robots, robots_url
-from sleuth.settings import Settings
 
 # The fetcher's logger: these messages were its own before the split, and keep its name.
 log = logging.getLogger("sleuth.fetch.fetcher")
@@ -83,14 +83,14 @@ class HttpTransfer:
     The subclass (:class:`~sleuth.fetch.fetcher.Fetcher`) sets the attributes below.
     """
 
-    _settings: Settings
+    _config: FetchConfig
     _client: httpx.AsyncClient | None
     _domains: DomainRules
     _polite: Politeness
 
     def _check(self, url: str) -> None:
-        """The guard's verdict on ``url`` under this run's settings (raises BlockedURLError)."""
-        check_url(url, self._settings.allow_private_urls, self._domains)
+        """The guard's verdict on ``url`` under the fetcher's settings (raises BlockedURLError)."""
+        check_url(url, self._config.allow_private_urls, self._domains)
 
     # -- politeness (see sleuth.fetch.politeness) --------------------------------------------
 
@@ -110,7 +110,7 @@ class HttpTransfer:
         """The robots.txt of ``origin``: read once per run, never a reason to fail."""
         url = robots_url(origin)
         try:
-            async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._settings.timeout)):
+            async with asyncio.timeout(min(ROBOTS_TIMEOUT, self._config.timeout)):
                 robots = await self._download_robots(url)
         except Unreadable as exc:
             robots = Robots.allow_all(f"robots.txt {exc.reason}")
@@ -129,7 +129,7 @@ class HttpTransfer:
 
     async def _download_robots(self, url: str) -> Robots:
         current = httpx.URL(url)
-        for _ in range(self._settings.max_redirects + 1):
+        for _ in range(self._config.max_redirects + 1):
             self._check(str(current))
             response = await self._send(self._client_request(current))
             try:
@@ -156,7 +156,7 @@ class HttpTransfer:
 
     async def _read_body(self, response: httpx.Response, cap: int | None = None) -> bytes:
         """The decoded body, refusing anything over ``cap`` (``max_page_bytes``) as it shows."""
-        return (await read_body(response, self._settings.max_page_bytes if cap is None else cap))[0]
+        return (await read_body(response, self._config.max_page_bytes if cap is None else cap))[0]
 
     async def _fetch_for_browser(
         self, method: str, url: str, headers: dict[str, str], body: bytes | None
@@ -170,7 +170,7 @@ class HttpTransfer:
         """
         assert self._client is not None
         current = url
-        for _ in range(self._settings.max_redirects + 1):
+        for _ in range(self._config.max_redirects + 1):
             self._check(current)
             response = await self._client.send(
                 self._client.build_request(method, current, headers=headers, content=body),
@@ -211,10 +211,10 @@ class HttpTransfer:
         self._check(url)  # before httpx parses it at all
         current = httpx.URL(url.strip())
         seen: set[str] = set()
-        for _ in range(self._settings.max_redirects + 1):
+        for _ in range(self._config.max_redirects + 1):
             # Every hop is checked; the guarded transport re-checks its addresses too.
             self._check(str(current))
-            if self._settings.respect_robots:
+            if self._config.respect_robots:
                 await self._polite.obey_robots(str(current))
             seen.add(str(current.copy_with(fragment=None)))
             # Ask "changed since?" only of the URL the cached page really came from.
@@ -236,7 +236,7 @@ class HttpTransfer:
                 mime, charset = parse_content_type(response.headers.get("content-type", ""))
                 if mime not in ACCEPTED_TYPES:
                     raise Unreadable(f"unsupported content type {mime}", status)
-                data, complete = await read_body(response, self._settings.max_page_bytes)
+                data, complete = await read_body(response, self._config.max_page_bytes)
                 return _Download(
                     url=str(response.url),
                     status=status,

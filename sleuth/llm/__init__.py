@@ -16,8 +16,9 @@ neither httpx, pydantic nor the openai SDK. The SDK is imported only by
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from sleuth._lazy import lazy_exports
 
 # Every name loads on first use: ``import sleuth.llm`` (and so any submodule import)
 # costs nothing until a model is really wanted; httpx, pydantic and the openai SDK
@@ -123,13 +124,7 @@ if TYPE_CHECKING:
     from sleuth.llm.tokens import chunk_budget, chunk_text, context_window, count_tokens
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'sleuth.llm' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

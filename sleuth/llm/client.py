@@ -36,6 +36,7 @@ from typing import Any, Protocol
 
 import openai
 
+from sleuth import timeline
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import (
     ConfigError,
@@ -43,6 +44,7 @@ from sleuth.errors import (
     LLMAuthError,
     LLMError,
     LLMUnavailableError,
+    LLMUnreachableError,
     ParseError,
 )
 from sleuth.llm._wire import (
@@ -381,6 +383,28 @@ class LLMClient:
         if not self.config.model_for(stage) and not model and not self._server_model:
             await self.resolve_model()
         name = model or self.model_for(stage)
+        with timeline.span("llm", stage, name):
+            reply = await self._answer(
+                messages, name, stage, max_tokens, temperature, tools, tool_choice
+            )
+            timeline.note(
+                outcome="cached" if reply.cached else "ok",
+                size=reply.prompt_tokens + reply.completion_tokens,
+                detail=f"{reply.prompt_tokens:,} + {reply.completion_tokens:,} tokens",
+            )
+        return reply
+
+    async def _answer(
+        self,
+        messages: Sequence[Message],
+        name: str,
+        stage: str,
+        max_tokens: int | None,
+        temperature: float,
+        tools: Sequence[Mapping[str, Any]] | None,
+        tool_choice: str | Mapping[str, Any] | None,
+    ) -> LLMReply:
+        """:meth:`chat`'s work: the cached reply, or the model's (counted and cached)."""
         key = (
             cache_key(name, messages, max_tokens, temperature) if self.cache and not tools else None
         )
@@ -435,6 +459,7 @@ class LLMClient:
         while True:
             try:
                 async with self._semaphore:
+                    timeline.started()  # the wait for a free slot is queueing, not the call
                     if deadline is None:
                         deadline = loop.time() + self.config.timeout
                     async with asyncio.timeout_at(deadline):
@@ -534,6 +559,12 @@ class LLMClient:
             )
             return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: {what}")
         if isinstance(exc, openai.APIConnectionError):
+            closed = _closed_door(exc)
+            if closed is not None:
+                return LLMUnreachableError(
+                    f"cannot reach the LLM server at {where}: {closed}; is it running, "
+                    "and is --base-url right?"
+                )
             return LLMUnavailableError(
                 f"could not connect to the LLM server at {where}", retryable=True
             )
@@ -571,3 +602,24 @@ class LLMClient:
         return LLMError(
             f"the LLM server at {where} rejected the request ({status}): {detail}", status=status
         )
+
+
+def _closed_door(exc: BaseException) -> str | None:
+    """Why nothing can answer at the address, when that is why ``exc`` happened: the
+    connection was refused, or the host name does not resolve. None for the rest (a reset,
+    a dropped connection, a TLS failure), which a retry may get past."""
+    import errno
+    import socket
+
+    seen: BaseException | None = exc
+    for _ in range(10):  # the cause chain: openai's error, httpx's, httpcore's, the OSError
+        if seen is None:
+            return None
+        if isinstance(seen, ConnectionRefusedError) or (
+            isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED
+        ):
+            return "connection refused"
+        if isinstance(seen, socket.gaierror):
+            return "the host name does not resolve"
+        seen = seen.__cause__ or seen.__context__
+    return None

@@ -129,7 +129,8 @@ class LLMConfig(BaseModel):
         return override or self.model
 
 
-def _as_mapping(settings: Mapping[str, Any] | BaseModel | None) -> dict[str, Any]:
+def as_mapping(settings: Mapping[str, Any] | BaseModel | None) -> dict[str, Any]:
+    """``settings`` (the settings table, or any mapping of its fields) as a dict."""
     if settings is None:
         return {}
     if isinstance(settings, BaseModel):
@@ -151,7 +152,7 @@ def resolve_config(
     talk to). With only a key, the model defaults to ``DEFAULT_OPENAI_MODEL``. Bad values
     raise ConfigError.
     """
-    values = _as_mapping(settings)
+    values = as_mapping(settings)
     env = os.environ if env is None else env
     if values.get("no_llm"):
         return None

@@ -40,7 +40,14 @@ from sleuth.errors import (
     LLMError,
     LLMUnavailableError,
 )
-from sleuth.llm.config import LLMConfig, detect_ollama, ollama_config, ollama_url, resolve_config
+from sleuth.llm.config import (
+    LLMConfig,
+    as_mapping,
+    detect_ollama,
+    ollama_config,
+    ollama_url,
+    resolve_config,
+)
 from sleuth.llm.models_table import model_info
 from sleuth.llm.prompts import render_messages
 from sleuth.llm.tokens import chunk_budget, count_tokens, message_tokens
@@ -48,9 +55,10 @@ from sleuth.models import Failure
 from sleuth.progress import Event, ProgressCallback, no_progress
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from sleuth.budget import Budget
     from sleuth.llm.client import LLMClient, LLMReply, LLMUsage, ReplyCache
-    from sleuth.settings import Settings
 
 __all__ = ["ModelChoice", "RunLLM", "choose_model", "open_llm_client", "reply_tokens"]
 
@@ -252,8 +260,11 @@ class ModelChoice:
         return self.source == "settings"
 
 
-async def choose_model(settings: Settings, env: Mapping[str, str] | None = None) -> ModelChoice:
-    """The model configuration for ``settings``: the one function every mode asks.
+async def choose_model(
+    settings: Mapping[str, Any] | BaseModel, env: Mapping[str, str] | None = None
+) -> ModelChoice:
+    """The model configuration for ``settings`` (the settings table, or a mapping of its
+    model fields): the one function every mode asks.
 
     ``--no-llm`` wins; then the settings (:func:`resolve_config`: ``--base-url``,
     ``--model``, ... and ``OPENAI_API_KEY``); with nothing configured, a local Ollama
@@ -263,9 +274,10 @@ async def choose_model(settings: Settings, env: Mapping[str, str] | None = None)
     user what it means for them.
     """
     env = os.environ if env is None else env
-    if settings.no_llm:
+    values = as_mapping(settings)
+    if values.get("no_llm"):
         return ModelChoice(None, "no_llm")
-    config = resolve_config(settings, env)
+    config = resolve_config(values, env)
     if config is not None:
         return ModelChoice(config, "settings")
     url = ollama_url(env)
@@ -274,15 +286,15 @@ async def choose_model(settings: Settings, env: Mapping[str, str] | None = None)
     if found is None:
         return ModelChoice(None, "none", url)
     overrides: dict[str, Any] = {
-        "plan_model": settings.plan_model,
-        "summary_model": settings.summary_model,
-        "report_model": settings.report_model,
-        "max_concurrency": settings.llm_concurrency,
-        "timeout": settings.llm_timeout,
+        "plan_model": values.get("plan_model"),
+        "summary_model": values.get("summary_model"),
+        "report_model": values.get("report_model"),
+        "max_concurrency": values["llm_concurrency"],
+        "timeout": values["llm_timeout"],
     }
-    if settings.context_window is not None:
-        overrides["context_window"] = settings.context_window
-    model = settings.model or found
+    if values.get("context_window") is not None:
+        overrides["context_window"] = values["context_window"]
+    model = values.get("model") or found
     return ModelChoice(ollama_config(model, url=url, env=env, **overrides), "ollama", url, model)
 
 
@@ -324,7 +336,7 @@ def _describe(client: LLMClient) -> str:
 
 @asynccontextmanager
 async def open_llm_client(
-    settings: Settings,
+    settings: Mapping[str, Any] | BaseModel,
     *,
     emit: ProgressCallback = no_progress,
     failures: list[Failure] | None = None,

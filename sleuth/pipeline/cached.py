@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sleuth import timeline
 from sleuth.extraction.text import truncate_text
 from sleuth.fetch.cache import CachedResult, Validators
 from sleuth.models import FetchFailure, Page, SearchHit
@@ -152,6 +153,7 @@ class CachedProvider(SearchProvider):
                 found = None
             if found is not None:
                 self.hits_served += 1
+                timeline.note(outcome="cached")
                 self._tell(query, found, cached=True)
                 return found
         hits = await self.inner.search(query, limit=limit)

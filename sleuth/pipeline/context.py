@@ -9,10 +9,11 @@ no fetcher, and the extraction workers start after the searches, not on the way 
 The quick driver opens one per run; drivers that run many questions or branches share
 one between their runs.
 
-:class:`RunContext` is one run: its topic, settings, budget, failures, what it searched
-and chose, its record in the store, and its view of the model (a
-:class:`~sleuth.llm.run.RunLLM` around the shared client). :func:`open_run` makes one
-(opening its own services unless it is given some) and records how the run ended.
+:class:`RunContext` is one run: its topic, settings and budget, its record in the store,
+its view of the model (a :class:`~sleuth.llm.run.RunLLM` around the shared client), and
+its :class:`~sleuth.pipeline.tally.Tally` (what it did, folded in by its driver).
+:func:`open_run` makes one (opening its own services unless it is given some) and records
+how the run ended.
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ from typing import TYPE_CHECKING, Any
 from sleuth._extras import missing_extra
 from sleuth._question import MAX_QUESTION_CHARS, clean_question
 from sleuth.budget import Budget
+from sleuth.critical import timeline_of
 from sleuth.errors import ProviderError, StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.config import resolve_config
 from sleuth.llm.run import RunLLM, open_llm_client
-from sleuth.models import Failure, Report, SearchFailure, SearchHit
-from sleuth.pipeline.cached import CachedProvider
+from sleuth.models import Failure, Plan, Report, SearchHit
 from sleuth.pipeline.recorder import RunRecord, StoreSession
+from sleuth.pipeline.tally import Tally
 from sleuth.progress import Event, ProgressCallback
 from sleuth.search import build_providers, make_search_client
 from sleuth.search.base import get_provider
@@ -43,6 +45,7 @@ from sleuth.settings import Settings
 from sleuth.stages.rank import QualityRule, load_rules
 from sleuth.stages.read import PageReader
 from sleuth.store.docs import check_folder
+from sleuth.timeline import Timing, telling
 
 if TYPE_CHECKING:
     import httpx
@@ -231,10 +234,10 @@ class Services:
     async def fetcher(self) -> Fetcher:
         """The fetcher, behind the page cache and the documents index (opened on first use)."""
         if self._fetcher is None:
-            from sleuth.fetch import Fetcher
+            from sleuth.fetch import FetchConfig, Fetcher
 
             fetcher = Fetcher(
-                self.settings,
+                FetchConfig.of(self.settings),
                 cache=self.store.page_cache,
                 documents=self.store.documents,
                 keep=SHARED_PAGES_KEPT if self.shared else None,
@@ -308,13 +311,14 @@ async def open_services(
 
 @dataclass
 class RunContext:
-    """What the stages of one run share.
+    """One run: what it is, the services it works with, and the record of what it did.
 
     ``services`` are what it may share with other runs (store session, fetcher, search
     client, LLM client); ``record`` is its own record in the store. ``llm`` (the run's
     model, a :class:`~sleuth.llm.run.RunLLM` around the services' client) is None
-    without a model: each stage then takes its no-LLM path. ``searched`` holds the hits
-    of every query searched so far (none is searched twice).
+    without a model: each stage then takes its no-LLM path. ``tally`` is what the run
+    did so far, as its driver folds in each step's result (searches, the model's picks,
+    the pages a cache answered, failures).
     """
 
     topic: str
@@ -326,30 +330,18 @@ class RunContext:
     record: RunRecord = field(default_factory=RunRecord)
     started: float = field(default_factory=time.monotonic)
     llm: RunLLM | None = None
-    failures: list[Failure] = field(default_factory=list)
-    searches: int = 0
-    searched: dict[str, list[SearchHit]] = field(default_factory=dict)
-    #: Every search that failed, as the providers said it (the report's Gaps sum them up).
-    search_failures: list[SearchFailure] = field(default_factory=list)
-    reader: PageReader | None = None
-    cached_fetches: int = 0
-    #: The cache wrappers of this run's search providers (their hits count as cached).
-    cached_providers: list[CachedProvider] = field(default_factory=list)
+    tally: Tally = field(default_factory=Tally)
     #: What picks a page's passages for the run record: the question and the queries of
     #: the plan searched last.
     passage_queries: list[str] = field(default_factory=list)
-    #: The sites whose unreadable robots.txt this run already reported.
-    robots_told: set[str] = field(default_factory=set)
-    report: Report | None = None
-    #: Each query the model was asked about → its round's picks (canonical URLs, best
-    #: first), so none is asked about twice.
-    picks: dict[str, list[str]] = field(default_factory=dict)
-    #: The search results shown to the model so far (canonical URLs): each is shown once.
-    shown: set[str] = field(default_factory=set)
-    #: The run's view of the services' fetcher (made on first use by :meth:`fetcher`).
-    run_fetcher: RunFetcher | None = None
     #: The question's own search, when it was sent before the model loaded.
     question_search: QuestionSearch | None = None
+    report: Report | None = None
+    #: The run's page reader and its view of the fetcher (each made on first use).
+    reader: PageReader | None = None
+    run_fetcher: RunFetcher | None = None
+    #: Every request of the run, timed (made current for the run's tasks by open_run).
+    timing: Timing = field(default_factory=Timing)
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]
@@ -381,13 +373,27 @@ class RunContext:
         """Append one stage output to the run record, as it happens (no-op without a store)."""
         self.record.record(stage, payload)
 
+    def record_plan(self, plan: Plan) -> None:
+        """Record the plan about to be searched; its queries pick the passages the run
+        record keeps of each page from now on."""
+        recorder = self.record.recorder
+        if recorder is not None:
+            recorder.plan(plan)
+            self.passage_queries = [self.topic, *plan.queries]
+
     def done(self, report: Report) -> Report:
         """``report`` with the run id and cache counts: the run's result, kept in the store."""
-        cached = sum(p.hits_served for p in self.cached_providers)
         stats = report.stats.model_copy(
-            update={"cached_searches": cached, "cached_fetches": self.cached_fetches}
+            update={
+                "cached_searches": self.tally.cached_searches,
+                "cached_fetches": self.tally.cached_fetches,
+            }
         )
-        self.report = report.model_copy(update={"run_id": self.run_id, "stats": stats})
+        hits = {query: [h.url for h in found] for query, found in self.tally.searched.items()}
+        timeline = timeline_of(self.timing.spans, self.timing.now(), hits, report)
+        self.report = report.model_copy(
+            update={"run_id": self.run_id, "stats": stats, "timeline": timeline}
+        )
         return self.report
 
 
@@ -427,6 +433,7 @@ async def open_run(
         record = await asyncio.to_thread(
             RunRecord.start, services.store.store, topic, settings, resume_id
         )
+        timing = Timing()
         ctx = RunContext(
             topic=topic,
             settings=settings,
@@ -435,13 +442,17 @@ async def open_run(
             rules=rules,
             services=services,
             record=record,
+            started=timing.t0,
+            timing=timing,
         )
-        async with _finished(ctx):
-            try:
-                await _prepare(ctx, language, with_model)
-                yield ctx
-            finally:
-                await _cancel(ctx.question_search)
+        timing.listener, timing.record = telling(emit), record.record
+        with timing.activate():
+            async with _finished(ctx):
+                try:
+                    await _prepare(ctx, language, with_model)
+                    yield ctx
+                finally:
+                    await _cancel(ctx.question_search)
 
 
 async def _cancel(search: QuestionSearch | None) -> None:
@@ -461,13 +472,13 @@ async def _prepare(
     if record.run_id is not None:
         verb = "resumed" if record.resumed else "started"
         emit(Event("info", f"run {record.run_id} {verb}", {"run_id": record.run_id}))
-    ctx.failures += await services.index_documents()
+    ctx.tally.failures += await services.index_documents()
     if services.store.index is not None:
         record.record("documents", services.store.index_record())
         emit(services.store.index_event())
     # The model, when one is configured or a local Ollama answers (else None).
     chosen = (lambda: with_model(ctx)) if with_model is not None else None
-    client = await services.llm_client(ctx.failures, chosen)
+    client = await services.llm_client(ctx.tally.failures, chosen)
     if client is not None:
         ctx.llm = RunLLM(
             client,
@@ -475,7 +486,7 @@ async def _prepare(
             language=language,
             budget=ctx.budget,
             emit=emit,
-            failures=ctx.failures,
+            failures=ctx.tally.failures,
         )
 
 
@@ -486,11 +497,14 @@ async def _finished(ctx: RunContext) -> AsyncIterator[None]:
     try:
         yield
     except (KeyboardInterrupt, asyncio.CancelledError):
+        ctx.timing.flush()
         record.finish("interrupted")
         raise
     except BaseException as exc:
+        ctx.timing.flush()
         record.finish("failed", error=f"{type(exc).__name__}: {exc}")
         raise
+    ctx.timing.flush()
     if ctx.report is None:
         record.finish("failed", error="the run ended without a report")
         return

@@ -10,21 +10,30 @@ results. Failures of single searches and pages are recorded in the report, never
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from sleuth._sent import ON_SENT
 from sleuth.models import Candidate, Plan, Report, SearchHit
-from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
+from sleuth.pipeline.cached_gaps import cached_gaps
+from sleuth.pipeline.context import (
+    QuestionSearch,
+    RunContext,
+    Services,
+    clean_question,
+    open_run,
+)
 from sleuth.pipeline.gather import Gathered
+from sleuth.pipeline.searching import explain_empty_search, search_stage
 from sleuth.pipeline.steps import (
+    Fetching,
+    answer_stage,
     check_stage,
-    explain_empty_search,
     fetch_stage,
     plan_stage,
     rank_stage,
     read_stage,
     report_stage,
-    search_question,
-    search_stage,
     write_stage,
 )
 from sleuth.progress import ProgressCallback, no_progress
@@ -32,7 +41,70 @@ from sleuth.settings import Settings, with_options
 from sleuth.stages.plan import llm_plan
 from sleuth.stages.rank import rank
 
-__all__ = ["research", "research_sync"]
+__all__ = ["research", "research_sync", "search_question"]
+
+
+# -- the steps, each folded into the run's tally as it returns -----------------------------
+
+
+async def _search(
+    ctx: RunContext, plan: Plan, lead: asyncio.Future[list[SearchHit]] | None = None
+) -> list[SearchHit]:
+    """Search ``plan``; the hits of its queries, once the question's own search (if it
+    is one of them and still out) is in too."""
+    searched = await search_stage(ctx, plan, lead)
+    ctx.tally.fold(searched)
+    for task in searched.waiting:  # it folds its own hits and failures
+        await task
+    return ctx.tally.hits(searched.planned)
+
+
+def _searcher(ctx: RunContext) -> Callable[[list[str]], Awaitable[list[SearchHit]]]:
+    """The model planner's search: each round of queries it writes, searched as it comes."""
+
+    async def search(queries: list[str]) -> list[SearchHit]:
+        return await _search(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
+
+    return search
+
+
+async def _rank(ctx: RunContext, plan: Plan, hits: list[SearchHit]) -> list[Candidate]:
+    ranked = await rank_stage(ctx, plan, hits)
+    ctx.tally.fold(ranked)
+    return ranked.candidates
+
+
+async def _fetch(
+    ctx: RunContext,
+    candidates: list[Candidate],
+    more: asyncio.Future[list[Candidate]] | None = None,
+) -> Gathered:
+    fetched = await fetch_stage(ctx, candidates, Fetching(more=more))
+    ctx.tally.fold(fetched)
+    return fetched.gathered
+
+
+def search_question(ctx: RunContext) -> Awaitable[None]:
+    """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
+
+    The quick research with a model calls it before the model's SDK loads (issue 26:
+    the first request went out only after the SDK, about 0.3 s of CPU, and the planning
+    call); the question is the query the no-LLM pipeline leads with, and GPT
+    Researcher's first search too. Its hits join the first round the model ranks; no
+    later step searches it again (the search stage waits for it instead). Returns what
+    waits until its request is on the wire.
+    """
+    sent = asyncio.Event()
+    token = ON_SENT.set(sent.set)
+    try:  # the task copies the context: its request hook sees ON_SENT
+        task = asyncio.ensure_future(
+            _search(ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm"))
+        )
+    finally:
+        ON_SENT.reset(token)
+    task.add_done_callback(lambda _: sent.set())
+    ctx.question_search = QuestionSearch(ctx.topic, task, sent)
+    return ctx.question_search.on_the_wire()
 
 
 async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
@@ -44,7 +116,7 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
     not fetched yet (and the pages kept). The plan is complete before this returns, so
     the report lists every query; no query is selected twice, no page fetched twice.
 
-    The question's own search (:func:`~sleuth.pipeline.steps.search_question`, sent
+    The question's own search (:func:`search_question`, sent
     before the model loaded) is the plan's first query and joins the first round; the
     planning call goes out once its request has (the model's client, opened only then,
     waited for it: :meth:`~sleuth.pipeline.context.Services.llm_client`).
@@ -57,14 +129,14 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
 
     async def search(queries: list[str]) -> list[SearchHit]:
         round_ = list(dict.fromkeys([*asked, *queries] if not first.done() else queries))
-        hits = await search_stage(ctx, Plan(question=ctx.topic, queries=round_, planner="llm"))
+        hits = await _search(ctx, Plan(question=ctx.topic, queries=round_, planner="llm"))
         if not first.done():
             first.set_result((round_, hits))
         return [hit for hit in hits if hit.query in queries]
 
     async def full_ranking() -> list[Candidate]:
         plan = _with_asked(await planning, asked)
-        return await rank_stage(ctx, plan, await search_stage(ctx, plan))
+        return await _rank(ctx, plan, await _search(ctx, plan))
 
     planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
     fuller: asyncio.Future[list[Candidate]] | None = None
@@ -73,14 +145,12 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         await asyncio.wait(racing, return_when=asyncio.FIRST_COMPLETED)
         if not first.done() or planning.done():  # a rule-based plan, or nothing to overlap
             plan = _with_asked(await planning, asked)
-            candidates = await rank_stage(ctx, plan, await search_stage(ctx, plan))
-            return plan, await fetch_stage(ctx, candidates)
+            candidates = await _rank(ctx, plan, await _search(ctx, plan))
+            return plan, await _fetch(ctx, candidates)
         queries, hits = first.result()
-        early = await rank_stage(
-            ctx, Plan(question=ctx.topic, queries=queries, planner="llm"), hits
-        )
+        early = await _rank(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"), hits)
         fuller = asyncio.ensure_future(full_ranking())
-        gathered = await fetch_stage(ctx, early, more=fuller)
+        gathered = await _fetch(ctx, early, fuller)
         await fuller
         return _with_asked(await planning, asked), gathered
     finally:
@@ -103,20 +173,20 @@ async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
     queries is thus spent downloading instead of idling.
     """
     lead: asyncio.Future[list[SearchHit]] = asyncio.get_running_loop().create_future()
-    searching = asyncio.ensure_future(search_stage(ctx, plan, lead))
+    searching = asyncio.ensure_future(_search(ctx, plan, lead))
 
     async def full_ranking() -> list[Candidate]:
-        return await rank_stage(ctx, plan, await searching)
+        return await _rank(ctx, plan, await searching)
 
     fuller: asyncio.Future[list[Candidate]] | None = None
     try:
         await asyncio.wait([lead, searching], return_when=asyncio.FIRST_COMPLETED)
         if searching.done():  # one query, or an error before any search
-            return await fetch_stage(ctx, await full_ranking())
+            return await _fetch(ctx, await full_ranking())
         # Ranked directly: the rank event and record come with the full ranking.
         early = rank(lead.result(), ctx.rules)
         fuller = asyncio.ensure_future(full_ranking())
-        gathered = await fetch_stage(ctx, early, more=fuller)
+        gathered = await _fetch(ctx, early, fuller)
         await fuller
         return gathered
     finally:
@@ -170,16 +240,22 @@ async def research(
         with_model=search_question,
     ) as ctx:
         if ctx.llm is None:
-            plan = await plan_stage(ctx)
+            plan = await plan_stage(ctx, _searcher(ctx))
             gathered = await search_and_fetch(ctx, plan)
         else:
             plan, gathered = await plan_and_fetch(ctx)
-        explain_empty_search(ctx)
-        sources = await read_stage(ctx, plan, gathered)
+        nothing = explain_empty_search(ctx)
+        if nothing is not None:
+            ctx.tally.fold(nothing)
+        read = await read_stage(ctx, plan, gathered)
+        ctx.tally.fold(read)
+        sources = read.sources
         ctx.session.check_store()  # found damaged while fetching: no report on top
+        sources, answer = await answer_stage(ctx, sources, gathered)
         ctx.record_stage("sources", sources)
-        draft = await write_stage(ctx, sources)
+        draft = await write_stage(ctx, sources, answer)
         draft = await check_stage(ctx, draft, sources, gathered)
+        ctx.tally.failures += await cached_gaps(ctx, [s.url for s in sources])
         return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
 
 

@@ -1,30 +1,34 @@
 """The stages as a driver calls them: each takes the run's context and typed records.
 
-Each step runs one stage of :mod:`sleuth.stages` (or a service: search, fetch) for one
-run: with or without a model, recording what it did in the run record and what went
-wrong in ``ctx.failures``, and telling the progress stream. The quick driver
-(:mod:`sleuth.pipeline.quick`) calls them in order; agent mode's ``--report`` calls the
-read, write and check steps on the pages the agent read. Writing and checking are two
-steps: :func:`write_stage` gives a :class:`Draft`, :func:`check_stage` keeps the citations
-that hold, and :func:`report_stage` puts the report together.
+Each step runs one stage of :mod:`sleuth.stages` (or a service: fetch) for one run: with
+or without a model, recording its outputs in the store's run record and telling the
+progress stream. It returns what it did as a small record (:mod:`sleuth.pipeline.tally`:
+the candidates ranked, the pages fetched, the sources read, with what went wrong); the
+driver folds it into the run's tally. The quick driver (:mod:`sleuth.pipeline.quick`)
+calls them in order, searching through :mod:`sleuth.pipeline.searching`; agent mode's
+``--report`` calls the read, write and check steps on the pages the agent read. Writing
+and checking are two steps: :func:`write_stage` gives a :class:`Draft`,
+:func:`check_stage` keeps the citations that hold, and :func:`report_stage` puts the
+report together.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from sleuth import timeline
 from sleuth._format import plural
-from sleuth._sent import ON_SENT
 from sleuth.lang import labels_for
 from sleuth.llm.run import RunLLM
 from sleuth.models import (
+    Answer,
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     FetchFailure,
     Page,
@@ -34,14 +38,22 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.pipeline.cached import CachedProvider
-from sleuth.pipeline.context import QuestionSearch, RunContext
-from sleuth.pipeline.gather import Gathered, PageCheck, Waits, gather_pages
+from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.gather import (
+    ByRank,
+    Gate,
+    Gathered,
+    GatherOptions,
+    PageCheck,
+    Policy,
+    Waits,
+    Window,
+    gather_pages,
+)
+from sleuth.pipeline.tally import Fetched, Ranked, Read
 from sleuth.progress import Event
-from sleuth.search import build_providers, run_searches
-from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
-from sleuth.stages.plan import llm_plan, make_plan, whole_question
+from sleuth.stages.plan import llm_plan, make_plan
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
 
@@ -53,8 +65,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Draft",
+    "Fetching",
+    "answer_stage",
     "check_stage",
-    "explain_empty_search",
+    "fetch_policy",
     "fetch_stage",
     "llm_stats",
     "plan_stage",
@@ -62,8 +76,6 @@ __all__ = [
     "read_sources",
     "read_stage",
     "report_stage",
-    "search_question",
-    "search_stage",
     "write_stage",
 ]
 
@@ -86,280 +98,87 @@ def read_sources(
     ]
 
 
-async def plan_stage(ctx: RunContext) -> Plan:
-    """Stage 1: the queries to search (with a model, its first queries are searched here)."""
+async def plan_stage(
+    ctx: RunContext, search: Callable[[list[str]], Awaitable[list[SearchHit]]]
+) -> Plan:
+    """Stage 1: the queries to search; with a model, its first queries go to ``search``
+    (the driver's: it folds what each search did into the run's tally) as they come."""
     if ctx.llm is None:
         return make_plan(ctx.topic, ctx.settings.depth)
-
-    async def search(queries: list[str]) -> list[SearchHit]:
-        return await search_stage(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"))
-
     return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
-
-
-def search_question(ctx: RunContext) -> Awaitable[None]:
-    """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
-
-    The quick research with a model calls it before the model's SDK loads (issue 26:
-    the first request went out only after the SDK, about 0.3 s of CPU, and the planning
-    call); the question is the query the no-LLM pipeline leads with, and GPT
-    Researcher's first search too. Its hits join the first round the model ranks; no
-    later step searches it again (:func:`search_stage` waits for it instead). Returns
-    what waits until its request is on the wire.
-    """
-    sent = asyncio.Event()
-    token = ON_SENT.set(sent.set)
-    try:  # the task copies the context: its request hook sees ON_SENT
-        task = asyncio.ensure_future(
-            search_stage(ctx, Plan(question=ctx.topic, queries=[ctx.topic], planner="llm"))
-        )
-    finally:
-        ON_SENT.reset(token)
-    task.add_done_callback(lambda _: sent.set())
-    ctx.question_search = QuestionSearch(ctx.topic, task, sent)
-    return ctx.question_search.on_the_wire()
-
-
-def _in_flight(ctx: RunContext, queries: list[str]) -> dict[str, asyncio.Future[list[SearchHit]]]:
-    """Those of ``queries`` still being searched by the question's search (elsewhere)."""
-    early = ctx.question_search
-    if (
-        early is None
-        or early.task.done()
-        or early.query not in queries
-        or early.task is asyncio.current_task()
-    ):
-        return {}
-    return {early.query: early.task}
-
-
-def results_wanted(settings: Settings) -> int:
-    """Hits asked per query: ``--results-per-query``, or enough to fill ``--max-sources``
-    with a spare half for the pages that fail or are off-topic, when that is more
-    (issue 23: ``--max-sources 10`` cited 8 when every query asked for 8 hits)."""
-    return min(50, max(settings.results_per_query, math.ceil(settings.max_sources * 1.5)))
-
-
-async def search_stage(
-    ctx: RunContext, plan: Plan, lead: asyncio.Future[list[SearchHit]] | None = None
-) -> list[SearchHit]:
-    """Stage 2: every query through the providers; failures go to ``ctx.failures``.
-
-    Queries already searched in this run (the LLM planner's first round) are not
-    searched again; the hits of every query of ``plan`` are returned. ``lead``, when
-    given, is resolved as soon as one query holding the whole question has hits (see
-    :func:`_search_with_lead`), while the others are still being searched (so
-    fetching can start).
-    """
-    settings = ctx.settings
-    planned = list(dict.fromkeys(plan.queries))
-    waiting = _in_flight(ctx, planned)
-    queries = [q for q in planned if q not in ctx.searched and q not in waiting]
-    # --max-time bounds the searches too: none starts after it, none runs past it.
-    left = ctx.budget.seconds_left()
-    timeout = settings.search_timeout if left is None else min(settings.search_timeout, left)
-    if timeout <= 0:
-        queries = []
-    # Every provider name and key is checked before anything is said or sent.
-    providers = build_providers(settings, ctx.services.search_client())
-    recorder = ctx.record.recorder
-    providers = ctx.session.wrap_providers(providers, recorder.hits if recorder else None)
-    ctx.cached_providers += [p for p in providers if isinstance(p, CachedProvider)]
-    if recorder is not None:
-        recorder.plan(plan)
-        ctx.passage_queries = [ctx.topic, *plan.queries]
-    ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
-    groups = provider_groups(providers)
-
-    async def search(batch: list[str]) -> list[tuple[list[SearchHit], list[Any]]]:
-        # The documents folder is searched alongside the web, not as its fallback.
-        return await asyncio.gather(
-            *(
-                run_searches(
-                    batch, group, limit=results_wanted(settings), timeout=timeout, on_event=ctx.emit
-                )
-                for group in groups
-            )
-        )
-
-    answers: _Answers = []
-    if lead is not None and len(queries) + len(waiting) > 1:
-        answers = await _search_with_lead(search, planned, queries, lead, ctx, waiting)
-    elif queries:
-        answers = await search(queries)
-    hits = [hit for found, _ in answers for hit in found]
-    failures = [failure for _, failed in answers for failure in failed]
-    ctx.search_failures += failures
-    ctx.failures += [
-        Failure(
-            url="", reason=f"{f.provider} search for “{f.query}” failed: {f.reason}", stage="search"
-        )
-        for f in failures
-    ]
-    ctx.searches += len({(h.provider, h.query) for h in hits}) + len(failures)
-    for query in queries:
-        ctx.searched[query] = [h for h in hits if h.query == query]
-    for task in waiting.values():  # its own stage records its hits and failures
-        await task
-    return [hit for query in planned for hit in ctx.searched.get(query, [])]
-
-
-_Answers = list[tuple[list[SearchHit], list[Any]]]
-
-
-async def _as_answers(task: asyncio.Future[list[SearchHit]]) -> _Answers:
-    """A search in flight elsewhere, as an answer to race (recorded by its own stage)."""
-    return [(await asyncio.shield(task), [])]
-
-
-def explain_empty_search(ctx: RunContext) -> None:
-    """When no query found anything, say why in one plain line of the report's Gaps.
-
-    Every search failed for a network reason: one line says the engine could not be
-    reached and what works offline, in place of a resolver's error per query (those
-    stay in the failure's ``detail``, the JSON report, and ``--verbose``). No search
-    failed and only the documents folder was searched: the line says that nothing in
-    the folder matched (the report said "see Gaps" and Gaps had nothing to say).
-    """
-    if not ctx.searched or any(ctx.searched.values()):
-        return
-    failed, settings = ctx.search_failures, ctx.settings
-    if failed and all(f.unreachable for f in failed):
-        reason = _unreachable_line(settings, [f.provider for f in failed])
-        raw = "\n".join(f"{f.provider} search for “{f.query}” failed: {f.reason}" for f in failed)
-        first = next(n for n, f in enumerate(ctx.failures) if f.stage == "search")
-        ctx.failures[:] = [
-            *ctx.failures[:first],
-            Failure(url="", stage="search", reason=reason, detail=raw),
-            *(f for f in ctx.failures[first:] if f.stage != "search"),
-        ]
-        ctx.emit(Event("search_failed", reason, {"unreachable": True}))
-    elif not failed:
-        reason = _nothing_found_line(ctx)
-        ctx.failures.append(Failure(url="", stage="search", reason=reason))
-        ctx.emit(Event("info", reason, {"queries": len(ctx.searched)}))
-
-
-def _nothing_found_line(ctx: RunContext) -> str:
-    """What to say when every search answered, with nothing."""
-    settings = ctx.settings
-    if settings.docs is not None and set(settings.search) == {"local"}:
-        indexed = ctx.session.index.indexed if ctx.session.index is not None else None
-        if indexed == 0:
-            return f"the documents folder {settings.docs} holds no file sleuth can read"
-        return f"nothing in the documents folder {settings.docs} matched the question"
-    names = ", ".join(settings.search)
-    return (
-        f"no search found anything ({names}, "
-        f"{plural(len(ctx.searched), 'query', 'queries')}): try other words"
-    )
-
-
-def _unreachable_line(settings: Settings, providers: list[str]) -> str:
-    """ "could not reach the search engine …" with what the user can do about it."""
-    names = ", ".join(dict.fromkeys(providers))
-    if "searxng" in providers:
-        advice = f"is SearXNG running at {settings.searxng_url}?"
-    else:
-        advice = (
-            "no network? Search your own SearXNG with --search searxng "
-            "--searxng-url URL, or a folder of documents with --docs DIR"
-        )
-    return f"could not reach the search engine ({names}): {advice}"
-
-
-async def _search_with_lead(
-    search: Callable[[list[str]], Awaitable[_Answers]],
-    planned: list[str],
-    queries: list[str],
-    lead: asyncio.Future[list[SearchHit]],
-    ctx: RunContext,
-    waiting: dict[str, asyncio.Future[list[SearchHit]]],
-) -> _Answers:
-    """Search ``queries`` (of ``planned``); resolve ``lead`` with the hits of the first
-    query to answer among those that hold the whole question (it, and its templated
-    variants), whether searched here, already searched, or still ``waiting``.
-
-    Those rank the same pages as the question itself (the fragments of a split
-    question do not: ranking their hits first cited more off-topic pages), so
-    fetching waits only for the quickest of them.
-    """
-    whole = whole_question(planned)
-    known = [hit for query in whole for hit in ctx.searched.get(query, [])]
-    if known:
-        lead.set_result(known)
-    tasks = [asyncio.ensure_future(search([query])) for query in whole if query in queries]
-    rest = [query for query in queries if query not in whole]
-    others = asyncio.ensure_future(search(rest)) if rest else None
-    try:
-        racing = [*tasks, *(_as_answers(waiting[q]) for q in whole if q in waiting)]
-        for next_answer in asyncio.as_completed(racing):
-            hits = [hit for found, _ in await next_answer for hit in found]
-            if hits and not lead.done():
-                lead.set_result(hits)
-        if not lead.done():
-            lead.set_result([])
-        answers = [answer for task in tasks for answer in task.result()]
-        return answers + (await others if others is not None else [])
-    finally:
-        for task in [*tasks, others]:
-            if task is not None:
-                task.cancel()
 
 
 async def rank_stage(
     ctx: RunContext, plan: Plan, hits: list[SearchHit], show: int | None = None
-) -> list[Candidate]:
+) -> Ranked:
     """Stage 3: candidates in the order they should be fetched.
 
     With a model, its picks come first, then the quality ranking's order (one select
-    call per round of queries; no query or result is asked about twice in a run; at
-    most ``show`` results shown to it, all by default).
+    call per round of queries; no query or result is asked about twice in a run: the
+    tally's picks and results shown, which the returned record carries on; at most
+    ``show`` results shown to it, all by default).
     """
+    picks, shown = dict(ctx.tally.picks), set(ctx.tally.shown)
     if ctx.llm is None:
         candidates, picked = rank(hits, ctx.rules), 0
     else:
         from sleuth.stages.select import select_candidates
 
-        candidates, picked = await select_candidates(
-            ctx.llm,
-            ctx.topic,
-            plan.queries,
-            hits,
-            ctx.rules,
-            picked=ctx.picks,
-            shown=ctx.shown,
-            show=show,
-        )
+        with timeline.about("\n".join(plan.queries)):  # the round whose results it ranks
+            candidates, picked = await select_candidates(
+                ctx.llm,
+                ctx.topic,
+                plan.queries,
+                hits,
+                ctx.rules,
+                picked=picks,
+                shown=shown,
+                show=show,
+            )
     chosen = f" ({picked} chosen by the model)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
     ctx.emit(Event("rank", found + chosen, {"candidates": len(candidates), "picked": picked}))
-    return candidates
+    return Ranked(candidates, picks, frozenset(shown))
+
+
+@dataclass(frozen=True)
+class Fetching:
+    """How :func:`fetch_stage` fetches; every field has the quick research's default.
+
+    ``want``: pages to read (default ``--max-sources``; a deep research's branch reads its
+    share). ``more``: a fuller ranking still on its way (see :class:`GatherOptions`).
+    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
+    and given every new result (a deep research's branches share one, so a page one
+    branch fetched and did not keep is never downloaded again for another). ``policy``:
+    the mode's fetch policy (default: quick mode's :class:`Window`, waiting
+    ``--top-wait`` for the best-ranked page); under ``--fetch-order rank`` it runs
+    within :class:`ByRank`. ``gate``: what sets off-topic pages aside and chooses the
+    sources (default: the relevance gate on the run's question; a deep research's
+    branches keep every page read, :class:`~sleuth.pipeline.gather.KeepAll`: a bridge
+    page names the hop, not the question's terms).
+    """
+
+    want: int | None = None
+    more: asyncio.Future[list[Candidate]] | None = None
+    memo: dict[str, Page | FetchFailure] | None = None
+    policy: Policy | None = None
+    gate: Gate | None = None
+
+
+def fetch_policy(ctx: RunContext, mode: Policy | None = None) -> Policy:
+    """The policy a run fetches with: ``mode`` (default: quick mode's window), within
+    rank order under ``--fetch-order rank``."""
+    chosen = mode or Window(Waits(top_s=ctx.settings.top_wait))
+    return ByRank(chosen) if ctx.settings.fetch_order == "rank" else chosen
 
 
 async def fetch_stage(
-    ctx: RunContext,
-    candidates: list[Candidate],
-    more: asyncio.Future[list[Candidate]] | None = None,
-    *,
-    want: int | None = None,
-    memo: dict[str, Page | FetchFailure] | None = None,
-    gate: bool = True,
-    own: frozenset[str] = frozenset(),
-    park: bool = False,
-) -> Gathered:
+    ctx: RunContext, candidates: list[Candidate], how: Fetching = Fetching()
+) -> Fetched:
     """Stage 4: fetch and extract the best candidates, pages already in the store first.
 
     With a model, each page is summarised as soon as it arrives (``ctx.reader``).
-    ``more``: a fuller ranking still on its way (see :func:`gather_pages`). ``want``:
-    pages to read (default ``--max-sources``; a deep research's branch reads its share).
-    ``memo``: results already fetched in this run, by canonical URL, used as the cache is
-    and given every new result (a deep research's branches share one, so a page one branch
-    fetched and did not keep is never downloaded again for another).
-    ``gate``: whether the relevance gate sets off-topic pages aside (a deep research's
-    branches do without it: a bridge page names the hop, not the question's terms).
-    ``own``: canonical URLs waited for until they come or fail (``Waits.own``); ``park``:
-    summarise only pages that may be kept (see :func:`gather_pages`).
+    ``how``: see :class:`Fetching`.
     """
     from sleuth.stages.relevance import Relevance
 
@@ -377,8 +196,8 @@ async def fetch_stage(
         candidates, fetcher.usable, topic=ctx.topic, run_id=ctx.run_id
     )
     session.check_store()  # a damaged store ends the run before any page is fetched
-    want = ctx.settings.max_sources if want is None else want
     on_result = _recording(ctx)
+    memo, more = how.memo, how.more
     if memo is not None:
         known = {
             **{
@@ -389,40 +208,22 @@ async def fetch_stage(
             **known,
         }
         on_result = _remembering(memo, on_result)
-    gathered = await gather_pages(
-        candidates,
-        fetcher,
-        want,
-        ctx.emit,
-        ctx.budget,
+    options = GatherOptions(
+        want=ctx.settings.max_sources if how.want is None else how.want,
+        policy=fetch_policy(ctx, how.policy),
+        on_event=ctx.emit,
+        budget=ctx.budget,
         known=known,
         on_result=on_result,
         accept=accept,
         more=more,
-        waits=Waits(top_s=ctx.settings.top_wait, own=own),
-        gate=Relevance(ctx.topic) if gate else None,
-        park=park,
-        by_rank=ctx.settings.fetch_order == "rank",
+        gate=Relevance(ctx.topic) if how.gate is None else how.gate,
     )
+    gathered = await gather_pages(candidates, fetcher, options)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
         recorder.ranking(more.result())
-    ctx.cached_fetches += gathered.cached + fetcher.cache_hits - hits_before
-    ctx.failures += gathered.failures
-    # --respect-robots: a site whose robots.txt could not be read was read anyway; say so
-    # (once a run: the fetcher, and its notes, may serve several).
-    notes = {
-        origin: note
-        for origin, note in fetcher.robots_notes.items()
-        if origin not in ctx.robots_told
-    }
-    ctx.robots_told.update(notes)
-    ctx.failures += [
-        Failure(url=f"{origin}/robots.txt", reason=f"{note}; every page allowed")
-        for origin, note in notes.items()
-    ]
-    if gathered.stopped_by:
-        ctx.failures.append(Failure(url="", reason=gathered.stopped_by, stage="budget"))
-    return gathered
+    cached = gathered.cached + fetcher.cache_hits - hits_before
+    return Fetched(gathered, cached, dict(fetcher.robots_notes))
 
 
 def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], None] | None:
@@ -456,7 +257,7 @@ def _remembering(
     return fetched
 
 
-async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[Source]:
+async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> Read:
     """Stage 5: what each page says about the question.
 
     Both pipelines number the pages and pick their passages; with a model each
@@ -465,9 +266,10 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
     """
     pages = gathered.pages
     reader = ctx.page_reader()
+    dropped: list[Failure] = []
     if reader is not None:
-        pages, dropped = await reader.read_all(pages)
-        ctx.failures += [Failure(url=c.url, reason=why, stage="read") for c, why in dropped]
+        pages, left_out = await reader.read_all(pages)
+        dropped = [Failure(url=c.url, reason=why, stage="read") for c, why in left_out]
     sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
     if reader is not None:
         sources = reader.apply(sources, pages)
@@ -476,7 +278,30 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> list[So
             "read", plural(len(sources), "source", "sources") + " read", {"sources": len(sources)}
         )
     )
-    return sources
+    return Read(sources, dropped)
+
+
+async def answer_stage(
+    ctx: RunContext, sources: list[Source], gathered: Gathered
+) -> tuple[list[Source], Answer]:
+    """The sentences of the pages read that best answer the question, and the sources
+    with the passage around each of them among their quotes (in a thread: the scoring
+    must not hold up the other runs sharing the event loop)."""
+    from sleuth.stages.answer import best_answer, scorer_names, with_answer_passages
+
+    def work() -> tuple[list[Source], Answer]:
+        texts = page_texts(sources, gathered.pages)
+        sentences = best_answer(ctx.topic, sources, texts)
+        answer = Answer(sentences=sentences, scored_by=scorer_names())
+        return with_answer_passages(sources, texts, sentences), answer
+
+    return await asyncio.to_thread(work)
+
+
+def page_texts(sources: list[Source], pages: list[tuple[Candidate, Page]]) -> dict[int, str]:
+    """Each source's stored text (its page's), by source id."""
+    by_url = {page.final_url or candidate.url: page.text for candidate, page in pages}
+    return {s.id: by_url[s.url] for s in sources if s.url in by_url}
 
 
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
@@ -502,17 +327,24 @@ class Draft:
     reason: str
     body: str | None = None
     citations: CitationCheck | None = None
+    answer: Answer | None = None
+    #: Every cited sentence the check judged, with the source spans that back it.
+    claims: list[Claim] | None = None
 
 
-async def write_stage(ctx: RunContext, sources: list[Source]) -> Draft:
+async def write_stage(
+    ctx: RunContext, sources: list[Source], answer: Answer | None = None
+) -> Draft:
     """Stage 6: with a model, the report body it writes (citations unchecked yet)."""
     from sleuth.stages.write import confidence, write_body
 
     level, reason = confidence(sources)
     body = None
     if ctx.llm is not None and sources:
-        body = await write_body(ctx.llm, ctx.topic, sources, ctx.settings.words)
-    return Draft(level, reason, body)
+        body = await write_body(
+            ctx.llm, ctx.topic, sources, ctx.settings.words, answer.sentences if answer else ()
+        )
+    return Draft(level, reason, body, answer=answer)
 
 
 async def check_stage(
@@ -524,6 +356,7 @@ async def check_stage(
     if draft.body is None or ctx.llm is None:
         return draft
     urls, evidence = evidence_of(sources, gathered.pages)
+    claims: list[Claim] = []
     body, citations = await check_citations(
         draft.body,
         ids={s.id for s in sources},
@@ -532,15 +365,31 @@ async def check_stage(
         method=ctx.settings.verify,
         llm=ctx.llm,
         language=ctx.llm.language,
+        claims=claims,
     )
-    return replace(draft, body=body, citations=citations)
+    return replace(draft, body=body, citations=citations, claims=claims)
+
+
+def sized(answer: Answer | None, markdown: str) -> Answer | None:
+    """``answer`` with its size in tokens, and the whole report's (``markdown``)."""
+    from sleuth.llm.tokens import count_tokens
+    from sleuth.stages.write import answer_lines
+
+    if answer is None:
+        return None
+    return answer.model_copy(
+        update={
+            "tokens": count_tokens("\n".join(answer_lines(answer.sentences))),
+            "report_tokens": count_tokens(markdown),
+        }
+    )
 
 
 def report_stage(
     ctx: RunContext, plan: Plan, sources: list[Source], gathered: Gathered, draft: Draft
 ) -> Report:
     """The report: the checked body in sleuth's frame, or the template; and the run's stats."""
-    from sleuth.stages.check import footer
+    from sleuth.stages.check import footer, removed_section
     from sleuth.stages.write import render_llm_markdown, render_markdown
 
     level, reason, llm = draft.level, draft.reason, ctx.llm
@@ -549,26 +398,28 @@ def report_stage(
             ctx.topic,
             draft.body,
             sources,
-            ctx.failures,
+            ctx.tally.failures,
             level,
             reason,
             labels_for(llm.language),
             footer(draft.citations, llm.language),
         )
+        markdown = "\n".join([markdown, *removed_section(draft.claims or [], llm.language)])
     else:
-        markdown = render_markdown(ctx.topic, sources, ctx.failures, level, reason)
+        answer = draft.answer.sentences if draft.answer is not None else None
+        markdown = render_markdown(ctx.topic, sources, ctx.tally.failures, level, reason, answer)
     written = draft.citations is not None
     report = Report(
         topic=ctx.topic,
         depth=ctx.settings.depth,
         queries=plan.queries,
         sources=sources,
-        failures=ctx.failures,
+        failures=ctx.tally.failures,
         confidence=level,
         confidence_reason=reason,
         markdown=markdown,
         stats=Stats(
-            searches=ctx.searches,
+            searches=ctx.tally.searches,
             fetches=gathered.attempted,
             elapsed_s=round(time.monotonic() - ctx.started, 3),
             **llm_stats(llm),
@@ -579,6 +430,8 @@ def report_stage(
         stopped_by=gathered.stopped_by or (llm.cut_by if llm is not None else None),
         writer="llm" if written else "template",
         citations=draft.citations,
+        answer=sized(draft.answer, markdown),
+        claims=draft.claims,
     )
     ctx.emit(
         Event(

@@ -24,9 +24,12 @@ from markdown_it.token import Token
 from markdown_it.utils import EnvType, OptionsDict
 
 from sleuth._format import plural
+from sleuth._slug import Slugger
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
+from sleuth.report.quotes import QUOTE_CSS, Quotes
+from sleuth.report.waterfall import WATERFALL_CSS, render_waterfall
 
 __all__ = [
     "REPORT_CSP",
@@ -56,12 +59,13 @@ _CONFIDENCE_HEADING = re.compile(
 _ANY_HEADING = re.compile(r"^#{1,3}\s")
 _SAFE_SCHEMES = ("http://", "https://", "mailto:", "#")
 
-REPORT_CSS = """
-.sleuth-report{--fg:#1d2329;--muted:#5b6670;--line:#d8dee4;--bg2:#f5f7f9;--link:#0b5cad;
- --hi:#fff4c2;color:var(--fg);line-height:1.55;font:16px/1.55 system-ui,-apple-system,
- "Segoe UI",Roboto,sans-serif;max-width:52rem}
+REPORT_CSS = (
+    """
+.sleuth-report{--fg:#1d2329;--muted:#5b6670;--line:#d8dee4;--bg:#fff;--bg2:#f5f7f9;
+ --link:#0b5cad;--hi:#fff4c2;color:var(--fg);line-height:1.55;font:16px/1.55 system-ui,
+ -apple-system,"Segoe UI",Roboto,sans-serif;max-width:52rem}
 @media (prefers-color-scheme:dark){.sleuth-report{--fg:#e3e7ea;--muted:#9aa6b0;--line:#39424a;
- --bg2:#1f262c;--link:#7cb6ff;--hi:#4a4216}}
+ --bg:#171d22;--bg2:#1f262c;--link:#7cb6ff;--hi:#4a4216}}
 .sleuth-report h1{font-size:1.6rem;line-height:1.25;margin:.2rem 0 .6rem}
 .sleuth-report h2{font-size:1.2rem;margin:1.8rem 0 .6rem;padding-bottom:.2rem;
  border-bottom:1px solid var(--line)}
@@ -95,14 +99,20 @@ REPORT_CSS = """
 .sleuth-report .num{font-weight:700;margin-right:.3rem}
 .sleuth-report .host{color:var(--muted);font-size:.85rem;margin-left:.3rem}
 """
+    + QUOTE_CSS
+    + WATERFALL_CSS
+)
 
 
 def _safe_url(url: str) -> bool:
     return url.strip().lower().startswith(_SAFE_SCHEMES)
 
 
-def _citation_rule(known: Mapping[int, Source]) -> Callable[[StateInline, bool], bool]:
-    """An inline rule turning ``[n]`` (every n a known source) into a citation token.
+def _citation_rule(
+    known: Mapping[int, Source], quotes: Quotes
+) -> Callable[[StateInline, bool], bool]:
+    """An inline rule turning ``[n]`` (every n a known source) into a citation token,
+    with the spans ``quotes`` holds for its sentence.
 
     It runs before the link rule, and after the escape rule has consumed ``\\[``, so
     brackets that the writer escaped (page text) never become citations.
@@ -120,26 +130,29 @@ def _citation_rule(known: Mapping[int, Source]) -> Callable[[StateInline, bool],
         if not silent:
             token = state.push("citation", "", 0)
             token.content = match.group(1)
+            token.meta = {"quotes": quotes.at(state.src, state.pos, numbers)}
         state.pos = match.end()
         return True
 
     return citation
 
 
-def _markdown(known: Mapping[int, Source]) -> MarkdownIt:
+def _markdown(known: Mapping[int, Source], quotes: Quotes | None = None) -> MarkdownIt:
     md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
     md.enable(["table", "strikethrough"])
     md.disable("image")  # a report must not load anything, and page text must not make it
     md.validateLink = _safe_url  # type: ignore[method-assign]
-    md.inline.ruler.before("link", "citation", _citation_rule(known))
+    spans = quotes or Quotes(None, known)
+    md.inline.ruler.before("link", "citation", _citation_rule(known, spans))
 
     def render_citation(
         self: RendererHTML, tokens: list[Token], idx: int, options: OptionsDict, env: EnvType
     ) -> str:
+        found = tokens[idx].meta.get("quotes") or {}
+
         def link(match: re.Match[str]) -> str:
             n = int(match.group(0))
-            title = escape(known[n].title, quote=True)
-            return f'<a class="cite" href="#source-{n}" title="{title}">{n}</a>'
+            return spans.marker(n, found.get(n))
 
         return "[" + _NUMBER.sub(link, escape(tokens[idx].content)) + "]"
 
@@ -197,49 +210,56 @@ def _legend(sources: list[Source]) -> str:
     return f'<p class="legend">{"; ".join(parts)}.</p>\n'
 
 
-def _slug(text: str) -> str:
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:40]
+def _plain(inline: Token) -> str:
+    """The text a heading shows: its inline children's text and code, marks left out."""
+    parts = [
+        child.content
+        for child in inline.children or []
+        if child.type in ("text", "code_inline", "citation")
+    ]
+    return "".join(parts) if inline.children else inline.content
 
 
-def _mark_headings(tokens: list[Token]) -> None:
-    """Give each h2 a unique id (``confidence`` and ``gaps`` for sleuth's own sections)."""
-    used = {"sources", "sources-list"}  # the Sources list's own ids
+def _mark_headings(tokens: list[Token], slugs: Slugger) -> None:
+    """Give each heading the id GitHub gives it (the Markdown's contents links work here
+    too; ``slugs`` counts the document's headings in order); ``confidence`` and ``gaps``
+    for sleuth's own sections, which the page links to."""
     for i, token in enumerate(tokens[:-1]):
-        if token.type != "heading_open" or token.tag != "h2":
+        if token.type != "heading_open":
             continue
-        text = tokens[i + 1].content.strip()
-        confidence = _CONFIDENCE_HEADING.match(text)
+        text = _plain(tokens[i + 1]).strip()
+        slug = slugs.slug(text)
+        confidence = _CONFIDENCE_HEADING.match(text) if token.tag == "h2" else None
         if confidence:
             slug = "confidence"
             token.attrSet("class", f"confidence {confidence.group(1).lower()}")
-        elif text.casefold() in _GAPS_TITLES:
+        elif token.tag == "h2" and text.casefold() in _GAPS_TITLES:
             slug = "gaps"
             token.attrSet("class", "gaps")
-        else:
-            slug = _slug(text) or "section"
-        while slug in used or slug.startswith("source-"):
-            slug = f"{slug}-{len(used)}"
-        used.add(slug)
+        elif re.fullmatch(r"source-\d+|sources(-list)?", slug):
+            slug += "-h"  # the ids of the Sources list and its entries stay theirs
         token.attrSet("id", slug)
 
 
-def _render_md(md: MarkdownIt, text: str) -> str:
+def _render_md(md: MarkdownIt, text: str, slugs: Slugger) -> str:
     tokens = md.parse(text)
-    _mark_headings(tokens)
+    _mark_headings(tokens, slugs)
     html: str = md.renderer.render(tokens, md.options, {})
     return html
 
 
-def _split_sources(markdown: str) -> tuple[str, str, bool]:
-    """The Markdown before and after its Sources section, and whether it had one."""
+def _split_sources(markdown: str) -> tuple[str, str, str | None]:
+    """The Markdown before and after its Sources section, and that section's title
+    (None: it had none)."""
     lines = markdown.splitlines()
     for i, line in enumerate(lines):
         if _SOURCES_HEADING.match(line):
             end = next(
                 (j for j in range(i + 1, len(lines)) if _ANY_HEADING.match(lines[j])), len(lines)
             )
-            return "\n".join(lines[:i]), "\n".join(lines[end:]), True
-    return markdown, "", False
+            title = line.lstrip("#").strip()
+            return "\n".join(lines[:i]), "\n".join(lines[end:]), title
+    return markdown, "", None
 
 
 def _sources_html(sources: list[Source]) -> str:
@@ -289,22 +309,30 @@ def _meta_html(report: Report) -> str:
     return f'<div class="meta">{"".join(parts)}</div>\n'
 
 
-def render_fragment(report: Report) -> str:
-    """The report as an ``<article class="sleuth-report">`` (style it with ``REPORT_CSS``)."""
+def render_fragment(report: Report, *, timeline: bool = True) -> str:
+    """The report as an ``<article class="sleuth-report">`` (style it with ``REPORT_CSS``),
+    ending with its timing waterfall (unless ``timeline`` is False: the web page draws
+    a live run's own)."""
     known = {source.id: source for source in report.sources}
-    md = _markdown(known)
-    before, after, had_sources = _split_sources(report.markdown)
+    md = _markdown(known, Quotes(report.claims, known))
+    before, after, sources_title = _split_sources(report.markdown)
+    slugs = Slugger()
     lines = before.split("\n", 1)
     if lines[0].startswith("# "):
-        head, before = _render_md(md, lines[0]), (lines[1] if len(lines) > 1 else "")
+        head, before = _render_md(md, lines[0], slugs), (lines[1] if len(lines) > 1 else "")
     else:
         head = f"<h1>Research: {escape(report.topic)}</h1>\n"
-    body = _render_md(md, before) + _sources_html(report.sources) + _render_md(md, after)
-    if not had_sources and 'id="gaps"' not in body and report.failures:
+    body = _render_md(md, before, slugs)
+    if sources_title is not None:  # the Markdown's own heading, which the list replaces
+        slugs.slug(sources_title)
+    body += _sources_html(report.sources) + _render_md(md, after, slugs)
+    if sources_title is None and 'id="gaps"' not in body and report.failures:
         gaps = "\n".join(
             f"- {escape(f.url or f.stage)} — {escape(f.reason)}" for f in report.failures
         )
-        body += _render_md(md, "## Gaps\n\n" + gaps)
+        body += _render_md(md, "## Gaps\n\n" + gaps, slugs)
+    if timeline:
+        body += render_waterfall(report)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 

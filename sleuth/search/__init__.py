@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import httpx
 
+from sleuth import timeline
 from sleuth._sent import trace_sent
 from sleuth._tls import client_tls
 from sleuth._version import __version__
@@ -29,13 +30,14 @@ from sleuth.search.base import (
     provider_names,
     register,
 )
+from sleuth.search.config import SearchConfig
 from sleuth.search.jsonapi import mask_key_params, seconds
-from sleuth.settings import Settings
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "UNREACHABLE",
     "ProviderFailure",
+    "SearchConfig",
     "SearchProvider",
     "build_providers",
     "get_provider",
@@ -52,19 +54,21 @@ UNREACHABLE = "could not reach the search engine (no network?)"
 
 
 def build_providers(
-    settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+    settings: SearchConfig | object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
 ) -> list[SearchProvider]:
-    """The providers named in ``settings.search``, in fallback order.
+    """The providers named in ``settings.search``, in fallback order (``settings``: a
+    :class:`SearchConfig`, or the settings table it is made from).
 
     Every name and every API key is checked before this returns, so a run never
     starts searching with a half-usable configuration. All problems are reported
     together in one ``ProviderError`` (a config error: the CLI exits 2).
     """
+    config = SearchConfig.of(settings)
     providers: list[SearchProvider] = []
     problems: list[str] = []
-    for name in dict.fromkeys(settings.search):
+    for name in dict.fromkeys(config.search):
         try:
-            providers.append(get_provider(name)(settings, client, env))
+            providers.append(get_provider(name)(config, client, env))
         except ProviderError as exc:
             problems.append(str(exc))
     if problems:
@@ -72,7 +76,7 @@ def build_providers(
     return providers
 
 
-def make_search_client(settings: Settings) -> httpx.AsyncClient:
+def make_search_client(settings: SearchConfig | object) -> httpx.AsyncClient:
     """The HTTP client the providers share.
 
     Search endpoints are chosen by the user (API hosts, their own SearXNG), so no
@@ -80,9 +84,10 @@ def make_search_client(settings: Settings) -> httpx.AsyncClient:
     tells a run waiting for its first search that the request is out (``sleuth._sent``;
     a no-op otherwise).
     """
-    user_agent = settings.user_agent or f"sleuth/{__version__}"
+    config = SearchConfig.of(settings)
+    user_agent = config.user_agent or f"sleuth/{__version__}"
     return httpx.AsyncClient(
-        timeout=httpx.Timeout(settings.search_timeout),
+        timeout=httpx.Timeout(config.search_timeout),
         headers={"User-Agent": user_agent},
         max_redirects=5,
         event_hooks={"request": [trace_sent]},
@@ -116,6 +121,26 @@ def _own_hits(hits: Sequence[SearchHit], query: str, limit: int) -> list[SearchH
     return sorted(tagged, key=lambda h: h.rank)[:limit]
 
 
+def _failed(
+    provider: str, query: str, reason: str, exc: Exception, on_event: ProgressCallback
+) -> SearchFailure:
+    """The failure of one provider for ``query``, logged and told to ``on_event``."""
+    unreachable = _unreachable(exc)
+    log.info("search provider %s failed for %r: %s", provider, query, reason)
+    # A network error's text is a resolver's or a socket's (URLs of engines the user
+    # never chose): the line says what it means; --verbose and data keep it.
+    said = UNREACHABLE if unreachable else reason
+    data = {"query": query, "provider": provider, "reason": reason}
+    on_event(
+        Event(
+            "search_failed",
+            f"{provider} failed for {query!r}: {said}",
+            {**data, "unreachable": True} if unreachable else data,
+        )
+    )
+    return SearchFailure(provider=provider, query=query, reason=reason, unreachable=unreachable)
+
+
 async def _search_one(
     query: str,
     providers: Sequence[SearchProvider],
@@ -128,30 +153,17 @@ async def _search_one(
     failures: list[SearchFailure] = []
     answered_empty: str | None = None
     for provider in providers:
-        try:
-            async with asyncio.timeout(per_search):
-                found = await provider.search(query, limit=limit)
-        except Exception as exc:
-            reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
-            unreachable = _unreachable(exc)
-            failures.append(
-                SearchFailure(
-                    provider=provider.name, query=query, reason=reason, unreachable=unreachable
-                )
-            )
-            log.info("search provider %s failed for %r: %s", provider.name, query, reason)
-            # A network error's text is a resolver's or a socket's (URLs of engines the
-            # user never chose): the line says what it means; --verbose and data keep it.
-            said = UNREACHABLE if unreachable else reason
-            data = {"query": query, "provider": provider.name, "reason": reason}
-            on_event(
-                Event(
-                    "search_failed",
-                    f"{provider.name} failed for {query!r}: {said}",
-                    {**data, "unreachable": True} if unreachable else data,
-                )
-            )
-            continue
+        with timeline.span("search", "search", query):
+            timeline.note(detail=provider.name)
+            try:
+                async with asyncio.timeout(per_search):
+                    found = await provider.search(query, limit=limit)
+            except Exception as exc:
+                reason = mask_key_params(provider.redact(_failure_reason(exc, per_search)))
+                timeline.note(outcome="failed", detail=f"{provider.name}: {reason}")
+                failures.append(_failed(provider.name, query, reason, exc, on_event))
+                continue
+            timeline.note(size=len(found))
         hits = _own_hits(found, query, limit)
         if hits:
             count = f"{len(hits)} result{'' if len(hits) == 1 else 's'}"

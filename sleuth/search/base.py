@@ -15,7 +15,7 @@ import httpx
 from sleuth.errors import ProviderError
 from sleuth.errors import ProviderFailure as ProviderFailure  # re-exported for plugins
 from sleuth.models import SearchHit
-from sleuth.settings import Settings
+from sleuth.search.config import SearchConfig
 
 ENTRY_POINT_GROUP = "sleuth.search_providers"
 
@@ -44,9 +44,14 @@ class SearchProvider(ABC):
     env_keys: ClassVar[tuple[str, ...]] = ()
 
     def __init__(
-        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+        self,
+        settings: SearchConfig | object,
+        client: httpx.AsyncClient,
+        env: Mapping[str, str] | None = None,
     ) -> None:
-        self.settings = settings
+        #: The providers' settings (a :class:`~sleuth.search.config.SearchConfig`, made
+        #: from the settings table when given that).
+        self.settings = SearchConfig.of(settings)
         self.client = client
         env = os.environ if env is None else env
         missing = [key for key in self.env_keys if not env.get(key)]

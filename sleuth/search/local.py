@@ -18,7 +18,6 @@ import httpx
 from sleuth.errors import ConfigError, ProviderError
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
-from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder, search_docs
 
 __all__ = ["LocalSearch", "provider_groups"]
@@ -32,14 +31,14 @@ class LocalSearch(SearchProvider):
 
     def __init__(
         self,
-        settings: Settings,
+        settings: object,
         client: httpx.AsyncClient,
         env: Mapping[str, str] | None = None,
         *,
         store: Store | None = None,
     ) -> None:
         super().__init__(settings, client, env)
-        docs = getattr(settings, "docs", None)
+        docs = self.settings.docs
         if docs is None:
             raise ProviderError(
                 "search provider 'local' needs a documents folder: --docs DIR or SLEUTH_DOCS"
@@ -60,7 +59,7 @@ class LocalSearch(SearchProvider):
     def store(self) -> Store:
         """The store holding the index (opened on first use under ``--home``)."""
         if self._store is None:
-            home = getattr(self.settings, "home", None)
+            home = self.settings.home
             self._store = Store(Path(home) if home else default_home())
         return self._store
 
@@ -74,11 +73,7 @@ class LocalSearch(SearchProvider):
 
                 try:
                     store = await asyncio.to_thread(self.store)
-                    limits = (
-                        extract_limits(self.settings)
-                        if isinstance(self.settings, Settings)
-                        else None
-                    )
+                    limits = extract_limits(self.settings)
                     self.index_report = await asyncio.to_thread(
                         index_folder, store, self.folder, DocumentExtractor(limits)
                     )

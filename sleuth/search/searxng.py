@@ -10,7 +10,6 @@ from sleuth.errors import ProviderError
 from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, register
 from sleuth.search.jsonapi import JsonApiProvider, json_list
-from sleuth.settings import Settings
 
 
 @register
@@ -20,14 +19,15 @@ class SearxngProvider(JsonApiProvider):
     name = "searxng"
 
     def __init__(
-        self, settings: Settings, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
+        self, settings: object, client: httpx.AsyncClient, env: Mapping[str, str] | None = None
     ) -> None:
         super().__init__(settings, client, env)
-        if not settings.searxng_url:
+        url = self.settings.searxng_url
+        if not url:
             raise ProviderError(
                 "search provider 'searxng' needs --searxng-url or SLEUTH_SEARXNG_URL"
             )
-        self.base_url = settings.searxng_url.rstrip("/")
+        self.base_url = url.rstrip("/")
 
     def status_reason(self, status: int) -> str:
         """Point at the usual cause of a 403: the instance does not serve JSON."""

@@ -28,23 +28,34 @@ The counts go to :class:`~sleuth.models.CitationCheck` and the report's footer.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.lang import Labels, labels_for
 from sleuth.llm.parse import parse_verdict
 from sleuth.llm.tokens import chunk_text
-from sleuth.models import Candidate, CitationCheck, Page, Source
-from sleuth.stages.read import split_passages
+from sleuth.models import Candidate, CitationCheck, Claim, Page, Source
+from sleuth.stages.evidence import Evidence, key_terms, lexical_support, split_sentences
+from sleuth.stages.write import escape_inline
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["Evidence", "check_citations", "evidence_of", "footer", "key_terms", "lexical_support"]
+__all__ = [
+    "Evidence",
+    "check_citations",
+    "claims_of",
+    "evidence_of",
+    "footer",
+    "key_terms",
+    "lexical_support",
+    "removed_section",
+    "split_sentences",
+]
 
 # -- URLs ------------------------------------------------------------------------------
 _LINK = re.compile(r"(!?)\[([^\]\n]{0,300})\]\(\s*<?([^)\s>]{1,2000})>?(?:\s+\"[^\"\n]*\")?\s*\)")
@@ -85,117 +96,7 @@ _CITE = re.compile(
 )
 _RANGE = re.compile(r"(\d{1,4})\s*[-–—]\s*(\d{1,4})")
 _MAX_RANGE = 20
-
-# -- sentences -------------------------------------------------------------------------
-_TRAIL_CITES = r"(?:\s*(?:\[\^?[\d\s,;，、\-–—^]{1,60}\]|【\d{1,4}】))*"
-_BOUNDARY = re.compile(rf"[.!?]+[\"'”’)]*{_TRAIL_CITES}(?=\s|$)|[。！？]+[”’）]*{_TRAIL_CITES}")
 _LINE_PREFIX = re.compile(r"^(\s*(?:>\s*)*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?)")
-_ABBREVIATIONS = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Ms|Fig|No)\.)$", re.IGNORECASE
-)
-
-# -- terms -----------------------------------------------------------------------------
-_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*%?")
-_STOP_WORDS = """
-a about above after again against all also although among an and any are as at be because
-been before being below between both but by can could did do does doing done down during
-each either else even ever every few for from further had has have having he her here hers
-him his how however i if in into is it its itself just may might more most much must my
-neither no nor not now of off often on once one only or other our out over own per rather
-same she should since so some such than that the their them then there these they this
-those though through thus to too under until up upon us very via was we were what when where
-whether which while who whom whose why will with within without would yet you your
-according source sources page pages article report reports states stated say says said
-describes described explains explained notes noted also well many several various use used
-using new like including include includes
-"""
-_STOP = frozenset(_STOP_WORDS.split())
-_CJK_STOP_WORDS = (
-    "我们 可以 一个 这个 通过 以及 进行 他们 因此 但是 如果 由于 这些 那些 其中 "
-    "并且 或者 来源 根据 指出 表示 认为"
-)
-_CJK_STOP = frozenset(_CJK_STOP_WORDS.split())
-
-
-def _stem(word: str) -> str:
-    """A crude stem: shared prefixes stand in for shared roots (token/tokens, protect/-ion)."""
-    if len(word) >= 5:
-        return word[:5]
-    return word[:-1] if len(word) == 4 and word.endswith("s") else word
-
-
-def _norm_number(text: str) -> str:
-    return re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.rstrip("%"))
-
-
-def key_terms(text: str) -> tuple[set[str], set[str]]:
-    """(terms, figures) of ``text``: stemmed content words and CJK character pairs,
-    and the numbers that must be found verbatim (two digits or more, or decimals)."""
-    terms: set[str] = set()
-    for run in _CJK_RUN.findall(text):
-        pairs = {run[i : i + 2] for i in range(len(run) - 1)} if len(run) > 1 else {run}
-        terms |= pairs - _CJK_STOP
-    latin = _CJK_RUN.sub(" ", text)
-    for word in _WORD.findall(latin.lower()):
-        word = word.replace("’", "'").split("'")[0]
-        if len(word) >= 3 and word not in _STOP:
-            terms.add(_stem(word))
-    figures: set[str] = set()
-    for raw in _NUMBER.findall(text):
-        number = _norm_number(raw)
-        if len(number.replace(".", "").replace(",", "")) >= 2:
-            figures.add(number)
-        else:
-            terms.add(number)
-    return terms, figures
-
-
-@dataclass
-class Evidence:
-    """What one source says, prepared for lexical matching."""
-
-    windows: list[str]
-    terms: list[set[str]] = field(default_factory=list)
-    figures: set[str] = field(default_factory=set)
-
-    @classmethod
-    def build(cls, text: str, summary: str | None = None) -> Evidence:
-        """Windows of two adjacent passages of ``text``, plus the summary as one window."""
-        passages = split_passages(text)
-        windows = [" ".join(passages[i : i + 2]) for i in range(max(1, len(passages) - 1))]
-        windows = [w for w in windows if w.strip()]
-        if summary:
-            windows.append(summary)
-        evidence = cls(windows=windows)
-        for window in windows:
-            terms, figures = key_terms(window)
-            evidence.terms.append(terms | figures)
-            evidence.figures |= figures
-        # Small numbers ("2", "5") may be written as words in the source: terms only.
-        evidence.figures |= {f for t in evidence.terms for f in t if f[:1].isdigit()}
-        return evidence
-
-    def best(self, terms: set[str], k: int = 2) -> list[str]:
-        """The ``k`` windows sharing the most terms with ``terms``."""
-        order = sorted(range(len(self.windows)), key=lambda i: -len(terms & self.terms[i]))
-        return [self.windows[i] for i in order[:k]]
-
-
-def lexical_support(claim: str, evidence: list[Evidence]) -> bool:
-    """Whether the cited sources back ``claim`` lexically; see the module docstring."""
-    terms, figures = key_terms(claim)
-    if not evidence:
-        return False
-    known_figures = set().union(*(e.figures for e in evidence))
-    if not figures <= known_figures:
-        return False
-    if not terms:
-        return True
-    need = max(1, math.ceil(0.5 * len(terms)))
-    best = max((len(terms & window) for e in evidence for window in e.terms), default=0)
-    return best >= need
 
 
 # -- the report body ----------------------------------------------------------------------
@@ -296,22 +197,10 @@ def _cited(sentence: str, ids: set[int], counts: _Counts) -> tuple[str, list[int
     return text, found, cited
 
 
-def split_sentences(text: str) -> list[str]:
-    """``text`` cut after each sentence end (keeping citations that follow it)."""
-    pieces: list[str] = []
-    start = 0
-    for match in _BOUNDARY.finditer(text):
-        if _ABBREVIATIONS.search(text[start : match.start() + 1]):
-            continue
-        pieces.append(text[start : match.end()])
-        start = match.end()
-    if start < len(text):
-        pieces.append(text[start:])
-    return pieces
-
-
 def _claim(sentence: str) -> str:
-    return _CITE.sub(" ", sentence).replace("**", "").replace("__", "").strip()
+    """The sentence as a claim: no citations, no bold, no blank before punctuation."""
+    text = " ".join(_CITE.sub(" ", sentence).replace("**", "").replace("__", "").split())
+    return re.sub(r" (?=[.,;:!?。，；：！？])", "", text)
 
 
 @dataclass
@@ -463,11 +352,14 @@ async def check_citations(
     method: str = "lexical",
     llm: RunLLM | None = None,
     language: str = "English",
+    claims: list[Claim] | None = None,
 ) -> tuple[str, CitationCheck]:
     """The checked body and what the check did; see the module docstring.
 
     ``urls`` maps canonical URLs of the run's sources to their numbers,
-    ``evidence`` maps each number to its :class:`Evidence`.
+    ``evidence`` maps each number to its :class:`Evidence`. ``claims``, when given, is
+    extended with every cited sentence, its verdict and the best span of each source
+    it cites (:func:`claims_of`).
     """
     counts = _Counts()
     parsed = _parse(clean_urls(body, urls, counts), ids, counts)
@@ -490,7 +382,48 @@ async def check_citations(
         invented_urls_removed=counts.invented,
         invented_claims_removed=invented,
     )
+    if claims is not None:
+        claims += claims_of(parsed.units, evidence)
     return _render(parsed, labels_for(language).unverified), result
+
+
+def _verdict(unit: _Unit) -> str:
+    if unit.invented:
+        return "invented"
+    if unit.verdict is None or (unit.table and not unit.verdict):
+        return "unverified"
+    return "kept" if unit.verdict else "removed"
+
+
+def claims_of(units: Sequence[_Unit], evidence: dict[int, Evidence]) -> list[Claim]:
+    """Each checked sentence as a :class:`Claim`: its verdict, and for each source it
+    cites the span of that source's text that best backs it (best first)."""
+    claims = []
+    for unit in units:
+        found = (evidence[n].support(unit.claim, n) for n in unit.ids if n in evidence)
+        support = sorted((s for s in found if s is not None), key=lambda s: -s.score)
+        claims.append(
+            Claim(
+                text=unit.claim,
+                sources=list(unit.ids),
+                verdict=_verdict(unit),  # type: ignore[arg-type]
+                support=support,
+            )
+        )
+    return claims
+
+
+def removed_section(claims: Sequence[Claim], language: str = "English") -> list[str]:
+    """The report's appendix listing the sentences the check removed as not supported by
+    the sources they cited (none: no lines), each with the numbers it cited."""
+    removed = [c for c in claims if c.verdict == "removed"]
+    if not removed:
+        return []
+    lines = [f"## {labels_for(language).removed}", ""]
+    for claim in removed:
+        cited = "".join(f"[{n}]" for n in claim.sources)
+        lines.append(f"- “{escape_inline(claim.text)}” {cited}")
+    return [*lines, ""]
 
 
 def evidence_of(

@@ -28,11 +28,13 @@ import threading
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from sleuth import timeline
 from sleuth.errors import ContextOverflowError, LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import is_not_relevant
 from sleuth.llm.tokens import chunk_text
 from sleuth.models import Candidate, Page, Source
 from sleuth.progress import Event
+from sleuth.stages.sentences import Passage, addresses_a_reader, passages
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
@@ -42,6 +44,16 @@ T = TypeVar("T")
 MIN_PASSAGE = 80
 MAX_PASSAGE = 600
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
+
+__all__ = [
+    "PageReader",
+    "addresses_a_reader",
+    "best_passages",
+    "bm25_scores",
+    "passages_within",
+    "ranked_passages",
+    "split_passages",
+]
 
 
 def _sentences_to_windows(paragraph: str) -> list[str]:
@@ -89,32 +101,6 @@ def split_passages(text: str, joiner: str = " ") -> list[str]:
     return passages
 
 
-_READER_RULES = [
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\b(?:ignore|disregard|forget|override)\b[^.!?\n]{0,40}\b(?:previous|prior|above|earlier"
-        r"|all|any|your|the)\b[^.!?\n]{0,20}\b(?:instructions?|prompts?|rules|directions|question)",
-        r"\b(?:you are|you're)\s+(?:now\s+)?(?:an?\s+|in\s+)?(?:ai\b|assistant|language model"
-        r"|llm|chatbot|developer mode|jailbroken|dan\b)",
-        r"\b(?:system|developer)\s+prompt\b",
-        r"\b(?:note|message|instructions?|notice)\s+(?:to|for)\s+(?:all\s+)?(?:the\s+)?(?:ai\b"
-        r"|assistants?|language models?|llms?|chatbots?|models?|bots?|crawlers?)",
-        r"^\s*(?:system|assistant|developer)\s*:",
-        r"\b(?:tell|inform|convince)\s+(?:the|your)\s+(?:reader|user)s?\b",
-        r"\b(?:cite|quote|trust)\s+only\s+this\s+(?:page|source|site)\b",
-        r"\bas an ai\b",
-    )
-]
-
-
-def addresses_a_reader(passage: str) -> bool:
-    """Whether a passage gives instructions to the reader or to an AI (a prompt injection).
-
-    Such a passage says nothing about the question: it is never quoted as a finding.
-    """
-    return any(rule.search(passage) for rule in _READER_RULES)
-
-
 _BM25S_LOCK = threading.Lock()
 _bm25s_module: Any = None
 
@@ -158,35 +144,44 @@ def _tokens(texts: list[str]) -> list[list[str]]:
     return [list(t) for t in tokenized]
 
 
+def bm25_scores(texts: list[str], queries: list[str]) -> list[float]:
+    """The BM25 score of each of ``texts`` against the terms of ``queries`` (0 when none)."""
+    query = sorted({tok for toks in _tokens(queries) for tok in toks})
+    if not query or not texts:
+        return [0.0] * len(texts)
+    retriever = _bm25s().BM25()
+    retriever.index(_tokens(texts), show_progress=False)
+    scores = retriever.get_scores(query)
+    return [float(scores[i]) for i in range(len(texts))]
+
+
 def _by_relevance(passages: list[str], queries: list[str]) -> list[tuple[float, int]]:
     """(BM25 score against ``queries``, index) of every passage, most relevant first."""
-    query = sorted({tok for toks in _tokens(queries) for tok in toks})
-    if not query:
-        return [(0.0, i) for i in range(len(passages))]
-    retriever = _bm25s().BM25()
-    retriever.index(_tokens(passages), show_progress=False)
-    scores = retriever.get_scores(query)
-    return sorted(
-        ((float(scores[i]), i) for i in range(len(passages))), key=lambda pair: (-pair[0], pair[1])
-    )
+    scores = bm25_scores(passages, queries)
+    return sorted(((score, i) for i, score in enumerate(scores)), key=lambda p: (-p[0], p[1]))
+
+
+def ranked_passages(text: str, queries: list[str], k: int) -> list[Passage]:
+    """The ``k`` passages of ``text`` most relevant to ``queries``, in page order.
+
+    Passages are whole sentences of one paragraph (:func:`sleuth.stages.sentences.passages`:
+    no reference, template, heading, navigation or cookie lines, nothing that addresses
+    the reader or an AI). When no passage shares a term with the queries, the page's
+    opening passages are returned instead, since the page was chosen by a search engine
+    for this question.
+    """
+    found = passages(text, MAX_PASSAGE)
+    if len(found) <= k:
+        return found
+    chosen = [i for score, i in _by_relevance([p.text for p in found], queries)[:k] if score > 0]
+    if not chosen:
+        return found[:k]
+    return [found[i] for i in sorted(chosen)]
 
 
 def best_passages(text: str, queries: list[str], k: int) -> list[str]:
-    """The ``k`` passages of ``text`` most relevant to ``queries``, in page order.
-
-    When no passage shares a term with the queries, the page's opening passages are
-    returned instead, since the page was chosen by a search engine for this question.
-    A passage that gives the reader or an AI instructions (:func:`addresses_a_reader`)
-    is never chosen: it is an injection, not a finding.
-    """
-    kept = "\n".join(line for line in text.split("\n") if not addresses_a_reader(line))
-    passages = [p for p in split_passages(kept) if not addresses_a_reader(p)]
-    if len(passages) <= k:
-        return passages
-    chosen = [i for score, i in _by_relevance(passages, queries)[:k] if score > 0]
-    if not chosen:
-        return passages[:k]
-    return [passages[i] for i in sorted(chosen)]
+    """The text of :func:`ranked_passages`: what a source quotes."""
+    return [p.text for p in ranked_passages(text, queries, k)]
 
 
 def passages_within(text: str, queries: list[str], budget: int, count: Callable[[str], int]) -> str:
@@ -260,7 +255,8 @@ class PageReader:
         if not self.llm.usable:
             return None
         try:
-            summary = await self.summarise(page)
+            with timeline.about(candidate.url):  # the timeline ties the calls to the page
+                summary = await self.summarise(page)
         except LLMAuthError:
             raise
         except LLMError as exc:

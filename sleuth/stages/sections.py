@@ -28,13 +28,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sleuth._slug import Slugger, heading_text
 from sleuth.errors import ParseError
 from sleuth.lang import Labels
 from sleuth.llm.parse import json_values, strip_think
-from sleuth.models import CitationCheck, Failure, Source
+from sleuth.models import AnswerSentence, CitationCheck, Claim, Failure, Source
 from sleuth.stages.check import Evidence, check_citations, key_terms, split_sentences
 from sleuth.stages.write import (
     Confidence,
+    answer_lines,
     escape_inline,
     quote,
     render_markdown,
@@ -49,7 +51,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Planned",
     "Written",
-    "anchors",
     "drop_repeats",
     "fallback_outline",
     "llm_outline",
@@ -57,6 +58,7 @@ __all__ = [
     "render_deep",
     "render_tree_template",
     "section_count",
+    "section_title",
     "write_frame",
     "write_section",
 ]
@@ -86,6 +88,8 @@ class Written:
     planned: Planned
     body: str
     check: CitationCheck | None = None
+    #: Its cited sentences with their verdicts and source spans.
+    claims: tuple[Claim, ...] = ()
 
 
 def section_count(words: int) -> int:
@@ -252,6 +256,7 @@ async def _checked(
     llm: RunLLM,
 ) -> Written:
     urls, texts = evidence
+    claims: list[Claim] = []
     checked, check = await check_citations(
         body,
         ids=ids,
@@ -260,8 +265,9 @@ async def _checked(
         method=method,
         llm=llm,
         language=llm.language,
+        claims=claims,
     )
-    return Written(planned, checked, check)
+    return Written(planned, checked, check, tuple(claims))
 
 
 def _without_heading(body: str, title: str) -> str:
@@ -391,35 +397,50 @@ def merge_checks(checks: Sequence[CitationCheck]) -> CitationCheck:
 
 
 # -- the Markdown ------------------------------------------------------------------------
-def _slug(text: str) -> str:
-    # The HTML report's rule for h2 ids (sleuth.report.html._slug), so the table of
-    # contents links work there; plain titles get the same anchors on GitHub.
-    return "-".join(re.findall(r"[a-z0-9]+", text.lower()))[:40]
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 
 
-def anchors(titles: Sequence[str]) -> list[str]:
-    """The ids the HTML report gives these h2 headings, in order (deduplicated as it does)."""
-    used = {"sources", "sources-list"}
-    out = []
-    for title in titles:
-        slug = _slug(title) or "section"
-        while slug in used or slug.startswith("source-"):
-            slug = f"{slug}-{len(used)}"
-        used.add(slug)
-        out.append(slug)
-    return out
+def _headings(body: str) -> list[tuple[int, str]]:
+    """The (level, Markdown text) of each heading of ``body``, outside code blocks."""
+    found, fenced = [], False
+    for line in body.split("\n"):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        match = None if fenced else _HEADING.match(line)
+        if match:
+            found.append((len(match.group(1)), match.group(2)))
+    return found
 
 
-def _with_contents(heading: str, parts: Sequence[tuple[str, str]], labels: Labels) -> list[str]:
-    """The title, a table of contents, then each (title, body) part as a "##" section."""
+def _with_contents(
+    heading: str,
+    parts: Sequence[tuple[str, str]],
+    labels: Labels,
+    lead: Sequence[tuple[str, str]] = (),
+) -> list[str]:
+    """The title, the ``lead`` parts (an answer), a table of contents, then each (title,
+    body) part as a "##" section.
+
+    The contents link each part, and each "###" subsection within it, by the id GitHub
+    gives its heading (:mod:`sleuth._slug`; sleuth's HTML gives the same), counting every
+    heading before it, so the links work wherever the Markdown is shown.
+    """
+    slugs = Slugger()
+    slugs.slug(heading_text(heading.lstrip("# ")))
+    lines = [heading, ""]
+    for title, body in lead:
+        slugs.slug(heading_text(escape_inline(title)))
+        lines += [f"## {escape_inline(title)}", "", body.strip(), ""]
+    slugs.slug(labels.contents)
     titles = [escape_inline(title) for title, _ in parts]
-    ids = anchors([labels.contents, *titles])[1:]
-    lines = [heading, "", f"## {labels.contents}", ""]
-    lines += [
-        f"{n}. [{title}](#{anchor})"
-        for n, (title, anchor) in enumerate(zip(titles, ids, strict=True), start=1)
-    ]
-    lines.append("")
+    entries: list[str] = []
+    for n, (title, (_, body)) in enumerate(zip(titles, parts, strict=True), start=1):
+        entries.append(f"{n}. [{title}](#{slugs.slug(heading_text(title))})")
+        for level, text in _headings(body):
+            anchor = slugs.slug(heading_text(text))
+            if level == 3:
+                entries.append(f"   - [{text}](#{anchor})")
+    lines += [f"## {labels.contents}", "", *entries, ""]
     for title, (_, body) in zip(titles, parts, strict=True):
         lines += [f"## {title}", "", body.strip(), ""]
     return lines
@@ -451,6 +472,15 @@ def _quoted(sources: Sequence[Source]) -> list[str]:
     return lines
 
 
+def section_title(question: str, topic: str) -> str:
+    """A section's title from the question it researched: the question as asked is
+    "The question as asked"; a lower-case start (a search string) gets its capital."""
+    text = " ".join(question.split())
+    if text.rstrip("?").casefold() == " ".join(topic.split()).rstrip("?").casefold():
+        return "The question as asked"
+    return text[:1].upper() + text[1:]
+
+
 def render_tree_template(
     question: str,
     groups: Sequence[tuple[str, list[Source], list[tuple[str, list[Source]]]]],
@@ -459,19 +489,31 @@ def render_tree_template(
     failures: list[Failure],
     level: Confidence,
     reason: str,
+    answer: Sequence[AnswerSentence] | None = None,
+    section_answers: Sequence[Sequence[AnswerSentence]] = (),
 ) -> str:
-    """The deep report without a model: per sub-question, its sources' quoted passages,
-    then each follow-up it led to (``groups``: title, sources, [(follow-up, sources)])."""
+    """The deep report without a model: the ``answer`` first, then per sub-question its
+    own answer (``section_answers``, in the order of ``groups``), its sources' quoted
+    passages, then each follow-up it led to (``groups``: title, sources, [(follow-up,
+    sources)])."""
     if not sources:
         return render_markdown(question, sources, failures, level, reason)
     labels = Labels()
     parts = [(labels.introduction, intro)]
-    for title, own, follow_ups in groups:
-        body = _quoted(own)
+    for n, (title, own, follow_ups) in enumerate(groups):
+        body: list[str] = []
+        if n < len(section_answers) and section_answers[n]:
+            body += ["**Answer:**", "", *answer_lines(section_answers[n]), ""]
+        body += _quoted(own)
         for follow, found in follow_ups:
             if found:
-                body += [f"### {escape_inline(follow)}", "", *_quoted(found)]
+                body += [
+                    f"### {escape_inline(section_title(follow, question))}",
+                    "",
+                    *_quoted(found),
+                ]
         if any(line.strip() for line in body):
-            parts.append((title, "\n".join(body)))
-    lines = _with_contents(f"# Research: {escape_inline(question)}", parts, labels)
+            parts.append((section_title(title, question), "\n".join(body)))
+    lead = [("Answer", "\n".join(answer_lines(answer)))] if answer is not None else []
+    lines = _with_contents(f"# Research: {escape_inline(question)}", parts, labels, lead)
     return "\n".join(lines + report_tail(sources, failures, level, reason, labels))

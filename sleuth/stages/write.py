@@ -16,12 +16,13 @@ confidence rule, the sources list and the gaps. The model's body is citation-che
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
 from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.lang import Labels
 from sleuth.llm.tokens import chunk_text
-from sleuth.models import Failure, Source
+from sleuth.models import AnswerSentence, Failure, Source
 from sleuth.stages.read import NOT_RELEVANT
 from sleuth.stages.relevance import OFF_TOPIC
 
@@ -31,7 +32,11 @@ if TYPE_CHECKING:
 Confidence = Literal["HIGH", "MEDIUM", "LOW"]
 
 _FOOTNOTE = re.compile(r"\[\s*(?:\d+|citation needed|note \d+|[a-z])\s*\]", re.IGNORECASE)
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>#|])")
+# What Markdown would read as markup inside a line. "|" only matters in a table and "#"
+# only where a line starts, so neither is escaped inline: a title keeps its "|".
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>])")
+# What Markdown would read as markup where a line starts: a heading, a list, a rule.
+_LINE_START = re.compile(r"^(?:(#{1,6}|[-+=])(?=\s|$)|(\d{1,9})([.)])(?=\s|$))")
 
 
 def confidence(sources: list[Source]) -> tuple[Confidence, str]:
@@ -58,10 +63,16 @@ def escape_inline(text: str) -> str:
     return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
 
 
+def escape_line(text: str) -> str:
+    """Text safe to start a Markdown line with (a quote, a list item's text)."""
+    return _LINE_START.sub(
+        lambda m: f"\\{m[1]}" if m[1] else f"{m[2]}\\{m[3]}", escape_inline(text)
+    )
+
+
 def quote(passage: str) -> str:
     """A passage as a Markdown block quote, with footnote markers like [3] removed."""
-    cleaned = " ".join(_FOOTNOTE.sub("", passage).split())
-    return "> " + _MD_SPECIAL.sub(r"\\\1", cleaned)
+    return "> " + escape_line(_FOOTNOTE.sub("", passage))
 
 
 def _findings(sources: list[Source]) -> list[str]:
@@ -99,11 +110,32 @@ def _gaps(failures: list[Failure], labels: Labels | None = None) -> list[str]:
     return lines
 
 
+def cites(ids: Sequence[int]) -> str:
+    """``[1][3]``: the citations of a sentence."""
+    return "".join(f"[{n}]" for n in ids)
+
+
+def answer_lines(answer: Sequence[AnswerSentence]) -> list[str]:
+    """An answer as Markdown list items, each sentence quoted and cited."""
+    if not answer:
+        return ["_No sentence of the sources answers the question directly; see the evidence._"]
+    return [f"- {escape_line(s.text)} {cites(s.sources)}" for s in answer]
+
+
 def render_markdown(
-    question: str, sources: list[Source], failures: list[Failure], level: Confidence, reason: str
+    question: str,
+    sources: list[Source],
+    failures: list[Failure],
+    level: Confidence,
+    reason: str,
+    answer: Sequence[AnswerSentence] | None = None,
 ) -> str:
-    """The full report: findings, confidence, sources and gaps."""
-    lines = [f"# Research: {escape_inline(question)}", "", "## Key Findings", ""]
+    """The full report: the answer (when there are sources and one was made), the
+    findings by source, confidence, sources and gaps."""
+    lines = [f"# Research: {escape_inline(question)}", ""]
+    if sources and answer is not None:
+        lines += ["## Answer", "", *answer_lines(answer), ""]
+    lines += ["## Key Findings", ""]
     lines += _findings(sources)
     lines += report_tail(sources, failures, level, reason, Labels())
     return "\n".join(lines)
@@ -148,19 +180,34 @@ _HTML_TAG = re.compile(r"<(?=[A-Za-z/!?])")
 REPORT_WORDS_FLOOR = 300
 
 
-def _source_notes(source: Source) -> str:
-    return source.summary or "\n".join(source.passages)
+def _source_notes(source: Source, first: Sequence[str] = ()) -> str:
+    """A source's summary, else its passages, those holding one of ``first`` first."""
+    if source.summary:
+        return source.summary
+    ranked = sorted(source.passages, key=lambda p: not any(f in p for f in first))
+    return "\n".join(ranked)
 
 
-def sources_block(sources: list[Source], llm: RunLLM, budget: int, stage: str = "report") -> str:
+def sources_block(
+    sources: list[Source],
+    llm: RunLLM,
+    budget: int,
+    stage: str = "report",
+    answer: Sequence[AnswerSentence] = (),
+) -> str:
     """The sources as the report prompt shows them, each cut to its share of ``budget``
-    (tokens counted for ``stage``'s model: deep mode's prompts show sources too)."""
+    (tokens counted for ``stage``'s model: deep mode's prompts show sources too).
+
+    A source's passages that hold a sentence of ``answer`` (the ranked evidence) come
+    first, so that what is cut to fit the share is the rest.
+    """
     model = llm.model_for(stage)
     heads = [f"[{s.id}] {' '.join(s.title.split())}\nURL: {s.url}" for s in sources]
     share = max(32, (budget - sum(llm.tokens(h, stage) + 4 for h in heads)) // max(1, len(sources)))
     blocks = []
     for head, source in zip(heads, sources, strict=True):
-        notes = _source_notes(source).strip()
+        first = [a.text for a in answer if a.sources and a.sources[0] == source.id]
+        notes = _source_notes(source, first).strip()
         if notes and llm.tokens(notes, stage) > share:
             # Only the first chunk is kept: chunk no more than could fill it (8 characters
             # a token at most), or a huge unbroken summary costs minutes to cut.
@@ -190,12 +237,18 @@ def tidy_body(text: str) -> str:
     return _HTML_TAG.sub("&lt;", body)
 
 
-async def llm_body(llm: RunLLM, question: str, sources: list[Source], words: int) -> str:
+async def llm_body(
+    llm: RunLLM,
+    question: str,
+    sources: list[Source],
+    words: int,
+    answer: Sequence[AnswerSentence] = (),
+) -> str:
     """The report body written by the report model; ParseError when it wrote nothing."""
     from sleuth.llm.run import reply_tokens
 
     window = llm.window("report")
-    reply = reply_tokens(max(words, REPORT_WORDS_FLOOR), window, share=2)
+    reply_size = reply_tokens(max(words, REPORT_WORDS_FLOOR), window, share=2)
     values: dict[str, object] = {
         "today": llm.today,
         "question": question,
@@ -203,25 +256,25 @@ async def llm_body(llm: RunLLM, question: str, sources: list[Source], words: int
         "language": llm.language,
     }
     budget = llm.text_budget(
-        "report", llm.overhead("report", "report", sources="", **values), reply
+        "report", llm.overhead("report", "report", sources="", **values), reply_size
     )
-    answer = await llm.ask(
+    reply = await llm.ask(
         "report",
         stage="report",
-        max_tokens=reply,
-        sources=sources_block(sources, llm, budget),
+        max_tokens=reply_size,
+        sources=sources_block(sources, llm, budget, answer=answer),
         **values,
     )
-    body = tidy_body(answer.answer)
+    body = tidy_body(reply.answer)
     if not body:
         raise ParseError("the report model's reply was empty")
-    if answer.truncated:
+    if reply.truncated:
         llm.failures.append(
             Failure(
                 url="",
                 stage="llm",
                 reason=f"the report reached the model's output limit "
-                f"({reply} tokens) and may end abruptly; ask for fewer --words",
+                f"({reply_size} tokens) and may end abruptly; ask for fewer --words",
             )
         )
     return body
@@ -244,7 +297,13 @@ def render_llm_markdown(
     return "\n".join(lines)
 
 
-async def write_body(llm: RunLLM, question: str, sources: list[Source], words: int) -> str | None:
+async def write_body(
+    llm: RunLLM,
+    question: str,
+    sources: list[Source],
+    words: int,
+    answer: Sequence[AnswerSentence] = (),
+) -> str | None:
     """The report body by the report model; None (reason recorded) to use the template.
 
     The body still holds the model's citations as it wrote them: the check stage
@@ -252,7 +311,7 @@ async def write_body(llm: RunLLM, question: str, sources: list[Source], words: i
     :func:`render_llm_markdown` puts sleuth's title, tail and footer around it.
     """
     try:
-        return await llm_body(llm, question, sources, words)
+        return await llm_body(llm, question, sources, words, answer)
     except LLMAuthError:
         raise
     except LLMError as exc:

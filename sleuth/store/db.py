@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 import platformdirs
 from pydantic import BaseModel
 
+from sleuth._duration import parse_duration
 from sleuth.errors import ConfigError, SleuthError, StoreBusyError, StoreCorruptError, StoreError
-from sleuth.settings import parse_duration
 from sleuth.store.migrations import MIGRATIONS, Migration
 
 __all__ = [

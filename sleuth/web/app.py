@@ -6,6 +6,8 @@ Routes::
                                     /?run=ID opens with that stored run's report
     GET  /api/config                defaults for the form, providers, whether the store is on
     POST /api/runs                  start a research (JSON body); 409 while one is running
+    GET  /api/live                  the runs as they start, however started (Server-Sent
+                                    Events: the one running when it connects, then each new)
     GET  /api/runs/{id}/events      the run's progress, then its report, as Server-Sent Events
     POST /api/runs/{id}/stop        cancel a running research
     GET  /api/runs/{id}/report.html the finished report as one self-contained HTML file
@@ -14,13 +16,14 @@ Routes::
     GET  /api/history/{id}          one stored report, rendered
 
 One research runs at a time. Its events are kept, so a page that reconnects (or a
-second tab) replays them from the start or from ``Last-Event-ID``. Requests must name
-a loopback host or the address the server was bound to (DNS-rebinding guard) unless it
-was bound beyond loopback on purpose, and a POST must be JSON (at most
-``MAX_BODY_BYTES``, refused with 413 as soon as it is over) from the page's own origin.
-Every response says ``X-Content-Type-Options: nosniff``; the page and the report
-download carry their Content-Security-Policy as a header. Text a run sends (events,
-reports) is made valid, so no lone surrogate can break a stream or a download.
+second tab) replays them from the start or from ``Last-Event-ID``; every page follows
+``/api/live`` and so shows a run started by another tab or by a script as it goes.
+Requests must name a loopback host or the address the server was bound to
+(DNS-rebinding guard) unless it was bound beyond loopback on purpose, and a POST must be
+JSON (at most ``MAX_BODY_BYTES``, refused with 413 as soon as it is over) from the
+page's own origin. Every response says ``X-Content-Type-Options: nosniff``; the page and
+the report download carry their Content-Security-Policy as a header. Text a run sends
+(events, reports) is made valid, so no lone surrogate can break a stream or a download.
 """
 
 from __future__ import annotations
@@ -54,10 +57,19 @@ from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
 from sleuth.progress import Event
 from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
+from sleuth.report.waterfall import render_waterfall
 from sleuth.settings import DEEP_DEFAULTS, Settings, load_settings, with_options
 from sleuth.web.page import render_page
 
-__all__ = ["LOOPBACK_HOSTS", "MAX_BODY_BYTES", "LiveRun", "WebState", "create_app", "host_names"]
+__all__ = [
+    "LOOPBACK_HOSTS",
+    "MAX_BODY_BYTES",
+    "LiveRun",
+    "WebState",
+    "create_app",
+    "for_page",
+    "host_names",
+]
 
 LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "::1", "[::1]"]
 #: The most bytes a request body may have: a form is a few hundred.
@@ -107,17 +119,31 @@ class WebState:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.runs: OrderedDict[str, LiveRun] = OrderedDict()
+        #: Set (and replaced) whenever a run starts: what ``/api/live`` waits for.
+        self.started = asyncio.Event()
 
     def running(self) -> LiveRun | None:
         return next((run for run in self.runs.values() if not run.done), None)
 
     def keep(self, run: LiveRun) -> None:
         self.runs[run.id] = run
+        self.started.set()
+        self.started = asyncio.Event()
         while len(self.runs) > KEEP_RUNS:
             oldest = next(iter(self.runs))
             if not self.runs[oldest].done:
                 break
             del self.runs[oldest]
+
+
+def for_page(html: str) -> str:
+    """Server-rendered HTML for the page, its ``style`` attributes as ``data-s`` ones.
+
+    The page's CSP applies no inline style attribute (and says so in the console for
+    each); its script sets each ``data-s`` through the CSSOM instead. Every attribute
+    value was escaped, so `` style="`` can only be an attribute.
+    """
+    return html.replace(' style="', ' data-s="')
 
 
 def _error(message: str, status: int) -> JSONResponse:
@@ -185,7 +211,10 @@ async def _execute(run: LiveRun) -> None:
         run.add(
             "report",
             {
-                "html": render_fragment(report),
+                # The page drew this run's timeline live: it gets the finished one (with
+                # the critical path) to put in its place, not a second copy in the report.
+                "html": for_page(render_fragment(report, timeline=False)),
+                "timeline_html": for_page(render_waterfall(report, open_=True)),
                 "confidence": report.confidence,
                 "sources": len(report.sources),
                 "failures": len(report.failures),
@@ -219,8 +248,6 @@ async def start_run(request: Request) -> Response:
         return _error("the body is not valid JSON", 400)
     if not isinstance(form, dict):
         return _error("the body must be a JSON object", 400)
-    if state.running() is not None:
-        return _error("a research is already running; wait for it or stop it", 409)
     from sleuth.pipeline.context import check_run, clean_question
 
     unknown = sorted(set(form) - {"question", *FORM_FIELDS})
@@ -237,6 +264,9 @@ async def start_run(request: Request) -> Response:
         await check_run(question, settings)
     except ConfigError as exc:
         return _error(str(exc), 400)
+    # A bad request is told what is wrong with it first; a good one, that it must wait.
+    if state.running() is not None:
+        return _error("a research is already running; wait for it or stop it", 409)
     run = LiveRun(id=secrets.token_hex(6), question=question, settings=settings)
     state.keep(run)
     run.task = asyncio.create_task(_execute(run))
@@ -262,6 +292,36 @@ async def _follow(run: LiveRun, start: int) -> AsyncIterator[str]:
             await asyncio.wait_for(run.changed.wait(), KEEPALIVE_S)
         except TimeoutError:
             yield ": keep-alive\n\n"
+
+
+def _announce(run: LiveRun) -> dict[str, Any]:
+    return {"id": run.id, "question": run.question, "events": f"/api/runs/{run.id}/events"}
+
+
+async def _runs_as_they_start(state: WebState) -> AsyncIterator[str]:
+    """The running run at once (if any), then each run as it starts (even one that is
+    over by the time this stream hears of it: a page shows its report)."""
+    yield "retry: 1000\n\n"
+    running = state.running()
+    told = {run_id for run_id, run in state.runs.items() if run is not running}
+    while True:
+        started = state.started
+        for run in [r for r in state.runs.values() if r.id not in told]:
+            told.add(run.id)
+            yield _sse(len(told), "run", _announce(run))
+        try:
+            await asyncio.wait_for(started.wait(), KEEPALIVE_S)
+        except TimeoutError:
+            yield ": keep-alive\n\n"
+
+
+async def live_runs(request: Request) -> Response:
+    state: WebState = request.app.state.web
+    return StreamingResponse(
+        _runs_as_they_start(state),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _get_run(request: Request) -> LiveRun | None:
@@ -354,7 +414,10 @@ def _history_report(settings: Settings, run_id: str) -> dict[str, Any]:
         info = store.get_run(run_id)
     if not isinstance(info.report, dict):
         return {"error": f"run {info.id} has no report (status: {info.status})"}
-    return {"html": render_fragment(report_from_data(info.report)), "question": info.question}
+    return {
+        "html": for_page(render_fragment(report_from_data(info.report))),
+        "question": info.question,
+    }
 
 
 async def history(request: Request) -> Response:
@@ -423,6 +486,7 @@ def create_app(settings: Settings, *, allowed_hosts: list[str] | None = None) ->
         Route("/", page),
         Route("/api/config", config),
         Route("/api/runs", start_run, methods=["POST"]),
+        Route("/api/live", live_runs),
         Route("/api/runs/{run_id}/events", run_events),
         Route("/api/runs/{run_id}/stop", stop_run, methods=["POST"]),
         Route("/api/runs/{run_id}/report.{fmt:str}", run_report),

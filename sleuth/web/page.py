@@ -8,8 +8,12 @@ inserted as HTML.
 
 from __future__ import annotations
 
+from functools import cache
+from importlib.resources import files
+
 from sleuth._version import __version__
 from sleuth.report.html import REPORT_CSS
+from sleuth.report.waterfall import WATERFALL_KEY
 
 __all__ = ["render_page"]
 
@@ -43,6 +47,7 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-model{width:12rem}
 .status{display:flex;align-items:center;gap:.8rem;margin-bottom:.6rem;min-height:1.8rem}
 #ui-status{font-weight:600}
+#ui-asked{margin:-.2rem 0 .7rem;font-size:1.05rem;color:#34414d}
 #ui-status.err{color:#b3261e}
 .counters{display:grid;grid-template-columns:repeat(6,minmax(0,1fr));gap:.5rem;margin-bottom:.8rem}
 @media (max-width:700px){.counters{grid-template-columns:repeat(3,minmax(0,1fr))}}
@@ -62,6 +67,7 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-log .ev-fetch_failed,#ui-log .ev-search_failed{color:#b3261e}
 #ui-log .ev-fetch_start{color:#8a96a0}
 #ui-live[hidden],#ui-report-card[hidden]{display:none}
+#ui-timeline{max-width:none;margin-bottom:.6rem}#ui-timeline details.timeline{margin:.4rem 0}
 .actions{display:flex;gap:.8rem;font-size:.9rem;margin-bottom:.4rem}
 .actions a{color:#0b5cad}
 #ui-runs{list-style:none;padding:0;margin:0}
@@ -75,7 +81,7 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 PAGE_JS = r"""
 "use strict";
 const $ = (sel) => document.querySelector(sel);
-const state = {source: null, runId: null, t0: 0, timer: null, counts: {}};
+const state = {source: null, runId: null, t0: 0, timer: null, counts: {}, timeline: ""};
 const COUNTERS = ["queries", "searches", "hits", "fetched", "failed", "tokens"];
 
 function text(el, value) { el.textContent = value; return el; }
@@ -117,6 +123,7 @@ function logLine(kind, message) {
 function onProgress(ev) {
   const e = JSON.parse(ev.data);
   const data = e.data || {};
+  if (e.kind === "span") return Waterfall.add(data);  // timings: drawn, not logged
   if (e.kind === "plan" && Array.isArray(data.queries)) {
     const list = $("#ui-queries");
     list.replaceChildren();
@@ -131,6 +138,7 @@ function onProgress(ev) {
     bump("failed", 1);
   } else if (e.kind === "branch" && typeof data.node === "string") {
     treeNode(data);
+    Waterfall.branch(data.node, String(data.question || ""));
   }
   const tokens = tokensIn(data);
   if (tokens) bump("tokens", tokens);
@@ -158,6 +166,7 @@ function treeNode(d) {
 function showReport(html) {
   const card = $("#ui-report-card");
   $("#ui-report").innerHTML = html;  // built by sleuth.report.html: all page text escaped
+  Waterfall.applyStyles($("#ui-report"));
   card.hidden = false;
 }
 function onReport(ev) {
@@ -166,6 +175,11 @@ function onReport(ev) {
   document.body.dataset.firstReportMs = String(ms);
   state.counts.tokens = 0; bump("tokens", r.tokens || 0);
   showReport(r.html);
+  if (r.timeline_html) {  // the finished timeline, with its critical path, in place of the live one
+    Waterfall.reset(null);
+    $("#ui-timeline").innerHTML = r.timeline_html;  // built by sleuth.report.waterfall: escaped
+    Waterfall.applyStyles($("#ui-timeline"));
+  }
   const links = $("#ui-actions");
   links.hidden = false;
   $("#ui-dl-html").href = "/api/runs/" + state.runId + "/report.html";
@@ -179,10 +193,18 @@ function onReport(ev) {
             count(r.failures, "gap", "gaps"));
   logLine("report", "report shown after " + (ms / 1000).toFixed(2) + " s");
 }
+function busy(running) {
+  // The Research button knows a run is going, whichever tab or script started it.
+  const go = $("#ui-go");
+  go.disabled = running;
+  text(go, running ? "Running…" : "Research");
+  go.title = running ? "a research is running: wait for it or stop it" : "";
+}
 function finish() {
   if (state.source) { state.source.close(); state.source = null; }
   clearInterval(state.timer);
-  $("#ui-go").disabled = false;
+  Waterfall.draw(false);
+  busy(false);
   $("#ui-stop").hidden = true;
   loadHistory();
 }
@@ -190,6 +212,39 @@ function onFailed(ev) {
   const r = JSON.parse(ev.data);
   setStatus("Failed: " + r.message, true);
   logLine("failed", r.message);
+}
+function attach(id, events, question, ownT0) {
+  // Follow run ``id`` live: started here, in another tab, or by a script (POST /api/runs).
+  if (state.source) state.source.close();
+  clearInterval(state.timer);
+  state.runId = id;
+  state.t0 = ownT0 || performance.now();
+  if (!ownT0) delete document.body.dataset.firstReportMs;
+  busy(true);
+  resetCounters();
+  $("#ui-queries").replaceChildren();
+  $("#ui-tree").replaceChildren();
+  $("#ui-tree").hidden = true;
+  $("#ui-log").replaceChildren();
+  $("#ui-timeline").innerHTML = state.timeline;  // the empty live waterfall
+  Waterfall.applyStyles($("#ui-timeline"));
+  Waterfall.reset($("#ui-wf"));
+  $("#ui-report-card").hidden = true;
+  $("#ui-actions").hidden = true;
+  $("#ui-live").hidden = false;
+  $("#ui-stop").hidden = false;
+  setStatus("Researching…");
+  text($("#ui-asked"), question);  // whoever started it: the page says what is researched
+  state.timer = setInterval(() => {
+    text($("#ui-elapsed"), ((performance.now() - state.t0) / 1000).toFixed(1) + " s");
+    Waterfall.draw(true);
+  }, 100);
+  const source = new EventSource(events);
+  state.source = source;
+  source.addEventListener("progress", onProgress);
+  source.addEventListener("report", onReport);
+  source.addEventListener("failed", onFailed);
+  source.addEventListener("end", finish);
 }
 async function start(event) {
   event.preventDefault();
@@ -199,7 +254,7 @@ async function start(event) {
     mode: $("#ui-mode").value,
     model: $("#ui-model").value,
   };
-  state.t0 = performance.now();
+  const t0 = performance.now();
   delete document.body.dataset.firstReportMs;
   $("#ui-go").disabled = true;
   let reply, answer;
@@ -211,27 +266,12 @@ async function start(event) {
     $("#ui-go").disabled = false;
     return setStatus("The server did not answer: " + err, true);
   }
-  if (!reply.ok) { $("#ui-go").disabled = false; return setStatus(answer.error, true); }
-  state.runId = answer.id;
-  resetCounters();
-  $("#ui-queries").replaceChildren();
-  $("#ui-tree").replaceChildren();
-  $("#ui-tree").hidden = true;
-  $("#ui-log").replaceChildren();
-  $("#ui-report-card").hidden = true;
-  $("#ui-actions").hidden = true;
-  $("#ui-live").hidden = false;
-  $("#ui-stop").hidden = false;
-  setStatus("Researching…");
-  state.timer = setInterval(() => {
-    text($("#ui-elapsed"), ((performance.now() - state.t0) / 1000).toFixed(1) + " s");
-  }, 100);
-  const source = new EventSource(answer.events);
-  state.source = source;
-  source.addEventListener("progress", onProgress);
-  source.addEventListener("report", onReport);
-  source.addEventListener("failed", onFailed);
-  source.addEventListener("end", finish);
+  if (!reply.ok) {
+    $("#ui-go").disabled = reply.status === 409;  // another run is going: it is shown
+    return setStatus(answer.error, true);
+  }
+  if (state.runId !== answer.id) attach(answer.id, answer.events, body.question, t0);
+  else state.t0 = t0;
 }
 async function stop() {
   if (state.runId) await fetch("/api/runs/" + state.runId + "/stop", {method: "POST"});
@@ -291,6 +331,13 @@ async function init() {
   $("#ui-model").placeholder = cfg.no_llm ? "no model (--no-llm)" : "none: no LLM, or Ollama";
   $("#ui-form").addEventListener("submit", start);
   $("#ui-stop").addEventListener("click", stop);
+  state.timeline = $("#ui-timeline").innerHTML;
+  // Every run, however started, is shown live as soon as it starts.
+  const live = new EventSource("/api/live");
+  live.addEventListener("run", (ev) => {
+    const r = JSON.parse(ev.data);
+    if (r.id !== state.runId) attach(r.id, r.events, r.question, 0);
+  });
   const linked = linkedRun();
   if (linked) await openRun(linked);
   document.body.dataset.ready = "1";
@@ -331,6 +378,7 @@ PAGE_HTML = """<!DOCTYPE html>
 <section class="card" id="ui-live" hidden>
 <div class="status"><span id="ui-status"></span><span id="ui-elapsed" class="note"></span>
 <button id="ui-stop" class="secondary" type="button" hidden>Stop</button></div>
+<p id="ui-asked"></p>
 <div class="counters">
 <div class="counter"><b id="ui-c-queries">0</b><span>queries</span></div>
 <div class="counter"><b id="ui-c-searches">0</b><span>searches</span></div>
@@ -341,6 +389,9 @@ PAGE_HTML = """<!DOCTYPE html>
 </div>
 <ul id="ui-queries"></ul>
 <ul id="ui-tree" hidden></ul>
+<div class="sleuth-report" id="ui-timeline"><details class="timeline" open><summary>Timeline
+ <small>each request as it happens</small></summary><div class="wf" id="ui-wf"><p class="a">
+<b></b><span></span></p>{key}</div></details></div>
 <ul id="ui-log"></ul>
 </section>
 <section class="card" id="ui-report-card" hidden>
@@ -356,7 +407,8 @@ PAGE_HTML = """<!DOCTYPE html>
 <p class="note">sleuth {version}</p>
 </aside>
 </div>
-<script nonce="{nonce}">{js}</script>
+<script nonce="{nonce}">{waterfall}
+{js}</script>
 </body>
 </html>
 """
@@ -364,4 +416,17 @@ PAGE_HTML = """<!DOCTYPE html>
 
 def render_page(nonce: str) -> str:
     """The page, with ``nonce`` on its one style and one script element (for the CSP)."""
-    return PAGE_HTML.format(nonce=nonce, css=PAGE_CSS + REPORT_CSS, js=PAGE_JS, version=__version__)
+    return PAGE_HTML.format(
+        nonce=nonce,
+        css=PAGE_CSS + REPORT_CSS,
+        js=PAGE_JS,
+        waterfall=_waterfall_js(),
+        key=WATERFALL_KEY.replace(' style="', ' data-s="'),
+        version=__version__,
+    )
+
+
+@cache
+def _waterfall_js() -> str:
+    """The live waterfall's script (a file of its own, beside this module)."""
+    return files("sleuth.web").joinpath("waterfall.js").read_text(encoding="utf-8")

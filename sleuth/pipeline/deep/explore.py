@@ -9,7 +9,7 @@ branch yields learnings and follow-up questions (without a model: the names its 
 give that the question does not, searched as a second hop); the follow-ups are the next
 level, with narrower breadth. The tree stops at ``--levels``, when the follow-ups repeat
 what is known, or when a budget is spent; the report is then written from what was
-gathered (:mod:`sleuth.pipeline.deep_report`).
+gathered (:mod:`sleuth.pipeline.deep.report`).
 
 No query is searched twice and no page fetched twice in the whole tree: each level's
 branches search disjoint queries; once they have ranked their results, each page goes
@@ -32,10 +32,11 @@ go on.
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Awaitable
+from dataclasses import replace
 from typing import TypeVar
 
+from sleuth import timeline
 from sleuth.errors import LLMAuthError, StoreCorruptError
 from sleuth.models import (
     Candidate,
@@ -44,16 +45,18 @@ from sleuth.models import (
     Page,
     Plan,
     Report,
-    Source,
-    TreeNode,
 )
 from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
-from sleuth.pipeline.gather import Gathered
-from sleuth.pipeline.steps import fetch_stage, rank_stage, read_stage, search_stage
+from sleuth.pipeline.deep.deal import assign, spread
+from sleuth.pipeline.deep.tree import Branch, Tree
+from sleuth.pipeline.gather import Branch as BranchPolicy
+from sleuth.pipeline.gather import Gathered, KeepAll, Waits
+from sleuth.pipeline.searching import search_stage
+from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage
+from sleuth.pipeline.tally import Tally
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.settings import Settings, mode_defaults
 from sleuth.stages.explore import (
-    Learning,
     bridge_entities,
     learn,
     llm_subquestions,
@@ -68,53 +71,19 @@ from sleuth.stages.explore import (
 from sleuth.stages.read import gather_or_cancel
 from sleuth.urls import canonicalize
 
-__all__ = ["Branch", "Tree", "deep_research"]
+__all__ = ["Explorer", "deep_research"]
 
 T = TypeVar("T")
 
 
-@dataclass
-class Branch:
-    """One question of the tree as it is researched (the report's :class:`TreeNode`)."""
-
-    id: str
-    parent: str | None
-    level: int
-    question: str
-    queries: list[str]
-    status: str = "waiting"
-    note: str | None = None
-    wanted: int = 0
-    read: int = 0
-    pages: list[tuple[Candidate, Page]] = field(default_factory=list)
-    sources: list[Source] = field(default_factory=list)
-    learnings: list[Learning] = field(default_factory=list)
-    follow_ups: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    plan: Plan | None = None
-
-    def node(self, ids: Iterable[int] = ()) -> TreeNode:
-        """The record of this branch, with the report's ids of its sources."""
-        status = self.status if self.status in ("done", "empty", "failed", "skipped") else "failed"
-        return TreeNode(
-            id=self.id,
-            parent=self.parent,
-            level=self.level,
-            question=self.question,
-            queries=self.queries,
-            sources=list(ids),
-            status=status,  # type: ignore[arg-type]
-            note=self.note,
-        )
-
-
-class Tree:
-    """The branches of one deep research, level by level; see the module docstring."""
+class Explorer:
+    """Researches a deep research's tree, level by level, into its record
+    (:attr:`tree`); see the module docstring."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
         self.settings = ctx.settings
-        self.branches: list[Branch] = []
+        self.tree = Tree()
         #: Canonical URLs of every page some branch read, or that failed for good.
         self.tried: set[str] = set()
         #: Canonical URLs of downloads cut short (never read whole), see _mark_tried.
@@ -122,36 +91,22 @@ class Tree:
         #: Every page fetched in the tree (and every failure), by canonical URL: a page a
         #: branch fetched and did not keep is another branch's without a second download.
         self.memo: dict[str, Page | FetchFailure] = {}
-        self.searches = 0
-        self.cached_fetches = 0
-        self.fetches = 0
-        self.stopped_by: str | None = None
-        self.planner = "rules"
-        self.stop_note: str | None = None
 
     # -- the tree ------------------------------------------------------------------------
-    @property
-    def read(self) -> int:
-        """Pages read so far by every branch."""
-        return sum(len(b.pages) for b in self.branches)
-
-    def asked(self) -> list[str]:
-        """Every question and query of the tree so far, the research's question first."""
-        return [self.ctx.topic, *(t for b in self.branches for t in (b.question, *b.queries))]
 
     async def first_level(self) -> list[Branch]:
         """The sub-questions: the model's, or the rule-based planner's."""
         ctx, breadth = self.ctx, self.settings.breadth
         if ctx.llm is not None:
             subs, note = await llm_subquestions(ctx.topic, breadth, ctx.llm)
-            self.planner = "rules" if note else "llm"
+            self.tree.planner = "rules" if note else "llm"
         else:
             subs = rule_subquestions(ctx.topic, breadth)
         return self._new(None, 1, subs)
 
     def _new(self, parent: Branch | None, level: int, questions: list[str]) -> list[Branch]:
         """Branches for ``questions`` whose query no earlier branch searched."""
-        searched = {" ".join(q.lower().split()) for b in self.branches for q in b.queries}
+        searched = {" ".join(q.lower().split()) for b in self.tree.branches for q in b.queries}
         made: list[Branch] = []
         for question in questions:
             key = " ".join(question.lower().split())
@@ -176,13 +131,13 @@ class Tree:
         for level in range(1, self.settings.levels + 1):
             if not frontier:
                 if level > 1:
-                    self.stop_note = (
+                    self.tree.stop_note = (
                         f"the follow-ups of level {level - 1} repeat what is "
                         "known: the tree stops there"
                     )
-                    self.ctx.emit(Event("info", self.stop_note, {"level": level - 1}))
+                    self.ctx.emit(Event("info", self.tree.stop_note, {"level": level - 1}))
                 return
-            left = self.settings.max_sources - self.read
+            left = self.settings.max_sources - self.tree.read
             reason = self.ctx.budget.exhausted() or (
                 f"source budget spent (--max-sources {self.settings.max_sources})"
                 if left <= 0
@@ -197,12 +152,12 @@ class Tree:
                 frontier = self.next_level(level + 1)
 
     def _skip(self, frontier: list[Branch], reason: str) -> None:
-        self.stopped_by = self.stopped_by or reason
+        self.tree.stopped_by = self.tree.stopped_by or reason
         for branch in frontier:
             branch.status, branch.note = "skipped", reason
-            self.branches.append(branch)
+            self.tree.branches.append(branch)
             self._tell(branch)
-        self.ctx.failures.append(
+        self.ctx.tally.failures.append(
             Failure(
                 url="",
                 stage="budget",
@@ -227,47 +182,59 @@ class Tree:
             # have a page of their own first (see run_level).
             per_parent += 2
             most = 3 * self.settings.breadth
-        known = self.asked()
-        offers: list[list[str]] = []
-        parents = [b for b in self.branches if b.level == level - 1 and b.status == "done"]
+        parents = [b for b in self.tree.branches if b.level == level - 1 and b.status == "done"]
         first = [
             no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages) for b in parents
         ]
-        for parent in parents:
-            if no_llm:
-                pages = [(p.title, p.text) for _, p in parent.pages]
-                parent.follow_ups = bridge_entities(self.ctx.topic, pages, per_parent, known)
-            offers.append([q for q in parent.follow_ups if not repeats(q, known)][:per_parent])
-        chosen: list[tuple[Branch, str]] = []
-
-        def offer(parent: Branch, question: str) -> None:
-            if len(chosen) < most and not repeats(question, [q for _, q in chosen]):
-                chosen.append((parent, question))
-
-        for parent, offered, early in zip(parents, offers, first, strict=True):
-            for question in offered if early else []:
-                offer(parent, question)
-        for turn in range(per_parent):
-            for parent, offered, early in zip(parents, offers, first, strict=True):
-                if turn < len(offered) and not early:
-                    offer(parent, offered[turn])
+        offers = self._offers(parents, per_parent)
+        chosen = _in_turn(parents, offers, first, per_parent, most)
         made: list[Branch] = []
         for parent in parents:
             mine = [q for p, q in chosen if p is parent]
             made += self._new(parent, level, mine)
         return made
 
+    def _offers(self, parents: list[Branch], per_parent: int) -> list[list[str]]:
+        """Each parent's follow-ups that repeat nothing asked (without a model: the names
+        its pages give, found here), at most ``per_parent``."""
+        known = self.tree.asked(self.ctx.topic)
+        offers: list[list[str]] = []
+        for parent in parents:
+            if self.ctx.llm is None:
+                pages = [(p.title, p.text) for _, p in parent.pages]
+                parent.follow_ups = bridge_entities(self.ctx.topic, pages, per_parent, known)
+            offers.append([q for q in parent.follow_ups if not repeats(q, known)][:per_parent])
+        return offers
+
     # -- one level -----------------------------------------------------------------------
     async def run_level(self, branches: list[Branch], share: int) -> None:
         """Research ``branches`` at once, reading about ``share`` pages between them."""
-        self.branches += branches
+        self.tree.branches += branches
         contexts = [self._context(b) for b in branches]
         ranked = await gather_or_cancel(
             self._guarded(b, self._rank(b, c)) for b, c in zip(branches, contexts, strict=True)
         )
+        lists = self._deal(branches, ranked, share)
+        await gather_or_cancel(
+            self._guarded(b, self._read(b, c, cands))
+            for b, c, cands in zip(branches, contexts, lists, strict=True)
+        )
+        for branch, bctx in zip(branches, contexts, strict=True):
+            # The level's branches saw results apart; later levels know what all saw.
+            self.ctx.tally.shown |= bctx.tally.shown
+            self.ctx.tally.picks.update(bctx.tally.picks)
+            self.ctx.record_stage("node", branch.node())
+            self._tell(branch)
+
+    def _deal(
+        self, branches: list[Branch], ranked: list[list[Candidate] | None], share: int
+    ) -> list[list[Candidate]]:
+        """How many pages each branch may read (``Branch.wanted``), and its candidates: no
+        page given to two branches, none read already (see :func:`assign`)."""
         # A second hop without a model looks for one name's page: two pages are enough,
         # and the rest of the level's share goes to the other names.
-        cap = HOP_PAGES if self.ctx.llm is None and branches[0].level > 1 else share
+        hop = self.ctx.llm is None and branches[0].level > 1
+        cap = HOP_PAGES if hop else share
         # A page cut short at an earlier level is its name's page for a later branch:
         # worth a second request there, and nowhere else.
         ranked = [
@@ -281,37 +248,21 @@ class Tree:
         named = [
             bool(o) and titled(o[0].title, b.question) for o, b in zip(open_, branches, strict=True)
         ]
-        wants = spread(
-            share,
-            [len(o) for o in open_],
-            cap,
-            first=named if self.ctx.llm is None and branches[0].level > 1 else None,
-        )
+        wants = spread(share, [len(o) for o in open_], cap, first=named if hop else None)
         for branch, wanted in zip(branches, wants, strict=True):
             branch.wanted = wanted
         # A page two branches rank alike goes to the narrower question: a name's own page
         # to the branch that searched the name, not to the whole question's.
         narrow = sorted(range(len(branches)), key=lambda i: len(terms(branches[i].question)))
-        lists = assign(
+        return assign(
             [r or [] for r in ranked], [b.wanted for b in branches], self.tried, first=narrow
         )
-        await gather_or_cancel(
-            self._guarded(b, self._read(b, c, cands))
-            for b, c, cands in zip(branches, contexts, lists, strict=True)
-        )
-        for branch, bctx in zip(branches, contexts, strict=True):
-            self.searches += bctx.searches
-            self.cached_fetches += bctx.cached_fetches
-            self.ctx.cached_fetches += bctx.cached_fetches  # the report's stats count them
-            # The level's branches saw results apart; later levels know what all saw.
-            self.ctx.shown |= bctx.shown
-            self.ctx.picks.update(bctx.picks)
-            self.ctx.record_stage("node", branch.node())
-            self._tell(branch)
 
     def _context(self, branch: Branch) -> RunContext:
-        """The run's context as this branch uses it: its own question, reader and counts;
-        the run's services, budget, record, failures and searches shared."""
+        """The run's context as this branch uses it: its own question and reader, what the
+        model was asked so far (the branch's own from there: the level's branches see
+        results apart), the run's services, budget and record. What its searches, pages
+        and reading did is folded into the run's tally as each step returns."""
 
         def emit(event: Event) -> None:
             self.ctx.emit(event)
@@ -325,17 +276,19 @@ class Tree:
             emit=emit,
             reader=None,
             passage_queries=[branch.question],
-            searches=0,
-            cached_fetches=0,
-            picks=dict(self.ctx.picks),
-            shown=set(self.ctx.shown),
+            tally=Tally(
+                searched=dict(self.ctx.tally.searched),
+                picks=dict(self.ctx.tally.picks),
+                shown=set(self.ctx.tally.shown),
+            ),
             report=None,
         )
 
     async def _guarded(self, branch: Branch, work: Awaitable[T]) -> T | None:
         """``work`` of one branch; a failure marks the branch failed, not the run."""
         try:
-            return await work
+            with timeline.in_branch(branch.id):  # its requests are the node's on the timeline
+                return await work
         except (LLMAuthError, StoreCorruptError):
             raise
         except Exception as exc:
@@ -343,7 +296,7 @@ class Tree:
             branch.note = (
                 str(exc) if isinstance(exc, _BranchFailed) else f"{type(exc).__name__}: {exc}"
             )
-            self.ctx.failures.append(
+            self.ctx.tally.failures.append(
                 Failure(
                     url="",
                     stage="search",
@@ -361,11 +314,15 @@ class Tree:
             queries=branch.queries,
             planner="llm" if self.ctx.llm is not None else "rules",
         )
-        hits = await search_stage(bctx, branch.plan)
+        searched = await search_stage(bctx, branch.plan)
+        self.ctx.tally.fold(searched)
+        hits = self.ctx.tally.hits(searched.planned)
         if not hits and self._searches_failed(branch):
             raise _BranchFailed("every search for it failed")
         # A branch reads a few pages: its select call is shown its best SHOWN results.
-        ranked = own_first(branch.question, await rank_stage(bctx, branch.plan, hits, show=SHOWN))
+        chosen = await rank_stage(bctx, branch.plan, hits, show=SHOWN)
+        bctx.tally.fold(chosen)
+        ranked = own_first(branch.question, chosen.candidates)
         if self.ctx.llm is None and branch.level > 1:
             # A second hop searches a name: a result that does not even mention it is
             # another page that shares a word with it (no model is there to judge).
@@ -373,7 +330,7 @@ class Tree:
         return ranked
 
     def _searches_failed(self, branch: Branch) -> bool:
-        said = [f.reason for f in self.ctx.failures if f.stage == "search"]
+        said = [f.reason for f in self.ctx.tally.failures if f.stage == "search"]
         return all(any(f"“{q}”" in reason for reason in said) for q in branch.queries)
 
     async def _read(self, branch: Branch, bctx: RunContext, candidates: list[Candidate]) -> None:
@@ -400,24 +357,22 @@ class Tree:
         ][:OWN_PAGES]
         # Summarised only when it may be kept: a branch's share is small, and summaries of
         # the pages beyond it were most of deep mode's tokens per cited source.
-        gathered = await fetch_stage(
-            bctx,
-            candidates,
-            want=branch.wanted,
-            memo=self.memo,
-            gate=False,
-            own=frozenset(own),
-            park=True,
-        )
-        self.fetches += gathered.attempted
-        sources = await read_stage(bctx, branch.plan, gathered)
+        policy = BranchPolicy(Waits(top_s=self.settings.top_wait), own=frozenset(own))
+        how = Fetching(want=branch.wanted, memo=self.memo, policy=policy, gate=KeepAll())
+        fetched = await fetch_stage(bctx, candidates, how)
+        self.ctx.tally.fold(fetched)
+        gathered = fetched.gathered
+        self.tree.fetches += gathered.attempted
+        read = await read_stage(bctx, branch.plan, gathered)
+        self.ctx.tally.fold(read)
+        sources = read.sources
         kept = {s.url for s in sources}
         branch.pages = [(c, p) for c, p in gathered.pages if (p.final_url or c.url) in kept]
         self._mark_tried(branch.pages, gathered)
         branch.sources = sources
         branch.read = len(sources)
         if gathered.stopped_by:
-            self.stopped_by = self.stopped_by or gathered.stopped_by
+            self.tree.stopped_by = self.tree.stopped_by or gathered.stopped_by
         if not sources:
             branch.status, branch.note = "empty", "none of the pages it found could be read"
             return
@@ -469,7 +424,7 @@ class _BranchFailed(Exception):
     """A branch that could not be researched (its searches all failed)."""
 
 
-#: Pages a second hop reads without a model (see :meth:`Tree.run_level`).
+#: Pages a second hop reads without a model (see :meth:`Explorer.run_level`).
 HOP_PAGES = 2
 #: A branch's own pages (titled with its name) waited for until they come, at most.
 OWN_PAGES = 2
@@ -479,67 +434,29 @@ OWN_PAGES = 2
 SHOWN = 10
 
 
-def spread(
-    share: int, found: list[int], cap: int, first: Sequence[bool] | None = None
-) -> list[int]:
-    """Pages each branch may read: ``share`` dealt one at a time in turn to the branches
-    that found something to read, none over ``cap`` or over what it found; the branches
-    marked in ``first`` are dealt their first page before the others."""
-    wants = [0] * len(found)
-    for i, mark in enumerate(first or []):
-        if mark and share > 0 and min(cap, found[i]) > 0:
-            wants[i] = 1
-            share -= 1
-    while share > 0:
-        dealt = False
-        for i, n in enumerate(found):
-            if share > 0 and wants[i] < min(cap, n):
-                wants[i] += 1
-                share -= 1
-                dealt = True
-        if not dealt:
-            break
-    return wants
+def _in_turn(
+    parents: list[Branch],
+    offers: list[list[str]],
+    first: list[bool],
+    per_parent: int,
+    most: int,
+) -> list[tuple[Branch, str]]:
+    """The follow-ups taken, at most ``most``, none repeating another: the parents marked
+    ``first`` give all theirs first, then the others in turn, one question each."""
+    chosen: list[tuple[Branch, str]] = []
 
+    def offer(parent: Branch, question: str) -> None:
+        if len(chosen) < most and not repeats(question, [q for _, q in chosen]):
+            chosen.append((parent, question))
 
-def window(want: int) -> int:
-    """Pages a branch wanting ``want`` may have on their way at once (as gathering does)."""
-    return want + max(2, want // 2)
-
-
-def assign(
-    lists: list[list[Candidate]],
-    wants: list[int],
-    taken: set[str],
-    first: Sequence[int] | None = None,
-) -> list[list[Candidate]]:
-    """Each branch's candidates, no page given to two branches, none of ``taken``.
-
-    The branches draft in turn, best-ranked first, each until it holds as many as it may
-    fetch at once (:func:`window`): a page goes to the branch that ranks it best among
-    those still drafting, and a branch that has enough leaves its lower-ranked pages to
-    the others. Ties go to the branch that comes first in ``first`` (default: list
-    order). What is left over then follows each list, for replacing pages that fail.
-    """
-    owner: dict[str, int] = {}
-    owned: list[list[Candidate]] = [[] for _ in lists]
-    turn = list(first) if first is not None else list(range(len(lists)))
-    for position in range(max((len(c) for c in lists), default=0)):
-        for branch in turn:
-            candidates = lists[branch]
-            if position >= len(candidates) or len(owned[branch]) >= window(wants[branch]):
-                continue
-            key = candidates[position].canonical_url
-            if key not in taken and key not in owner:
-                owner[key] = branch
-                owned[branch].append(candidates[position])
-    for branch, candidates in enumerate(lists):
-        for candidate in candidates:
-            key = candidate.canonical_url
-            if key not in taken and key not in owner:
-                owner[key] = branch
-                owned[branch].append(candidate)
-    return owned
+    for parent, offered, early in zip(parents, offers, first, strict=True):
+        for question in offered if early else []:
+            offer(parent, question)
+    for turn in range(per_parent):
+        for parent, offered, early in zip(parents, offers, first, strict=True):
+            if turn < len(offered) and not early:
+                offer(parent, offered[turn])
+    return chosen
 
 
 async def deep_research(
@@ -557,14 +474,14 @@ async def deep_research(
     :func:`sleuth.research` when the mode is deep; ``services`` as there (a batch shares
     one fetcher, store and model client between its questions).
     """
-    from sleuth.pipeline.deep_report import write_report
+    from sleuth.pipeline.deep.report import write_report
 
     topic = clean_question(question)
     settings = mode_defaults(settings)
     async with open_run(
         topic, settings, on_event or no_progress, resume_id=resume_id, services=services
     ) as ctx:
-        tree = Tree(ctx)
-        await tree.explore()
+        explorer = Explorer(ctx)
+        await explorer.explore()
         ctx.session.check_store()  # found damaged while fetching: no report on top
-        return ctx.done(await write_report(tree))
+        return ctx.done(await write_report(ctx, explorer.tree))

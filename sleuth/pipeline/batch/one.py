@@ -1,6 +1,6 @@
 """One question of a batch: :class:`BatchResult` and :func:`run_question`, shared by the
 in-process batch (:mod:`sleuth.pipeline.batch`) and its Ray workers
-(:mod:`sleuth.pipeline.batch_ray`), which import this and not each other."""
+(:mod:`sleuth.pipeline.batch.ray`), which import this and not each other."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from sleuth.errors import LLMAuthError, SleuthError, StoreCorruptError
 from sleuth.models import Report
-from sleuth.pipeline.batch_input import BatchQuestion
+from sleuth.pipeline.batch.input import BatchQuestion
 from sleuth.pipeline.context import Services
 from sleuth.pipeline.quick import research
 from sleuth.progress import Event, EventKind, ProgressCallback, no_progress
@@ -21,9 +21,10 @@ __all__ = ["EVENTS", "BatchQuestion", "BatchResult", "BatchStatus", "failed", "r
 
 log = logging.getLogger(__name__)
 
-BatchStatus = Literal["done", "failed", "skipped"]
+BatchStatus = Literal["done", "no_sources", "failed", "skipped"]
 EVENTS: dict[BatchStatus, EventKind] = {
     "done": "question_done",
+    "no_sources": "question_done",  # finished, with a report of its Gaps only
     "failed": "question_failed",
     "skipped": "question_skipped",
 }
@@ -31,8 +32,10 @@ EVENTS: dict[BatchStatus, EventKind] = {
 
 @dataclass(frozen=True)
 class BatchResult:
-    """One question's outcome: ``done`` (``report`` is its report), ``failed`` (``error``
-    says why) or ``skipped`` (not started: a batch budget was spent; ``error`` says which).
+    """One question's outcome: ``done`` (``report`` is its report), ``no_sources`` (its
+    report cites nothing, as no page could be read: ``error`` says why), ``failed``
+    (``error`` says why) or ``skipped`` (not started: a batch budget was spent; ``error``
+    says which).
     ``tokens`` and ``cost_usd`` are the question's model use; ``elapsed_s`` its wall time."""
 
     id: str
@@ -104,10 +107,17 @@ async def run_question(
     return BatchResult(
         question.id,
         question.question,
-        "done",
+        "done" if report.sources else "no_sources",
         report=report,
+        error=None if report.sources else _why_none(report),
         elapsed_s=time.monotonic() - start,
         tokens=stats.prompt_tokens + stats.completion_tokens,
         cost_usd=stats.cost_usd,
         line=question.line,
     )
+
+
+def _why_none(report: Report) -> str:
+    """``no sources``, and the first of the report's Gaps that says why."""
+    reasons = [failure.reason for failure in report.failures if failure.reason]
+    return "no sources" + (f": {reasons[0]}" if reasons else ": no page answered the question")

@@ -1,4 +1,4 @@
-"""What the fetch window (:mod:`sleuth.pipeline.gather`) keeps and how long it waits.
+"""What gathering (:mod:`sleuth.pipeline.gather`) keeps and how long it waits.
 
 The gate's protocol (which pages read are sources), the waits for better-ranked pages
 still on their way once enough are read, and what a gathering returns.
@@ -76,9 +76,9 @@ class Waits:
 
     A page in the top half of those wanted that is still on its way gets
     ``grace_share`` of the time gathering has taken so far, and at least
-    ``grace_min_s``, to come in (see ``_Gatherer._wait_for_better``). 0.4, not 0.5: the
-    same HotpotQA recall at full latency, and wall within 1.2x the critical path on the
-    three bench seeds (bench/README.md).
+    ``grace_min_s``, to come in (see :class:`~sleuth.pipeline.gather.window.Window`).
+    0.4, not 0.5: the same HotpotQA recall at full latency, and wall within 1.2x the
+    critical path on the three bench seeds (bench/README.md).
 
     The best-ranked candidate is the page a reader opens first: still on its way once
     enough pages are read, it is waited for until ``top_s`` after gathering began (when
@@ -99,11 +99,8 @@ class Waits:
     bound_factor: float = 3.0
     bound_min_s: float = 1.0
     #: The last downloads, once nothing more can start, get at least this long from their
-    #: start before their bound applies (``_Gatherer._give_up_at``): see bench/README.md.
+    #: start before their bound applies (``Window.give_up_at``): see bench/README.md.
     last_min_s: float = 5.0
-    #: Canonical URLs of pages waited for until they come or fail, wherever they rank: a
-    #: deep research's name branch and the page named so (issue 24); no bound applies.
-    own: frozenset[str] = frozenset()
 
 
 #: Off-topic pages set aside before gathering stops looking further down the ranking: at

@@ -1,4 +1,4 @@
-"""The report of a deep research (:mod:`sleuth.pipeline.deep`), written from its tree.
+"""The report of a deep research, written from its tree (:mod:`sleuth.pipeline.deep.tree`).
 
 The sources of every branch get one numbering, in the tree's order (level by level, each
 branch's pages in its rank order). With a model, the sectioned writer of
@@ -20,8 +20,11 @@ from typing import TYPE_CHECKING
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.lang import labels_for
 from sleuth.models import (
+    Answer,
+    AnswerSentence,
     Candidate,
     CitationCheck,
+    Claim,
     Failure,
     Page,
     Report,
@@ -29,9 +32,12 @@ from sleuth.models import (
     Source,
     Stats,
 )
-from sleuth.pipeline.steps import llm_stats
+from sleuth.pipeline.cached_gaps import cached_gaps
+from sleuth.pipeline.steps import llm_stats, sized
 from sleuth.progress import Event
-from sleuth.stages.check import evidence_of, footer
+from sleuth.stages.answer import answer_tree
+from sleuth.stages.check import evidence_of, footer, removed_section
+from sleuth.stages.numbering import Renumbering, reading_order
 from sleuth.stages.plan import dedupe
 from sleuth.stages.sections import (
     Planned,
@@ -44,15 +50,17 @@ from sleuth.stages.sections import (
     render_deep,
     render_tree_template,
     section_count,
+    section_title,
     write_frame,
     write_section,
 )
-from sleuth.stages.write import confidence
+from sleuth.stages.write import Confidence, confidence
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
-    from sleuth.pipeline.deep import Branch, Tree
+    from sleuth.pipeline.context import RunContext
+    from sleuth.pipeline.deep.tree import Branch, Tree
 
 __all__ = ["number_sources", "write_report"]
 
@@ -81,18 +89,6 @@ def number_sources(
     return sources, pages, ids
 
 
-def _descendants(branch: Branch, branches: Sequence[Branch]) -> list[Branch]:
-    out: list[Branch] = []
-    for child in (b for b in branches if b.parent == branch.id):
-        out += [child, *_descendants(child, branches)]
-    return out
-
-
-def _groups(branches: Sequence[Branch]) -> list[tuple[Branch, list[Branch]]]:
-    """Each sub-question with the follow-ups it led to, in tree order."""
-    return [(b, _descendants(b, branches)) for b in branches if b.level == 1]
-
-
 def _intro(tree: Tree, sources: list[Source]) -> str:
     subs = sum(1 for b in tree.branches if b.level == 1 and b.status != "skipped")
     follow = sum(1 for b in tree.branches if b.level > 1 and b.status != "skipped")
@@ -118,24 +114,44 @@ def _unique(failures: list[Failure]) -> list[Failure]:
     return out
 
 
-async def write_report(tree: Tree) -> Report:
-    """The deep report of ``tree`` (explored), with its tree and sections."""
-    ctx = tree.ctx
+async def write_report(ctx: RunContext, tree: Tree) -> Report:
+    """The deep report of ``tree`` (explored in the run ``ctx``), with its tree and sections.
+
+    The answers (the whole question's, and each sub-question's) are chosen first, so that
+    the model's writer sees the passages they quote; then every number is given in the
+    order a reader meets it (:mod:`sleuth.stages.numbering`).
+    """
     sources, pages, ids = number_sources(tree.branches)
-    ctx.record_stage("sources", sources)
+    groups_ids = [(b.question, _group_ids(b, rest, ids)) for b, rest in tree.groups()]
+    sources, answer, section_answers = await asyncio.to_thread(
+        answer_tree, ctx.topic, sources, pages, groups_ids
+    )
     level, reason = confidence(sources)
-    failures = _unique(ctx.failures)
-    sections: list[Section] | None = None
     check: CitationCheck | None = None
+    claims: list[Claim] | None = None
+    written = None
     if ctx.llm is not None and sources:
-        written = await _written(tree, ctx.llm, sources, pages, ids)
-    else:
-        written = None
+        written = await _written(ctx, tree, ctx.llm, sources, pages, ids)
     if written is not None:
-        parts, sections, check = written
-        llm = ctx.llm
-        assert llm is not None
-        failures = _unique(ctx.failures)
+        parts, sections, check, claims = written
+        # Numbered as the reader meets them (the tree's order was the writer's).
+        order = Renumbering(reading_order([body for _, body in parts], [s.id for s in sources]))
+        parts = [(title, order.text(body)) for title, body in parts]
+        sections, claims = order.sections(sections), order.claims(claims)
+    else:
+        order = Renumbering(
+            reading_order(_met(tree, ids, answer, section_answers), [s.id for s in sources])
+        )
+    sources = order.sources(sources)
+    ids = {node: order.ids(mine) for node, mine in ids.items()}
+    answer = answer.model_copy(update={"sentences": order.answer(answer.sentences)})
+    section_answers = [order.answer(said) for said in section_answers]
+    ctx.record_stage("sources", sources)
+    ctx.tally.failures += await cached_gaps(ctx, [s.url for s in sources])
+    failures = _unique(ctx.tally.failures)
+    if written is not None:
+        assert ctx.llm is not None and check is not None and claims is not None
+        language = ctx.llm.language
         markdown = render_deep(
             ctx.topic,
             parts,
@@ -143,30 +159,113 @@ async def write_report(tree: Tree) -> Report:
             failures,
             level,
             reason,
-            labels_for(llm.language),
-            footer(check, llm.language),
+            labels_for(language),
+            footer(check, language),
         )
+        markdown = "\n".join([markdown, *removed_section(claims, language)])
     else:
-        groups = [
-            (
-                b.question,
-                [sources[n - 1] for n in ids[b.id]],
-                [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest],
-            )
-            for b, rest in _groups(tree.branches)
-        ]
-        sections = [
-            Section(
-                title=title,
-                sources=[s.id for s in own] + [s.id for _, found in follow for s in found],
-            )
-            for title, own, follow in groups
-        ]
-        markdown = render_tree_template(
-            ctx.topic, groups, _intro(tree, sources), sources, failures, level, reason
+        markdown, sections = _template(
+            ctx, tree, sources, ids, failures, (level, reason), answer, section_answers
         )
+    report = _report(
+        ctx,
+        tree,
+        sources=sources,
+        ids=ids,
+        failures=failures,
+        level=level,
+        reason=reason,
+        markdown=markdown,
+        sections=sections,
+        check=check,
+    )
+    report = report.model_copy(update={"answer": sized(answer, markdown), "claims": claims})
+    ctx.emit(
+        Event(
+            "report",
+            f"report with {len(sources)} sources in {len(sections or [])} sections",
+            {"confidence": level},
+        )
+    )
+    return report
+
+
+def _group_ids(branch: Branch, rest: Sequence[Branch], ids: dict[str, list[int]]) -> list[int]:
+    return [n for b in (branch, *rest) for n in ids.get(b.id, [])]
+
+
+def _met(
+    tree: Tree,
+    ids: dict[str, list[int]],
+    answer: Answer,
+    section_answers: Sequence[Sequence[AnswerSentence]],
+) -> list[str]:
+    """The citations of the report without a model's sections, as a reader meets them:
+    the answer, then each sub-question's answer, its sources and its follow-ups' sources."""
+    met = [f"[{n}]" for a in answer.sentences for n in a.sources]
+    for (b, rest), said in zip(tree.groups(), section_answers, strict=True):
+        met += [f"[{n}]" for a in said for n in a.sources]
+        met += [f"[{n}]" for x in (b, *rest) for n in ids[x.id]]
+    return met
+
+
+def _template(
+    ctx: RunContext,
+    tree: Tree,
+    sources: list[Source],
+    ids: dict[str, list[int]],
+    failures: list[Failure],
+    confident: tuple[Confidence, str],
+    answer: Answer,
+    section_answers: Sequence[Sequence[AnswerSentence]],
+) -> tuple[str, list[Section]]:
+    """The report without a model's sections: the answer, then each sub-question's own
+    answer and its sources quoted, its follow-ups beneath; and its sections."""
+    groups = [
+        (
+            b.question,
+            [sources[n - 1] for n in ids[b.id]],
+            [(d.question, [sources[n - 1] for n in ids[d.id]]) for d in rest],
+        )
+        for b, rest in tree.groups()
+    ]
+    sections = [
+        Section(
+            title=section_title(title, ctx.topic),
+            sources=[s.id for s in own] + [s.id for _, found in follow for s in found],
+            answer=list(said),
+        )
+        for (title, own, follow), said in zip(groups, section_answers, strict=True)
+    ]
+    markdown = render_tree_template(
+        ctx.topic,
+        groups,
+        _intro(tree, sources),
+        sources,
+        failures,
+        *confident,
+        answer.sentences,
+        section_answers,
+    )
+    return markdown, sections
+
+
+def _report(
+    ctx: RunContext,
+    tree: Tree,
+    *,
+    sources: list[Source],
+    ids: dict[str, list[int]],
+    failures: list[Failure],
+    level: Confidence,
+    reason: str,
+    markdown: str,
+    sections: list[Section] | None,
+    check: CitationCheck | None,
+) -> Report:
+    """The report record around ``markdown``: queries, stats, the tree and its sections."""
     llm = ctx.llm
-    report = Report(
+    return Report(
         topic=ctx.topic,
         depth=ctx.settings.depth,
         queries=dedupe([q for b in tree.branches if b.status != "skipped" for q in b.queries]),
@@ -176,7 +275,7 @@ async def write_report(tree: Tree) -> Report:
         confidence_reason=reason,
         markdown=markdown,
         stats=Stats(
-            searches=tree.searches,
+            searches=ctx.tally.searches,
             fetches=tree.fetches,
             elapsed_s=round(time.monotonic() - ctx.started, 3),
             **llm_stats(llm),
@@ -190,25 +289,25 @@ async def write_report(tree: Tree) -> Report:
         tree=[b.node(ids.get(b.id, [])) for b in tree.branches],
         sections=sections,
     )
-    ctx.emit(
-        Event(
-            "report",
-            f"report with {len(sources)} sources in {len(sections or [])} sections",
-            {"confidence": level},
-        )
-    )
-    return report
+
+
+Parts = list[tuple[str, str]]
 
 
 async def _written(
+    ctx: RunContext,
     tree: Tree,
     llm: RunLLM,
     sources: list[Source],
     pages: list[tuple[Candidate, Page]],
     ids: dict[str, list[int]],
-) -> tuple[list[tuple[str, str]], list[Section], CitationCheck] | None:
-    """The model's sections, introduction and conclusion, checked; None if none was written."""
-    ctx, settings = tree.ctx, tree.settings
+) -> tuple[Parts, list[Section], CitationCheck, list[Claim]] | None:
+    """The model's sections, introduction and conclusion, checked, with their claims; None
+    if none was written.
+
+    Written all at once (:func:`_write`), sorted into what was written and what fell back
+    (:func:`_triage`), put together (:func:`_assemble`).
+    """
     by_url = {canonicalize(s.url): s.id for s in sources}
     learnings = [
         (item.text, [by_url[u] for u in item.urls if u in by_url])
@@ -218,12 +317,28 @@ async def _written(
     learnings = [(text, cited) for text, cited in learnings if cited]
     related = {n: set(mine) for mine in ids.values() for n in mine}
     all_ids = [s.id for s in sources]
-    outline = await _outline(tree, llm, learnings, all_ids, ids, related)
+    outline = await _outline(ctx, tree, llm, learnings, all_ids, ids, related)
+    results = await _write(ctx, llm, outline, learnings, sources, pages)
+    bodies, frame = _triage(llm, outline, results, sources)
+    return _assemble(llm, bodies, frame)
+
+
+async def _write(
+    ctx: RunContext,
+    llm: RunLLM,
+    outline: list[Planned],
+    learnings: list[tuple[str, list[int]]],
+    sources: list[Source],
+    pages: list[tuple[Candidate, Page]],
+) -> list[object]:
+    """Every section of ``outline``, then the frame (introduction and conclusion), written
+    at once; each a result or the exception that ended it."""
+    settings = ctx.settings
     frame_words = max(80, settings.words // 10)
     words = max(150, (settings.words - 2 * frame_words) // max(1, len(outline)))
     evidence = evidence_of(sources, pages)
     method = settings.verify
-    results = await asyncio.gather(
+    return await asyncio.gather(
         *(
             write_section(
                 llm,
@@ -240,6 +355,13 @@ async def _written(
         write_frame(llm, ctx.topic, outline, learnings, frame_words, evidence, method),
         return_exceptions=True,
     )
+
+
+def _triage(
+    llm: RunLLM, outline: list[Planned], results: list[object], sources: list[Source]
+) -> tuple[list[Written], object]:
+    """Each section as written, or its sources quoted where the model failed it (said in
+    the Gaps); the frame's result. A refused key or a bug (not a model failure) raises."""
     for result in results:
         if isinstance(result, LLMAuthError) or (
             isinstance(result, BaseException) and not isinstance(result, LLMError)
@@ -252,10 +374,18 @@ async def _written(
         elif isinstance(result, BaseException):
             llm.fell_back("section", result, "that section quotes its sources instead")
             bodies.append(Written(planned, _quotes([sources[n - 1] for n in planned.sources])))
+    return bodies, results[-1]
+
+
+def _assemble(
+    llm: RunLLM, bodies: list[Written], frame: object
+) -> tuple[Parts, list[Section], CitationCheck, list[Claim]] | None:
+    """The sections without what one repeats of another, inside the frame; their checks
+    merged, their claims in reading order. None when nothing the model wrote was checked."""
     kept, _dropped = drop_repeats([w.body for w in bodies])
     parts = [(w.planned.title, body) for w, body in zip(bodies, kept, strict=True) if body]
     checks = [w.check for w in bodies if w.check is not None]
-    frame = results[-1]
+    claims = [c for w in bodies for c in w.claims]
     if isinstance(frame, tuple):
         intro, conclusion = frame
         parts = [
@@ -264,6 +394,7 @@ async def _written(
             (conclusion.planned.title, conclusion.body),
         ]
         checks += [c for c in (intro.check, conclusion.check) if c is not None]
+        claims = [*intro.claims, *claims, *conclusion.claims]
     elif isinstance(frame, BaseException):
         llm.fell_back("frame", frame, "the report has no introduction or conclusion")
     if not checks:
@@ -273,10 +404,11 @@ async def _written(
         for w, body in zip(bodies, kept, strict=True)
         if body
     ]
-    return parts, sections, merge_checks(checks)
+    return parts, sections, merge_checks(checks), claims
 
 
 async def _outline(
+    ctx: RunContext,
     tree: Tree,
     llm: RunLLM,
     learnings: list[tuple[str, list[int]]],
@@ -288,7 +420,7 @@ async def _outline(
     fails."""
     try:
         planned = await llm_outline(
-            llm, tree.ctx.topic, learnings, all_ids, section_count(tree.settings.words)
+            llm, ctx.topic, learnings, all_ids, section_count(ctx.settings.words)
         )
         return give_every_source(planned, all_ids, related)
     except LLMAuthError:
@@ -297,7 +429,7 @@ async def _outline(
         llm.fell_back("outline", exc, "the report has one section per sub-question")
     groups = [
         (b.question, [n for x in (b, *rest) for n in ids.get(x.id, [])])
-        for b, rest in _groups(tree.branches)
+        for b, rest in tree.groups()
     ]
     return fallback_outline(groups)
 

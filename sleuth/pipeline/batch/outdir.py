@@ -24,8 +24,8 @@ from typing import IO, Any
 from sleuth._files import write_atomic
 from sleuth._valid import valid_text
 from sleuth.errors import ConfigError
-from sleuth.pipeline.batch_input import file_name
-from sleuth.pipeline.batch_one import BatchResult
+from sleuth.pipeline.batch.input import file_name
+from sleuth.pipeline.batch.one import BatchResult
 from sleuth.report import render_report
 
 __all__ = ["RESULTS", "OutDir"]

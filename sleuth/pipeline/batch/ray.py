@@ -30,7 +30,7 @@ import ray
 from ray.exceptions import RayActorError, RayTaskError
 
 from sleuth.errors import ConfigError
-from sleuth.pipeline.batch_one import BatchQuestion, BatchResult, run_question
+from sleuth.pipeline.batch.one import BatchQuestion, BatchResult, run_question
 from sleuth.pipeline.context import Services, open_services
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.search.base import get_provider

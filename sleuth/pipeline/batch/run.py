@@ -14,7 +14,7 @@ starts gets what is left of them as its own ``--max-cost`` / ``--max-time`` (whe
 is less than its own), so the questions in flight end in time, with their reports.
 
 With ``ray=True`` (or ``ray_address``) the questions run on a Ray cluster instead
-(:mod:`sleuth.pipeline.batch_ray`, imported only then): the same scheduling and budgets
+(:mod:`sleuth.pipeline.batch.ray`, imported only then): the same scheduling and budgets
 here, each question on a worker that keeps services of its own.
 """
 
@@ -31,8 +31,8 @@ from typing import Any, Protocol
 
 from sleuth.errors import ConfigError
 from sleuth.lang import language_name
-from sleuth.pipeline.batch_input import BatchQuestion, Questions, parse_items
-from sleuth.pipeline.batch_one import EVENTS, BatchResult, failed, run_question
+from sleuth.pipeline.batch.input import BatchQuestion, Questions, parse_items
+from sleuth.pipeline.batch.one import EVENTS, BatchResult, failed, run_question
 from sleuth.pipeline.context import SERVICE_FIELDS, Services, check_settings, open_services
 from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.search import build_providers, make_search_client
@@ -275,7 +275,7 @@ async def research_many(
     async with AsyncExitStack() as stack:
         runner: Runner
         if ray or ray_address is not None:
-            from sleuth.pipeline.batch_ray import ray_runner
+            from sleuth.pipeline.batch.ray import ray_runner
 
             runner = await stack.enter_async_context(
                 ray_runner(

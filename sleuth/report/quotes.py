@@ -1,0 +1,96 @@
+"""Each citation of the HTML report with the words of its source that back the sentence.
+
+The citation check records, for every sentence it keeps, the best-matching span of each
+source the sentence cites (:class:`~sleuth.models.Claim`). :class:`Quotes` finds the
+claim a citation marker belongs to (the words just before the marker, in its own
+sentence, found in the claim's text) and renders the marker with a popover holding
+that span: shown on hover, and on click while the marker has the focus (a click
+elsewhere closes it; the marker is a focusable element, not a link that would scroll the
+page away), with a link on to the source's entry. A quote shown on hover lets the
+pointer through, so it never hides the next citation. No script: the report has
+none. Citations without a recorded span link to the source as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from html import escape
+
+from sleuth.models import Claim, Source, Support
+from sleuth.report.waterfall import minify
+
+__all__ = ["QUOTE_CSS", "Quotes"]
+
+_WORDS = re.compile(r"\w+")
+_CITES = re.compile(r"\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
+#: Where a sentence ends: the words of the marker's own sentence are the ones that count.
+_SENTENCE_END = re.compile(r"[.!?。！？]\s")
+#: Words before a marker matched against the claims (fewer at a sentence's start).
+_CONTEXT_WORDS = 6
+#: Characters of a quote shown in its popover.
+_SHOWN = 320
+
+QUOTE_CSS = minify("""
+.cw{position:relative}
+.qt{display:none;position:absolute;left:-.6rem;top:1.5em;z-index:5;width:24rem;max-width:88vw;
+padding:.5rem .7rem;font:400 .87rem/1.45 system-ui,sans-serif;text-align:left;
+background:var(--bg);color:var(--fg);border:1px solid var(--line);border-radius:6px;
+box-shadow:0 4px 14px #0003;pointer-events:none}
+.cw:hover .qt,.cw:focus-within .qt{display:block}
+.cw:focus-within .qt{pointer-events:auto}
+.qt q{display:block;margin-bottom:.3rem}
+.qt a{font-size:.8rem}
+.cw .cite{cursor:pointer}
+""")
+
+
+class Quotes:
+    """The spans of a report's kept claims, looked up by citation marker."""
+
+    def __init__(self, claims: Iterable[Claim] | None, sources: Mapping[int, Source]) -> None:
+        self.sources = sources
+        self.claims: list[tuple[str, dict[int, Support]]] = [
+            (_words(claim.text), {s.source: s for s in claim.support})
+            for claim in claims or ()
+            if claim.verdict in ("kept", "unverified") and claim.support
+        ]
+        self._shown = 0
+
+    def at(self, src: str, pos: int, numbers: Iterable[int]) -> dict[int, Support]:
+        """The spans for the markers ``numbers`` of the citation at ``pos`` in ``src``
+        (the inline text of one paragraph or list item)."""
+        if not self.claims:
+            return {}
+        before = _CITES.sub(" ", src[max(0, pos - 400) : pos])
+        before = _SENTENCE_END.split(before)[-1]
+        needle = _words(" ".join(_WORDS.findall(before)[-_CONTEXT_WORDS:]))
+        if needle == " ":
+            return {}
+        for text, spans in self.claims:
+            if needle in text:
+                return {n: spans[n] for n in numbers if n in spans}
+        return {}
+
+    def marker(self, n: int, support: Support | None) -> str:
+        """The HTML of marker ``n``: a link to its quote's popover, or to the source."""
+        source = self.sources[n]
+        if support is None:
+            title = escape(source.title, quote=True)
+            return f'<a class="cite" href="#source-{n}" title="{title}">{n}</a>'
+        self._shown += 1
+        anchor = f"q{self._shown}"
+        quote = support.quote if len(support.quote) <= _SHOWN else support.quote[:_SHOWN] + "…"
+        # A marker without an address: a click focuses it (showing the quote) and does not
+        # scroll the page to somewhere else; the quote's own link goes on to the source.
+        return (
+            f'<span class="cw"><a class="cite" tabindex="0" role="button" '
+            f'aria-describedby="{anchor}">{n}</a>'
+            f'<span class="qt" id="{anchor}" role="tooltip"><q>{escape(quote)}</q>'
+            f'<a href="#source-{n}">source [{n}]</a></span></span>'
+        )
+
+
+def _words(text: str) -> str:
+    """``text`` as its lower-case words, space-separated and space-padded."""
+    return " " + " ".join(_WORDS.findall(text.lower())) + " "

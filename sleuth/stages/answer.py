@@ -1,0 +1,459 @@
+"""The answer first: the few sentences across the sources that best answer the question.
+
+Every whole sentence of every source (:mod:`sleuth.stages.sentences`: no reference,
+template, heading or navigation lines) is a candidate. Each :class:`Scorer` gives every
+candidate a number; the numbers are standardised over the candidates (z-scores) and
+added with the scorer's weight:
+
+``bm25``
+    BM25 (``bm25s``) of the sentence against the question;
+``terms``
+    the share of the question's key terms the sentence holds (its page's title counts
+    half: a page about the question's subject makes "He was born in 1950" an answer);
+``kind``
+    whether it holds what the question asks for and does not say itself: a year or a
+    date for "when", a number for "how many", a name for "who", "where", "which";
+``rank``
+    the source's rank (the better-ranked page first, all else equal);
+``bridge``
+    the second hop of a multi-hop question: the sentence names, or sits on the page of,
+    a name that the best sentences of the first pass give and the question does not.
+
+The best sentences are taken in turn: a sentence that says what a chosen one says (most
+of its content words) is merged into it, both sources cited; at most
+:data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
+:data:`MAX_WORDS` words.
+
+A scorer is a name, a weight and a function of the question and the candidates, so a
+semantic score (an embedding's cosine) can be added to :func:`default_scorers` without
+changing the rest.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
+from sleuth.stages.explore import named_things, titled
+from sleuth.stages.read import MAX_PASSAGE, bm25_scores
+from sleuth.stages.sentences import Sentence, passages, sentences
+from sleuth.terms import content_terms
+
+__all__ = [
+    "MAX_SENTENCES",
+    "MAX_WORDS",
+    "Candidate",
+    "Scorer",
+    "answer_tree",
+    "best_answer",
+    "candidates_of",
+    "default_scorers",
+    "question_kind",
+    "with_answer_passages",
+]
+
+MAX_SENTENCES = 5
+MIN_SENTENCES = 3
+MAX_WORDS = 120
+#: Sentences longer than this are not taken into an answer (they would crowd it out).
+MAX_SENTENCE_WORDS = 60
+MIN_SENTENCE_WORDS = 4
+PER_SOURCE = 2
+#: A sentence sharing this share of its content words with a chosen one says the same.
+SAME_SHARE = 0.6
+#: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
+PER_PAGE = 300
+#: The first pass's best sentences whose names are taken as second hops.
+BRIDGE_FROM = 5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A sentence of a source, as the scorers see it."""
+
+    source: int
+    rank: int
+    title: str
+    sentence: Sentence
+    order: int
+
+    @property
+    def text(self) -> str:
+        """The sentence as quoted."""
+        return self.sentence.text
+
+
+ScoreFn = Callable[[str, Sequence[Candidate]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """One way of scoring the candidates: its name, its weight, its function."""
+
+    name: str
+    weight: float
+    score: ScoreFn
+
+
+# -- what the question asks for ------------------------------------------------------------
+_KINDS = [
+    ("date", re.compile(r"\b(?:when|what (?:year|date|decade|century)|which year|how long ago)\b")),
+    (
+        "number",
+        re.compile(
+            r"\bhow (?:many|much|long|old|tall|high|far|big|large|deep|wide|heavy)\b"
+            r"|\bwhat (?:number|percentage|amount|population|size)\b"
+        ),
+    ),
+    ("name", re.compile(r"\b(?:who|whom|whose|where)\b")),
+]
+_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
+_MONTH = re.compile(
+    r"\b(?:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December)\b"
+)
+_NUMBER = re.compile(r"\b\d[\d,.]*\b")
+_NUMBER_WORDS = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
+    r"forty|fifty|hundred|thousand|million|billion)\b",
+    re.IGNORECASE,
+)
+
+
+def question_kind(question: str) -> str:
+    """What the question asks for: ``date``, ``number``, ``name`` or ``any``."""
+    lowered = question.lower()
+    for kind, rule in _KINDS:
+        if rule.search(lowered):
+            return kind
+    return "any"
+
+
+def _new_names(text: str, asked: frozenset[str]) -> list[str]:
+    """The names in ``text`` the question does not already hold."""
+    return [n for n in named_things(text) if not content_terms(n) <= asked]
+
+
+def _kind_score(question: str, candidates: Sequence[Candidate]) -> list[float]:
+    kind, asked = question_kind(question), content_terms(question)
+    asked_numbers = set(_NUMBER.findall(question))
+    out = []
+    for c in candidates:
+        text = c.text
+        numbers = [n for n in _NUMBER.findall(text) if n not in asked_numbers]
+        years = [y for y in _YEAR.findall(text) if y not in asked_numbers]
+        names = _new_names(text, asked) if kind in ("name", "any") else []
+        if kind == "date":
+            out.append(1.0 if years else 0.5 if _MONTH.search(text) else 0.0)
+        elif kind == "number":
+            out.append(1.0 if numbers or _NUMBER_WORDS.search(text) else 0.0)
+        elif kind == "name":
+            out.append(1.0 if names else 0.0)
+        else:
+            out.append(0.5 if names or numbers else 0.0)
+    return out
+
+
+# -- the scorers -----------------------------------------------------------------------------
+def _bm25(question: str, candidates: Sequence[Candidate]) -> list[float]:
+    return bm25_scores([c.text for c in candidates], [question])
+
+
+def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
+    asked = content_terms(question)
+    if not asked:
+        return [0.0] * len(candidates)
+    titles: dict[str, frozenset[str]] = {}
+    out = []
+    for c in candidates:
+        own = content_terms(c.text) & asked
+        title = titles.setdefault(c.title, content_terms(c.title)) & asked
+        out.append((len(own) + 0.5 * len(title - own)) / len(asked))
+    return out
+
+
+def _rank(question: str, candidates: Sequence[Candidate]) -> list[float]:
+    return [1.0 / (1 + c.rank) for c in candidates]
+
+
+def default_scorers() -> list[Scorer]:
+    """The first pass's scorers, each with its weight (the bridge pass is added after).
+
+    The weights were chosen on the tune split of ``python -m bench.answer`` (HotpotQA
+    questions 0-49 over their paragraphs as notes); see bench/NOTEBOOK.md.
+    """
+    return [
+        Scorer("bm25", 0.5, _bm25),
+        Scorer("terms", 1.0, _terms),
+        Scorer("kind", 0.6, _kind_score),
+        Scorer("rank", 0.2, _rank),
+    ]
+
+
+BRIDGE_WEIGHT = 1.2
+
+
+def _zscores(values: Sequence[float]) -> list[float]:
+    n = len(values)
+    mean = sum(values) / n
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
+    return [(v - mean) / spread if spread > 1e-9 else 0.0 for v in values]
+
+
+def _combined(
+    question: str, candidates: Sequence[Candidate], scorers: Sequence[Scorer]
+) -> list[float]:
+    total = [0.0] * len(candidates)
+    for scorer in scorers:
+        for i, z in enumerate(_zscores(list(scorer.score(question, candidates)))):
+            total[i] += scorer.weight * z
+    return total
+
+
+@dataclass(frozen=True)
+class _Words:
+    """The content terms of each candidate's title and text, for the bridge pass."""
+
+    titles: list[frozenset[str]]
+    texts: list[frozenset[str]]
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate]) -> _Words:
+        titles: dict[str, frozenset[str]] = {}
+        return cls(
+            [titles.setdefault(c.title, content_terms(c.title)) for c in candidates],
+            [content_terms(c.text) for c in candidates],
+        )
+
+
+@dataclass(frozen=True)
+class Bridge:
+    """A name a best first-pass sentence gives: its words, the weight of the best such
+    sentence (1, then 1/2, 1/3, …), and the title of the page that gave it."""
+
+    name: str
+    terms: frozenset[str]
+    weight: float
+    origin: str
+
+
+def bridges(question: str, candidates: Sequence[Candidate], first: Sequence[float]) -> list[Bridge]:
+    """The names the best first-pass sentences give that the question does not, best
+    first."""
+    asked = content_terms(question)
+    order = sorted(range(len(candidates)), key=lambda i: -first[i])
+    found: dict[str, Bridge] = {}
+    for place, i in enumerate(order[:BRIDGE_FROM]):
+        for name in _new_names(candidates[i].text, asked):
+            terms = content_terms(name) - asked
+            if terms and name.lower() not in found:
+                found[name.lower()] = Bridge(name, terms, 1.0 / (1 + place), candidates[i].title)
+    return list(found.values())
+
+
+def bridge_scores(
+    candidates: Sequence[Candidate], names: Sequence[Bridge], words: _Words
+) -> list[float]:
+    """Each candidate's second-hop score: the weight of a name that its page is the page
+    of (not the page that gave the name), half that of a name it mentions."""
+    out = []
+    for c, text in zip(candidates, words.texts, strict=True):
+        best = 0.0
+        for bridge in names:
+            if c.title != bridge.origin and titled(c.title, bridge.name):
+                best = max(best, bridge.weight)
+            elif bridge.terms <= text and c.title != bridge.origin:
+                best = max(best, 0.5 * bridge.weight)
+        out.append(best)
+    return out
+
+
+# -- the candidates -----------------------------------------------------------------------------
+def candidates_of(sources: Sequence[Source], texts: Mapping[int, str]) -> list[Candidate]:
+    """The sentences of each source that an answer may quote, in source order.
+
+    ``texts`` holds each source's stored text by id; a source without one offers its
+    passages (their sentences then have no place in a stored text).
+    """
+    out = []
+    for rank, source in enumerate(sources):
+        text = texts.get(source.id) or "\n\n".join(source.passages)
+        for order, sentence in enumerate(sentences(text)[:PER_PAGE]):
+            words = len(sentence.text.split())
+            if sentence.whole and MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS:
+                out.append(Candidate(source.id, rank, source.title, sentence, order))
+    return out
+
+
+# -- choosing -------------------------------------------------------------------------------------
+@dataclass
+class _Chosen:
+    candidate: Candidate
+    score: float
+    terms: frozenset[str]
+    also: list[Candidate]
+
+
+def _same(terms: frozenset[str], other: frozenset[str]) -> bool:
+    union = terms | other
+    return bool(union) and len(terms & other) >= SAME_SHARE * len(union)
+
+
+def _choose(
+    ranked: Sequence[tuple[float, Candidate]], max_sentences: int, max_words: int
+) -> list[_Chosen]:
+    chosen: list[_Chosen] = []
+    words = 0
+    per_source: dict[int, int] = {}
+    for score, c in ranked:
+        if len(chosen) >= max_sentences:
+            break
+        terms = content_terms(c.text)
+        twin = next((x for x in chosen if _same(terms, x.terms)), None)
+        if twin is not None:
+            if c.source != twin.candidate.source and all(a.source != c.source for a in twin.also):
+                twin.also.append(c)
+            continue
+        size = len(c.text.split())
+        if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
+            continue
+        chosen.append(_Chosen(c, score, terms, []))
+        words += size
+        per_source[c.source] = per_source.get(c.source, 0) + 1
+    return chosen
+
+
+def _sentence(chosen: _Chosen, placed: set[int]) -> AnswerSentence:
+    every = [chosen.candidate, *chosen.also]
+    return AnswerSentence(
+        text=chosen.candidate.text,
+        sources=[c.source for c in every],
+        spans=[
+            TextSpan(source=c.source, start=c.sentence.start, end=c.sentence.end)
+            for c in every
+            if c.source in placed
+        ],
+        score=round(chosen.score, 3),
+    )
+
+
+def best_answer(
+    question: str,
+    sources: Sequence[Source],
+    texts: Mapping[int, str],
+    *,
+    scorers: Sequence[Scorer] | None = None,
+    max_sentences: int = MAX_SENTENCES,
+    max_words: int = MAX_WORDS,
+) -> list[AnswerSentence]:
+    """The sentences of ``sources`` that best answer ``question``, best first.
+
+    ``texts``: each source's stored text by id (the spans point into it). ``scorers``:
+    the first pass's (:func:`default_scorers`); the bridge pass is added to them.
+    """
+    candidates = candidates_of(sources, texts)
+    if not candidates:
+        return []
+    scorers = list(scorers if scorers is not None else default_scorers())
+    first = _combined(question, candidates, scorers)
+    found = bridges(question, candidates, first)
+    bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
+    total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
+    ranked = sorted(
+        zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order)
+    )
+    placed = {s.id for s in sources if texts.get(s.id)}
+    return [_sentence(c, placed) for c in _reading_order(_choose(ranked, max_sentences, max_words))]
+
+
+_PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
+
+
+def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
+    """Best first; but a sentence opening with a pronoun follows the sentence of its own
+    page, chosen too, that comes before it there ("It was founded in 1850" after the
+    sentence that says what "it" is)."""
+    out: list[_Chosen] = []
+    for c in chosen:
+        if _PRONOUN.match(c.candidate.text):
+            before = [
+                n
+                for n, x in enumerate(out)
+                if x.candidate.source == c.candidate.source
+                and x.candidate.order < c.candidate.order
+            ]
+            if before:
+                out.insert(before[-1] + 1, c)
+                continue
+        out.append(c)
+    return out
+
+
+def scorer_names(scorers: Sequence[Scorer] | None = None) -> list[str]:
+    """The names of the scores an answer is chosen by."""
+    return [s.name for s in (scorers if scorers is not None else default_scorers())] + ["bridge"]
+
+
+#: A deep report's section answers: fewer sentences, each section being one part.
+SECTION_SENTENCES = 3
+SECTION_WORDS = 80
+
+
+def answer_tree(
+    topic: str,
+    sources: list[Source],
+    pages: Sequence[tuple[object, Page]],
+    groups: Sequence[tuple[str, Sequence[int]]],
+) -> tuple[list[Source], Answer, list[list[AnswerSentence]]]:
+    """A deep report's answers: the whole question's over every source, and each group's
+    (a sub-question with its follow-ups: its question and source ids) over its own
+    sources; with the sources' passages holding what the answers quote."""
+    by_url = {page.final_url or page.url: page.text for _, page in pages}
+    texts = {s.id: by_url[s.url] for s in sources if s.url in by_url}
+    overall = best_answer(topic, sources, texts)
+    by_id = {s.id: s for s in sources}
+    parts = [
+        best_answer(
+            question,
+            [by_id[n] for n in dict.fromkeys(ids) if n in by_id],
+            texts,
+            max_sentences=SECTION_SENTENCES,
+            max_words=SECTION_WORDS,
+        )
+        for question, ids in groups
+    ]
+    quoted = [*overall, *(s for part in parts for s in part)]
+    answer = Answer(sentences=overall, scored_by=scorer_names())
+    return with_answer_passages(sources, texts, quoted), answer, parts
+
+
+def with_answer_passages(
+    sources: Sequence[Source], texts: Mapping[int, str], answer: Sequence[AnswerSentence]
+) -> list[Source]:
+    """``sources`` with the passage around each answer sentence among its quoted passages
+    (in page order), so the evidence under a source shows what the answer quotes of it."""
+    wanted: dict[int, list[int]] = {}
+    for sentence in answer:
+        for span in sentence.spans:
+            wanted.setdefault(span.source, []).append(span.start)
+    out = []
+    for source in sources:
+        text = texts.get(source.id)
+        if not text or source.id not in wanted:
+            out.append(source)
+            continue
+        every = passages(text, MAX_PASSAGE)
+        index = {p.text: n for n, p in enumerate(every)}
+        have = {index[p] for p in source.passages if p in index}
+        for start in wanted[source.id]:
+            around = next((n for n, p in enumerate(every) if p.start <= start < p.end + 1), None)
+            if around is not None:
+                have.add(around)
+        if any(p not in index for p in source.passages):  # passages of another making
+            out.append(source)
+            continue
+        out.append(source.model_copy(update={"passages": [every[n].text for n in sorted(have)]}))
+    return out

@@ -1,0 +1,51 @@
+"""The records tests build by hand: a candidate in a ranking, a page as read.
+
+One place for what several test files needed alike (a candidate from a URL, a page with
+some text), so a change to the records is made once.
+"""
+
+from __future__ import annotations
+
+from sleuth.models import Candidate, Page, Quality
+from sleuth.urls import canonicalize
+
+#: A page's text when the test does not care what it says.
+TEXT = "Some text about the question. " * 20
+
+
+def candidate(
+    url: str,
+    title: str | None = None,
+    queries: list[str] | None = None,
+    *,
+    score: float = 1.0,
+    snippet: str = "",
+) -> Candidate:
+    """A ranked candidate for ``url``, titled with its URL unless given a ``title``."""
+    return Candidate(
+        url=url,
+        canonical_url=canonicalize(url),
+        domain=url.split("/")[2],
+        title=title or url,
+        snippet=snippet,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        frequency=1,
+        score=score,
+        queries=queries or [],
+    )
+
+
+def page(url: str, title: str | None = None, text: str = TEXT, *, elapsed_s: float = 0.0) -> Page:
+    """``url`` as read: ``text`` (200 HTML), titled with its URL unless given a ``title``;
+    ``elapsed_s``: how long reading it took."""
+    return Page(
+        url=url,
+        final_url=url,
+        canonical_url=canonicalize(url),
+        title=title or url,
+        text=text,
+        content_type="text/html",
+        status=200,
+        elapsed_s=elapsed_s,
+    )
