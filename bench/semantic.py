@@ -264,7 +264,7 @@ def old_gate(pairs: Pairs) -> np.ndarray | None:
 
 
 #: The judgement's switchable word rules (``Judge.rules``) and the gate's own rules.
-RULES = ("names", "whole", "parts", "tf")
+RULES = ("names", "whole", "parts", "tf", "specific")
 GATE_RULES = ("title", "hop")
 
 
