@@ -59,8 +59,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.catalog import REPO, data_dir, load_pages
 from bench.relevance import _corpus, corpus_plan
-from bench.world import REPO, _load_pages, data_dir
 
 __all__ = ["Pairs", "auc", "load", "main"]
 
@@ -120,6 +120,8 @@ def _questions() -> list[Query]:
     expected = {t.id: frozenset(f"corpus:{d}" for d in t.expected) for t in _corpus().topics}
     out = []
     for q in corpus:
+        if q.split not in ("tune", "dev"):
+            continue  # the test split is never scored here (bench.splits)
         relevant = expected.get(q.id, q.relevant)
         split = "tune" if q.split == "tune" else "dev"
         out.append(Query(q.id, "corpus", q.question, split, relevant, relevant))
@@ -142,7 +144,7 @@ def _extract() -> list[Item]:
     if file.is_file():
         return [Item(**row) for row in json.loads(file.read_text(encoding="utf-8"))]
     items = []
-    for p in _load_pages(data_dir(), ("hotpotqa", "corpus")):
+    for p in load_pages(data_dir(), ("hotpotqa", "corpus")):
         body = Body(
             f"http://world.example{p.path}", 200, p.content_type.split(";")[0], "utf-8", p.body()
         )
@@ -262,7 +264,7 @@ def old_gate(pairs: Pairs) -> np.ndarray | None:
 
 
 #: The judgement's switchable word rules (``Judge.rules``) and the gate's own rules.
-RULES = ("names", "whole", "parts", "tf")
+RULES = ("names", "whole", "parts", "tf", "specific")
 GATE_RULES = ("title", "hop")
 
 

@@ -155,10 +155,10 @@ class Fetching:
     the mode's fetch policy (default: quick mode's :class:`Window`, waiting
     ``--top-wait`` for the best-ranked page); under ``--fetch-order rank`` it runs
     within :class:`ByRank`. ``gate``: what sets off-topic pages aside and chooses the
-    sources (default: the relevance gate on the run's question; a deep research's
-    branches keep every page read, :class:`~sleuth.pipeline.gather.KeepAll`: a bridge
-    page names the hop, not the question's terms). ``late``: downloads still out when
-    gathering ends finish while the report is written (see ``GatherOptions.late``).
+    sources (default: the relevance gate on ``ctx.topic``; a deep research's
+    branches pass the gate on the run's question, with the name a second hop searched
+    as its bridge). ``late``: downloads still out when gathering ends finish while the
+    report is written (see ``GatherOptions.late``).
     """
 
     want: int | None = None

@@ -45,7 +45,11 @@ PASSAGE_TOKENS = 128
 WORDS_MEAN, WORDS_SD = 0.213, 0.161
 MEANING_MEAN, MEANING_SD = 0.537, 0.157
 #: The judgement's rules (``Judge.rules``; ``bench/semantic.py --rules`` ablates them).
-RULES = frozenset({"names", "whole", "parts", "tf"})
+RULES = frozenset({"names", "whole", "parts", "tf", "specific"})
+#: A key word's weight under the ``specific`` rule: the length of its vector in the static
+#: embedding (frequent, general words are short: "good" 2.5, "make" 2.5; specific ones
+#: long: "coffee" 6.0, "tariffs" 6.0) over this, within [_LEAST, _MOST].
+_SPECIFIC, _LEAST, _MOST = 4.0, 0.5, 1.5
 # BM25's term-frequency saturation and length normalisation (the ``tf`` rule), and the
 # length of a typical page in content words (of 77, 300 and 1,000, the best on tune).
 _K1, _B, _TYPICAL_LENGTH = 1.2, 0.75, 300
@@ -183,13 +187,27 @@ class Judge:
         self.names = name_phrases(self.question)
         self.named = frozenset().union(*(n.terms for n in self.names))
         heavy = 2.0 if "names" in self.rules else 1.0
-        self.weights = {t: heavy if t in self.named else 1.0 for t in terms_of(self.question)}
         self._wording = _wording(self.question)
+        self.weights = {
+            t: (heavy if t in self.named else 1.0) * self._specific(t)
+            for t in terms_of(self.question)
+        }
         self._parts: list[Judge] = []
         if "parts" in self.rules:
             from sleuth.stages.plan import part_queries
 
             self._parts = [Judge(q, self.rules - {"parts"}) for q in part_queries(self.question)]
+
+    def _specific(self, term: str) -> float:
+        """How specific a key word is (the ``specific`` rule; 1.0 without it)."""
+        if "specific" not in self.rules:
+            return 1.0
+        from sleuth.embedding import static_model
+
+        model = static_model()
+        rows = model.rows(model.ids(self._wording.get(term, term)))
+        length = float(np.linalg.norm(rows.sum(axis=0))) if len(rows) else _SPECIFIC
+        return min(_MOST, max(_LEAST, length / _SPECIFIC))
 
     @cached_property
     def _vector(self) -> npt.NDArray[np.float32]:

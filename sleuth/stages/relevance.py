@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sleuth.models import Candidate, Failure, Page
 from sleuth.stages.judge import FLOOR, Judge, Verdict, name_terms, title_core
@@ -84,6 +84,10 @@ class Relevance:
     arrives, ``choose`` picks the sources once gathering ends (``sleuth.pipeline.gather``)."""
 
     question: str
+    #: In a deep research's second hop, the name the branch searched: the page of that
+    #: name (titled with it) is on-topic there, whatever it shares with the question (an
+    #: on-topic page named it).
+    bridge: str = ""
     #: Pages judged so far, by canonical URL.
     read: dict[str, _Read] = field(default_factory=dict)
     #: Canonical URLs set aside by the floor, in the order they came.
@@ -96,9 +100,20 @@ class Relevance:
     def likely(self, candidate: Candidate) -> bool:
         """Whether a page not read yet may become a source: its search result (title and
         snippet) is over the floor, or says too little to judge (no snippet)."""
-        if not candidate.snippet.strip():
+        if not candidate.snippet.strip() or self._bridged(candidate.title):
             return True
         return self.judge.page(candidate.title, candidate.snippet).on_topic
+
+    def _verdict(self, title: str, text: str) -> Verdict:
+        verdict = self.judge.page(title, text)
+        if self._bridged(title):
+            return replace(verdict, reason="", titled=True)
+        return verdict
+
+    def _bridged(self, title: str) -> bool:
+        """Whether ``title`` is the bridge's own page ("Ilsa Varenne (composer)")."""
+        core = " ".join(title_core(title).lower().split())
+        return bool(self.bridge) and core == " ".join(self.bridge.lower().split())
 
     def check(self, candidate: Candidate, page: Page) -> str | None:
         """As the page arrives: None to read it on, else why it is set aside (under the
@@ -106,7 +121,7 @@ class Relevance:
         another page in its place rather than count one that will not be a source)."""
         url = candidate.canonical_url
         title = page.title or candidate.title
-        verdict = self.judge.page(title, page.text)
+        verdict = self._verdict(title, page.text)
         others = [r.verdict for u, r in self.read.items() if u != url and u not in self.aside]
         self.read[url] = _Read(candidate, page, verdict)
         reason = verdict.reason
@@ -160,7 +175,7 @@ class Relevance:
     def _entry(self, candidate: Candidate, page: Page) -> _Read:
         entry = self.read.get(candidate.canonical_url)
         if entry is None or entry.page is not page:
-            verdict = self.judge.page(page.title or candidate.title, page.text)
+            verdict = self._verdict(page.title or candidate.title, page.text)
             entry = self.read[candidate.canonical_url] = _Read(candidate, page, verdict)
         return entry
 

@@ -133,9 +133,7 @@ def merge_picks(
     """Picked candidates first, in the order picked, then the quality ranking's rest.
 
     ``picks`` holds canonical URLs, best first (a URL picked twice counts at its first
-    place). The picked candidates are built with :func:`rank` over all their hits, so
-    their one-per-domain rule is the quality ranking's; a picked URL therefore wins
-    its domain over an unpicked one.
+    place). The picked candidates are scored with :func:`rank` over all their hits.
     """
     order = {url: n for n, url in enumerate(dict.fromkeys(picks))}
     if not order:
@@ -143,8 +141,7 @@ def merge_picks(
     picked = rank([h for h in hits if canonicalize(h.url) in order], rules)
     picked.sort(key=lambda c: order[c.canonical_url])
     urls = {c.canonical_url for c in picked}
-    domains = {c.domain for c in picked}
-    rest = [c for c in ranked if c.canonical_url not in urls and c.domain not in domains]
+    rest = [c for c in ranked if c.canonical_url not in urls]
     return picked + rest
 
 

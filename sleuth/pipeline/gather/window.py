@@ -226,9 +226,10 @@ async def local_by_rank(g: Gathering) -> None:
     kept different pages for 38 of 100 questions).
 
     With only local candidates, the fuller ranking is awaited, then candidates are
-    settled in rank order until ``want`` pages are read or ``want`` set aside by the
-    gate (what each one gives is the same every run); pages read further down the
-    ranking meanwhile are let go, as if never read. Bounded by the time budget.
+    settled in rank order until ``want`` pages are read or as many set aside by the gate
+    as a web gathering sets aside (``Gathering.aside_cap``); what each one gives is the
+    same every run. Pages read further down the ranking meanwhile are let go, as if
+    never read. Bounded by the time budget.
     """
     if not g.candidates or not all(is_local(c) for c in g.candidates):
         return
@@ -255,7 +256,7 @@ async def _settle_next_local(g: Gathering) -> bool:
             return not await g.settle_one(pending)
         read += url in g.done
         aside += url in g.set_aside
-        if read >= g.want or aside >= g.want:
+        if read >= g.want or aside >= g.aside_cap:
             g.let_go(g.order[rank + 1 :])
             return True
     return True
