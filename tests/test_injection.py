@@ -116,7 +116,6 @@ def research(web: OfflineWeb, question: str, **extra: Any) -> Report:
         base_url=web.llm_url,
         model=MODEL,
         no_store=True,
-        **extra,
     )
 
 
