@@ -166,13 +166,15 @@ async def _research(
     gate: asyncio.Semaphore,
     keys: dict[str, str],
     max_sources: int,
+    mode: str = "quick",
 ) -> Outcome:
     import sleuth
 
     pipeline = "LLM" if llm else "no-LLM"
     async with gate:
         try:
-            report = await sleuth.research(q.question, **w.options(llm, max_sources=max_sources))
+            options = w.options(llm, max_sources=max_sources, mode=mode)
+            report = await sleuth.research(q.question, **options)
         except Exception as exc:  # a run that fails is an outcome to count, not a crash
             return Outcome(q, pipeline, (), (), f"{type(exc).__name__}: {exc}")
     # Read: the report's sources and the pages it read and left out (as off-topic, or
@@ -187,7 +189,12 @@ async def _research(
 
 
 def run_all(
-    w: WorldProcess, qs: Sequence[Question], llm: bool, jobs: int, max_sources: int
+    w: WorldProcess,
+    qs: Sequence[Question],
+    llm: bool,
+    jobs: int,
+    max_sources: int,
+    mode: str = "quick",
 ) -> list[Outcome]:
     """Research every question, ``jobs`` at a time, in this process."""
     keys = {p["url"]: f"{p['kind']}:{p['key']}" for p in w.pages}
@@ -195,7 +202,7 @@ def run_all(
     async def every() -> list[Outcome]:
         gate = asyncio.Semaphore(jobs)
         return list(
-            await asyncio.gather(*(_research(w, q, llm, gate, keys, max_sources) for q in qs))
+            await asyncio.gather(*(_research(w, q, llm, gate, keys, max_sources, mode) for q in qs))
         )
 
     return asyncio.run(every())
@@ -291,6 +298,7 @@ def run_relevance(
     final: bool = False,
     limit: int | None = None,
     hosts: str = "site",
+    mode: str = "quick",
 ) -> tuple[list[Score], list[Outcome]]:
     """Run the benchmark; the scores (part × split × pipeline) and every outcome (the
     test split only when ``final``; ``limit``: at most that many questions per part and
@@ -311,7 +319,7 @@ def run_relevance(
         for llm in pipelines:
             pipeline = "LLM" if llm else "no-LLM"
             start = time.monotonic()
-            got = run_all(w, picked, llm, jobs, max_sources)
+            got = run_all(w, picked, llm, jobs, max_sources, mode)
             wall = time.monotonic() - start
             w.log()
             outcomes += got
@@ -360,6 +368,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--offenders", type=int, default=0, help="also list the N off-topic pages cited most often"
     )
+    parser.add_argument(
+        "--mode", choices=("quick", "deep"), default="quick", help="the research mode run"
+    )
     parser.add_argument("--json", default=None, help="write every outcome here")
     return parser
 
@@ -387,9 +398,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         splits,
         args.max_sources,
         hosts=args.hosts,
+        mode=args.mode,
     )
     print(
-        f"## Relevance (seed {args.seed}, latency ×{args.scale:g}, {args.jobs} at once, "
+        f"## Relevance ({args.mode} mode, seed {args.seed}, latency ×{args.scale:g}, "
+        f"{args.jobs} at once, "
         f"--max-sources {args.max_sources})\n\n{table(scores)}\n"
     )
     if args.offenders:

@@ -160,6 +160,9 @@ class Stats(_Record):
     cached_searches: int = 0
     cached_fetches: int = 0
     cached_llm_calls: int = 0
+    #: Model calls by purpose (``plan``, ``select``, ``summarize``, ``merge``, ``report``,
+    #: ``verify``): which calls a run made, the ones that held up its report included.
+    model_calls: dict[str, int] = Field(default_factory=dict)
 
 
 class CitationCheck(_Record):

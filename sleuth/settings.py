@@ -393,6 +393,18 @@ class Settings(BaseModel):
         "most relevant to the question; 0 reads every page whole.",
         json_schema_extra=_meta("--read-tokens", "SLEUTH_READ_TOKENS", group="Model"),
     )
+    summaries: Literal["auto", "always"] = Field(
+        "auto",
+        description="Per-page model summaries: auto (only when the sources' best passages do "
+        "not fit the report model's context; else the writer reads the passages) or always.",
+        json_schema_extra=_meta("--summaries", "SLEUTH_SUMMARIES", group="Model"),
+    )
+    select: Literal["auto", "model"] = Field(
+        "auto",
+        description="Which search results are read first: auto (the relevance judgement, "
+        "asking the model only when the best results score close) or model (always asked).",
+        json_schema_extra=_meta("--select", "SLEUTH_SELECT", group="Model"),
+    )
     llm_concurrency: int = Field(
         8,
         ge=1,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 __all__ = [
     "Parsed",
@@ -112,6 +112,7 @@ def _capital(token: str) -> bool:
     return token[:1].isupper() or (token[:1].isdigit() and any(c.isupper() for c in token))
 
 
+@lru_cache(maxsize=1 << 16)  # a page's words repeat: each is stemmed once
 def stem(word: str) -> str:
     """A light English suffix stripper (tariffs → tariff, moons → moon, talks → talk;
     release, released, releases, releasing → releas)."""

@@ -283,3 +283,14 @@ def services() -> Iterator[Services]:
     keys, for every test: no test waits for another's turns)."""
     with Services() as stand_ins:
         yield stand_ins
+
+
+@pytest.fixture(autouse=True)
+def every_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite's model tests were written around every call a run can make (the model
+    chooses the results, summarises each page): they keep asking for them, as a user
+    would (``SLEUTH_SELECT``, ``SLEUTH_SUMMARIES``). The defaults, which ask the model
+    only to plan and write when the judgement is clear and the passages fit, are
+    tested in test_fewer_calls.py, which sets them explicitly."""
+    monkeypatch.setenv("SLEUTH_SELECT", "model")
+    monkeypatch.setenv("SLEUTH_SUMMARIES", "always")

@@ -15,6 +15,7 @@ from records import candidate, page
 
 from sleuth.models import Candidate, FetchFailure, Page
 from sleuth.pipeline.gather import (
+    LATE,
     Branch,
     ByRank,
     GatherOptions,
@@ -22,6 +23,7 @@ from sleuth.pipeline.gather import (
     Waits,
     Window,
     gather_pages,
+    settle_late,
 )
 from sleuth.pipeline.gather.by_rank import cut_point
 from sleuth.pipeline.gather.state import Gathering
@@ -234,3 +236,73 @@ async def test_rank_order_judges_a_parked_page_when_a_better_one_is_rejected() -
     it, and the branch read one source of the two it wanted."""
     assert await parked_run(Branch()) == URLS[1:3]
     assert await parked_run(ByRank(Branch())) == URLS[1:3]
+
+
+async def test_pages_still_out_when_the_sources_are_read_come_late_not_waited_for() -> None:
+    """With ``late``, the downloads still out once enough pages are read are not waited
+    for: they finish while the report is written, and the Gaps say that one came after
+    it was written (a rerun finds it in the cache) and that one never came."""
+    fetcher, never = Held({URLS[0]}), Held({URLS[1]})
+
+    class Both:
+        async def fetch(self, url: str) -> Page | FetchFailure:
+            return await (never if url == URLS[1] else fetcher).fetch(url)
+
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0, bound_min_s=0.0)
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [candidate(u) for u in URLS],
+            Both(),  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits), late=True),
+        ),
+        timeout=60,
+    )
+    assert [c.url for c, _ in gathered.pages] == URLS[2:5]
+    assert {c.url for c, _ in gathered.late} == {URLS[0], URLS[1]}
+    assert not [f for f in gathered.failures if f.url in URLS[:2]]
+    late = {c.url: task for c, task in gathered.late}
+    fetcher.release.set()  # one comes while "the report is written", one never does
+    await late[URLS[0]]
+    failures = await settle_late(gathered)
+    reasons = {f.url: f.reason for f in failures}
+    assert reasons[URLS[0]] == LATE
+    assert reasons[URLS[1]] == "not waited for: enough sources were read first"
+    assert gathered.late == []
+
+
+class OffTopicResults:
+    """A gate that finds one search result off-topic (and keeps every page read)."""
+
+    def __init__(self, off: str) -> None:
+        self.off = off
+
+    def check(self, candidate: Candidate, page: Page) -> str | None:
+        return None
+
+    def choose(self, pages: Any, want: int) -> tuple[Any, list[Any]]:
+        return list(pages[:want]), []
+
+    def forget(self, urls: set[str]) -> None:
+        return None
+
+    def likely(self, candidate: Candidate) -> bool:
+        return candidate.url != self.off
+
+
+async def test_the_last_downloads_floor_waits_only_for_pages_that_may_be_sources() -> None:
+    """Once nothing more can start, the last download is waited for at least
+    ``last_min_s`` only if its search result looks on-topic; an off-topic one gets its
+    bound (this run's page times), not the floor's hour."""
+    fetcher = Held({URLS[2]})
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0, bound_min_s=0.0, last_min_s=3600.0)
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [candidate(u) for u in URLS[:3]],
+            fetcher,  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits), gate=OffTopicResults(URLS[2])),
+        ),
+        timeout=60,
+    )
+    assert [c.url for c, _ in gathered.pages] == URLS[:2]
+    reasons = {f.url: f.reason for f in gathered.failures}
+    assert reasons[URLS[2]].startswith("not waited for: it took longer than")

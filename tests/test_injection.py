@@ -103,8 +103,12 @@ class ObedientResearcher(ScriptedResearcher):
 
 
 def research(web: OfflineWeb, question: str, **extra: Any) -> Report:
+    # Every prompt that can carry page text is asked for: the model chooses the results
+    # and summarises each page (by default, neither when the judgement is clear and the
+    # passages fit the report call, so page text reaches the report prompt alone).
     return sleuth.research_sync(
         question,
+        **{"summaries": "always", "select": "model", **extra},
         search="searxng",
         searxng_url=web.searxng_url,
         allow_private_urls=True,
@@ -112,7 +116,6 @@ def research(web: OfflineWeb, question: str, **extra: Any) -> Report:
         base_url=web.llm_url,
         model=MODEL,
         no_store=True,
-        **extra,
     )
 
 

@@ -1,4 +1,4 @@
-"""Stage 3: merging, scoring, one result per domain, quality tiers on parsed domains."""
+"""Stage 3: merging, scoring, several sites first, quality tiers on parsed domains."""
 
 from pathlib import Path
 
@@ -59,14 +59,20 @@ def test_duplicates_merge_across_queries_and_frequency_wins() -> None:
     assert ranked[0].frequency == 2 and ranked[0].queries == ["q1", "q2"]
 
 
-def test_one_result_per_registered_domain() -> None:
+def test_a_sites_further_pages_rank_after_other_sites_but_stay() -> None:
+    """An encyclopedia's pages on each of a question's names are all candidates: the
+    relevance gate, not the ranking, decides whether they are the ones on topic."""
     hits = [
-        hit("https://docs.python.org/3/a", rank_=1),
-        hit("https://www.python.org/b", rank_=2),
-        hit("https://peps.python.org/pep-8", rank_=3),
+        hit("https://a.example.org/one", rank_=1),
+        hit("https://www.example.org/two", rank_=2),
+        hit("https://b.example.net/three", rank_=3),
     ]
     ranked = rank(hits)
-    assert len(ranked) == 1 and ranked[0].url == "https://docs.python.org/3/a"
+    assert [c.url for c in ranked] == [
+        "https://a.example.org/one",
+        "https://b.example.net/three",
+        "https://www.example.org/two",
+    ]
 
 
 def test_ip_hosts_are_each_their_own_domain() -> None:

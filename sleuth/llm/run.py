@@ -107,6 +107,8 @@ class RunLLM:
         # The run's own count: the client may serve other runs too (a batch shares one).
         # The client's class makes it, so that no import of openai happens here.
         self._usage: LLMUsage = type(client.usage)()
+        #: Replies received so far, by the stage that asked (plan, select, summarize, ...).
+        self.calls_by_stage: dict[str, int] = {}
 
     # -- facts -----------------------------------------------------------------------
     @property
@@ -188,6 +190,7 @@ class RunLLM:
                 self.down = str(exc)
             raise
         self._usage.record(reply)
+        self.calls_by_stage[stage] = self.calls_by_stage.get(stage, 0) + 1
         if self.budget is not None and not reply.cached:
             cost = model_info(reply.model).cost_usd(reply.prompt_tokens, reply.completion_tokens)
             self.budget.charge_tokens(reply.prompt_tokens + reply.completion_tokens, cost)

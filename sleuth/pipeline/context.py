@@ -377,6 +377,13 @@ class RunContext:
             self.reader = PageReader(self.llm, self.topic, self.settings.read_tokens)
         return self.reader
 
+    def summarises_as_read(self) -> bool:
+        """Whether the model summarises each page as it arrives: ``--summaries always``,
+        and deep mode, whose sections read more sources than fit one call. Otherwise the
+        read stage asks for summaries only when the sources' passages do not fit the
+        report call."""
+        return self.settings.summaries == "always" or self.settings.mode == "deep"
+
     def record_stage(self, stage: str, payload: Any) -> None:
         """Append one stage output to the run record, as it happens (no-op without a store)."""
         self.record.record(stage, payload)

@@ -23,7 +23,7 @@ from sleuth.pipeline.context import (
     clean_question,
     open_run,
 )
-from sleuth.pipeline.gather import Gathered
+from sleuth.pipeline.gather import Gathered, settle_late
 from sleuth.pipeline.searching import explain_empty_search, search_stage
 from sleuth.pipeline.steps import (
     Fetching,
@@ -79,7 +79,9 @@ async def _fetch(
     candidates: list[Candidate],
     more: asyncio.Future[list[Candidate]] | None = None,
 ) -> Gathered:
-    fetched = await fetch_stage(ctx, candidates, Fetching(more=more))
+    # With a model, pages still downloading when the sources are read finish while the
+    # report is written: a rerun finds them in the store, the Gaps say they came late.
+    fetched = await fetch_stage(ctx, candidates, Fetching(more=more, late=ctx.llm is not None))
     ctx.tally.fold(fetched)
     return fetched.gathered
 
@@ -244,19 +246,28 @@ async def research(
             gathered = await search_and_fetch(ctx, plan)
         else:
             plan, gathered = await plan_and_fetch(ctx)
-        nothing = explain_empty_search(ctx)
-        if nothing is not None:
-            ctx.tally.fold(nothing)
-        read = await read_stage(ctx, plan, gathered)
-        ctx.tally.fold(read)
-        sources = read.sources
-        ctx.session.check_store()  # found damaged while fetching: no report on top
-        sources, answer = await answer_stage(ctx, sources, gathered)
-        ctx.record_stage("sources", sources)
-        draft = await write_stage(ctx, sources, answer)
-        draft = await check_stage(ctx, draft, sources, gathered)
-        ctx.tally.failures += await cached_gaps(ctx, [s.url for s in sources])
-        return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
+        try:
+            return await _report(ctx, plan, gathered)
+        finally:
+            await settle_late(gathered)  # an early exit: cut what is still out
+
+
+async def _report(ctx: RunContext, plan: Plan, gathered: Gathered) -> Report:
+    """Stages 5–7 on the pages gathered: read, write, check; the report."""
+    nothing = explain_empty_search(ctx)
+    if nothing is not None:
+        ctx.tally.fold(nothing)
+    read = await read_stage(ctx, plan, gathered)
+    ctx.tally.fold(read)
+    sources = read.sources
+    ctx.session.check_store()  # found damaged while fetching: no report on top
+    sources, answer = await answer_stage(ctx, sources, gathered)
+    ctx.record_stage("sources", sources)
+    draft = await write_stage(ctx, sources, answer)
+    draft = await check_stage(ctx, draft, sources, gathered)
+    ctx.tally.failures += await settle_late(gathered)
+    ctx.tally.failures += await cached_gaps(ctx, [s.url for s in sources])
+    return ctx.done(report_stage(ctx, plan, sources, gathered, draft))
 
 
 def research_sync(question: str, **kwargs: Any) -> Report:

@@ -135,8 +135,10 @@ async def rank_stage(
                 picked=picks,
                 shown=shown,
                 show=show,
+                decide=ctx.settings.select,
+                want=show or ctx.settings.max_sources,
             )
-    chosen = f" ({picked} chosen by the model)" if picked else ""
+    chosen = f" ({picked} chosen first)" if picked else ""
     found = plural(len(candidates), "candidate source", "candidate sources")
     ctx.emit(Event("rank", found + chosen, {"candidates": len(candidates), "picked": picked}))
     return Ranked(candidates, picks, frozenset(shown))
@@ -154,9 +156,10 @@ class Fetching:
     the mode's fetch policy (default: quick mode's :class:`Window`, waiting
     ``--top-wait`` for the best-ranked page); under ``--fetch-order rank`` it runs
     within :class:`ByRank`. ``gate``: what sets off-topic pages aside and chooses the
-    sources (default: the relevance gate on the run's question; a deep research's
-    branches keep every page read, :class:`~sleuth.pipeline.gather.KeepAll`: a bridge
-    page names the hop, not the question's terms).
+    sources (default: the relevance gate on ``ctx.topic``; a deep research's
+    branches pass the gate on the run's question, with the name a second hop searched
+    as its bridge). ``late``: downloads still out when gathering ends finish while the
+    report is written (see ``GatherOptions.late``).
     """
 
     want: int | None = None
@@ -164,6 +167,7 @@ class Fetching:
     memo: dict[str, Page | FetchFailure] | None = None
     policy: Policy | None = None
     gate: Gate | None = None
+    late: bool = False
 
 
 def fetch_policy(ctx: RunContext, mode: Policy | None = None) -> Policy:
@@ -187,7 +191,7 @@ async def fetch_stage(
     session, recorder = ctx.session, ctx.record.recorder
     if recorder is not None:
         recorder.ranking(candidates)
-    accept: PageCheck | None = reader.judge if reader else None
+    accept: PageCheck | None = reader.judge if reader and ctx.summarises_as_read() else None
     if accept is not None and reader is not None and recorder is not None:
         accept = recorder.summaries(accept, reader.summaries)
     fetcher = await ctx.fetcher()
@@ -219,6 +223,7 @@ async def fetch_stage(
         accept=accept,
         more=more,
         gate=Relevance(ctx.topic) if how.gate is None else how.gate,
+        late=how.late,
     )
     gathered = await gather_pages(candidates, fetcher, options)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
@@ -268,18 +273,40 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> Read:
     pages = gathered.pages
     reader = ctx.page_reader()
     dropped: list[Failure] = []
-    if reader is not None:
+    queries = [ctx.topic, *plan.queries]
+    sources = read_sources(pages, queries, ctx.settings)
+    if reader is not None and ctx.llm is not None and _summaries_needed(ctx, sources):
         pages, left_out = await reader.read_all(pages)
         dropped = [Failure(url=c.url, reason=why, stage="read") for c, why in left_out]
-    sources = read_sources(pages, [ctx.topic, *plan.queries], ctx.settings)
-    if reader is not None:
-        sources = reader.apply(sources, pages)
+        sources = reader.apply(read_sources(pages, queries, ctx.settings), pages)
     ctx.emit(
         Event(
             "read", plural(len(sources), "source", "sources") + " read", {"sources": len(sources)}
         )
     )
     return Read(sources, dropped)
+
+
+def _summaries_needed(ctx: RunContext, sources: list[Source]) -> bool:
+    """Whether the sources need the model's summaries: made as pages arrived
+    (:meth:`RunContext.summarises_as_read`), or their passages do not fit the report
+    call whole (said on the progress stream either way)."""
+    from sleuth.stages.write import evidence_fits
+
+    assert ctx.llm is not None
+    if ctx.summarises_as_read():
+        return True
+    fits = evidence_fits(ctx.llm, ctx.topic, sources, ctx.settings.words)
+    ctx.emit(
+        Event(
+            "info",
+            "the sources' passages fit the report call: no page summaries"
+            if fits
+            else "the sources' passages do not fit the report call: each page is summarised",
+            {"summaries": not fits},
+        )
+    )
+    return not fits
 
 
 async def answer_stage(
@@ -315,6 +342,7 @@ def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
         "prompt_tokens": usage.prompt_tokens,
         "completion_tokens": usage.completion_tokens,
         "cached_llm_calls": usage.cached_calls,
+        "model_calls": dict(sorted(llm.calls_by_stage.items())),
         "cost_usd": round(usage.cost_usd, 6) if usage.cost_usd is not None else None,
     }
 

@@ -28,10 +28,12 @@ from typing import TYPE_CHECKING
 
 from sleuth.errors import LLMAuthError, LLMError, ParseError
 from sleuth.llm.parse import expect_list, json_values, parse_list, strip_think
-from sleuth.models import Candidate, Source
+from sleuth.models import Candidate, Failure, Source
+from sleuth.stages.judge import Judge
 from sleuth.stages.plan import MAX_QUERY_CHARS, dedupe
 from sleuth.stages.read import split_passages
 from sleuth.stages.write import sources_block
+from sleuth.terms import parse
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
@@ -165,7 +167,7 @@ def quoted_titles(text: str) -> list[str]:
 
 def _starts_sentence(text: str, at: int) -> bool:
     before = text[:at].rstrip(" \t\"'“‘(")
-    return not before or before[-1] in ".!?:;\n"
+    return not before or before[-1] in ".!?:;#\n"
 
 
 #: Short words whose period does not end a sentence.
@@ -236,7 +238,14 @@ def named_things(text: str) -> list[str]:
     tokens = list(_TOKEN.finditer(text))
     run: list[re.Match[str]] = []
 
+    def _after_number(token: re.Match[str]) -> bool:
+        return bool(re.search(r"\d\s*$", text[: token.start()]))
+
     def close() -> None:
+        if len(run) > 1 and len(run[0].group(0).rstrip(".")) == 1 and _after_number(run[0]):
+            run.pop(0)  # "96 C. Light roasts": a unit, then a sentence's first word
+            if len(run) == 1:
+                run.clear()
         while run and run[-1].group(0).lower() in _JOINERS:
             run.pop()  # "Bank of" → "Bank"
         while (
@@ -245,8 +254,13 @@ def named_things(text: str) -> list[str]:
             and not (run[0].group(0) == "The" and len(run) > 1)
         ):
             run.pop(0)  # "In Akkadian" is "Akkadian"; "The Exies" keeps its "The"
+        capitals = [t for t in run if t.group(0)[:1].isupper()]
         if len(run) == 1 and _starts_sentence(text, run[0].start()):
             run.clear()
+        elif len(capitals) == 1 and text[run[-1].end() :].startswith(":"):
+            run.clear()  # a label, "Note 1:", "Step 2:"
+        if not any(len(t.group(0).rstrip(".")) > 1 for t in capitals):
+            run.clear()  # "C for 1" (80 C for 1 minute): a unit, not a name
         if all(token.group(0).isdigit() for token in run):
             run.clear()  # "At 2011" is no name once "At" is gone
         if run:
@@ -275,21 +289,50 @@ def rule_subquestions(question: str, breadth: int) -> list[str]:
     """The sub-questions of ``question`` without a model, at most ``breadth``.
 
     The question itself comes first (its own search finds the pages that answer it
-    most directly); then each thing it names (a film in quotes, a person, a place),
-    researched on its own, which is how the first hop of a multi-hop question is found;
-    then the sides of a comparison ("X or Y", "X vs Y") when it names nothing.
+    most directly); then the parts it names, as it names them ("the Moon, Jupiter's moon
+    Europa and Saturn's moon Titan": ``Moon``, ``Jupiter's moon Europa``, ``Saturn's moon
+    Titan``; not the agency that found them); parts that are plain words ("markets and
+    trade talks") are each the question asked of that part alone. Without parts, each
+    thing it names (a film in quotes, a person, a place), researched on its own, which
+    is how the first hop of a multi-hop question is found; then the sides of a
+    comparison ("X or Y", "X vs Y") when it names nothing.
     """
-    core = question.strip().rstrip("?!.。？！ ").strip()
-    names = [n for n in named_things(core) if n.lower() != core.lower()]
-    # A name inside a longer one ("York" in "New York") is researched as the longer one.
-    names = [
-        n for n in names if not any(n != other and n.lower() in other.lower() for other in names)
-    ]
-    parts = [p.strip() for p in _SPLIT.split(core) if len(terms(p)) >= 1]
-    subs = [question.strip(), *names]
-    if len(subs) == 1 and len(parts) > 1:
-        subs += parts
+    subs = [question.strip(), *_part_questions(question)]
+    if len(subs) == 1:
+        core = question.strip().rstrip("?!.。？！ ").strip()
+        names = [n for n in named_things(core) if n.lower() != core.lower()]
+        # A name inside a longer one ("York" in "New York") is researched as the longer one.
+        names = [
+            n
+            for n in names
+            if not any(n != other and n.lower() in other.lower() for other in names)
+        ]
+        parts = [p.strip() for p in _SPLIT.split(core) if len(terms(p)) >= 1]
+        subs += names
+        if len(subs) == 1 and len(parts) > 1:
+            subs += parts
     return dedupe(subs)[: max(1, breadth)]
+
+
+def _part_questions(question: str) -> list[str]:
+    """The parts of the question's main coordination as sub-questions: each part as the
+    question names it when every part is a name, else the question asked of each part
+    alone; [] without parts, or when names and plain words are mixed."""
+    parsed = parse(question)
+    if len(parsed.parts) < 2:
+        return []
+    named = [any(w[:1].isupper() for w in item) for item in parsed.items]
+    if all(named):
+        return list(parsed.parts)
+    if any(named):
+        return []
+    tokens, (start, end) = parsed.tokens, parsed.span
+    before, after = list(tokens[:start]), list(tokens[end + 1 :])
+    out = []
+    for part in parsed.parts:
+        text = " ".join([*before, part, *after])
+        out.append(re.sub(r"\s+([?!.,;:])", r"\1", text))
+    return out
 
 
 def _clean_questions(items: Sequence[str], count: int) -> list[str]:
@@ -300,7 +343,10 @@ def _clean_questions(items: Sequence[str], count: int) -> list[str]:
 async def llm_subquestions(
     question: str, breadth: int, llm: RunLLM
 ) -> tuple[list[str], str | None]:
-    """The model's sub-questions, and a note; the rule-based ones when it fails."""
+    """The question itself, then the model's sub-questions that bear on it (judged as a
+    page would be, :mod:`sleuth.stages.judge`), and a note; the rule-based sub-questions
+    when the call fails or none of the model's relates to the question (a small model
+    that plans badly never makes the research worse than no model)."""
     from sleuth.llm.run import reply_tokens
 
     try:
@@ -319,8 +365,26 @@ async def llm_subquestions(
     except LLMError as exc:
         llm.fell_back("subquestions", exc, "the rule-based sub-questions were used")
         return rule_subquestions(question, breadth), f"LLM sub-questions failed: {exc}"
+    judge = Judge(question)
+    own = _key(question)
+    related = [q for q in subs if " ".join(q.lower().split()) != own and judge.page("", q).on_topic]
+    if subs and not related:
+        note = "the model's sub-questions do not bear on the question"
+        llm.failures.append(
+            Failure(
+                url="",
+                stage="llm",
+                reason=f"LLM sub-questions: {note}; the rule-based sub-questions were used",
+            )
+        )
+        return rule_subquestions(question, breadth), note
+    subs = dedupe([question.strip(), *related])[: max(1, breadth)]
     llm.info(f"LLM plan: {len(subs)} sub-questions", subquestions=subs)
     return subs, None
+
+
+def _key(question: str) -> str:
+    return " ".join(question.lower().rstrip("?!.。？！ ").split())
 
 
 # -- learnings and follow-ups ------------------------------------------------------------

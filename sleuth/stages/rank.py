@@ -1,4 +1,4 @@
-"""Stage 3, rank: merge duplicate hits, score them, keep one per domain.
+"""Stage 3, rank: merge duplicate hits, score them, prefer sources from several sites.
 
 A candidate's score is::
 
@@ -7,8 +7,11 @@ A candidate's score is::
 where frequency is the number of distinct queries whose results held the URL
 (after canonicalisation), the quality score comes from the tier table
 (``sleuth/data/quality.toml``, extendable by the user), and best rank is its
-highest position in any provider's answer. Only the best candidate of each
-registered domain is kept, so the report hears from several sites.
+highest position in any provider's answer. A candidate then loses
+:data:`SAME_SITE` for each better one of its own registered domain, so the report hears
+from several sites when they have as much to say; but a site's further pages stay in
+the ranking, and when they are the ones on topic (an encyclopedia's pages on each of a
+question's names) the relevance gate keeps them over other sites' off-topic pages.
 
 Local documents (``file://`` URLs from ``--docs``) are each their own "site" for
 that rule, and rank as PRIMARY, score 4: they are the material the user chose to
@@ -21,6 +24,7 @@ import ipaddress
 import os
 import stat
 import tomllib
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.resources import files
@@ -31,6 +35,9 @@ from sleuth.models import Candidate, Quality, SearchHit
 from sleuth.urls import canonicalize, host_of, registered_domain
 
 DEFAULT_SCORE = 2
+#: What a candidate loses for each better-scored candidate of its own site: a second
+#: page of a site ranks below a first page of another unless it scores this much more.
+SAME_SITE = 1.0
 #: Tier and score of a local document (see the module docstring).
 LOCAL_TIER = (Quality.PRIMARY, 4)
 
@@ -176,7 +183,8 @@ def _merge(hits: list[SearchHit]) -> dict[str, _Group]:
 
 
 def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) -> list[Candidate]:
-    """Merge, score and diversify hits; best candidate first, one per registered domain."""
+    """Merge, score and diversify hits; best candidate first, each site's later pages
+    lowered by :data:`SAME_SITE` per better page of the same site."""
     scored: list[Candidate] = []
     for key, group in _merge(hits).items():
         tier, quality = classify(group.url, rules)
@@ -198,10 +206,10 @@ def rank(hits: list[SearchHit], rules: tuple[QualityRule, ...] | None = None) ->
             )
         )
     scored.sort(key=lambda c: (-c.score, c.canonical_url))
-    seen: set[str] = set()
-    diverse: list[Candidate] = []
-    for candidate in scored:
-        if candidate.domain not in seen:
-            seen.add(candidate.domain)
-            diverse.append(candidate)
-    return diverse
+    seen: Counter[str] = Counter()
+    for n, candidate in enumerate(scored):
+        lowered = candidate.score - SAME_SITE * seen[candidate.domain]
+        seen[candidate.domain] += 1
+        scored[n] = candidate.model_copy(update={"score": round(lowered, 3)})
+    scored.sort(key=lambda c: (-c.score, c.canonical_url))
+    return scored

@@ -19,25 +19,37 @@ share:
 
 A round whose reply picks nothing usable leaves its order to the quality ranking,
 and the reason is recorded.
+
+With ``decide="auto"`` (``--select auto``, the default) the model is asked only when the
+relevance judgement (:class:`~sleuth.stages.judge.Judge`, on each result's title and
+snippet) cannot tell which results to read first (:func:`clear_picks`): when the best
+results, ``want`` of them or a few more, stand :data:`CLEAR_GAP` above the next one, or no
+more than ``want`` results are on-topic at all, those are the round's picks (best score
+first) and no call is made. A call in a
+row before the report costs a model's latency; the judgement costs milliseconds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_indices, is_empty_answer
 from sleuth.models import Candidate, SearchHit
+from sleuth.stages.judge import FLOOR, Judge
 from sleuth.stages.rank import QualityRule, rank
 from sleuth.urls import canonicalize
 
 if TYPE_CHECKING:
     from sleuth.llm.run import RunLLM
 
-__all__ = ["PICKS_PER_CALL", "merge_picks", "select_candidates"]
+__all__ = ["CLEAR_GAP", "PICKS_PER_CALL", "clear_picks", "merge_picks", "select_candidates"]
 
 PICKS_PER_CALL = 8
 SNIPPET_CHARS = 300
+#: How far (on the judgement's scale) the results read first must score above the rest
+#: for the judgement to choose them without asking the model.
+CLEAR_GAP = 0.5
 
 
 def _results_block(candidates: list[Candidate]) -> str:
@@ -71,6 +83,28 @@ async def _pick(
     return [candidates[i - 1].canonical_url for i in picked[:PICKS_PER_CALL]]
 
 
+def clear_picks(question: str, candidates: list[Candidate], want: int) -> list[str] | None:
+    """The canonical URLs to read first, best first, when the relevance judgement of
+    ``candidates``' titles and snippets is clear; None when the model should choose.
+
+    Clear: no more than ``want`` results are on-topic (at least one), or the ``k`` best
+    (``want`` ≤ ``k`` ≤ twice ``want``, at most :data:`PICKS_PER_CALL`) score
+    :data:`CLEAR_GAP` above the next one: those ``k`` are read first, whatever order the
+    model would put them in (gathering starts more downloads than it keeps).
+    """
+    judge = Judge(question)
+    scores = [judge.page(c.title, c.snippet).score for c in candidates]
+    order = sorted(range(len(candidates)), key=lambda n: (-scores[n], n))
+    on_topic = [n for n in order if scores[n] >= FLOOR]
+    want = max(1, want)
+    if 0 < len(on_topic) <= want:
+        return [candidates[n].canonical_url for n in on_topic]
+    for k in range(want, min(2 * want, PICKS_PER_CALL, len(on_topic) - 1) + 1):
+        if scores[order[k - 1]] - scores[order[k]] >= CLEAR_GAP:
+            return [candidates[n].canonical_url for n in order[:k]]
+    return None
+
+
 def _in_turn(
     queries: list[str], hits: list[SearchHit], ranked: list[Candidate], seen: set[str]
 ) -> list[Candidate]:
@@ -99,9 +133,7 @@ def merge_picks(
     """Picked candidates first, in the order picked, then the quality ranking's rest.
 
     ``picks`` holds canonical URLs, best first (a URL picked twice counts at its first
-    place). The picked candidates are built with :func:`rank` over all their hits, so
-    their one-per-domain rule is the quality ranking's; a picked URL therefore wins
-    its domain over an unpicked one.
+    place). The picked candidates are scored with :func:`rank` over all their hits.
     """
     order = {url: n for n, url in enumerate(dict.fromkeys(picks))}
     if not order:
@@ -109,8 +141,7 @@ def merge_picks(
     picked = rank([h for h in hits if canonicalize(h.url) in order], rules)
     picked.sort(key=lambda c: order[c.canonical_url])
     urls = {c.canonical_url for c in picked}
-    domains = {c.domain for c in picked}
-    rest = [c for c in ranked if c.canonical_url not in urls and c.domain not in domains]
+    rest = [c for c in ranked if c.canonical_url not in urls]
     return picked + rest
 
 
@@ -124,8 +155,12 @@ async def select_candidates(
     picked: dict[str, list[str]] | None = None,
     shown: set[str] | None = None,
     show: int | None = None,
+    decide: Literal["auto", "model"] = "model",
+    want: int = PICKS_PER_CALL,
 ) -> tuple[list[Candidate], int]:
-    """Candidates in fetch order, and how many of them the model picked.
+    """Candidates in fetch order, and how many of them were picked (by the model, or
+    with ``decide="auto"`` by the judgement where it is clear: :func:`clear_picks` of
+    the ``want`` to read).
 
     One select call for the queries not asked about yet, over their results that no
     earlier call showed (at most ``show`` of them, each query's best in turn: a deep
@@ -142,8 +177,12 @@ async def select_candidates(
         return ranked, 0
     if todo:
         fresh = _in_turn(todo, hits, ranked, seen)[:show]
+        judged = clear_picks(question, fresh, want) if decide == "auto" and fresh else None
         try:
-            chosen = await _pick(llm, question, todo, fresh) if fresh else []
+            if judged is not None:
+                chosen = judged
+            else:
+                chosen = await _pick(llm, question, todo, fresh) if fresh else []
         except LLMAuthError:
             raise
         except LLMError as exc:

@@ -244,14 +244,8 @@ def tidy_body(text: str) -> str:
     return _HTML_TAG.sub("&lt;", body)
 
 
-async def llm_body(
-    llm: RunLLM,
-    question: str,
-    sources: list[Source],
-    words: int,
-    answer: Sequence[AnswerSentence] = (),
-) -> str:
-    """The report body written by the report model; ParseError when it wrote nothing."""
+def _report_budget(llm: RunLLM, question: str, words: int) -> tuple[int, int, dict[str, object]]:
+    """The report call's room for sources (tokens), its reply's size, its prompt's values."""
     from sleuth.llm.run import reply_tokens
 
     window = llm.window("report")
@@ -265,6 +259,32 @@ async def llm_body(
     budget = llm.text_budget(
         "report", llm.overhead("report", "report", sources="", **values), reply_size
     )
+    return budget, reply_size, values
+
+
+def evidence_fits(llm: RunLLM, question: str, sources: list[Source], words: int) -> bool:
+    """Whether every source's passages fit the report call whole: the writer then reads
+    them directly, and no page needs a model summary first."""
+    try:
+        budget = _report_budget(llm, question, words)[0]
+    except LLMError:  # not even the prompt fits: summaries, then the fallback, decide
+        return False
+    need = sum(
+        llm.tokens(f"[{s.id}] {s.title}\nURL: {s.url}\n{_source_notes(s)}", "report") + 4
+        for s in sources
+    )
+    return need <= budget
+
+
+async def llm_body(
+    llm: RunLLM,
+    question: str,
+    sources: list[Source],
+    words: int,
+    answer: Sequence[AnswerSentence] = (),
+) -> str:
+    """The report body written by the report model; ParseError when it wrote nothing."""
+    budget, reply_size, values = _report_budget(llm, question, words)
     reply = await llm.ask(
         "report",
         stage="report",

@@ -50,7 +50,7 @@ from sleuth.pipeline.context import RunContext, Services, clean_question, open_r
 from sleuth.pipeline.deep.deal import assign, spread
 from sleuth.pipeline.deep.tree import Branch, Tree
 from sleuth.pipeline.gather import Branch as BranchPolicy
-from sleuth.pipeline.gather import Gathered, KeepAll, Waits
+from sleuth.pipeline.gather import Gathered, Waits
 from sleuth.pipeline.searching import search_stage
 from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage
 from sleuth.pipeline.tally import Tally
@@ -69,6 +69,7 @@ from sleuth.stages.explore import (
     titled,
 )
 from sleuth.stages.read import gather_or_cancel
+from sleuth.stages.relevance import Relevance
 from sleuth.urls import canonicalize
 
 __all__ = ["Explorer", "deep_research"]
@@ -352,9 +353,8 @@ class Explorer:
                 else "no pages left to read (--max-sources)"
             )
             return
-        # Without the relevance gate: on the deep bench it dropped the pages a second hop
-        # needs (tune all-gold 84% -> 68%) and sent branches further down their rankings
-        # (wall / critical path 1.08 -> 1.49); each branch's ranking already decides.
+        # The run's question judges every branch's pages, as in quick mode; a second
+        # hop's own page (titled with the name an on-topic page gave) is on-topic there.
         # A name's own page (its title carries the name) is what the branch is for: waited
         # for however slow (the fetch timeout bounds it), not cut for quicker pages.
         own = [
@@ -363,7 +363,8 @@ class Explorer:
         # Summarised only when it may be kept: a branch's share is small, and summaries of
         # the pages beyond it were most of deep mode's tokens per cited source.
         policy = BranchPolicy(Waits(top_s=self.settings.top_wait), own=frozenset(own))
-        how = Fetching(want=branch.wanted, memo=self.memo, policy=policy, gate=KeepAll())
+        gate = Relevance(self.ctx.topic, bridge=branch.question if branch.level > 1 else "")
+        how = Fetching(want=branch.wanted, memo=self.memo, policy=policy, gate=gate)
         fetched = await fetch_stage(bctx, candidates, how)
         self.ctx.tally.fold(fetched)
         gathered = fetched.gathered

@@ -22,6 +22,7 @@ from sleuth.models import Candidate
 from sleuth.pipeline.gather.branch import Branch
 from sleuth.pipeline.gather.by_rank import ByRank
 from sleuth.pipeline.gather.rules import (
+    LATE,
     MIN_ASIDE,
     WAITS,
     Gate,
@@ -29,6 +30,7 @@ from sleuth.pipeline.gather.rules import (
     KeepAll,
     PageCheck,
     Waits,
+    settle_late,
 )
 from sleuth.pipeline.gather.state import Gathering, GatherOptions, Policy
 from sleuth.pipeline.gather.window import Window
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from sleuth.fetch import Fetcher, RunFetcher
 
 __all__ = [
+    "LATE",
     "MIN_ASIDE",
     "WAITS",
     "Branch",
@@ -50,6 +53,7 @@ __all__ = [
     "Waits",
     "Window",
     "gather_pages",
+    "settle_late",
 ]
 
 

@@ -6,13 +6,15 @@ still on their way once enough are read, and what a gathering returns.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from sleuth.models import Candidate, Failure, Page
+from sleuth.models import Candidate, Failure, FetchFailure, Page
 
 __all__ = [
+    "LATE",
     "MIN_ASIDE",
     "WAITS",
     "Gate",
@@ -22,6 +24,7 @@ __all__ = [
     "Pages",
     "Waits",
     "is_local",
+    "settle_late",
 ]
 
 #: The fetch stage's ``accept`` hook: None to use a page, else why it is not used.
@@ -122,3 +125,31 @@ class Gathered:
     #: Of ``attempted``, how many were answered by ``known`` (the page cache).
     cached: int = 0
     stopped_by: str | None = None
+    #: Downloads still out when gathering ended, left to finish while the report is
+    #: written (``GatherOptions.late``): :func:`settle_late` says what became of them.
+    late: list[tuple[Candidate, asyncio.Future[Page | FetchFailure]]] = field(default_factory=list)
+    #: Why the late downloads were not waited for (said of those that never came).
+    late_why: str = "enough sources were read first"
+
+
+#: Why a page that came while the report was being written is not among its sources.
+LATE = "arrived after the report was written (kept for a rerun)"
+
+
+async def settle_late(gathered: Gathered) -> list[Failure]:
+    """What became of ``gathered``'s late downloads, as failures for the report's Gaps:
+    a page that came is :data:`LATE` (the fetcher has cached it: a rerun reads it from the
+    store), a download still out is cut now, not waited for (``Gathered.late_why``)."""
+    why = gathered.late_why
+    failures: list[Failure] = []
+    for candidate, task in gathered.late:
+        came = task.done() and not task.cancelled() and task.exception() is None
+        if came and isinstance(task.result(), Page):
+            failures.append(Failure(url=candidate.url, reason=LATE, stage="read"))
+        elif came or not task.done():
+            task.cancel()
+            failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}"))
+    if gathered.late:
+        await asyncio.gather(*(task for _, task in gathered.late), return_exceptions=True)
+        gathered.late = []
+    return failures

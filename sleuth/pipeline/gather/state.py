@@ -71,6 +71,9 @@ class GatherOptions:
     accept: PageCheck | None = None
     more: asyncio.Future[list[Candidate]] | None = None
     gate: Gate = field(default_factory=KeepAll)
+    #: Leave the downloads still out when gathering ends to finish while the report is
+    #: written (``Gathered.late``) instead of cutting them: the driver settles them.
+    late: bool = False
 
 
 class Gathering:
@@ -290,6 +293,10 @@ class Gathering:
         """Cut what is still out: downloads, verdicts; keep what the budget cut short."""
         out = self.out
         why = out.stopped_by or self.cut_why or "enough sources were read first"
+        if self.options.late and not out.stopped_by:
+            out.late = [(candidate, task) for task, candidate in self.running.items()]
+            out.late_why = why
+            self.running = {}
         for task, candidate in self.running.items():
             task.cancel()
             out.failures.append(Failure(url=candidate.url, reason=f"not waited for: {why}"))

@@ -160,8 +160,9 @@ class Window:
 
         Only once nothing more can start (no candidate left to try, no fuller ranking
         coming), at least one page is read and none is being judged: the downloads still
-        out are then all the run waits for, each until its own bound (:meth:`bound`) and
-        at least ``Waits.last_min_s`` from its start. Without this a page that never
+        out are then all the run waits for, each until its own bound (:meth:`bound`) and,
+        when its search result looks on-topic (the gate's ``likely``), at least
+        ``Waits.last_min_s`` from its start. Without this a page that never
         finishes held the run to its download cap (15 s) for a fifth source; with the
         bound alone (floor 1 s) HotpotQA all-gold recall fell 18 -> 12 of 30, slow gold
         pages cut; with 5 s it stays 18 (seed 8; 16 on seed 9, as before) and the suite
@@ -176,8 +177,15 @@ class Window:
             or any(is_local(c) for c in g.running.values())
         ):
             return None
+        # The floor is for pages that may become sources: one whose search result the
+        # gate finds off-topic is worth no more than its bound.
         end = max(
-            max(self.bound(g, task), g.launched[c.canonical_url] + self.waits.last_min_s)
+            max(
+                self.bound(g, task),
+                g.launched[c.canonical_url] + self.waits.last_min_s
+                if g.gate.likely(c)
+                else -math.inf,
+            )
             for task, c in g.running.items()
         )
         return None if math.isinf(end) else end
@@ -218,9 +226,10 @@ async def local_by_rank(g: Gathering) -> None:
     kept different pages for 38 of 100 questions).
 
     With only local candidates, the fuller ranking is awaited, then candidates are
-    settled in rank order until ``want`` pages are read or ``want`` set aside by the
-    gate (what each one gives is the same every run); pages read further down the
-    ranking meanwhile are let go, as if never read. Bounded by the time budget.
+    settled in rank order until ``want`` pages are read or as many set aside by the gate
+    as a web gathering sets aside (``Gathering.aside_cap``); what each one gives is the
+    same every run. Pages read further down the ranking meanwhile are let go, as if
+    never read. Bounded by the time budget.
     """
     if not g.candidates or not all(is_local(c) for c in g.candidates):
         return
@@ -247,7 +256,7 @@ async def _settle_next_local(g: Gathering) -> bool:
             return not await g.settle_one(pending)
         read += url in g.done
         aside += url in g.set_aside
-        if read >= g.want or aside >= g.want:
+        if read >= g.want or aside >= g.aside_cap:
             g.let_go(g.order[rank + 1 :])
             return True
     return True
