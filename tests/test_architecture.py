@@ -41,10 +41,13 @@ SIDEWAYS = {
     ("cli", "web"): "the CLI starts the web page",
     ("__main__", "cli"): "`python -m sleuth` is the CLI",
 }
-#: explore (deep mode's sub-questions, learnings, follow-ups) shows sources as the writer
-#: does; sections (deep mode's sectioned writer) checks each section as it is written.
+#: judge (the relevance judgement) follows plan, whose part queries it judges pages
+#: against too; every later stage may judge a text with it. explore (deep mode's
+#: sub-questions, learnings, follow-ups) shows sources as the writer does; sections (deep
+#: mode's sectioned writer) checks each section as it is written.
 STAGE_ORDER = [
     "plan",
+    "judge",
     "rank",
     "select",
     "sentences",
