@@ -2,12 +2,15 @@
 
 The text is read line by line. Lines that are no one's prose are set aside: reference
 and backlink entries (``^ "…". Archived from the original…``, ``↑ …``), hatnotes ("Main
-article: …"), Markdown headings, table rows, navigation lists and menus (runs of
-separators, short labels without a full stop), cookie banners. A line that a sentence
-runs across (a PDF's wrapped lines, a break before a link) is joined to the next. Each
-block of lines is then cut into sentences by ``sentencex`` (Wikimedia's segmenter, which
-knows abbreviations in some 300 languages); a sentence holding an unrendered wiki
-template (``Template:…``) or instructions to a reader is dropped.
+article: …"), headlines, links' texts and captions (a line in title case with no
+sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table
+rows, navigation lists and menus (runs of separators, short labels without a full
+stop), cookie banners. A line that a sentence runs across (a PDF's wrapped lines, a
+break before a link) is joined to the next. Each block of lines is then cut into
+sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
+300 languages); a sentence holding an unrendered wiki
+template (``Template:…``), instructions to a reader, or a call to follow or subscribe
+("Follow us on Twitter") is dropped.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
 shown in its place; its ``text`` is what is quoted: whitespace collapsed, footnote
@@ -24,6 +27,8 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from sleuth._headline import headline
 
 __all__ = [
     "ELLIPSIS",
@@ -68,6 +73,11 @@ _COOKIES = re.compile(
 _SEPARATED = re.compile(r"\s[|·•»›/]\s|\s[|·•»›]$|^[|·•»›]\s")
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
+# A call to follow, share or subscribe: the site speaking, not the page's subject.
+_PROMO = re.compile(
+    r"^(?:Follow (?:us|him|her|them|me)\b|Sign up\b|Subscribe\b|Click here\b|Share this\b)",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"\w+")
 _BROKEN_WORD = re.compile(r"(\w)-\s*\n\s*(?=[a-z])")
 _JOINING_WORDS_TEXT = """
@@ -163,6 +173,8 @@ def blocks(text: str) -> list[tuple[int, int]]:
         keep = line.strip() and n not in underlined and not _junk(line)
         if keep and open_at is None:
             if _label(line) and not (n + 1 < len(lines) and _runs_on(line, lines[n + 1][1])):
+                continue
+            if headline(line):  # a line a sentence runs into may look like one: not checked
                 continue
             open_at = start
         elif not keep:
@@ -260,7 +272,7 @@ def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
         if any(addresses_a_reader(q) for q in quoted):
             continue
         for i, ((s, e), said) in enumerate(zip(spans, quoted, strict=True)):
-            if not said or _TEMPLATE.search(said):
+            if not said or _TEMPLATE.search(said) or _PROMO.match(said):
                 continue
             whole = bool(_END.search(said) or _SOFT_END.search(said)) or i == len(spans) - 1
             out.append(Sentence(said, s, e, number, whole))
