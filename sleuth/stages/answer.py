@@ -387,8 +387,8 @@ def best_answer(
     texts: Mapping[int, str],
     *,
     scorers: Sequence[Scorer] | None = None,
-    max_sentences: int | None = None,
-    max_words: int | None = None,
+    max_sentences: int = MAX_SENTENCES,
+    max_words: int = MAX_WORDS,
 ) -> list[AnswerSentence]:
     """The sentences of ``sources`` that best answer ``question``, best first.
 
@@ -397,7 +397,7 @@ def best_answer(
     """
     ranked = ranked_candidates(question, sources, texts, scorers)
     placed = {s.id for s in sources if texts.get(s.id)}
-    chosen = _choose(ranked, max_sentences or MAX_SENTENCES, max_words or MAX_WORDS)
+    chosen = _choose(ranked, max_sentences, max_words)
     return [_sentence(c, placed) for c in _reading_order(chosen)]
 
 
