@@ -336,7 +336,6 @@ MOONS_TEASERS = (
     "Photos: Europa, Mysterious Icy Moon of Jupiter",
     "Keck Observatory: Twin Telescopes on Mauna Kea",
     "Related: Possible Water Plumes on Europa",
-    "Follow him on Twitter",
 )
 
 

@@ -9,8 +9,7 @@ stop), cookie banners. A line that a sentence runs across (a PDF's wrapped lines
 break before a link) is joined to the next. Each block of lines is then cut into
 sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
 300 languages); a sentence holding an unrendered wiki
-template (``Template:…``), instructions to a reader, or a call to follow or subscribe
-("Follow us on Twitter") is dropped.
+template (``Template:…``) or instructions to a reader is dropped.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
 shown in its place; its ``text`` is what is quoted: whitespace collapsed, footnote
@@ -73,11 +72,6 @@ _COOKIES = re.compile(
 _SEPARATED = re.compile(r"\s[|·•»›/]\s|\s[|·•»›]$|^[|·•»›]\s")
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
-# A call to follow, share or subscribe: the site speaking, not the page's subject.
-_PROMO = re.compile(
-    r"^(?:Follow (?:us|him|her|them|me)\b|Sign up\b|Subscribe\b|Click here\b|Share this\b)",
-    re.IGNORECASE,
-)
 _WORD = re.compile(r"\w+")
 _BROKEN_WORD = re.compile(r"(\w)-\s*\n\s*(?=[a-z])")
 _JOINING_WORDS_TEXT = """
@@ -272,7 +266,7 @@ def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
         if any(addresses_a_reader(q) for q in quoted):
             continue
         for i, ((s, e), said) in enumerate(zip(spans, quoted, strict=True)):
-            if not said or _TEMPLATE.search(said) or _PROMO.match(said):
+            if not said or _TEMPLATE.search(said):
                 continue
             whole = bool(_END.search(said) or _SOFT_END.search(said)) or i == len(spans) - 1
             out.append(Sentence(said, s, e, number, whole))
