@@ -200,7 +200,7 @@ def test_a_batch_eta_counts_the_questions_still_waiting() -> None:
 def test_a_batch_prints_each_question_as_it_finishes_above_its_bar() -> None:
     from sleuth.cli.batch import BatchProgress
     from sleuth.models import Report, Stats
-    from sleuth.pipeline.batch_one import BatchResult
+    from sleuth.pipeline.batch.one import BatchResult
     from sleuth.progress import Event
 
     console, out = terminal()
