@@ -328,3 +328,67 @@ def test_a_paragraph_that_addresses_an_ai_is_never_in_the_answer() -> None:
     )
     said = best_answer("When was the Zorba bridge opened?", [source], {1: text})
     assert [s.text for s in said] == ["The Zorba bridge was opened in 1931 by the mayor."]
+
+
+# -- headlines, links' texts and captions --------------------------------------------------
+MOONS_TEASERS = (
+    "NASA Europa Mission Could Potentially Spot Signs of Alien Life",
+    "Photos: Europa, Mysterious Icy Moon of Jupiter",
+    "Keck Observatory: Twin Telescopes on Mauna Kea",
+    "Related: Possible Water Plumes on Europa",
+)
+
+
+def test_the_moons_pages_headlines_and_links_are_not_sentences() -> None:
+    """space.com's Europa page ends with links to other articles (their headlines) and
+    a "Related: …" teaser: none of them is a sentence, nor any quote made of them."""
+    page = gzip.decompress((CORPUS / "space-europa-water-vapor.html.gz").read_bytes())
+    text = extract(page.decode("utf-8"), "https://www.space.com/europa").text
+    assert "NASA Europa Mission Could Potentially Spot Signs of Alien Life" in text
+    said = [s.text for s in sentences(text)]
+    assert (
+        "NASA is developing a mission called Europa Clipper, which is scheduled to "
+        "launch in the mid-2020s." in said
+    )
+    for teaser in MOONS_TEASERS:
+        assert not any(teaser in s for s in said), teaser
+        assert not any(teaser in p.text for p in passages(text, 600)), teaser
+
+
+def test_the_moons_report_quotes_no_headline_or_link(web: OfflineWeb) -> None:
+    import sleuth
+
+    topic = next(t for t in web.topics if t.id == "moons")
+    report = sleuth.research_sync(
+        topic.question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        no_store=True,
+        no_llm=True,
+    )
+    assert report.answer is not None and report.answer.sentences
+    shown = report.markdown + json.dumps(report.to_json_dict(), ensure_ascii=False)
+    for teaser in MOONS_TEASERS:
+        assert teaser not in shown, teaser
+    for quote in quotes_of(report.markdown):
+        assert not any("headline" in f for f in quote_faults(quote)), quote
+
+
+@pytest.mark.parametrize(
+    ("line", "is_headline"),
+    [
+        ("- NASA Europa Mission Could Potentially Spot Signs of Alien Life", True),
+        ("Related: Possible Water Plumes on Europa: The Discovery in Images", True),
+        ("Read more", True),
+        ("Europa Clipper Will Launch in 2024", True),
+        ("NASA is developing a mission called Europa Clipper.", False),
+        ("The Moon Is Made Of Rock, NASA Says.", False),
+        ("the list item without a stop but with words", False),
+        ("Europa, a moon of Jupiter, has an ocean under its ice shell", False),
+    ],
+)
+def test_a_headline_is_told_from_a_sentence(line: str, is_headline: bool) -> None:
+    from sleuth._headline import headline
+
+    assert headline(line) is is_headline

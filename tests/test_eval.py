@@ -41,7 +41,8 @@ WAIT_S = 90.0
 #: not named (Jack Owens); Bach's son's "godfather Georg Philipp Telemann"; Two Dollar
 #: Radio "based in Columbus, Ohio"; the 1999 runner-up's game is not named (Studio 33);
 #: "father of Bollywood actress Antara Mali"; Young's population is not given (6,960);
-#: Choi Jin-ri, "a former member of ... f(x)".
+#: Choi Jin-ri: the Answer names the sitcom's cast ("Sulli Choi"), not her f(x) membership
+#: nor the name the gold gives.
 HAND_COUNT = {
     "5a77ec115542992a6e59dff7": "correct",
     "5a7decc75542995f4f40230f": "correct",
@@ -52,7 +53,7 @@ HAND_COUNT = {
     "5a8a2d7255429930ff3c0cdd": "incorrect",
     "5a7f0e0a55429934daa2fcb0": "correct",
     "5ac3983a554299657fa290f5": "incorrect",
-    "5a77a5195542992a6e59df4c": "correct",
+    "5a77a5195542992a6e59df4c": "incorrect",
 }
 
 

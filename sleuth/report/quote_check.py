@@ -3,13 +3,16 @@
 :func:`quotes_of` reads a Markdown report's quotes (its block quotes and its answers'
 lines); :func:`quote_faults` says what is wrong with one, against the text it quotes
 when that is at hand: cut inside a sentence without "…", or a reference, backlink,
-template, heading, cookie or navigation line. ``python -m bench.answer`` runs the check
-over every report it writes, and the tests over theirs.
+template, heading, cookie or navigation line, a headline or a link's text.
+``python -m bench.answer`` runs the check over every report it writes, and the tests
+over theirs.
 """
 
 from __future__ import annotations
 
 import re
+
+from sleuth._headline import headline
 
 __all__ = ["answer_section", "quote_faults", "quotes_of"]
 
@@ -78,9 +81,12 @@ def quote_faults(quote: str, source: str | None = None) -> list[str]:
     it quotes, both ends are checked against it (a sentence starts after the start of a
     line or after ". "; it ends with its punctuation, or a line that has none ends);
     without it, only by how the quote itself begins and ends. Reference, backlink,
-    template, heading, cookie and navigation lines are faults wherever they come from.
+    template, heading, cookie and navigation lines, headlines, links' texts and captions
+    are faults wherever they come from.
     """
     faults = [why for rule, why in _JUNK if rule.search(quote)]
+    if headline(quote):
+        faults.append("headline, link or caption line")
     text = _flat(quote)
     if not text:
         return faults

@@ -1,9 +1,11 @@
 """The answer first: the few sentences across the sources that best answer the question.
 
 Every whole sentence of every source (:mod:`sleuth.stages.sentences`: no reference,
-template, heading or navigation lines) is a candidate. Each :class:`Scorer` gives every
-candidate a number; the numbers are standardised over the candidates (z-scores) and
-added with the scorer's weight:
+template, heading, headline or navigation lines) is a candidate. A sentence opening
+with "He", "She", "It" or "They" is scored as saying its page's subject (the page's
+title): "He was a two-time Pro Bowl selection" on Deltha O'Neal's page names him. Each
+:class:`Scorer` gives every candidate a number; the numbers are standardised over the
+candidates (z-scores) and added with the scorer's weight:
 
 ``bm25``
     BM25 (``bm25s``) of the sentence against the question;
@@ -12,9 +14,14 @@ added with the scorer's weight:
     half: a page about the question's subject makes "He was born in 1950" an answer);
 ``kind``
     whether it holds what the question asks for and does not say itself: a year or a
-    date for "when", a number for "how many", a name for "who", "where", "which";
+    date for "when", a number for "how many", a name for "who", "where", "which …",
+    "what …";
 ``rank``
     the source's rank (the better-ranked page first, all else equal);
+``meaning``
+    the cosine of the question with the sentence (its page's title before it) in
+    sleuth's static embedding (:mod:`sleuth.embedding`): words that are not the
+    question's but mean what it asks;
 ``bridge``
     the second hop of a multi-hop question: the sentence names, or sits on the page of,
     a name that the best sentences of the first pass give and the question does not.
@@ -22,11 +29,12 @@ added with the scorer's weight:
 The best sentences are taken in turn: a sentence that says what a chosen one says (most
 of its content words) is merged into it, both sources cited; at most
 :data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
-:data:`MAX_WORDS` words.
+:data:`MAX_WORDS` words. They are shown best first, but a sentence opening with a
+pronoun right after the sentence of its page that says whom it means.
 
-A scorer is a name, a weight and a function of the question and the candidates, so a
-semantic score (an embedding's cosine) can be added to :func:`default_scorers` without
-changing the rest.
+A scorer is a name, a weight and a function of the question and the candidates
+(:func:`default_scorers`); the weights were chosen on the tune split of
+``python -m bench.answer`` (see bench/NOTEBOOK.md).
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from dataclasses import dataclass
 
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
 from sleuth.stages.explore import named_things, titled
+from sleuth.stages.judge import title_core
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
 from sleuth.terms import content_terms
@@ -55,6 +64,7 @@ __all__ = [
     "with_answer_passages",
 ]
 
+_SUBJECT = re.compile(r"^(He|She|It|They|His|Her|Its|Their)\b")
 MAX_SENTENCES = 5
 MIN_SENTENCES = 3
 MAX_WORDS = 120
@@ -85,6 +95,18 @@ class Candidate:
         """The sentence as quoted."""
         return self.sentence.text
 
+    @property
+    def said(self) -> str:
+        """The sentence as scored: a leading "He", "She", "It" or "They" (or "His", "Its",
+        …) read as the page's subject, its title ("He was a two-time Pro Bowl selection"
+        on Deltha O'Neal's page says "Deltha O'Neal was …")."""
+        found = _SUBJECT.match(self.text)
+        if not found:
+            return self.text
+        subject = title_core(self.title)
+        owner = found.group(1).lower() in ("his", "her", "its", "their")
+        return subject + ("'s" if owner else "") + self.text[found.end() :]
+
 
 ScoreFn = Callable[[str, Sequence[Candidate]], Sequence[float]]
 
@@ -105,11 +127,18 @@ _KINDS = [
         "number",
         re.compile(
             r"\bhow (?:many|much|long|old|tall|high|far|big|large|deep|wide|heavy)\b"
-            r"|\bwhat (?:number|percentage|amount|population|size)\b"
+            r"|\bwhat (?:(?:is|was|are|were) )?(?:the )?(?:number|percentage|amount|population"
+            r"|size)\b"
         ),
     ),
     ("name", re.compile(r"\b(?:who|whom|whose|where)\b")),
 ]
+#: "Which location", "what station", "what is the name of": a name is asked for too.
+_WHICH = (
+    "name",
+    re.compile(r"\b(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|have|has)\b)[a-z]+"),
+)
+
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _MONTH = re.compile(
     r"\b(?:January|February|March|April|May|June|July|August|September|October|November"
@@ -126,7 +155,7 @@ _NUMBER_WORDS = re.compile(
 def question_kind(question: str) -> str:
     """What the question asks for: ``date``, ``number``, ``name`` or ``any``."""
     lowered = question.lower()
-    for kind, rule in _KINDS:
+    for kind, rule in [*_KINDS, _WHICH]:
         if rule.search(lowered):
             return kind
     return "any"
@@ -159,7 +188,7 @@ def _kind_score(question: str, candidates: Sequence[Candidate]) -> list[float]:
 
 # -- the scorers -----------------------------------------------------------------------------
 def _bm25(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return bm25_scores([c.text for c in candidates], [question])
+    return bm25_scores([c.said for c in candidates], [question])
 
 
 def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
@@ -169,7 +198,7 @@ def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
     titles: dict[str, frozenset[str]] = {}
     out = []
     for c in candidates:
-        own = content_terms(c.text) & asked
+        own = content_terms(c.said) & asked
         title = titles.setdefault(c.title, content_terms(c.title)) & asked
         out.append((len(own) + 0.5 * len(title - own)) / len(asked))
     return out
@@ -177,6 +206,17 @@ def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
 
 def _rank(question: str, candidates: Sequence[Candidate]) -> list[float]:
     return [1.0 / (1 + c.rank) for c in candidates]
+
+
+def _meaning(question: str, candidates: Sequence[Candidate]) -> list[float]:
+    """The cosine of the question with each sentence (its page's title before it) in
+    sleuth's static embedding: "the all-star game" is near "a Pro Bowl selection"."""
+    from sleuth.embedding import static_model
+
+    model = static_model()
+    asked = model.embed(question)
+    texts = [f"{c.title}: {c.said}" for c in candidates]
+    return [float(v) for v in model.embed_many(texts) @ asked]
 
 
 def default_scorers() -> list[Scorer]:
@@ -190,6 +230,7 @@ def default_scorers() -> list[Scorer]:
         Scorer("terms", 1.0, _terms),
         Scorer("kind", 0.6, _kind_score),
         Scorer("rank", 0.2, _rank),
+        Scorer("meaning", 0.2, _meaning),
     ]
 
 
@@ -354,6 +395,20 @@ def best_answer(
     ``texts``: each source's stored text by id (the spans point into it). ``scorers``:
     the first pass's (:func:`default_scorers`); the bridge pass is added to them.
     """
+    ranked = ranked_candidates(question, sources, texts, scorers)
+    placed = {s.id for s in sources if texts.get(s.id)}
+    chosen = _choose(ranked, max_sentences, max_words)
+    return [_sentence(c, placed) for c in _reading_order(chosen)]
+
+
+def ranked_candidates(
+    question: str,
+    sources: Sequence[Source],
+    texts: Mapping[int, str],
+    scorers: Sequence[Scorer] | None = None,
+) -> list[tuple[float, Candidate]]:
+    """Every candidate sentence of ``sources`` with its score for ``question``, best
+    first (the first pass's scorers, then the bridge pass)."""
     candidates = candidates_of(sources, texts)
     if not candidates:
         return []
@@ -362,11 +417,7 @@ def best_answer(
     found = bridges(question, candidates, first)
     bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
-    ranked = sorted(
-        zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order)
-    )
-    placed = {s.id for s in sources if texts.get(s.id)}
-    return [_sentence(c, placed) for c in _reading_order(_choose(ranked, max_sentences, max_words))]
+    return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
 
 
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
@@ -375,20 +426,25 @@ _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b
 def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
     """Best first; but a sentence opening with a pronoun follows the sentence of its own
     page, chosen too, that comes before it there ("It was founded in 1850" after the
-    sentence that says what "it" is)."""
+    sentence that says what "it" is), which moves up to it if it ranked lower."""
     out: list[_Chosen] = []
     for c in chosen:
-        if _PRONOUN.match(c.candidate.text):
-            before = [
-                n
-                for n, x in enumerate(out)
-                if x.candidate.source == c.candidate.source
-                and x.candidate.order < c.candidate.order
-            ]
-            if before:
-                out.insert(before[-1] + 1, c)
-                continue
-        out.append(c)
+        if any(x is c for x in out):
+            continue
+        earlier = [
+            x
+            for x in chosen
+            if x.candidate.source == c.candidate.source and x.candidate.order < c.candidate.order
+        ]
+        if not _PRONOUN.match(c.candidate.text) or not earlier:
+            out.append(c)
+            continue
+        antecedent = max(earlier, key=lambda x: x.candidate.order)
+        at = next((n for n, x in enumerate(out) if x is antecedent), None)
+        if at is None:
+            out += [antecedent, c]
+        else:
+            out.insert(at + 1, c)
     return out
 
 
@@ -413,6 +469,20 @@ def answer_tree(
     sources; with the sources' passages holding what the answers quote."""
     by_url = {page.final_url or page.url: page.text for _, page in pages}
     texts = {s.id: by_url[s.url] for s in sources if s.url in by_url}
+    overall, parts = tree_answers(topic, sources, texts, groups)
+    quoted = [*overall, *(s for part in parts for s in part)]
+    answer = Answer(sentences=overall, scored_by=scorer_names())
+    return with_answer_passages(sources, texts, quoted), answer, parts
+
+
+def tree_answers(
+    topic: str,
+    sources: Sequence[Source],
+    texts: Mapping[int, str],
+    groups: Sequence[tuple[str, Sequence[int]]],
+) -> tuple[list[AnswerSentence], list[list[AnswerSentence]]]:
+    """A deep report's overall answer and each group's answer, from the sources' stored
+    ``texts`` (see :func:`answer_tree`)."""
     overall = best_answer(topic, sources, texts)
     by_id = {s.id: s for s in sources}
     parts = [
@@ -425,9 +495,7 @@ def answer_tree(
         )
         for question, ids in groups
     ]
-    quoted = [*overall, *(s for part in parts for s in part)]
-    answer = Answer(sentences=overall, scored_by=scorer_names())
-    return with_answer_passages(sources, texts, quoted), answer, parts
+    return overall, parts
 
 
 def with_answer_passages(

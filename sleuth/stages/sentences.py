@@ -2,11 +2,13 @@
 
 The text is read line by line. Lines that are no one's prose are set aside: reference
 and backlink entries (``^ "…". Archived from the original…``, ``↑ …``), hatnotes ("Main
-article: …"), Markdown headings, table rows, navigation lists and menus (runs of
-separators, short labels without a full stop), cookie banners. A line that a sentence
-runs across (a PDF's wrapped lines, a break before a link) is joined to the next. Each
-block of lines is then cut into sentences by ``sentencex`` (Wikimedia's segmenter, which
-knows abbreviations in some 300 languages); a sentence holding an unrendered wiki
+article: …"), headlines, links' texts and captions (a line in title case with no
+sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table
+rows, navigation lists and menus (runs of separators, short labels without a full
+stop), cookie banners. A line that a sentence runs across (a PDF's wrapped lines, a
+break before a link) is joined to the next. Each block of lines is then cut into
+sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
+300 languages); a sentence holding an unrendered wiki
 template (``Template:…``) or instructions to a reader is dropped.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
@@ -24,6 +26,8 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from sleuth._headline import headline
 
 __all__ = [
     "ELLIPSIS",
@@ -163,6 +167,8 @@ def blocks(text: str) -> list[tuple[int, int]]:
         keep = line.strip() and n not in underlined and not _junk(line)
         if keep and open_at is None:
             if _label(line) and not (n + 1 < len(lines) and _runs_on(line, lines[n + 1][1])):
+                continue
+            if headline(line):  # a line a sentence runs into may look like one: not checked
                 continue
             open_at = start
         elif not keep:

@@ -1,0 +1,39 @@
+"""Lines that are a headline, a link's text or a caption, not a sentence of prose.
+
+Read by :mod:`sleuth.stages.sentences` (such a line is never quoted) and by
+:mod:`sleuth.report.quote_check` (such a quote is a fault).
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["headline"]
+
+_END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
+# A teaser for another page: "Related: …", "Read more", "Photos: …".
+_TEASER = re.compile(
+    r"^\s*(?:[-*•]\s+)?(?:Related(?: (?:articles?|stories|content|coverage|reading))?"
+    r"|Read (?:more|next|also)|Also read|More(?: from| on)?|See more|Recommended|Watch|Listen"
+    r"|Photos?|Videos?|Gallery|Slideshow|Sponsored|Advertisement|Trending|Popular)\b\s*[:|»›]"
+    r"|^\s*(?:[-*•]\s+)?(?:Read more|Continue reading|Click here)\b",
+    re.IGNORECASE,
+)
+_LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
+#: Small words a title leaves in lower case ("Signs of Alien Life").
+_TITLE_SMALL = frozenset(
+    re.findall(r"\w+", "a an and as at but by for from in into nor of on or per the to vs via with")
+)
+
+
+def headline(line: str) -> bool:
+    """Whether ``line`` is a headline, a link's text or a caption rather than a sentence:
+    a teaser ("Related: …", "Read more"), or words in title case (every word but the
+    small ones capitalised) with no sentence's ending."""
+    if _TEASER.match(line):
+        return True
+    text = _LIST_MARK.sub("", line).strip()
+    if not text or _END.search(text):
+        return False
+    words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", text) if w.lower() not in _TITLE_SMALL]
+    return len(words) >= 3 and all(w[0].isupper() for w in words)

@@ -1,0 +1,63 @@
+"""How the Answer's sentences are chosen and ordered (``sleuth.stages.answer``): the
+sentences of a few made-up sources, the question, and what a reader sees first."""
+
+from __future__ import annotations
+
+from sleuth.models import Quality, Source
+from sleuth.stages.answer import best_answer, question_kind
+
+
+def _source(n: int, title: str) -> Source:
+    return Source(
+        id=n,
+        url=f"https://s{n}.example/",
+        title=title,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        score=1.0,
+        passages=[],
+    )
+
+
+# Five pages about the Pro Bowl and one about the player, whose answer says "He".
+PRO_BOWL = {
+    "2006 Pro Bowl": "The 2006 Pro Bowl was the National Football League's all-star game for "
+    "the 2005 season. It was held in Honolulu, Hawaii, in February 2006. The 2006 Pro Bowl "
+    "drew a crowd of fifty thousand.",
+    "Pro Bowl": "The Pro Bowl is the all-star game of the National Football League. Players "
+    "are selected for the Pro Bowl by fans, coaches and players. Selection for the Pro Bowl "
+    "is an honour for any player.",
+    "Deltha O'Neal": "Deltha Lee O'Neal (born January 30, 1977) is a former American football "
+    "cornerback who played for nine seasons. He was a two-time Pro Bowl selection.",
+    "1939 Pro Bowl": "The 1939 Pro Bowl game was the league's first all-star game. The Pro "
+    "Bowl has moved between Honolulu and other cities since 1939.",
+    "2010 Pro Bowl": "The 2010 Pro Bowl was played in Miami before the Super Bowl. Fans voted "
+    "for the 2010 Pro Bowl players online.",
+    "Pro Bowl Skills Showdown": "The Pro Bowl skills challenge was added in 2017. Pro Bowl "
+    "players compete in dodgeball and passing drills.",
+}
+
+
+def test_an_answer_that_says_he_on_its_subjects_page_opens_the_answer() -> None:
+    """ "He was a two-time Pro Bowl selection" on Deltha O'Neal's page answers "how many
+    times was Deltha O'Neal selected": it is read as saying his name, and it comes right
+    after the sentence of his page that says who "he" is, at the top of the Answer."""
+    sources = [_source(n, title) for n, title in enumerate(PRO_BOWL, 1)]
+    texts = {n: text for n, text in enumerate(PRO_BOWL.values(), 1)}
+    said = best_answer(
+        "How many times was Deltha O'Neal selected for the Pro Bowl?", sources, texts
+    )
+    assert [s.text for s in said[:2]] == [
+        "Deltha Lee O'Neal (born January 30, 1977) is a former American football cornerback "
+        "who played for nine seasons.",
+        "He was a two-time Pro Bowl selection.",
+    ]
+    assert said[1].sources == [3]
+
+
+def test_which_and_what_questions_ask_for_a_name() -> None:
+    assert question_kind("Rhiwallon was an Earl of which location?") == "name"
+    assert question_kind("Drew Fuller starred in a series broadcast on what station?") == "name"
+    assert question_kind("In what year was the team formed?") == "date"
+    assert question_kind("What is the population of Leland?") == "number"
+    assert question_kind("Why is WeWork being investigated?") == "any"
