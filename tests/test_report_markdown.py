@@ -119,8 +119,9 @@ def check_anchors(report: Report) -> list[tuple[int, str, str]]:
 def test_a_deep_report_without_a_model_links_its_follow_ups(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
+    # The Stadia question: one of its follow-ups (Xbox Live) finds an on-topic page.
     report = sleuth.research_sync(
-        web.topics[1].question,
+        web.topics[0].question,
         **options(web, tmp_path, no_llm=True, breadth=3, levels=2, max_sources=8),
     )
     links = check_anchors(report)
