@@ -85,22 +85,36 @@ def _found(
     """The quickest chain of spans that found ``url`` before ``before`` (its download's
     start; a search made later did not lead to it): refine wait, search, select."""
     refine = next((s for s in llm if s.stage == "refine" and s.end is not None), None)
-    first_round = [s for s in searches.values() if refine is None or s.start < refine.start]
-    follow = [*_slowest(first_round), refine] if refine is not None else []
+    follow = _follow_up_wait(searches, refine)
     selects = [s for s in llm if s.stage == "select" and s.subject]
     options: list[list[Span]] = []
     for query, search in searches.items():
         if url not in hits.get(query, ()) or (search.end or search.start) > before + 0.001:
             continue
         chain = follow if refine is not None and search.start >= refine.start else []
-        select = next((s for s in selects if query in (s.subject or "").split("\n")), None)
-        if select is not None:
-            round_ = [searches[q] for q in (select.subject or "").split("\n") if q in searches]
-            chain = [*chain, *_slowest([search, *round_]), select]
-        else:
-            chain = [*chain, search]
-        options.append(chain)
+        options.append([*chain, *_search_chain(query, search, searches, selects)])
     return min(options, key=lambda chain: sum(map(_took, chain)), default=[])
+
+
+def _follow_up_wait(searches: Mapping[str, Span], refine: Span | None) -> list[Span]:
+    """What a follow-up query waited for: the slowest first-round search and the refine
+    call; nothing without a refine call."""
+    if refine is None:
+        return []
+    first_round = [s for s in searches.values() if s.start < refine.start]
+    return [*_slowest(first_round), refine]
+
+
+def _search_chain(
+    query: str, search: Span, searches: Mapping[str, Span], selects: Sequence[Span]
+) -> list[Span]:
+    """The search for ``query`` and the select call that ranked its round, which waited
+    for that round's slowest search; the search alone when no select call ranked it."""
+    select = next((s for s in selects if query in (s.subject or "").split("\n")), None)
+    if select is None:
+        return [search]
+    round_ = [searches[q] for q in (select.subject or "").split("\n") if q in searches]
+    return [*_slowest([search, *round_]), select]
 
 
 def critical_path(
@@ -117,23 +131,36 @@ def critical_path(
     downloads, extracts = _complete(spans, "download"), _complete(spans, "extract")
     worst: list[Span] = []
     for url in cited:
-        key = canonicalize(url)
-        download = downloads.get(key)
-        names = {key}
-        if download is not None:
-            names |= {canonicalize(n) for n in (download.name, download.final_url) if n}
-        fetched_at = download.queued if download is not None else float("inf")
-        chain = _found_any(names, searches, found_by, llm, fetched_at)
-        chain += [d for d in (download, extracts.get(key)) if d is not None]
-        summaries = [s for s in llm if s.stage == "summarize" and _about(s, names)]
-        merges = [s for s in llm if s.stage == "merge" and _about(s, names)]
-        chain += _slowest(summaries) + merges
+        chain = _source_chain(url, searches, found_by, llm, downloads, extracts)
         if sum(map(_took, chain)) >= sum(map(_took, worst)):
             worst = chain
     plan = next(([s] for s in llm if s.stage in _PLANNING), [])
     tail = [span for stages in _WRITING for span in _slowest(s for s in llm if s.stage in stages)]
     path = list(dict.fromkeys([*plan, *worst, *tail]))  # a span counted once
     return Path([s.id for s in path], round(sum(map(_took, path)), 3))
+
+
+def _source_chain(
+    url: str,
+    searches: Mapping[str, Span],
+    found_by: Mapping[str, set[str]],
+    llm: Sequence[Span],
+    downloads: Mapping[str, Span],
+    extracts: Mapping[str, Span],
+) -> list[Span]:
+    """One cited source's chain: the quickest way it was found, its download and
+    extraction, its slowest summary and its merges."""
+    key = canonicalize(url)
+    download = downloads.get(key)
+    names = {key}
+    if download is not None:
+        names |= {canonicalize(n) for n in (download.name, download.final_url) if n}
+    fetched_at = download.queued if download is not None else float("inf")
+    chain = _found_any(names, searches, found_by, llm, fetched_at)
+    chain += [d for d in (download, extracts.get(key)) if d is not None]
+    summaries = [s for s in llm if s.stage == "summarize" and _about(s, names)]
+    merges = [s for s in llm if s.stage == "merge" and _about(s, names)]
+    return chain + _slowest(summaries) + merges
 
 
 def _found_any(
@@ -159,24 +186,36 @@ def deep_path(spans: Sequence[Span], report: Report) -> Path:
     the slowest section or introduction-and-conclusion call."""
     done = [s for s in spans if s.end is not None and s.outcome in ("ok", "cached")]
     llm = [s for s in done if s.kind == "llm"]
-    urls = {s.id: canonicalize(s.url) for s in report.sources}
     path = _slowest(s for s in llm if s.stage == "subquestions")
-    levels: dict[int, list[Span]] = {}
-    for node in report.tree or []:
-        mine = [s for s in done if s.branch == node.id]
-        reads = [_read_chain(mine, urls[n]) for n in node.sources if n in urls]
-        chain = [
-            *_slowest(s for s in mine if s.kind == "search"),
-            *_slowest(s for s in mine if s.stage == "select"),
-            *max(reads, key=lambda c: sum(map(_took, c)), default=[]),
-            *_slowest(s for s in mine if s.stage == "learn"),
-        ]
-        if sum(map(_took, chain)) >= sum(map(_took, levels.get(node.level, []))):
-            levels[node.level] = chain
-    path += [s for level in sorted(levels) for s in levels[level]]
+    path += _levels(done, report)
     path += _slowest(s for s in llm if s.stage == "outline")
     path += _slowest(s for s in llm if s.stage in ("section", "frame"))
     return Path([s.id for s in path], round(sum(map(_took, path)), 3))
+
+
+def _levels(done: Sequence[Span], report: Report) -> list[Span]:
+    """The deep research's levels in order, each its slowest branch's chain."""
+    urls = {s.id: canonicalize(s.url) for s in report.sources}
+    levels: dict[int, list[Span]] = {}
+    for node in report.tree or []:
+        chain = _branch_chain([s for s in done if s.branch == node.id], node.sources, urls)
+        if sum(map(_took, chain)) >= sum(map(_took, levels.get(node.level, []))):
+            levels[node.level] = chain
+    return [s for level in sorted(levels) for s in levels[level]]
+
+
+def _branch_chain(
+    mine: Sequence[Span], sources: Iterable[int], urls: Mapping[int, str]
+) -> list[Span]:
+    """One branch's chain (``mine``: its finished spans; ``sources``: its sources' ids):
+    its slowest search, its select call, its slowest page read, its learn call."""
+    reads = [_read_chain(mine, urls[n]) for n in sources if n in urls]
+    return [
+        *_slowest(s for s in mine if s.kind == "search"),
+        *_slowest(s for s in mine if s.stage == "select"),
+        *max(reads, key=lambda c: sum(map(_took, c)), default=[]),
+        *_slowest(s for s in mine if s.stage == "learn"),
+    ]
 
 
 def _read_chain(spans: Sequence[Span], url: str) -> list[Span]:

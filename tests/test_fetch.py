@@ -179,7 +179,7 @@ async def test_waiting_for_an_extraction_worker_does_not_fail_a_page_that_arrive
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The deadline is the download's: a page behind a big one in the extraction queue is read."""
-    from sleuth.fetch import fetcher as fetcher_module
+    from sleuth.fetch import _reading as fetcher_module
 
     real = fetcher_module.run_bounded
 

@@ -31,18 +31,18 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import Field
-
 from sleuth._format import duration
+from sleuth.agent._context import ContextFitting, _ContextFull
+from sleuth.agent._history import HISTORY_CHARS as HISTORY_CHARS  # re-exported
+from sleuth.agent._history import RunState, _clip, _tally, replay
 from sleuth.agent.dashboard import DASHBOARD_MAX_CHARS, Dashboard
-from sleuth.agent.result import AgentWork, clean_text
+from sleuth.agent.result import clean_text
 from sleuth.agent.tools import (
     NATIVE_PROTOCOL,
-    RESULT_CHARS,
     Action,
     Toolbox,
     ToolCrash,
@@ -62,93 +62,14 @@ from sleuth.errors import (
 )
 from sleuth.llm.client import LLMClient, LLMReply
 from sleuth.llm.prompts import render_messages
-from sleuth.llm.tokens import count_tokens
 from sleuth.progress import Event, ProgressCallback
 from sleuth.settings import Settings
 
 __all__ = ["MAX_CONSECUTIVE_FAILURES", "AgentLoop", "RunState", "replay"]
 
 MAX_CONSECUTIVE_FAILURES = 3
-#: Characters of a tool result or argument kept in history.jsonl.
-HISTORY_CHARS = 2000
-_ELIDED = "<<<RESULT\n(this earlier result was removed to fit the model's context)\nRESULT>>>"
 _NEXT_JSON = "\nReply with your next action: exactly one JSON object."
 _FAILED_OUTCOMES = frozenset({"error", "no_action"})
-
-
-class RunState(AgentWork):
-    """One search as it runs, kept in step with ``history.jsonl``: what it did so far
-    (:class:`~sleuth.agent.result.AgentWork`), the limits it started with, the round a
-    killed process left open, and the failed rounds in a row."""
-
-    limits: dict[str, Any] = Field(default_factory=dict)
-    interrupted: int | None = None
-    interrupted_s: float = 0.0
-    consecutive_failures: int = 0
-
-
-def _tally(state: RunState, record: dict[str, Any]) -> None:
-    kind = record.get("type")
-    if kind == "llm":
-        state.llm_calls += 1
-        state.prompt_tokens += int(record.get("prompt_tokens") or 0)
-        state.completion_tokens += int(record.get("completion_tokens") or 0)
-    elif kind == "tool":
-        state.tool_calls += 1
-        if record.get("ok") and record.get("url") and record["url"] not in state.pages:
-            state.pages.append(record["url"])
-        if record.get("ok") and record.get("query"):
-            state.queries.append(record["query"])
-    elif kind == "protocol":
-        state.protocol = record.get("protocol")
-    elif kind == "finish":
-        state.status = record.get("status")
-        state.reason = record.get("reason", "")
-        state.result = record.get("result", "")
-
-
-def replay(records: Iterable[dict[str, Any]]) -> RunState:
-    """The state a search's history describes; ConfigError when it has no start record.
-
-    A round that was cut off (the process was killed) counts when it did anything
-    (a model call or a tool call): ``interrupted`` names it. One that did nothing is
-    not counted, and will be run again under the same number.
-    """
-    records = list(records)
-    start = next((r for r in records if r.get("type") == "start"), None)
-    if start is None or not isinstance(start.get("goal"), str):
-        raise ConfigError(
-            "this folder's history.jsonl has no start record: not an agent "
-            "workspace, or it was never started"
-        )
-    state = RunState(
-        goal=start["goal"],
-        session=str(start.get("session", "default")),
-        limits=dict(start.get("limits") or {}),
-    )
-    open_round: int | None = None
-    open_t = last_t = float(start.get("t", 0.0))
-    active = False
-    for record in records:
-        last_t = float(record.get("t", last_t))
-        kind = record.get("type")
-        _tally(state, record)
-        if kind == "round_start":
-            open_round, open_t, active = int(record["round"]), last_t, False
-        elif kind in ("llm", "tool"):
-            active = True
-        elif kind == "round_end":
-            state.rounds = max(state.rounds, int(record["round"]))
-            state.elapsed_s += float(record.get("elapsed_s") or 0.0)
-            failed = bool(record.get("failed"))
-            state.consecutive_failures = state.consecutive_failures + 1 if failed else 0
-            open_round = None
-    if open_round is not None and active:
-        state.interrupted = open_round
-        state.rounds = max(state.rounds, open_round)
-        state.interrupted_s = max(0.0, last_t - open_t)
-        state.elapsed_s += state.interrupted_s
-    return state
 
 
 @dataclass
@@ -161,20 +82,6 @@ class _Round:
     result: str = ""
     dashboard_updated: bool = False
     fatal: bool = False
-
-
-class _ContextFull(Exception):
-    """Even with every earlier tool result removed, the conversation does not fit."""
-
-
-def _clip(value: Any, limit: int = HISTORY_CHARS) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + f"…[{len(value) - limit} more]"
-    if isinstance(value, dict):
-        return {str(k)[:100]: _clip(v, limit) for k, v in list(value.items())[:20]}
-    if isinstance(value, list):
-        return [_clip(v, limit) for v in value[:20]]
-    return value
 
 
 def _short_args(name: str, raw: Any) -> str:
@@ -199,7 +106,7 @@ def _tools_unsupported(exc: LLMError) -> bool:
     return exc.status in (400, 404, 422, 501) or "tool" in str(exc).lower()
 
 
-class AgentLoop:
+class AgentLoop(ContextFitting):
     """Runs rounds until an exit; see the module docstring for the exits."""
 
     def __init__(
@@ -590,63 +497,3 @@ class AgentLoop:
             messages.append({"role": "tool", "tool_call_id": call_id, "content": text})
         else:
             messages.append({"role": "user", "content": text + _NEXT_JSON})
-
-    # -- context -----------------------------------------------------------------------------
-    def _tokens(self, messages: list[dict[str, Any]]) -> int:
-        """Prompt tokens of a request: messages, the calls in them, the tool definitions."""
-        total = 3
-        for message in messages:
-            content = message.get("content")
-            total += 4 + count_tokens(content if isinstance(content, str) else "", self.model)
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function", {})
-                total += count_tokens(f"{fn.get('name', '')}{fn.get('arguments', '')}", self.model)
-        if self.protocol == "tools":
-            if self._definition_tokens is None:
-                self._definition_tokens = count_tokens(json.dumps(self._definitions), self.model)
-            total += self._definition_tokens
-        return total
-
-    def page_chars(self, goal: str, dashboard: str) -> int:
-        """Characters of page text one result may hold: what is left of the context after
-        the prompt, the tools and a full dashboard (about 3 characters a token, erring low)."""
-        base = self._tokens(
-            render_messages(
-                "agent_round",
-                protocol=self._protocol_text(),
-                dashboard_limit=DASHBOARD_MAX_CHARS,
-                round=1,
-                max_rounds=1,
-                elapsed="",
-                round_limit="",
-                time_left="",
-                max_tool_calls=1,
-                workspace=self.workspace.label,
-                goal=goal,
-                dashboard=dashboard,
-            )
-        )
-        left = self.window - self.reply_tokens - 256 - base - DASHBOARD_MAX_CHARS // 4
-        return max(1000, min(RESULT_CHARS, left * 3 // 2))
-
-    def _fit(self, messages: list[dict[str, Any]]) -> None:
-        """Remove the oldest tool results until the conversation fits the context window.
-
-        The results of the model's latest reply are never removed (the model has not
-        seen them yet); when even so it does not fit, the round ends (``_ContextFull``).
-        """
-        budget = self.window - self.reply_tokens - 256
-        latest = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=1)
-        while self._tokens(messages) > budget:
-            for message in messages[2:latest]:
-                content = message.get("content")
-                is_result = message["role"] == "tool" or (
-                    message["role"] == "user"
-                    and isinstance(content, str)
-                    and content.startswith("<<<RESULT")
-                )
-                if is_result and content != _ELIDED:
-                    message["content"] = _ELIDED
-                    break
-            else:
-                raise _ContextFull

@@ -14,7 +14,8 @@ requests to one host are ``host_delay`` apart, one host gives at most
 ``max_pages_per_host`` pages, and with ``respect_robots`` its robots.txt is obeyed.
 ``allow_domains``/``deny_domains`` are applied by the guard to every hop. The requests
 themselves (pacing, redirects, robots.txt, the browser's) are made by its base,
-:class:`~sleuth.fetch.transfer.HttpTransfer`.
+:class:`~sleuth.fetch.transfer.HttpTransfer`; a page is read (rendered, extracted, or
+made into a failure) by :class:`~sleuth.fetch._reading.PageReading`.
 
 Two optional seams keep it independent of the run store (:mod:`sleuth.fetch.cache`): a
 :class:`PageCache` (consulted before the network, revalidated with a conditional request
@@ -39,16 +40,11 @@ import httpx
 
 from sleuth import timeline
 from sleuth._version import __version__
-from sleuth.errors import BlockedURLError, ConfigError, FetchError
-from sleuth.extraction.content import HTML_TYPES, Body, Unreadable, convert
-from sleuth.extraction.text import truncate_text
-from sleuth.extraction.workers import TooComplex, extract_limits, run_bounded, start_pool
-from sleuth.fetch.body import parse_content_type
+from sleuth.errors import BlockedURLError, FetchError
+from sleuth.extraction.workers import start_pool
+from sleuth.fetch._reading import PageReading
 from sleuth.fetch.browser import (
     Browser,
-    Fetched,
-    RenderError,
-    looks_like_script_shell,
     playwright_installed,
     require_playwright,
 )
@@ -67,7 +63,7 @@ from sleuth.fetch.politeness import (
     CAPPED,
     Politeness,
 )
-from sleuth.fetch.transfer import _HEADERS, HttpTransfer, _Download, _network_reason
+from sleuth.fetch.transfer import _HEADERS
 from sleuth.models import FetchFailure, Page
 from sleuth.urls import canonicalize, host_of
 
@@ -96,11 +92,6 @@ class _Entry:
 
     task: asyncio.Task[Page | FetchFailure]
     waiters: int = 0
-
-
-def _fallback_title(text: str, url: str) -> str:
-    first = text.split("\n", 1)[0].strip()
-    return first if 0 < len(first) <= 120 else url
 
 
 def _refused(url: str, reason: str) -> FetchFailure:
@@ -149,7 +140,7 @@ class RunFetcher:
         return self.fetcher.robots_notes
 
 
-class Fetcher(HttpTransfer):
+class Fetcher(PageReading):
     """Fetches pages for one research run; use as ``async with Fetcher(settings) as f``.
 
     ``settings``: a :class:`~sleuth.fetch.config.FetchConfig`, or the settings table it is
@@ -457,117 +448,6 @@ class Fetcher(HttpTransfer):
                 return page, validators, self._public(download.url, download.address)
             except Exception as exc:
                 return self._failure(url, exc), Validators(), self._public(url, None)
-
-    def _failure(self, url: str, exc: Exception) -> FetchFailure:
-        """What a page problem raised, as the failure the run records."""
-        if isinstance(exc, Unreadable):
-            return FetchFailure(url=url, reason=exc.reason, status=exc.status)
-        if isinstance(exc, BlockedURLError):
-            return FetchFailure(url=url, reason=f"blocked: {exc.reason}")
-        if isinstance(exc, TimeoutError | httpx.TimeoutException):
-            return FetchFailure(url=url, reason=f"timed out after {self._config.timeout:g}s")
-        if isinstance(exc, httpx.HTTPError):
-            return FetchFailure(url=url, reason=_network_reason(exc))
-        # The contract: page problems never raise.
-        log.warning("unexpected error fetching %s", url, exc_info=exc)
-        return FetchFailure(url=url, reason=f"unexpected error ({type(exc).__name__})")
-
-    async def _read(self, url: str, start: float, download: _Download) -> tuple[Page, Validators]:
-        settings = self._config
-        limits = extract_limits(settings)
-        try:
-            body = Body(
-                url=download.url,
-                status=download.status,
-                mime=download.mime,
-                charset=download.charset,
-                data=download.data,
-            )
-            extracted, content_type = await run_bounded(
-                convert, body, settings.max_chars, limits=limits
-            )
-        except TooComplex as exc:
-            raise Unreadable(exc.reason, download.status) from None
-        text, truncated = truncate_text(extracted.text, settings.max_chars)
-        truncated = truncated or download.incomplete or extracted.truncated
-        return Page(
-            url=url,
-            final_url=download.url,
-            canonical_url=canonicalize(download.url),
-            title=extracted.title or _fallback_title(text, download.url),
-            text=text,
-            content_type=content_type,
-            status=download.status,
-            date=extracted.date,
-            truncated=truncated,
-            engine=download.engine,
-            elapsed_s=round(time.monotonic() - start, 3),
-        ), download.validators
-
-    async def _get(self, url: str, conditional: tuple[str, Validators] | None = None) -> _Download:
-        """Download ``url``, and show it in the browser where that is wanted.
-
-        ``conditional`` is (the cached page's final URL, its validators): the request
-        to that URL asks "changed since?", and a 304 raises NotModified. The browser
-        is handed the page as downloaded (so its own first request is that download,
-        redirects, robots.txt and pacing included), with the playwright engine always,
-        otherwise when the page is an empty shell that scripts fill in.
-        """
-        download = await self._download(url, conditional)
-        if (
-            self._browser is not None
-            and download.mime in HTML_TYPES
-            and (
-                self._config.fetch_engine == "playwright"
-                or looks_like_script_shell(download.data.decode("utf-8", "replace"))
-            )
-        ):
-            rendered = await self._render(download)
-            if rendered is not None:
-                return rendered
-        return download
-
-    async def _render(self, download: _Download) -> _Download | None:
-        """The page as the browser shows it; None when it cannot show it as a web page.
-
-        A page whose main frame the guard refused to let go somewhere fails as blocked;
-        any other browser failure is one line in the log, and the download is used.
-        """
-        assert self._browser is not None
-        content_type = download.mime + (f"; charset={download.charset}" if download.charset else "")
-        document = Fetched(
-            url=download.url,
-            status=download.status,
-            headers=(("content-type", content_type),),
-            body=download.data,
-        )
-        try:
-            rendered = await self._browser.render(document, self._config.timeout)
-        except ConfigError as exc:
-            # Chromium cannot start (only possible for the lazily started fallback
-            # browser; the playwright engine starts in __aenter__): stop trying.
-            log.info("no browser for script-only pages: %s", exc)
-            self._browser = None
-            return None
-        except RenderError as exc:
-            log.info(
-                "the browser could not render %s: %s; using it as downloaded", download.url, exc
-            )
-            return None
-        self._check(rendered.final_url)  # the browser's answers were checked; so is the end
-        mime, _ = parse_content_type(rendered.content_type)
-        if mime not in HTML_TYPES:
-            return None  # PDFs and text are better read by the plain HTTP path
-        if rendered.status >= 400:
-            raise Unreadable(f"HTTP {rendered.status}", rendered.status)
-        return _Download(
-            url=rendered.final_url,
-            status=rendered.status,
-            mime=mime,
-            charset="utf-8",
-            data=rendered.html.encode("utf-8"),
-            engine="playwright",
-        )
 
 
 async def fetch_page(url: str, settings: FetchConfig | object) -> Page:
