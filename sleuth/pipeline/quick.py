@@ -89,8 +89,8 @@ async def _fetch(
 def search_question(ctx: RunContext) -> Awaitable[None]:
     """Send the search for the question as asked now, as :attr:`RunContext.question_search`.
 
-    The quick research with a model calls it before the model's SDK loads (issue 26:
-    the first request went out only after the SDK, about 0.3 s of CPU, and the planning
+    The quick research with a model calls it before the model's SDK loads (else
+    the first request would go out only after the SDK, about 0.3 s of CPU, and the planning
     call); the question is the query the no-LLM pipeline leads with, and GPT
     Researcher's first search too. Its hits join the first round the model ranks; no
     later step searches it again (the search stage waits for it instead). Returns what

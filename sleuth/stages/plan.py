@@ -1,6 +1,6 @@
 """Stage 1, plan: turn a question into search queries.
 
-The rule-based planner writes the queries a person would type (issue 23): every query
+The rule-based planner writes the queries a person would type: every query
 is a search of its own that names the question's subject, none is a run of another's
 words, and none is the question with generic words glued on ("… explained",
 "… advantages disadvantages"). By depth:

@@ -436,7 +436,7 @@ HOP_PAGES = 2
 OWN_PAGES = 2
 #: Search results a branch's select call is shown (each query's best in turn). A branch
 #: reads its share of a level, 2-5 pages; showing all of its ~20 results made the select
-#: calls a third of deep mode's tokens per cited source (issue 24).
+#: calls a third of deep mode's tokens per cited source.
 SHOWN = 10
 
 

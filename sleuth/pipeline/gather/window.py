@@ -92,7 +92,7 @@ class Window:
         again as gathering has taken (``Waits.grace_share``, at least ``grace_min_s``); the
         best-ranked page of all gets until ``top_s`` after gathering began, if that is later.
         Only a page that may displace one kept is waited for: with a relevance gate, one
-        whose search result looks on-topic (issue 26; an off-topic one would be set
+        whose search result looks on-topic (an off-topic one would be set
         aside on arrival). Whatever is still out then is cut as before. Waiting for any
         better-ranked page instead cost more than it found (bench: wall 1.42x the
         critical path without a model).
@@ -156,7 +156,7 @@ class Window:
         return [(math.inf, task) for task in own] + [e for e in ends if e[1] not in own]
 
     def give_up_at(self, g: Gathering) -> float | None:
-        """When to stop waiting for the last downloads (issue 26), else None.
+        """When to stop waiting for the last downloads, else None.
 
         Only once nothing more can start (no candidate left to try, no fuller ranking
         coming), at least one page is read and none is being judged: the downloads still
@@ -193,7 +193,7 @@ class Window:
     def bound(self, g: Gathering, task: Task) -> float:
         """When waiting for a download still out must end, whatever its rank: its start
         plus ``bound_factor`` times the 90th percentile of this run's own page times
-        (``Page.elapsed_s`` of the pages read), and at least ``bound_min_s`` (issue 26).
+        (``Page.elapsed_s`` of the pages read), and at least ``bound_min_s``.
         A page being judged (downloaded already) has no such bound."""
         url = g.running[task].canonical_url if task in g.running else None
         start = g.launched.get(url) if url is not None else None
@@ -222,8 +222,8 @@ def _tell_wait(g: Gathering, better: list[tuple[float, Task]], longest: float) -
 
 async def local_by_rank(g: Gathering) -> None:
     """Local documents (``file://``) cost no request: rank decides which are kept,
-    not the order their reads finish in (issue 23: two identical documents-mode runs
-    kept different pages for 38 of 100 questions).
+    not the order their reads finish in, so two identical documents-mode runs keep
+    the same pages.
 
     With only local candidates, the fuller ranking is awaited, then candidates are
     settled in rank order until ``want`` pages are read or as many set aside by the gate
