@@ -76,6 +76,7 @@ __all__ = [
     "read_sources",
     "read_stage",
     "report_stage",
+    "run_stats",
     "write_stage",
 ]
 
@@ -332,6 +333,16 @@ def page_texts(sources: list[Source], pages: list[tuple[Candidate, Page]]) -> di
     return {s.id: by_url[s.url] for s in sources if s.url in by_url}
 
 
+def run_stats(ctx: RunContext, fetches: int, llm: RunLLM | None) -> Stats:
+    """A finished run's Stats: its searches, ``fetches`` pages, time so far, model use."""
+    return Stats(
+        searches=ctx.tally.searches,
+        fetches=fetches,
+        elapsed_s=round(time.monotonic() - ctx.started, 3),
+        **llm_stats(llm),
+    )
+
+
 def llm_stats(llm: RunLLM | None) -> dict[str, Any]:
     """The model's share of a run's Stats: calls, tokens, estimated cost."""
     if llm is None:
@@ -447,12 +458,7 @@ def report_stage(
         confidence=level,
         confidence_reason=reason,
         markdown=markdown,
-        stats=Stats(
-            searches=ctx.tally.searches,
-            fetches=gathered.attempted,
-            elapsed_s=round(time.monotonic() - ctx.started, 3),
-            **llm_stats(llm),
-        ),
+        stats=run_stats(ctx, gathered.attempted, llm),
         run_id=ctx.run_id,
         planner=plan.planner,
         # A model call cut by --max-time after gathering (the report, the check) says so too.

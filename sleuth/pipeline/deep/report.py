@@ -13,7 +13,6 @@ sources and the gaps itself.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -31,10 +30,9 @@ from sleuth.models import (
     Report,
     Section,
     Source,
-    Stats,
 )
 from sleuth.pipeline.cached_gaps import cached_gaps
-from sleuth.pipeline.steps import llm_stats, sized
+from sleuth.pipeline.steps import run_stats, sized
 from sleuth.progress import Event
 from sleuth.stages.answer import answer_tree
 from sleuth.stages.check import evidence_of, footer, removed_section, strip_urls
@@ -276,12 +274,7 @@ def _report(
         confidence=level,
         confidence_reason=reason,
         markdown=markdown,
-        stats=Stats(
-            searches=ctx.tally.searches,
-            fetches=tree.fetches,
-            elapsed_s=round(time.monotonic() - ctx.started, 3),
-            **llm_stats(llm),
-        ),
+        stats=run_stats(ctx, tree.fetches, llm),
         run_id=ctx.run_id,
         planner=tree.planner,
         stopped_by=tree.stopped_by or (llm.cut_by if llm is not None else None),
