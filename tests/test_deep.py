@@ -13,11 +13,12 @@ import asyncio
 import json
 import math
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -34,6 +35,7 @@ from sleuth.testing.researcher import (
     PLANTED_URL,
     ScriptedResearcher,
 )
+from sleuth.urls import canonicalize
 
 PAGE_TIMEOUT = 5.0
 MODEL = "scripted-model"
@@ -75,6 +77,21 @@ def searched(web: OfflineWeb) -> Counter[str]:
     return Counter(
         " ".join(str(r.query).lower().split()) for r in web.requests if r.path == "/search"
     )
+
+
+def queries(web: OfflineWeb) -> set[str]:
+    """The search terms the offline web was asked for, normalised."""
+    asked = (parse_qs(r.query).get("q", [""])[0] for r in web.requests if r.path == "/search")
+    return {" ".join(q.lower().split()) for q in asked}
+
+
+def finished(home: Path) -> tuple[set[str], set[str]]:
+    """The pages and search terms a stopped run had stored: what it finished. A download or
+    search still under way when the run stopped is not finished, and may rightly be done again."""
+    with sqlite3.connect(home / "sleuth.db") as db:
+        pages = {url for (url,) in db.execute("SELECT canonical_url FROM pages")}
+        terms = {" ".join(q.lower().split()) for (q,) in db.execute("SELECT query FROM searches")}
+    return pages, terms
 
 
 def cited(markdown: str) -> set[int]:
@@ -336,16 +353,6 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
 # -- resume ------------------------------------------------------------------------------
 
 
-#: Known regression (issue 35's note): since deep branches pass the relevance gate, which
-#: sets a page aside as it arrives, a resumed run sometimes redoes a page or a search the
-#: stopped run had finished (it passes about half the time). Kept running, not strict.
-RESUME_AFTER_GATE = pytest.mark.xfail(
-    reason="a resumed deep run sometimes redoes a page or search since the relevance gate",
-    strict=False,
-)
-
-
-@RESUME_AFTER_GATE
 async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
@@ -369,7 +376,8 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
             await task
     finally:
         web.latency = 0.0
-    before_pages, before_searches = page_requests(web), searched(web)
+    done_pages, done_searches = finished(home)
+    assert done_pages and done_searches
     before_calls = len(llm.requests)
     with Store(home) as store:
         [summary] = store.list_runs()
@@ -378,9 +386,9 @@ async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again
     report: Report = await sleuth.research(question, resume_id=summary.id, **opts)
     assert report.run_id == summary.id and report.sources and report.tree is not None
     assert {n.level for n in report.tree} == {1, 2}
-    again = set(page_requests(web)) & set(before_pages)
+    again = {canonicalize(url) for url in page_requests(web)} & done_pages
     assert not again, f"pages fetched again after the resume: {again}"
-    assert not set(searched(web)) & set(before_searches), "searches were repeated"
+    assert not queries(web) & done_searches, "searches were repeated"
     # Every model call made before the stop was answered from the store.
     asked_before = {json.dumps(r.messages, sort_keys=True) for r in llm.requests[:before_calls]}
     asked_after = [json.dumps(r.messages, sort_keys=True) for r in llm.requests[before_calls:]]
@@ -463,7 +471,6 @@ def test_deep_defaults_apply_only_where_the_user_set_nothing() -> None:
 
 
 @pytest.mark.slow
-@RESUME_AFTER_GATE
 def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
@@ -533,8 +540,8 @@ def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
         # The pages the killed run had read whole (a download cut by the kill is not one).
         fetched = {rec.payload["url"] for rec in store.stages(run_id, "fetched")}
         assert store.get_run(run_id).status == "running"  # the dead process could not say
-    before_searches = searched(web)
-    assert fetched and fetched <= set(page_requests(web))
+    _, done_searches = finished(home)
+    assert fetched and fetched <= set(page_requests(web)) and done_searches
     web.reset_log()
     out = tmp_path / "report.json"
     assert (
@@ -545,7 +552,7 @@ def test_a_deep_run_killed_mid_tree_resumes_without_fetching_or_searching_again(
     assert report["mode"] == "deep" and report["run_id"] == run_id and report["sources"]
     again = set(page_requests(web)) & fetched
     assert not again, f"pages fetched again after the resume: {again}"
-    assert not set(searched(web)) & set(before_searches), "searches were repeated"
+    assert not queries(web) & done_searches, "searches were repeated"
     assert report["stats"]["cached_fetches"] >= 1
     # The resumed run walked the whole tree: the second level too.
     assert {node["level"] for node in report["tree"]} == {1, 2}
