@@ -49,3 +49,25 @@ def page(url: str, title: str | None = None, text: str = TEXT, *, elapsed_s: flo
         status=200,
         elapsed_s=elapsed_s,
     )
+
+
+# A two-hop question over a folder of notes: the answer is on a page that shares no word
+# with the question, named by the question's own page (deep mode's second hop finds it).
+BRIDGE_DOCS = {
+    # The question's own page: it names the composer, the bridge.
+    "glass-orchard.md": "# The Glass Orchard\n\nThe Glass Orchard is an opera in three acts "
+    "first staged in 1921. Its music was written by Ilsa Varenne, and "
+    "its libretto by the poet Tomas Quell.\n",
+    # The bridge page: the answer, with no word of the question in it.
+    "ilsa-varenne.md": "# Ilsa Varenne\n\nIlsa Varenne (1880-1944) grew up in Brackwater, "
+    "a mill village on the river Tamsel, and studied in Vienna. Her songs "
+    "were sung in Brackwater's chapel for decades.\n",
+    # Pages that share the question's words and do not help.
+    "orchard-care.md": "# Orchard care\n\nAn orchard needs pruning in winter. Straw covers "
+    "keep frost off young trees; the town orchard was born of a gift.\n",
+    "glassblowing.md": "# Glassblowing\n\nGlass is blown in a furnace. A composer of glass "
+    "art works in a studio; a town glassworks was born in 1900.\n",
+    "operas.md": "# Operas of the 1920s\n\nMany operas were staged in the 1920s. An opera "
+    "composer of the time was often born in a capital.\n",
+}
+BRIDGE_QUESTION = "In which town was the composer of The Glass Orchard born?"

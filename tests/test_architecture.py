@@ -44,7 +44,8 @@ SIDEWAYS = {
 #: judge (the relevance judgement) follows plan, whose part queries it judges pages
 #: against too; every later stage may judge a text with it. explore (deep mode's
 #: sub-questions, learnings, follow-ups) shows sources as the writer does; sections (deep
-#: mode's sectioned writer) checks each section as it is written.
+#: mode's sectioned writer) checks each section as it is written. names (the names a text
+#: gives, deep mode's second hops) splits a page's text into passages as read does.
 STAGE_ORDER = [
     "plan",
     "judge",
@@ -52,6 +53,7 @@ STAGE_ORDER = [
     "select",
     "sentences",
     "read",
+    "names",
     "evidence",
     "relevance",
     "write",

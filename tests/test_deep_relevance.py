@@ -154,3 +154,29 @@ def test_a_model_that_plans_junk_still_researches_the_question_itself(
     cited = {s.url for s in report.sources}
     assert len(cited & pages_of(web, "moons")) >= 2, cited
     assert "do not bear on the question" in report.markdown.split("## Gaps", 1)[1]
+
+
+def test_a_model_that_plans_junk_queries_in_quick_mode_is_not_searched(
+    web: OfflineWeb, llm: ScriptedLLM
+) -> None:
+    """Quick mode judges the model's queries as deep mode judges its sub-questions: junk
+    is not searched, the rule-based queries are, and the Gaps say why."""
+    llm.add(JUNK_PLAN, contains=MARKERS["plan"], times=None)
+    ScriptedResearcher().install(llm)
+    moons = next(t for t in web.topics if t.id == "moons")
+    web.reset_log()
+    report = sleuth.research_sync(
+        moons.question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=PAGE_TIMEOUT,
+        base_url=web.llm_url,
+        model="scripted-model",
+        max_sources=4,
+    )
+    searched = " ".join(r.query for r in web.requests if r.path == "/search")
+    assert "sub+each" not in searched and "name+questions" not in searched, searched
+    assert not {"question sub each", "write name questions"} & set(report.queries)
+    assert len({s.url for s in report.sources} & pages_of(web, "moons")) >= 2
+    assert "do not bear on the question" in report.markdown.split("## Gaps", 1)[1]

@@ -24,6 +24,20 @@ def test_names_end_at_a_sentence_but_not_at_an_abbreviation() -> None:
     ]
 
 
+def test_datelines_page_chrome_and_quoted_speech_are_not_names() -> None:
+    # Lines of real news pages that deep mode once followed up as if they were names.
+    text = (
+        "Updated November 20. SEE MORE stories. He spoke to Twitter on Monday. Ward says "
+        "the plan works. “This is a statewide problem, and it’s going to require statewide "
+        "solutions,” the governor said. The campaign “Meth. We’re on it.” ran in South "
+        "Dakota, and the film “The Glass Orchard” opened in Brackwater."
+    )
+    found = named_things(text)
+    for junk in ("November", "SEE", "Monday", "says", "statewide"):
+        assert not [n for n in found if junk in n], (junk, found)
+    assert {"South Dakota", "The Glass Orchard", "Brackwater"} <= set(found), found
+
+
 def test_rule_sub_questions_are_the_question_then_what_it_names() -> None:
     subs = rule_subquestions("Which plant is larger, the Pterocarya or the Cotula?", 4)
     assert subs[0] == "Which plant is larger, the Pterocarya or the Cotula?"

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from records import BRIDGE_DOCS, BRIDGE_QUESTION
 
 import sleuth
 from sleuth._slug import Slugger, heading_text
@@ -116,13 +117,22 @@ def check_anchors(report: Report) -> list[tuple[int, str, str]]:
     return links
 
 
-def test_a_deep_report_without_a_model_links_its_follow_ups(
-    web: OfflineWeb, tmp_path: Path
-) -> None:
-    # The Stadia question: one of its follow-ups (Xbox Live) finds an on-topic page.
+def test_a_deep_report_without_a_model_links_its_follow_ups(tmp_path: Path) -> None:
+    # A two-hop question over notes: the follow-up "Ilsa Varenne" finds the answer's page.
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for name, text in BRIDGE_DOCS.items():
+        (folder / name).write_text(text, encoding="utf-8")
     report = sleuth.research_sync(
-        web.topics[0].question,
-        **options(web, tmp_path, no_llm=True, breadth=3, levels=2, max_sources=8),
+        BRIDGE_QUESTION,
+        mode="deep",
+        docs=str(folder),
+        no_llm=True,
+        top_wait=3.0,
+        breadth=2,
+        levels=2,
+        max_sources=6,
+        home=str(tmp_path / "home"),
     )
     links = check_anchors(report)
     subsections = [text for indent, text, _ in links if indent]

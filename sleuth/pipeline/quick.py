@@ -33,6 +33,7 @@ from sleuth.pipeline.steps import (
     plan_stage,
     rank_stage,
     read_stage,
+    relates_to,
     report_stage,
     write_stage,
 )
@@ -140,7 +141,9 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         plan = _with_asked(await planning, asked)
         return await _rank(ctx, plan, await _search(ctx, plan))
 
-    planning = asyncio.ensure_future(llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search))
+    planning = asyncio.ensure_future(
+        llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search, relates_to(ctx.topic))
+    )
     fuller: asyncio.Future[list[Candidate]] | None = None
     try:
         racing: list[asyncio.Future[Any]] = [planning, first]

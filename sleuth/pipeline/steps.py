@@ -53,6 +53,7 @@ from sleuth.pipeline.gather import (
 from sleuth.pipeline.tally import Fetched, Ranked, Read
 from sleuth.progress import Event
 from sleuth.settings import Settings
+from sleuth.stages.judge import Judge
 from sleuth.stages.plan import llm_plan, make_plan
 from sleuth.stages.rank import rank
 from sleuth.stages.read import best_passages
@@ -107,7 +108,20 @@ async def plan_stage(
     (the driver's: it folds what each search did into the run's tally) as they come."""
     if ctx.llm is None:
         return make_plan(ctx.topic, ctx.settings.depth)
-    return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search)
+    return await llm_plan(ctx.topic, ctx.settings.depth, ctx.llm, search, relates_to(ctx.topic))
+
+
+def relates_to(question: str) -> Callable[[str], bool]:
+    """Whether a query the model wrote bears on ``question``: judged as a page would be
+    (:mod:`sleuth.stages.judge`), on first use."""
+    judge: list[Judge] = []
+
+    def relates(query: str) -> bool:
+        if not judge:
+            judge.append(Judge(question))
+        return judge[0].page("", query).on_topic
+
+    return relates
 
 
 async def rank_stage(

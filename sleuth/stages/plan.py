@@ -182,12 +182,21 @@ def _clean_queries(items: list[str], count: int) -> list[str]:
     return dedupe(kept)[:count]
 
 
-async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> Plan:
+async def llm_plan(
+    question: str,
+    depth: int,
+    llm: RunLLM,
+    search: SearchFn,
+    relates: Callable[[str], bool] | None = None,
+) -> Plan:
     """Plan with the model: first queries, their search, then follow-up queries.
 
     ``search`` runs queries through the search stage (so their hits are kept for
-    the rest of the run and never searched twice). Falls back to
-    :func:`make_plan` when the first reply holds no queries.
+    the rest of the run and never searched twice). ``relates`` judges each query the
+    model writes against the question (the relevance judgement, given by the pipeline):
+    one that does not relate is not searched. Falls back to :func:`make_plan` when the
+    first reply holds no usable query, or none that relates (a small model that plans
+    badly never makes the research worse than no model; said in the Gaps).
     """
     from sleuth.llm.run import reply_tokens
 
@@ -217,6 +226,17 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
         return make_plan(question, depth).model_copy(
             update={"note": "the model's queries were unusable"}
         )
+    related = [q for q in first if relates is None or relates(q)]
+    if not related:
+        _note(
+            llm,
+            "LLM plan: the model's queries do not bear on the question; the rule-based "
+            "queries were used",
+        )
+        return make_plan(question, depth).model_copy(
+            update={"note": "the model's queries do not bear on the question"}
+        )
+    first = related
     llm.info(f"LLM plan: {len(first)} queries", queries=first)
     hits = await search(first)
     if not hits:
@@ -230,6 +250,7 @@ async def llm_plan(question: str, depth: int, llm: RunLLM, search: SearchFn) -> 
         )
         first = first + rules
     follow_ups, note = await _follow_ups(question, depth, llm, first, hits)
+    follow_ups = [q for q in follow_ups if relates is None or relates(q)]
     return Plan(question=question, queries=dedupe(first + follow_ups), planner="llm", note=note)
 
 

@@ -42,7 +42,16 @@ from sleuth.models import Candidate, Failure, Page
 from sleuth.stages.judge import FLOOR, Judge, Verdict, name_terms, title_core
 from sleuth.terms import STOP
 
-__all__ = ["FLOOR", "MARGIN", "OFF_TOPIC", "SURE", "Relevance", "name_terms", "within"]
+__all__ = [
+    "FLOOR",
+    "MARGIN",
+    "OFF_TOPIC",
+    "SURE",
+    "Relevance",
+    "name_terms",
+    "named_in",
+    "within",
+]
 
 #: A page scoring this much under the best page read is off-topic by comparison, unless
 #: its title names something the question names.
@@ -52,6 +61,26 @@ MARGIN = 1.0
 SURE = 2.5
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
 OFF_TOPIC = "read and left out as off-topic"
+
+
+def named_in(title: str, texts: Sequence[str], *, as_name: bool = False) -> bool:
+    """Whether one of ``texts`` names the subject of the page titled ``title`` (its title
+    less the site's name and any qualifier), as a whole word: one hop (rule 3 above).
+
+    ``as_name``: only as a name, written as the title writes it, and a one-word subject
+    only where the texts never write it in lower case ("Always (2011 film)" is not named
+    by "always", nor "Twins (group)" by "twins").
+    """
+    core = title_core(title)
+    if len(core) < 4 or core.lower() in STOP:
+        return False
+    flags = 0 if as_name else re.IGNORECASE
+    pattern = re.compile(rf"(?<!\w){re.escape(core)}(?!\w)", flags)
+    if as_name and " " not in core:
+        common = re.compile(rf"(?<!\w){re.escape(core.lower())}(?!\w)")
+        if core != core.lower() and any(common.search(text) for text in texts):
+            return False
+    return any(pattern.search(text) for text in texts)
 
 
 def within(verdicts: Sequence[Verdict], margin: float = MARGIN) -> list[bool]:
@@ -104,6 +133,17 @@ class Relevance:
             return True
         return self.judge.page(candidate.title, candidate.snippet).on_topic
 
+    def verdict(self, candidate: Candidate, page: Page) -> Verdict:
+        """The verdict on a page: the one given as it arrived, else judged now."""
+        entry = self.read.get(candidate.canonical_url)
+        if entry is not None and entry.page is page:
+            return entry.verdict
+        return self._verdict(page.title or candidate.title, page.text)
+
+    def why(self, candidate: Candidate, page: Page, verdict: Verdict) -> str:
+        """The reason a page is left out as off-topic, in the report's words."""
+        return self._why(_Read(candidate, page, verdict))
+
     def _verdict(self, title: str, text: str) -> Verdict:
         verdict = self.judge.page(title, text)
         if self._bridged(title):
@@ -131,6 +171,10 @@ class Relevance:
             return None
         self.aside.append(url)
         return f"{OFF_TOPIC} ({reason})"
+
+    def judged(self) -> list[tuple[Candidate, Page]]:
+        """Every page judged so far, in the order judged."""
+        return [(r.candidate, r.page) for r in self.read.values()]
 
     def forget(self, urls: set[str]) -> None:
         """Drop what was judged of ``urls`` (canonical URLs): as if never read."""
@@ -182,11 +226,8 @@ class Relevance:
     @staticmethod
     def _named_by(entry: _Read, on: list[_Read]) -> bool:
         """Whether an on-topic page names this page's title (one hop; see the docstring)."""
-        core = title_core(entry.page.title or entry.candidate.title)
-        if len(core) < 4 or core.lower() in STOP:
-            return False
-        pattern = re.compile(rf"(?<!\w){re.escape(core)}(?!\w)", re.IGNORECASE)
-        return any(other is not entry and pattern.search(other.page.text) for other in on)
+        title = entry.page.title or entry.candidate.title
+        return named_in(title, [other.page.text for other in on if other is not entry])
 
     def _parts_first(self, ranked: list[_Read], want: int) -> list[_Read]:
         """``want`` of ``ranked``: one for each part first (best-ranked), then by rank."""

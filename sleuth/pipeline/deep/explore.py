@@ -44,18 +44,17 @@ from sleuth.models import (
     FetchFailure,
     Page,
     Plan,
-    Report,
 )
-from sleuth.pipeline.context import RunContext, Services, clean_question, open_run
+from sleuth.pipeline.context import RunContext
 from sleuth.pipeline.deep.deal import assign, spread
+from sleuth.pipeline.deep.sift import hops
 from sleuth.pipeline.deep.tree import Branch, Tree
 from sleuth.pipeline.gather import Branch as BranchPolicy
 from sleuth.pipeline.gather import Gathered, Waits
 from sleuth.pipeline.searching import search_stage
 from sleuth.pipeline.steps import Fetching, fetch_stage, rank_stage, read_stage
 from sleuth.pipeline.tally import Tally
-from sleuth.progress import Event, ProgressCallback, no_progress
-from sleuth.settings import Settings, mode_defaults
+from sleuth.progress import Event
 from sleuth.stages.explore import (
     bridge_entities,
     learn,
@@ -69,10 +68,10 @@ from sleuth.stages.explore import (
     titled,
 )
 from sleuth.stages.read import gather_or_cancel
-from sleuth.stages.relevance import Relevance
+from sleuth.stages.relevance import OFF_TOPIC, Relevance
 from sleuth.urls import canonicalize
 
-__all__ = ["Explorer", "deep_research"]
+__all__ = ["Explorer"]
 
 T = TypeVar("T")
 
@@ -374,13 +373,22 @@ class Explorer:
         sources = read.sources
         kept = {s.url for s in sources}
         branch.pages = [(c, p) for c, p in gathered.pages if (p.final_url or c.url) in kept]
+        branch.verdicts = {c.canonical_url: gate.verdict(c, p) for c, p in branch.pages}
+        mine = set(branch.verdicts)
+        branch.aside = [(c, p) for c, p in gate.judged() if c.canonical_url not in mine]
         self._mark_tried(branch.pages, gathered)
         branch.sources = sources
         branch.read = len(sources)
         if gathered.stopped_by:
             self.tree.stopped_by = self.tree.stopped_by or gathered.stopped_by
         if not sources:
-            branch.status, branch.note = "empty", "none of the pages it found could be read"
+            aside = any(f.reason.startswith(OFF_TOPIC) for f in gathered.failures)
+            branch.status = "empty"
+            branch.note = (
+                "the pages it found were off-topic"
+                if aside
+                else "none of the pages it found could be read"
+            )
             return
         if bctx.llm is not None:
             branch.learnings, branch.follow_ups = await learn(
@@ -391,6 +399,28 @@ class Explorer:
                 max(1, math.ceil(self.settings.breadth / 2**branch.level)),
             )
         branch.status = "done"
+
+    async def read_hops(self) -> None:
+        """Read as sources the pages a branch set aside whose subject a source of the tree
+        names (:func:`~sleuth.pipeline.deep.sift.hops`), within ``--max-sources``."""
+        room = self.settings.max_sources - sum(len(b.sources) for b in self.tree.branches)
+        for branch, pages in hops(self.tree, room):
+            if branch.plan is None:
+                continue
+            read = await read_stage(self._context(branch), branch.plan, Gathered(pages=pages))
+            self.ctx.tally.fold(read)
+            urls = {c.url for c, _ in pages}
+            self.ctx.tally.failures = [
+                f
+                for f in self.ctx.tally.failures
+                if f.url not in urls or not f.reason.startswith(OFF_TOPIC)
+            ]
+            kept = {s.url for s in read.sources}
+            branch.pages += [(c, p) for c, p in pages if (p.final_url or c.url) in kept]
+            branch.sources += read.sources
+            branch.read = len(branch.sources)
+            if branch.sources and branch.status == "empty":
+                branch.status, branch.note = "done", None
 
     def _mark_tried(self, read: list[tuple[Candidate, Page]], gathered: Gathered) -> None:
         # A page fetched whole and not kept stays open to other branches: the memo
@@ -463,31 +493,3 @@ def _in_turn(
             if turn < len(offered) and not early:
                 offer(parent, offered[turn])
     return chosen
-
-
-async def deep_research(
-    question: str,
-    *,
-    settings: Settings,
-    on_event: ProgressCallback | None = None,
-    resume_id: str | None = None,
-    services: Services | None = None,
-) -> Report:
-    """Research ``question`` as a tree of questions and return the long, cited report.
-
-    ``settings`` are the run's (``mode="deep"``; deep mode's defaults of
-    :func:`~sleuth.settings.mode_defaults` apply where the user set nothing). Called by
-    :func:`sleuth.research` when the mode is deep; ``services`` as there (a batch shares
-    one fetcher, store and model client between its questions).
-    """
-    from sleuth.pipeline.deep.report import write_report
-
-    topic = clean_question(question)
-    settings = mode_defaults(settings)
-    async with open_run(
-        topic, settings, on_event or no_progress, resume_id=resume_id, services=services
-    ) as ctx:
-        explorer = Explorer(ctx)
-        await explorer.explore()
-        ctx.session.check_store()  # found damaged while fetching: no report on top
-        return ctx.done(await write_report(ctx, explorer.tree))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sleuth.models import Candidate, Page, Plan, Source, TreeNode
 from sleuth.stages.explore import Learning
+from sleuth.stages.judge import Verdict
 
 __all__ = ["Branch", "Tree"]
 
@@ -38,6 +39,11 @@ class Branch:
     follow_ups: list[str] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     plan: Plan | None = None
+    #: How each page read bears on the research's question, by canonical URL.
+    verdicts: dict[str, Verdict] = field(default_factory=dict)
+    #: The pages it read and set aside as off-topic (a page another branch's page names
+    #: may become a source after all: see ``sleuth.pipeline.deep.sift``).
+    aside: list[tuple[Candidate, Page]] = field(default_factory=list)
 
     def node(self, ids: Iterable[int] = ()) -> TreeNode:
         """The record of this branch, with the report's ids of its sources."""
