@@ -44,7 +44,8 @@ SIDEWAYS = {
 #: judge (the relevance judgement) follows plan, whose part queries it judges pages
 #: against too; every later stage may judge a text with it. explore (deep mode's
 #: sub-questions, learnings, follow-ups) shows sources as the writer does; sections (deep
-#: mode's sectioned writer) checks each section as it is written.
+#: mode's sectioned writer) checks each section as it is written. asks (what a question asks
+#: for) reads the names explore finds; outline plans the sections that sections writes.
 STAGE_ORDER = [
     "plan",
     "judge",
@@ -56,8 +57,10 @@ STAGE_ORDER = [
     "relevance",
     "write",
     "explore",
+    "asks",
     "answer",
     "check",
+    "outline",
     "sections",
     "numbering",
 ]
