@@ -145,6 +145,28 @@ def merge_picks(
     return picked + rest
 
 
+async def _round(
+    llm: RunLLM,
+    question: str,
+    todo: list[str],
+    fresh: list[Candidate],
+    decide: Literal["auto", "model"],
+    want: int,
+) -> list[str] | None:
+    """One round's picks among ``fresh``: the judgement's where it is clear (``auto``),
+    else the model's; None when the model failed (the quality ranking then stands)."""
+    judged = clear_picks(question, fresh, want) if decide == "auto" and fresh else None
+    if judged is not None:
+        return judged
+    try:
+        return await _pick(llm, question, todo, fresh) if fresh else []
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("select", exc, "the quality ranking ordered those results")
+        return None
+
+
 async def select_candidates(
     llm: RunLLM,
     question: str,
@@ -177,17 +199,8 @@ async def select_candidates(
         return ranked, 0
     if todo:
         fresh = _in_turn(todo, hits, ranked, seen)[:show]
-        judged = clear_picks(question, fresh, want) if decide == "auto" and fresh else None
-        try:
-            if judged is not None:
-                chosen = judged
-            else:
-                chosen = await _pick(llm, question, todo, fresh) if fresh else []
-        except LLMAuthError:
-            raise
-        except LLMError as exc:
-            llm.fell_back("select", exc, "the quality ranking ordered those results")
-        else:
+        chosen = await _round(llm, question, todo, fresh, decide, want)
+        if chosen is not None:
             seen.update(c.canonical_url for c in fresh)
             known.update(dict.fromkeys(todo, chosen))
     # Round by round, each in the order the model gave: the first round's picks are
