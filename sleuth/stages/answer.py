@@ -44,6 +44,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sleuth import tuned
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
 from sleuth.stages.asks import kind_scores, new_names, question_kind
 from sleuth.stages.explore import titled
@@ -78,7 +79,7 @@ SAME_SHARE = 0.6
 #: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
 PER_PAGE = 300
 #: The first pass's best sentences whose names are taken as second hops.
-BRIDGE_FROM = 5
+BRIDGE_FROM = tuned.BRIDGE_FROM
 
 
 @dataclass(frozen=True)
@@ -164,16 +165,17 @@ def default_scorers() -> list[Scorer]:
     The weights were chosen on the tune split of ``python -m bench.answer`` (HotpotQA
     questions 0-49 over their paragraphs as notes); see bench/NOTEBOOK.md.
     """
+    weights = tuned.ANSWER_WEIGHTS
     return [
-        Scorer("bm25", 0.5, _bm25),
-        Scorer("terms", 1.0, _terms),
-        Scorer("kind", 0.6, _kind_score),
-        Scorer("rank", 0.2, _rank),
-        Scorer("meaning", 0.2, _meaning),
+        Scorer("bm25", weights["bm25"], _bm25),
+        Scorer("terms", weights["terms"], _terms),
+        Scorer("kind", weights["kind"], _kind_score),
+        Scorer("rank", weights["rank"], _rank),
+        Scorer("meaning", weights["meaning"], _meaning),
     ]
 
 
-BRIDGE_WEIGHT = 1.2
+BRIDGE_WEIGHT = tuned.BRIDGE_WEIGHT
 
 
 def _zscores(values: Sequence[float]) -> list[float]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from sleuth import tuned
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_indices, is_empty_answer
 from sleuth.models import Candidate, SearchHit
@@ -49,7 +50,7 @@ PICKS_PER_CALL = 8
 SNIPPET_CHARS = 300
 #: How far (on the judgement's scale) the results read first must score above the rest
 #: for the judgement to choose them without asking the model.
-CLEAR_GAP = 0.5
+CLEAR_GAP = tuned.CLEAR_GAP
 
 
 def _results_block(candidates: list[Candidate]) -> str:
