@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from itertools import pairwise
@@ -24,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from killed import kill_after_lines
 
 import sleuth
 from sleuth.cli import run
@@ -33,7 +30,6 @@ from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import ScriptedResearcher
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
-WAIT_S = 90.0
 
 
 def web_args(web: OfflineWeb, *extra: str) -> list[str]:
@@ -266,20 +262,7 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
     args = ["batch", str(qfile), "-o", str(out), *web_args(web, "--no-llm", "--jobs", "2")]
     web.latency = 0.3  # seconds a page: the batch is mid-way for a while
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", *args],
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            _wait_for_lines(out / "results.jsonl", 1, proc)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-            assert proc.stderr is not None
-            proc.stderr.close()
+        kill_after_lines(args, out / "results.jsonl", 1, tmp_path)
     finally:
         web.latency = 0.0
     done_before = set(by_id(out))
@@ -292,18 +275,6 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
         done = Counter(r.question for r in store.list_runs() if r.status == "done")
     # Finished before the kill: not researched again; in flight at the kill: once more.
     assert done == Counter(asked)
-
-
-def _wait_for_lines(path: Path, count: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
-        if proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr else b""
-            raise AssertionError(f"the batch ended before {count} questions: {err!r}")
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for the batch")
 
 
 def test_failed_questions_are_skipped_until_retry_failed(
