@@ -234,6 +234,7 @@ def test_the_offline_webs_wikipedia_page_keeps_its_maths() -> None:
     assert "denoted by A^{{H}}, then" in text
 
 
+@pytest.mark.slow
 def test_quotes_over_the_offline_web_are_whole_sentences(web: OfflineWeb) -> None:
     import sleuth
 

@@ -74,6 +74,7 @@ def questions(web: OfflineWeb, n: int) -> list[str]:
 # ---------------------------------------------------------------- inputs
 
 
+@pytest.mark.slow
 def test_a_text_file_gives_a_report_per_question_each_its_own_run(
     web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -142,6 +143,7 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
     assert "batch: 2 done, 6 failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_csv_from_stdin_with_id_and_option_columns(
     web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,6 +225,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 # ---------------------------------------------------------------- resuming
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_what_is_done_and_cuts_a_torn_last_line(
     web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -277,6 +280,7 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
     assert done == Counter(asked)
 
 
+@pytest.mark.slow
 def test_failed_questions_are_skipped_until_retry_failed(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -359,6 +363,7 @@ def test_one_source_is_one_source_not_1_sources(
 # ---------------------------------------------------------------- budgets
 
 
+@pytest.mark.slow
 def test_the_batch_time_budget_stops_starting_questions(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -431,6 +436,7 @@ def site() -> Iterator[OfflineWeb]:
         yield world
 
 
+@pytest.mark.slow
 def test_one_politeness_clock_per_host_across_questions(site: OfflineWeb, tmp_path: Path) -> None:
     asked = questions(site, 4)
     qfile = tmp_path / "q.txt"
@@ -471,6 +477,7 @@ def test_one_politeness_clock_per_host_across_questions(site: OfflineWeb, tmp_pa
     assert all(line["status"] == "done" and line["report"]["sources"] for line in lines)
 
 
+@pytest.mark.slow
 async def test_research_many_yields_each_question_with_its_own_usage(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
@@ -521,6 +528,7 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     assert tagged == {r.id for r in done}
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_summary_only(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -563,6 +571,7 @@ def test_an_id_naming_another_folder_stays_in_reports(web: OfflineWeb, tmp_path:
     assert not list(tmp_path.glob("escaped*")) and not list(out.glob("escaped*"))
 
 
+@pytest.mark.slow
 def test_a_line_can_ask_for_deep_research_beside_quick_ones(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
@@ -609,6 +618,7 @@ def _corpus_sources(outdir: Path, web: OfflineWeb) -> list[str]:
     return sorted(s["url"] for s in line["report"]["sources"] if s["url"] in web.page_urls)
 
 
+@pytest.mark.slow
 def test_rank_not_the_cache_decides_a_batch_questions_sources(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

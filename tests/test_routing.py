@@ -183,6 +183,7 @@ def off_topic(web: OfflineWeb, topic_id: str, report: Report) -> list[str]:
     return [s.url for s in report.sources if s.url not in own]
 
 
+@pytest.mark.slow
 def test_auto_cites_no_more_off_topic_sources_than_the_web_alone(
     web: OfflineWeb, services: Services
 ) -> None:

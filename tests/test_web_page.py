@@ -473,6 +473,7 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
     assert {"depth", "search", "model"} <= chosen.model_fields_set
 
 
+@pytest.mark.slow
 def test_the_warm_up_loads_what_the_first_research_would_wait_for() -> None:
     """`sleuth serve` loads extraction and passage ranking before the first question."""
     code = (
