@@ -9,18 +9,29 @@ split: the question is always the corpus topic it has been measured on (stadia).
 
 from __future__ import annotations
 
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.client import WorldProcess
 from bench.parts import Context, Figures
 from bench.world import REPO
 
-__all__ = ["HWM_WRAPPER", "footprint_table", "help_time", "part", "peak_rss"]
+__all__ = [
+    "HWM_WRAPPER",
+    "Measured",
+    "footprint_table",
+    "help_time",
+    "part",
+    "peak_rss",
+    "run_measured",
+]
 
 
 def _sleuth_command() -> list[str]:
@@ -55,6 +66,101 @@ sys.argv[0] = 'sleuth'
 from sleuth.cli import main
 main()
 """
+
+
+@dataclass
+class Measured:
+    """One CLI run in a fresh process: exit code (negative: killed), wall s, peak RSS MB
+    (None when it could not be read), stdout, stderr."""
+
+    code: int
+    seconds: float
+    peak_mb: float | None
+    stdout: str
+    stderr: str
+
+
+def _hwm_mb(pid: int) -> float | None:
+    """The VmHWM of a running process, MB (None once it has exited)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            line = next((x for x in status if x.startswith("VmHWM")), None)
+    except OSError:
+        return None
+    return int(line.split()[1]) / 1024 if line else None
+
+
+def run_measured(
+    args: list[str],
+    limit_s: float,
+    *,
+    memory_gb: float | None = None,
+    feed: bytes | None = None,
+    close_stdin: bool = True,
+    stdin: int | None = None,
+) -> Measured:
+    """``sleuth ARGS`` in a fresh process, killed after ``limit_s``.
+
+    ``memory_gb`` caps what the child may map (an endless reply read whole then fails as
+    MemoryError instead of filling the machine). With ``feed``, stdin is a pipe that gets
+    ``feed`` and is closed only if ``close_stdin``; else ``stdin`` (None: inherited). The
+    peak RSS is the child's own VmHWM at exit, or the last reading of its
+    ``/proc/PID/status`` when it was killed.
+    """
+
+    def cap_memory() -> None:
+        if memory_gb is not None:
+            size = int(memory_gb * 2**30)
+            resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+    with (
+        tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink,
+        tempfile.TemporaryFile("w+b") as out,
+        tempfile.TemporaryFile("w+b") as err,
+    ):
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-c", HWM_WRAPPER, sink.name, *args],
+            cwd=REPO,
+            stdin=subprocess.PIPE if feed is not None else stdin,
+            stdout=out,
+            stderr=err,
+            preexec_fn=cap_memory,
+        )
+        polled: list[float] = []
+        done = threading.Event()
+
+        def poll() -> None:
+            while not done.wait(0.1):  # sampling a high-water mark, not timing anything
+                mb = _hwm_mb(proc.pid)
+                if mb is not None:
+                    polled.append(mb)
+
+        sampler = threading.Thread(target=poll, daemon=True)
+        sampler.start()
+        if feed is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(feed)
+            proc.stdin.flush()
+            if close_stdin:
+                proc.stdin.close()
+        try:
+            code = proc.wait(timeout=limit_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        finally:
+            if proc.stdin is not None and not proc.stdin.closed:
+                proc.stdin.close()
+        seconds = time.perf_counter() - started
+        done.set()
+        sampler.join()
+        written = sink.read().split()
+        peak = int(written[1]) / 1024 if len(written) > 1 else max(polled, default=None)
+        out.seek(0)
+        err.seek(0)
+        text = [s.read().decode("utf-8", "replace") for s in (out, err)]
+        return Measured(code, seconds, peak, text[0], text[1])
 
 
 def peak_rss(w: WorldProcess, question: str, llm: bool) -> tuple[float, float]:

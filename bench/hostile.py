@@ -65,7 +65,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python bench/hostile.py` from anywhere
     sys.path.insert(0, str(ROOT))
 
-from bench.footprint import HWM_WRAPPER  # noqa: E402
+from bench.footprint import run_measured  # noqa: E402
 from bench.hostile_batch import BatchRow, batch_cases, batch_table, ray_cases  # noqa: E402
 from sleuth.fetch import Fetcher  # noqa: E402
 from sleuth.llm.parse import parse_indices, parse_list, parse_verdict, strip_think  # noqa: E402
@@ -422,68 +422,14 @@ class CliRow:
     outcome: str
 
 
-def _hwm_mb(pid: int) -> float | None:
-    """The VmHWM of a running process, MB (None once it has exited)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            line = next((x for x in status if x.startswith("VmHWM")), None)
-    except OSError:
-        return None
-    return int(line.split()[1]) / 1024 if line else None
-
-
 def run_cli(
     args: list[str], limit_s: float, memory_gb: float
 ) -> tuple[int, float, float | None, str, str]:
-    """One CLI run in a fresh process: exit code, wall s, peak RSS MB, stdout, stderr.
-
-    The child is killed after ``limit_s`` and may map at most ``memory_gb`` (so an
-    endless reply read whole fails as MemoryError instead of filling the machine); its
-    peak RSS is what it reads of itself at exit, or the last reading of its
-    ``/proc/PID/status`` when it was killed.
-    """
-
-    def cap_memory() -> None:
-        size = int(memory_gb * 2**30)
-        resource.setrlimit(resource.RLIMIT_AS, (size, size))
-
-    with (
-        tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink,
-        tempfile.TemporaryFile("w+") as out,
-        tempfile.TemporaryFile("w+") as err,
-    ):
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", HWM_WRAPPER, sink.name, *args],
-            cwd=ROOT,
-            stdout=out,
-            stderr=err,
-            preexec_fn=cap_memory,
-        )
-        polled: list[float] = []
-        done = threading.Event()
-
-        def poll() -> None:
-            while not done.wait(0.1):  # sampling a high-water mark, not timing anything
-                mb = _hwm_mb(proc.pid)
-                if mb is not None:
-                    polled.append(mb)
-
-        sampler = threading.Thread(target=poll, daemon=True)
-        sampler.start()
-        try:
-            code = proc.wait(timeout=limit_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-        seconds = time.perf_counter() - started
-        done.set()
-        sampler.join()
-        written = sink.read().split()
-        peak = int(written[1]) / 1024 if len(written) > 1 else max(polled, default=None)
-        out.seek(0)
-        err.seek(0)
-        return code, seconds, peak, out.read(), err.read()
+    """One CLI run in a fresh process: exit code, wall s, peak RSS MB, stdout, stderr
+    (killed after ``limit_s``, mapping at most ``memory_gb``: see
+    :func:`bench.footprint.run_measured`)."""
+    got = run_measured(args, limit_s, memory_gb=memory_gb)
+    return got.code, got.seconds, got.peak_mb, got.stdout, got.stderr
 
 
 def cli_outcome(code: int, stdout: str, stderr: str, limit_s: float) -> str:

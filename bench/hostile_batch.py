@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.footprint import HWM_WRAPPER
+from bench.footprint import run_measured
 from sleuth.testing import OfflineWeb
 
 __all__ = ["BatchRow", "batch_cases", "batch_table", "ray_cases"]
@@ -44,33 +44,10 @@ class BatchRow:
 def _run(args: list[str], feed: bytes | None = None, close_stdin: bool = True) -> tuple[Any, ...]:
     """``sleuth batch ARGS`` in a fresh process: exit code, wall s, peak RSS MB, stderr.
     With ``feed``, stdin is a pipe that gets ``feed`` and is closed only if asked."""
-    with tempfile.NamedTemporaryFile("r", suffix=".hwm") as sink, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-c", HWM_WRAPPER, sink.name, "batch", *args],
-            cwd=ROOT,
-            stdin=subprocess.PIPE if feed is not None else subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-        )
-        if feed is not None:
-            assert proc.stdin is not None
-            proc.stdin.write(feed)
-            proc.stdin.flush()
-            if close_stdin:
-                proc.stdin.close()
-        try:
-            code = proc.wait(timeout=LIMIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-        finally:
-            if proc.stdin is not None and not proc.stdin.closed:
-                proc.stdin.close()
-        seconds = time.perf_counter() - started
-        written = sink.read().split()
-        err.seek(0)
-        return code, seconds, int(written[1]) / 1024 if len(written) > 1 else None, err.read()
+    got = run_measured(
+        ["batch", *args], LIMIT_S, feed=feed, close_stdin=close_stdin, stdin=subprocess.DEVNULL
+    )
+    return got.code, got.seconds, got.peak_mb, got.stderr.encode()
 
 
 def _lines(outdir: Path) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sleuth import tuned
+
 # Durations are read and shown by _duration (the store reads them too, without this table).
 from sleuth._duration import format_duration as format_duration
 from sleuth._duration import parse_duration as parse_duration
@@ -215,7 +217,7 @@ class Settings(BaseModel):
         json_schema_extra=_meta("--timeout", "SLEUTH_TIMEOUT", group="Fetching"),
     )
     top_wait: float = Field(
-        3.0,
+        tuned.TOP_WAIT_S,
         ge=0,
         le=600,
         description="Once enough pages are read, seconds from the start of fetching that the "

@@ -1,10 +1,13 @@
-"""The records tests build by hand: a candidate in a ranking, a page as read.
+"""The records tests build by hand: a candidate in a ranking, a page as read, a note in
+a documents folder.
 
 One place for what several test files needed alike (a candidate from a URL, a page with
-some text), so a change to the records is made once.
+some text, a file written with its folders), so a change to the records is made once.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from sleuth.models import Candidate, Page, Quality
 from sleuth.urls import canonicalize
@@ -49,6 +52,14 @@ def page(url: str, title: str | None = None, text: str = TEXT, *, elapsed_s: flo
         status=200,
         elapsed_s=elapsed_s,
     )
+
+
+def note(path: Path, text: str) -> Path:
+    """``text`` written to ``path`` (UTF-8), its folders made: a file of a ``--docs``
+    folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 # A two-hop question over a folder of notes: the answer is on a page that shares no word

@@ -17,6 +17,7 @@ import anyio
 import pytest
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp.types import TextContent
+from records import note
 
 import sleuth.mcp_server as mcp_server
 from sleuth.cli import run
@@ -49,12 +50,6 @@ October 4, 2002. Retrieved 2012-08-21.</li>
 <li>^ "When was the Zorbatown bridge opened?". Zorba Times. Retrieved 1 May 2016.</li>
 </ol></article></body></html>"""
 WIKI_QUESTION = "When was the Zorbatown bridge opened?"
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def research_docs(folder: Path, home: Path, question: str, *extra: str) -> dict[str, Any]:
@@ -106,7 +101,7 @@ def test_a_wikipedia_style_page_quotes_no_reference_template_or_backlink_line(
     tmp_path: Path,
 ) -> None:
     folder = tmp_path / "wiki"
-    _write(folder / "zorbatown.html", WIKI_HTML)
+    note(folder / "zorbatown.html", WIKI_HTML)
     report = research_docs(folder, tmp_path / "home", WIKI_QUESTION)
     shown = report["markdown"] + json.dumps(report["sources"], ensure_ascii=False)
     for junk in ("Archived from", "Template:", "↑", "^ ", "Main article", "Retrieved"):
@@ -120,12 +115,12 @@ def test_a_wikipedia_style_page_quotes_no_reference_template_or_backlink_line(
 
 def test_markdown_notes_are_quoted_without_their_heading_syntax(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
-    _write(
+    note(
         folder / "alpha.md",
         "# Alpha\n\nAlpha is a town in the north of Beta county. It was founded in 1850.\n\n"
         "## History\n\nThe town grew around a mill on the Beta river.\n",
     )
-    _write(folder / "beta.md", "# Beta county\n\nBeta county lies north of the Gamma hills.\n")
+    note(folder / "beta.md", "# Beta county\n\nBeta county lies north of the Gamma hills.\n")
     report = research_docs(folder, tmp_path / "home", "When was the town of Alpha founded?")
     body = report["markdown"].split("## Confidence", 1)[0]
     assert "\\#" not in body
@@ -138,7 +133,7 @@ def test_markdown_notes_are_quoted_without_their_heading_syntax(tmp_path: Path) 
 
 def test_a_title_with_a_bar_is_not_escaped_in_json_or_mcp(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
-    _write(
+    note(
         folder / "rivers.md",
         "# Gamma \\| Delta notes\n\nGamma and Delta are the two rivers that meet at Alpha. "
         "Their confluence floods every spring.\n",
@@ -173,19 +168,19 @@ def test_the_answer_holds_the_one_sentence_that_answers_from_the_third_source(
     folder = tmp_path / "notes"
     # Two notes say much about the bridge and nothing of when it opened; the third
     # says it in one sentence, among others about something else.
-    _write(
+    note(
         folder / "a_bridge.md",
         "# The Zorba bridge\n\nThe Zorba bridge crosses the Zorba river at Zorbatown. "
         "The Zorba bridge is a stone bridge with nine arches. The Zorba bridge café opened "
         "its doors to walkers. Walkers cross the Zorba bridge to reach the old mill.\n",
     )
-    _write(
+    note(
         folder / "b_bridge_walks.md",
         "# Walks over the Zorba bridge\n\nThe walk over the Zorba bridge takes ten minutes. "
         "A new path to the Zorba bridge opened last spring. Many painters have drawn the "
         "Zorba bridge from the meadow, and the Zorba bridge is on every postcard.\n",
     )
-    _write(
+    note(
         folder / "c_town.md",
         "# Zorbatown history\n\nZorbatown was a market for wool and salt. The railway "
         "reached the town in 1902. The Zorba bridge was opened in 1931 by the mayor. A "
@@ -212,12 +207,12 @@ def test_the_answer_holds_the_one_sentence_that_answers_from_the_third_source(
 
 def test_deep_reports_open_with_an_answer_and_answer_each_section(tmp_path: Path) -> None:
     folder = tmp_path / "notes"
-    _write(
+    note(
         folder / "alpha.md",
         "# Alpha\n\nAlpha is a town in the north of Beta county. It was founded in 1850 by "
         "settlers from Gamma.\n",
     )
-    _write(folder / "gamma.md", "# Gamma\n\nGamma is a port city on the Delta coast.\n")
+    note(folder / "gamma.md", "# Gamma\n\nGamma is a port city on the Delta coast.\n")
     report = research_docs(folder, tmp_path / "home", "When was Alpha founded?", "--mode", "deep")
     markdown = report["markdown"]
     assert markdown.index("## Answer") < markdown.index("## Contents")
@@ -239,6 +234,7 @@ def test_the_offline_webs_wikipedia_page_keeps_its_maths() -> None:
     assert "denoted by A^{{H}}, then" in text
 
 
+@pytest.mark.slow
 def test_quotes_over_the_offline_web_are_whole_sentences(web: OfflineWeb) -> None:
     import sleuth
 

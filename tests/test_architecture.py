@@ -45,7 +45,9 @@ SIDEWAYS = {
 #: against too; every later stage may judge a text with it. explore (deep mode's
 #: sub-questions, learnings, follow-ups) shows sources as the writer does; sections (deep
 #: mode's sectioned writer) checks each section as it is written. names (the names a text
-#: gives, deep mode's second hops) splits a page's text into passages as read does.
+#: gives, deep mode's second hops) splits a page's text into passages as read does. asks
+#: (what a question asks for) reads the names explore finds; outline plans the sections
+#: that sections writes.
 STAGE_ORDER = [
     "plan",
     "judge",
@@ -58,8 +60,10 @@ STAGE_ORDER = [
     "relevance",
     "write",
     "explore",
+    "asks",
     "answer",
     "check",
+    "outline",
     "sections",
     "numbering",
 ]

@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from itertools import pairwise
@@ -24,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from killed import kill_after_lines
 
 import sleuth
 from sleuth.cli import run
@@ -33,7 +30,6 @@ from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import ScriptedResearcher
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
-WAIT_S = 90.0
 
 
 def web_args(web: OfflineWeb, *extra: str) -> list[str]:
@@ -78,6 +74,7 @@ def questions(web: OfflineWeb, n: int) -> list[str]:
 # ---------------------------------------------------------------- inputs
 
 
+@pytest.mark.slow
 def test_a_text_file_gives_a_report_per_question_each_its_own_run(
     web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,6 +143,7 @@ def test_jsonl_lines_carry_their_own_options_and_bad_lines_fail_alone(
     assert "batch: 2 done, 6 failed" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_csv_from_stdin_with_id_and_option_columns(
     web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -227,6 +225,7 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_runs(
 # ---------------------------------------------------------------- resuming
 
 
+@pytest.mark.slow
 def test_a_rerun_skips_what_is_done_and_cuts_a_torn_last_line(
     web: OfflineWeb, tmp_path: Path, sleuth_home: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -266,20 +265,7 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
     args = ["batch", str(qfile), "-o", str(out), *web_args(web, "--no-llm", "--jobs", "2")]
     web.latency = 0.3  # seconds a page: the batch is mid-way for a while
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "sleuth", *args],
-            cwd=tmp_path,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            _wait_for_lines(out / "results.jsonl", 1, proc)
-        finally:
-            proc.send_signal(signal.SIGKILL)
-            proc.wait(timeout=30)
-            assert proc.stderr is not None
-            proc.stderr.close()
+        kill_after_lines(args, out / "results.jsonl", 1, tmp_path)
     finally:
         web.latency = 0.0
     done_before = set(by_id(out))
@@ -294,18 +280,7 @@ def test_a_batch_killed_mid_way_completes_on_rerun_every_question_once(
     assert done == Counter(asked)
 
 
-def _wait_for_lines(path: Path, count: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
-        if proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr else b""
-            raise AssertionError(f"the batch ended before {count} questions: {err!r}")
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for the batch")
-
-
+@pytest.mark.slow
 def test_failed_questions_are_skipped_until_retry_failed(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -388,6 +363,7 @@ def test_one_source_is_one_source_not_1_sources(
 # ---------------------------------------------------------------- budgets
 
 
+@pytest.mark.slow
 def test_the_batch_time_budget_stops_starting_questions(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -460,6 +436,7 @@ def site() -> Iterator[OfflineWeb]:
         yield world
 
 
+@pytest.mark.slow
 def test_one_politeness_clock_per_host_across_questions(site: OfflineWeb, tmp_path: Path) -> None:
     asked = questions(site, 4)
     qfile = tmp_path / "q.txt"
@@ -500,6 +477,7 @@ def test_one_politeness_clock_per_host_across_questions(site: OfflineWeb, tmp_pa
     assert all(line["status"] == "done" and line["report"]["sources"] for line in lines)
 
 
+@pytest.mark.slow
 async def test_research_many_yields_each_question_with_its_own_usage(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
@@ -550,6 +528,7 @@ async def test_research_many_yields_each_question_with_its_own_usage(
     assert tagged == {r.id for r in done}
 
 
+@pytest.mark.slow
 def test_quiet_prints_the_summary_only(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -592,6 +571,7 @@ def test_an_id_naming_another_folder_stays_in_reports(web: OfflineWeb, tmp_path:
     assert not list(tmp_path.glob("escaped*")) and not list(out.glob("escaped*"))
 
 
+@pytest.mark.slow
 def test_a_line_can_ask_for_deep_research_beside_quick_ones(
     web: OfflineWeb, tmp_path: Path
 ) -> None:
@@ -638,6 +618,7 @@ def _corpus_sources(outdir: Path, web: OfflineWeb) -> list[str]:
     return sorted(s["url"] for s in line["report"]["sources"] if s["url"] in web.page_urls)
 
 
+@pytest.mark.slow
 def test_rank_not_the_cache_decides_a_batch_questions_sources(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

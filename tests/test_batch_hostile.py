@@ -134,6 +134,7 @@ def test_a_link_dangling_to_outside_is_never_created_through(
         (out / name).unlink()
 
 
+@pytest.mark.slow
 @posix_only
 def test_a_link_in_place_of_a_report_is_replaced_not_followed(
     web: OfflineWeb, tmp_path: Path
@@ -155,6 +156,7 @@ def test_a_link_in_place_of_a_report_is_replaced_not_followed(
 # ---------------------------------------------------------------- what a line may set
 
 
+@pytest.mark.slow
 def test_a_line_sets_only_its_own_research_options(
     web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -187,6 +189,7 @@ def test_a_line_sets_only_its_own_research_options(
     assert not [r for r in web.requests if r.path.startswith("/internal")]
 
 
+@pytest.mark.slow
 @posix_only
 @pytest.mark.parametrize("where", ["line", "batch"])
 def test_quality_rules_that_are_not_a_regular_file_are_never_read(
@@ -288,6 +291,7 @@ def test_a_huge_input_past_the_budget_is_counted_not_listed(
 # ---------------------------------------------------------------- report names
 
 
+@pytest.mark.slow
 def test_report_names_are_unique_whatever_the_file_system(web: OfflineWeb, tmp_path: Path) -> None:
     """Ids whose report names are one name somewhere: a hash-suffixed name and the id it
     was made from, two ids apart only in case, in normalisation or an invisible character."""

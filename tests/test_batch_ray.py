@@ -31,6 +31,9 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 ray = pytest.importorskip("ray")
 batch_ray = pytest.importorskip("sleuth.pipeline.batch.ray")
 
+#: Every test here runs on a local Ray cluster (started once for the module).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:

@@ -41,6 +41,9 @@ if not any(
 ):
     pytest.skip("no Chromium installed (apt-get install chromium)", allow_module_level=True)
 
+#: Every test here drives a real Chromium (or skips without one).
+pytestmark = pytest.mark.slow
+
 ATTACKER_IP = "127.0.4.1"
 INTERNAL_IP = "127.0.4.2"
 NEWS_IP = "127.0.4.3"  # an honest site whose page needs its scripts run
@@ -528,7 +531,6 @@ async def test_the_automatic_fallback_is_not_a_way_in(web: Web) -> None:
             assert_not_reached(web, result, path)
 
 
-@pytest.mark.slow
 def test_a_research_meeting_the_attack_cites_nothing_internal_and_prints_no_traceback(
     web: Web, tmp_path: Path
 ) -> None:

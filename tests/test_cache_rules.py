@@ -80,6 +80,7 @@ def cached_run(web: OfflineWeb, tmp_path: Path) -> tuple[Path, str, dict[str, An
     return home, question, first
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rules", ["default", "deny", "allow"])
 def test_a_page_cached_under_other_rules_is_refused_without_a_request(
     rules: str, web: OfflineWeb, tmp_path: Path, cached_run: tuple[Path, str, dict[str, Any]]

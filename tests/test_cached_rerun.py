@@ -22,6 +22,7 @@ def options(web: OfflineWeb, home: Path, mode: str) -> dict[str, object]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["quick", "deep"])
 async def test_a_cached_rerun_reports_the_same_gaps_marked_as_from_the_cache(
     web: OfflineWeb, tmp_path: Path, mode: str

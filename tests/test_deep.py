@@ -103,6 +103,7 @@ def cited(markdown: str) -> set[int]:
 # -- the tree, the report, the JSON --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_deep_cli_json_has_the_tree_contents_and_checked_sections(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:
@@ -196,6 +197,7 @@ TITLE_URLS = (
 )
 
 
+@pytest.mark.slow
 def test_urls_in_the_models_section_titles_never_reach_headings_or_contents(
     web: OfflineWeb, llm: ScriptedLLM
 ) -> None:
@@ -253,6 +255,7 @@ def test_follow_ups_that_repeat_the_question_end_the_tree(
     assert any("repeat what is known" in e.message for e in events if e.kind == "info")
 
 
+@pytest.mark.slow
 def test_a_failing_branch_is_in_the_gaps_and_the_others_go_on(web: OfflineWeb) -> None:
     question = web.topics[0].question
     web.search_failures = 1  # the first search of the tree answers 500
@@ -285,6 +288,7 @@ def test_a_budget_cuts_the_tree_and_says_so(web: OfflineWeb) -> None:
     assert "fetch budget reached" in report.markdown.split("## Gaps", 1)[1]
 
 
+@pytest.mark.slow
 def test_without_a_model_the_report_is_grouped_by_sub_question(web: OfflineWeb) -> None:
     web.reset_log()
     report = sleuth.research_sync(
@@ -335,6 +339,7 @@ def test_no_model_second_hop_finds_the_bridge_page(tmp_path: Path) -> None:
 # -- resume ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_deep_run_stopped_mid_tree_resumes_without_asking_anything_again(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:

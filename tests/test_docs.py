@@ -16,6 +16,7 @@ from typing import Any
 
 import httpx
 import pytest
+from records import note
 
 from sleuth.errors import ConfigError, ProviderError
 from sleuth.extraction.documents import DocumentExtractor
@@ -63,12 +64,6 @@ Spring tides happen at new and full moon.
 """
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 def _bump_mtime(path: Path) -> None:
     """Make the file's mtime differ from the indexed one without waiting for the clock."""
     st = path.stat()
@@ -78,16 +73,16 @@ def _bump_mtime(path: Path) -> None:
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     docs = tmp_path / "my docs"
-    _write(docs / "guide.html", GUIDE_HTML)
-    _write(docs / "notes.md", NOTES_MD)
-    _write(docs / "kelp.txt", KELP_TXT)
-    _write(docs / "sub" / "tides.rst", TIDES_RST)
+    note(docs / "guide.html", GUIDE_HTML)
+    note(docs / "notes.md", NOTES_MD)
+    note(docs / "kelp.txt", KELP_TXT)
+    note(docs / "sub" / "tides.rst", TIDES_RST)
     shutil.copy(DATA / "list-item-example.pdf", docs / "module.pdf")
     (docs / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\ngarbage\n")
-    _write(docs / ".hidden" / "secret.md", "# Hidden sourdough\nnever indexed")
-    _write(docs / ".draft.md", "# Draft sourdough\nnever indexed")
+    note(docs / ".hidden" / "secret.md", "# Hidden sourdough\nnever indexed")
+    note(docs / ".draft.md", "# Draft sourdough\nnever indexed")
     (docs / "photo.png").write_bytes(b"\x89PNG\r\n\x1a\n")
-    outside = _write(tmp_path / "outside.md", "# Outside sourdough\nnot in the folder")
+    outside = note(tmp_path / "outside.md", "# Outside sourdough\nnot in the folder")
     (docs / "link.md").symlink_to(outside)
     return docs
 
@@ -131,7 +126,7 @@ def test_folder_is_indexed_and_a_corrupt_pdf_is_reported(store: Store, folder: P
 
 
 def test_unreadable_file_is_reported_and_the_rest_indexed(store: Store, folder: Path) -> None:
-    secret = _write(folder / "private.txt", "payroll numbers")
+    secret = note(folder / "private.txt", "payroll numbers")
     secret.chmod(0o000)
     try:
         if os.access(secret, os.R_OK):
@@ -171,7 +166,7 @@ def test_reindex_reads_only_what_changed(
     assert extracted == ["broken.pdf"]  # only the failed file is tried again
 
     extracted.clear()
-    _write(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership checker"))
+    note(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership checker"))
     _bump_mtime(folder / "notes.md")
     _bump_mtime(folder / "kelp.txt")  # touched, same bytes: re-hashed, not re-extracted
     changed = index_folder(store, folder, READ)
@@ -184,7 +179,7 @@ def test_reindex_reads_only_what_changed(
 def test_deleted_and_new_files_are_followed(store: Store, folder: Path) -> None:
     index_folder(store, folder, READ)
     (folder / "kelp.txt").unlink()
-    _write(folder / "sub" / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
+    note(folder / "sub" / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
     report = index_folder(store, folder, READ)
     assert (report.added, report.updated, report.unchanged, report.removed) == (1, 0, 4, 1)
     assert search_docs(store, "kelp", 5) == []
@@ -217,22 +212,22 @@ def _fingerprints(store: Store) -> int:
 def _change(folder: Path, change: str) -> tuple[str, str | None]:
     """Make ``change``; the query that finds the new text, and the file it must find."""
     if change == "edit in place":
-        _write(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership ledger"))
+        note(folder / "notes.md", NOTES_MD.replace("borrow checker", "ownership ledger"))
         return "ownership ledger", "notes.md"
     if change == "edit in place, same size":
         before = folder.stat().st_mtime_ns
-        _write(folder / "kelp.txt", KELP_TXT.replace("Giant", "Bulky"))
+        note(folder / "kelp.txt", KELP_TXT.replace("Giant", "Bulky"))
         assert (folder / "kelp.txt").stat().st_size == len(KELP_TXT)
         assert folder.stat().st_mtime_ns == before  # its folder's time says nothing
         return "bulky", "kelp.txt"
     if change == "edit through a symlink":
-        _write(folder / "sub" / "tides.rst", TIDES_RST.replace("moon", "selene"))
+        note(folder / "sub" / "tides.rst", TIDES_RST.replace("moon", "selene"))
         return "selene", "tides.rst"
     if change == "add":
-        _write(folder / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
+        note(folder / "volcano.md", "# Volcanoes\nMagma chambers feed eruptions.")
         return "magma", "volcano.md"
     if change == "add in a new folder":
-        _write(folder / "sub" / "deep" / "volcano.md", "# Volcanoes\nMagma chambers.")
+        note(folder / "sub" / "deep" / "volcano.md", "# Volcanoes\nMagma chambers.")
         return "magma", "volcano.md"
     if change == "remove":
         (folder / "kelp.txt").unlink()
@@ -258,9 +253,9 @@ def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
     store: Store, tmp_path: Path, change: str, extraction_spy: Callable[[], list[str]]
 ) -> None:
     folder = tmp_path / "clean"
-    _write(folder / "notes.md", NOTES_MD)
-    _write(folder / "kelp.txt", KELP_TXT)
-    _write(folder / "sub" / "tides.rst", TIDES_RST)
+    note(folder / "notes.md", NOTES_MD)
+    note(folder / "kelp.txt", KELP_TXT)
+    note(folder / "sub" / "tides.rst", TIDES_RST)
     (folder / "tides-link.rst").symlink_to(folder / "sub" / "tides.rst")
     _age(folder)
     first = index_folder(store, folder, READ)
@@ -287,7 +282,7 @@ def test_an_unchanged_folder_is_taken_as_it_is_and_every_change_is_seen(
 def test_missing_or_unusable_folder_is_a_config_error(store: Store, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         index_folder(store, tmp_path / "nowhere", READ)
-    a_file = _write(tmp_path / "file.txt", "x")
+    a_file = note(tmp_path / "file.txt", "x")
     with pytest.raises(ConfigError, match="not a folder"):
         index_folder(store, a_file, READ)
 
@@ -327,7 +322,7 @@ def test_query_syntax_in_user_text_is_harmless(store: Store, folder: Path) -> No
 
 def test_search_can_be_limited_to_one_folder(store: Store, folder: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
-    _write(other / "bread.md", "# Rye bread\nSourdough rye needs a long fermentation.")
+    note(other / "bread.md", "# Rye bread\nSourdough rye needs a long fermentation.")
     index_folder(store, folder, READ)
     index_folder(store, other, READ)
     assert set(_names(search_docs(store, "sourdough", 10))) == {"guide.html", "bread.md"}
@@ -452,7 +447,7 @@ Inline code keeps them too: `a\|b`.
 def test_markdown_escapes_are_not_in_a_documents_text(store: Store, tmp_path: Path) -> None:
     """A Markdown file's text reads as its reader sees it: no ``\\#`` or ``\\|``."""
     docs = tmp_path / "docs"
-    _write(docs / "release.md", ESCAPED_MD)
+    note(docs / "release.md", ESCAPED_MD)
     index_folder(store, docs, READ)
     doc = get_doc(store, docs.resolve() / "release.md")
     assert doc is not None

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from records import note
 
 from sleuth.cli import run
 from sleuth.store import Store
@@ -47,19 +48,13 @@ Proofing a shaped sourdough loaf overnight in the fridge develops flavour.
 QUESTION = "How do you keep a sourdough starter and bake sourdough bread?"
 
 
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     docs = tmp_path / "my docs"
-    _write(docs / "guide.html", GUIDE_HTML)
-    _write(docs / "starter.md", STARTER_MD)
-    _write(docs / "oven.txt", OVEN_TXT)
-    _write(docs / "sub" / "proofing.rst", PROOF_RST)
+    note(docs / "guide.html", GUIDE_HTML)
+    note(docs / "starter.md", STARTER_MD)
+    note(docs / "oven.txt", OVEN_TXT)
+    note(docs / "sub" / "proofing.rst", PROOF_RST)
     shutil.copy(DATA / "list-item-example.pdf", docs / "module.pdf")
     return docs
 
@@ -119,7 +114,7 @@ def test_a_folder_is_researched_without_the_network_and_bad_files_are_gaps(
     folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_network: list[Any]
 ) -> None:
     (folder / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >>\ngarbage\n")
-    private = _write(folder / "private.md", "# Private sourdough notes\nstarter secrets")
+    private = note(folder / "private.md", "# Private sourdough notes\nstarter secrets")
     real_read = Path.read_bytes
 
     def read_bytes(self: Path) -> bytes:  # EACCES for any user, root included
@@ -153,7 +148,7 @@ def test_a_changed_file_is_the_only_one_read_again(
     home = tmp_path / "home"
     research_docs(folder, home, tmp_path / "first.json")
     starter = folder / "starter.md"
-    _write(starter, STARTER_MD.replace("once a week", "every Sunday with rye flour"))
+    note(starter, STARTER_MD.replace("once a week", "every Sunday with rye flour"))
     stat = starter.stat()
     os.utime(starter, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
 
@@ -177,7 +172,7 @@ def test_no_store_indexes_in_a_scratch_folder(
 def test_local_and_web_are_searched_together(web: OfflineWeb, tmp_path: Path) -> None:
     topic = web.topics[0]
     docs = tmp_path / "docs"
-    _write(
+    note(
         docs / "stadia.md",
         f"# My notes on Stadia\n\n{topic.question} Google Stadia is a "
         "cloud game streaming service; my notes on its launch.\n",

@@ -89,6 +89,7 @@ def test_cli_json_report_cites_only_fetched_pages(web: OfflineWeb, tmp_path: Pat
     assert report["stats"]["fetches"] >= len(report["sources"])
 
 
+@pytest.mark.slow
 def test_the_right_pages_are_found(web: OfflineWeb) -> None:
     """A topic's expected pages are among its sources: ranking and reading work together."""
     for topic in web.topics[:3]:
@@ -106,6 +107,7 @@ def test_the_right_pages_are_found(web: OfflineWeb) -> None:
         assert report.confidence in ("MEDIUM", "HIGH")
 
 
+@pytest.mark.slow
 def test_misbehaving_pages_are_named_in_gaps_and_nothing_is_fetched_twice(web: OfflineWeb) -> None:
     seen: dict[str, str] = {}
     for topic in web.topics:

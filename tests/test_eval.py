@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from collections import Counter
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pytest
+from killed import kill_after_lines
 
 from sleuth.cli import run
 from sleuth.pipeline.eval import match, read_set, sample_docs, sample_set
@@ -32,7 +28,6 @@ from sleuth.testing.llm import ScriptedLLM
 from sleuth.testing.researcher import MARKERS, ScriptedResearcher
 
 MODEL = "scripted-model"
-WAIT_S = 90.0
 
 #: The first ten questions of the shipped sample, graded by hand from their no-model
 #: reports' Answer sections (does the Answer state the gold answer?):
@@ -165,20 +160,7 @@ def test_an_eval_killed_mid_way_completes_on_rerun_every_question_once(
 ) -> None:
     out = tmp_path / "out"
     args = ["eval", "--sample", "hotpotqa", "--limit", "6", "-o", str(out), "--no-llm"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "sleuth", *args, "-j", "1"],
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_for_lines(out / "results.jsonl", 1, proc)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-        assert proc.stderr is not None
-        proc.stderr.close()
+    kill_after_lines([*args, "-j", "1"], out / "results.jsonl", 1, tmp_path)
     before = set(lines(out))
     assert 1 <= len(before) < 6
     assert run([*args, "-j", "2"]) == 0
@@ -192,18 +174,6 @@ def test_an_eval_killed_mid_way_completes_on_rerun_every_question_once(
         done = Counter(r.question for r in store.list_runs() if r.status == "done")
     # Finished before the kill: not researched again; in flight at the kill: once more.
     assert done == Counter(asked)
-
-
-def _wait_for_lines(path: Path, count: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if path.exists() and path.read_bytes().count(b"\n") >= count:
-            return
-        if proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr else b""
-            raise AssertionError(f"the eval ended before {count} questions: {err!r}")
-        time.sleep(0.02)
-    raise AssertionError("timed out waiting for the eval")
 
 
 def test_the_sample_ships_questions_and_writes_its_documents_once(tmp_path: Path) -> None:

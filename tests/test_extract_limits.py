@@ -75,6 +75,7 @@ def test_a_page_is_read_up_to_its_element_limit() -> None:
     assert cut.truncated
 
 
+@pytest.mark.slow
 @linux_only
 def test_a_page_over_the_memory_limit_is_a_gap_and_the_run_goes_on(web: OfflineWeb) -> None:
     url = web.hostile["div_flood"]
@@ -91,6 +92,7 @@ def test_a_page_over_the_memory_limit_is_a_gap_and_the_run_goes_on(web: OfflineW
     assert report.sources, "the other pages were still read"
 
 
+@pytest.mark.slow
 def test_a_page_past_the_extraction_deadline_is_a_gap(web: OfflineWeb) -> None:
     url = web.hostile["paragraph_flood"]
     report = research(web, "paragraph_flood", extract_timeout=0.1)

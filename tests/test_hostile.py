@@ -92,6 +92,7 @@ def test_every_hostile_case_has_an_expected_outcome(web: OfflineWeb) -> None:
     assert set(OUTCOMES) == set(web.hostile)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(OUTCOMES))
 async def test_hostile_case_outcome(web: OfflineWeb, case: str) -> None:
     want = OUTCOMES[case]
@@ -169,6 +170,7 @@ NEW_CASES = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", NEW_CASES)
 def test_a_research_that_meets_the_case_still_writes_its_report(web: OfflineWeb, case: str) -> None:
     """The case's own title as the question: it is among the first results, and every

@@ -68,6 +68,7 @@ def test_unusable_questions_are_refused_before_any_request(
     assert web.requests == [], "a search was made for a question that was refused"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "question",
     [
@@ -213,6 +214,7 @@ def test_a_home_that_is_full_at_start_is_one_line_and_exit_2(
     assert refused and web.requests == []
 
 
+@pytest.mark.slow
 def test_a_home_that_fills_up_mid_run_still_gives_the_report(
     web: OfflineWeb,
     tmp_path: Path,
@@ -254,6 +256,7 @@ def test_output_onto_a_folder_is_refused_before_the_research(
     assert web.requests == [], "the research ran although its report could not be written"
 
 
+@pytest.mark.slow
 def test_a_write_that_fails_midway_leaves_the_old_file_intact(
     web: OfflineWeb, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error_line: Callable[[], str]
 ) -> None:
@@ -298,6 +301,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_intact(
 # -- a hostile model reply -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_cutting_a_huge_unbroken_reply_to_fit_is_linear(monkeypatch: pytest.MonkeyPatch) -> None:
     """A model's 200 kB "summary" without a space (found by bench/hostile.py: the report
     stage spent 100 s cutting one) is cut with work proportional to its length."""

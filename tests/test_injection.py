@@ -193,6 +193,7 @@ def test_page_text_reaches_the_model_only_as_data(
     assert "cheap pills online" not in report.queries
 
 
+@pytest.mark.slow
 def test_what_sleuth_does_is_the_same_with_or_without_the_injection(
     web: OfflineWeb, llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:

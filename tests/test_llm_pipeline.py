@@ -105,6 +105,7 @@ def report_body(report: Report) -> str:
 # -- a whole run ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_llm_run_end_to_end_cli_json(web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> None:
     ScriptedResearcher().install(llm)
     topic = web.topics[0]
@@ -210,6 +211,7 @@ def test_subprocess_llm_run_writes_a_cited_report(
     assert by_stage(llm)["report"] == 1
 
 
+@pytest.mark.slow
 def test_every_model_call_is_a_progress_event_with_its_tokens(
     web: OfflineWeb, llm: ScriptedLLM
 ) -> None:
@@ -434,6 +436,7 @@ def _notes(prompt: str) -> dict[int, tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_unknown_numbers_and_invented_urls_are_removed(web: OfflineWeb, llm: ScriptedLLM) -> None:
     second: list[str] = []
 

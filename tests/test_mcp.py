@@ -432,6 +432,7 @@ async def test_max_sources_is_capped_at_ten_as_grip_does(
     assert asked["max_sources"] == 10 and asked["depth"] == 3
 
 
+@pytest.mark.slow
 async def test_deep_mode_through_mcp_writes_a_sectioned_report(web: OfflineWeb) -> None:
     async with in_memory(offline_settings(web)) as client:
         result, progress = await research_with_progress(

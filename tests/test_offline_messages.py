@@ -149,6 +149,7 @@ def test_searches_that_find_nothing_say_so(web: OfflineWeb, tmp_path: Path) -> N
     assert "Every source that was tried could be read" not in report["markdown"]
 
 
+@pytest.mark.slow
 async def test_a_page_over_the_size_cap_reads_plainly_in_gaps(web: OfflineWeb) -> None:
     """It read 'too large (\\> 5000000 bytes)' in the Markdown: no escape, and separators."""
     report = await research(

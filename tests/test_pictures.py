@@ -17,13 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from test_web_page import (
-    CHROMIUM_ARGS,
-    chromium_path,
-    screenshot_dir,
-    serve_env,
-    served_url,
-)
+from browser import chromium, screenshot_dir, serve_env, served_url
 
 import sleuth
 from sleuth.models import Report
@@ -46,16 +40,8 @@ def normal(text: str) -> str:
 
 @pytest.fixture
 def browser() -> Iterator[Any]:
-    path = chromium_path()
-    if path is None:
-        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as launched:
+        yield launched
 
 
 @pytest.fixture

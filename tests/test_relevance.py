@@ -124,6 +124,7 @@ def test_the_firefox_developer_edition_page_is_a_source_for_firefox(
     assert not cited & others_pages(web, "firefox"), cited
 
 
+@pytest.mark.slow
 def test_each_part_of_the_question_has_a_source(web: OfflineWeb) -> None:
     """The moons question read the Titan article and left it out of its five sources."""
     report = run(web, web.topics[1].question)

@@ -110,6 +110,7 @@ def read_json(path: Path) -> dict[str, Any]:
 # ---------------------------------------------------------------- reruns
 
 
+@pytest.mark.slow
 def test_a_second_identical_run_makes_no_request_and_no_model_call(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -46,6 +46,7 @@ def test_bad_question_is_refused_before_heavy_imports(
     assert len(lines) == 1 and lines[0].startswith("sleuth: error: ") and message in lines[0]
 
 
+@pytest.mark.slow
 def test_the_pipeline_loads_neither_fetching_nor_extraction_before_the_first_search(
     tmp_path: Path,
 ) -> None:

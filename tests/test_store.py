@@ -269,6 +269,7 @@ def _process_writer(home: str, run_id: str, worker: int, count: int, start: Any)
             )
 
 
+@pytest.mark.slow
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
     home = tmp_path / "home"
     with Store(home) as store:

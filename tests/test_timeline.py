@@ -292,6 +292,7 @@ def test_show_timeline_of_an_interrupted_run_draws_what_it_recorded(
     assert "2 requests in" in out and "a.test/page" in out and "╌" in out
 
 
+@pytest.mark.slow
 def test_a_deep_research_times_each_branch_and_its_path_goes_level_by_level(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:

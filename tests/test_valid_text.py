@@ -136,6 +136,7 @@ def test_a_research_reading_the_unicode_escape_page_writes_its_report(
     assert stored_statuses(tmp_path) == ["done"]
 
 
+@pytest.mark.slow
 def test_a_model_reply_holding_a_lone_surrogate_still_gives_a_report(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -17,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from browser import chromium, screenshot_dir, serve_env, served_url
 from starlette.testclient import TestClient
 
 from sleuth.cli import run
@@ -28,14 +27,6 @@ from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 from sleuth.web import is_loopback
 from sleuth.web.app import MAX_BODY_BYTES, create_app
-
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--no-first-run",
-]
 
 
 def offline_settings(web: OfflineWeb, home: Path, **extra: Any) -> Settings:
@@ -361,41 +352,6 @@ def test_loopback_names() -> None:
 # ------------------------------------------------------------------ the page in Chromium
 
 
-def chromium_path() -> str | None:
-    configured = os.environ.get("SLEUTH_CHROMIUM")
-    if configured:
-        return configured
-    for name in ("chromium", "chromium-browser", "chromium-headless-shell"):
-        found = shutil.which(name)
-        if found:
-            return found
-    return None
-
-
-def serve_env(web: OfflineWeb, tmp_path: Path) -> dict[str, str]:
-    """``sleuth serve`` configured like a user would, via the env, against the test web."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLEUTH_", "OPENAI_"))}
-    env.update(
-        SLEUTH_SEARCH="searxng",
-        SLEUTH_SEARXNG_URL=web.searxng_url,
-        SLEUTH_ALLOW_PRIVATE_URLS="1",
-        SLEUTH_TIMEOUT="2",
-        SLEUTH_NO_LLM="1",
-        SLEUTH_HOME=str(tmp_path / "home"),
-    )
-    return env
-
-
-def served_url(proc: subprocess.Popen[str]) -> str:
-    """The URL a starting ``sleuth serve`` prints on stderr."""
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        match = re.search(r"serving on (http://\S+/)", line)
-        if match:
-            return match.group(1)
-    raise AssertionError(f"sleuth serve did not start (exit {proc.poll()})")
-
-
 @pytest.fixture
 def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
     """``sleuth serve --port 0`` in a subprocess."""
@@ -416,100 +372,85 @@ def served(web: OfflineWeb, tmp_path: Path) -> Iterator[str]:
         proc.wait(timeout=20)
 
 
-def screenshot_dir(tmp_path: Path) -> Path:
-    configured = os.environ.get("SLEUTH_SCREENSHOT_DIR")
-    folder = Path(configured) if configured else tmp_path
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 @pytest.mark.slow
 def test_the_page_shows_a_research_live_in_chromium(
     served: str, web: OfflineWeb, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    browser_path = chromium_path()
-    if browser_path is None:
-        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     question = web.topics[0].question
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else 0)
-            page.goto(served)
-            page.wait_for_selector("body[data-ready='1']")
-            # The options that matter, filled in from the server's settings.
-            assert page.locator("#ui-depth option").count() == 3
-            assert page.input_value("#ui-search") == "searxng"
-            assert page.input_value("#ui-sources") == "5"
-            assert page.locator("#ui-model").is_visible()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else 0)
+        page.goto(served)
+        page.wait_for_selector("body[data-ready='1']")
+        # The options that matter, filled in from the server's settings.
+        assert page.locator("#ui-depth option").count() == 3
+        assert page.input_value("#ui-search") == "searxng"
+        assert page.input_value("#ui-sources") == "5"
+        assert page.locator("#ui-model").is_visible()
 
-            page.fill("#ui-question", question)
-            started = time.monotonic()
-            page.click("#ui-go")
-            page.wait_for_selector("#ui-log li")  # progress appears while the run goes on
-            page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
-            wall_s = time.monotonic() - started
-            first_report_ms = int(page.evaluate("document.body.dataset.firstReportMs"))
+        page.fill("#ui-question", question)
+        started = time.monotonic()
+        page.click("#ui-go")
+        page.wait_for_selector("#ui-log li")  # progress appears while the run goes on
+        page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+        wall_s = time.monotonic() - started
+        first_report_ms = int(page.evaluate("document.body.dataset.firstReportMs"))
 
-            log = page.inner_text("#ui-log")
-            assert "plan" in log and "search" in log and "fetched" in log
-            assert int(page.inner_text("#ui-c-queries")) >= 1
-            assert int(page.inner_text("#ui-c-hits")) >= 1
-            read = int(page.inner_text("#ui-c-fetched"))
-            cited = page.locator("#ui-report ol.sources li").count()
-            assert read >= cited >= 1
-            assert "Report ready" in page.inner_text("#ui-status")
-            assert (
-                page.locator(
-                    "#ui-report .badge.conf-high, #ui-report .badge.conf-medium, "
-                    "#ui-report .badge.conf-low"
-                ).count()
-                == 1
-            )
-            assert page.locator("#ui-report h2#gaps").count() == 1
+        log = page.inner_text("#ui-log")
+        assert "plan" in log and "search" in log and "fetched" in log
+        assert int(page.inner_text("#ui-c-queries")) >= 1
+        assert int(page.inner_text("#ui-c-hits")) >= 1
+        read = int(page.inner_text("#ui-c-fetched"))
+        cited = page.locator("#ui-report ol.sources li").count()
+        assert read >= cited >= 1
+        assert "Report ready" in page.inner_text("#ui-status")
+        assert (
+            page.locator(
+                "#ui-report .badge.conf-high, #ui-report .badge.conf-medium, "
+                "#ui-report .badge.conf-low"
+            ).count()
+            == 1
+        )
+        assert page.locator("#ui-report h2#gaps").count() == 1
 
-            # A citation marker jumps to its source entry (one with a quote shows it first;
-            # its popover's link goes on).
-            page.locator("#ui-report a.cite[href='#source-1']").first.click()
-            page.wait_for_function("() => location.hash === '#source-1'")
-            target = page.evaluate("""() => {
-                const el = document.getElementById('source-1');
-                const box = el.getBoundingClientRect();
-                return {target: el.matches(':target'), top: box.top, bottom: box.bottom,
-                        height: window.innerHeight};
-            }""")
-            assert target["target"]
-            assert target["top"] >= 0 and target["bottom"] <= target["height"], target
+        # A citation marker jumps to its source entry (one with a quote shows it first;
+        # its popover's link goes on).
+        page.locator("#ui-report a.cite[href='#source-1']").first.click()
+        page.wait_for_function("() => location.hash === '#source-1'")
+        target = page.evaluate("""() => {
+            const el = document.getElementById('source-1');
+            const box = el.getBoundingClientRect();
+            return {target: el.matches(':target'), top: box.top, bottom: box.bottom,
+                    height: window.innerHeight};
+        }""")
+        assert target["target"]
+        assert target["top"] >= 0 and target["bottom"] <= target["height"], target
 
-            # The run was stored, and the past-runs list shows it.
-            page.wait_for_selector(f"#ui-runs li:has-text({json.dumps(question[:40])})")
-            # The report and the past run have an address (?run=ID) that, bookmarked or
-            # shared, opens the report again.
-            permalink = page.get_attribute("#ui-permalink", "href") or ""
-            assert permalink.startswith("?run=") and len(permalink) >= 13, permalink
-            assert page.locator("#ui-runs li a").first.get_attribute("href") == permalink
-            again = browser.new_page()
-            again.goto(served + permalink)
-            again.wait_for_selector("body[data-ready='1']")
-            assert again.locator("#ui-report ol.sources li").count() == cited
-            assert question in again.title()
-            again.locator("#ui-report a.cite[href='#source-1']").first.click()  # still jump
-            again.wait_for_function("() => location.hash === '#source-1'")
-            assert again.url == f"{served}{permalink}#source-1"
-            again.goto(f"{served}?run=nosuchrun")
-            again.wait_for_selector("body[data-ready='1']")
-            assert "no run" in again.inner_text("#ui-report").lower()
-            again.close()
-            path = screenshot_dir(tmp_path) / "sleuth-serve.png"
-            page.screenshot(path=str(path), full_page=True)
-            assert path.stat().st_size > 10_000
-            assert not errors, errors
-        finally:
-            browser.close()
+        # The run was stored, and the past-runs list shows it.
+        page.wait_for_selector(f"#ui-runs li:has-text({json.dumps(question[:40])})")
+        # The report and the past run have an address (?run=ID) that, bookmarked or
+        # shared, opens the report again.
+        permalink = page.get_attribute("#ui-permalink", "href") or ""
+        assert permalink.startswith("?run=") and len(permalink) >= 13, permalink
+        assert page.locator("#ui-runs li a").first.get_attribute("href") == permalink
+        again = browser.new_page()
+        again.goto(served + permalink)
+        again.wait_for_selector("body[data-ready='1']")
+        assert again.locator("#ui-report ol.sources li").count() == cited
+        assert question in again.title()
+        again.locator("#ui-report a.cite[href='#source-1']").first.click()  # still jump
+        again.wait_for_function("() => location.hash === '#source-1'")
+        assert again.url == f"{served}{permalink}#source-1"
+        again.goto(f"{served}?run=nosuchrun")
+        again.wait_for_selector("body[data-ready='1']")
+        assert "no run" in again.inner_text("#ui-report").lower()
+        again.close()
+        path = screenshot_dir(tmp_path) / "sleuth-serve.png"
+        page.screenshot(path=str(path), full_page=True)
+        assert path.stat().st_size > 10_000
+        assert not errors, errors
     with capsys.disabled():
         print(
             f"\nscreenshot: {path}\nfirst report shown {first_report_ms} ms after submit "
@@ -532,6 +473,7 @@ def test_the_form_as_shown_changes_nothing(web: OfflineWeb, tmp_path: Path) -> N
     assert {"depth", "search", "model"} <= chosen.model_fields_set
 
 
+@pytest.mark.slow
 def test_the_warm_up_loads_what_the_first_research_would_wait_for() -> None:
     """`sleuth serve` loads extraction and passage ranking before the first question."""
     code = (
@@ -549,10 +491,6 @@ def test_the_page_counts_tokens_and_cost_with_a_model(web: OfflineWeb, tmp_path:
     from sleuth.testing.llm import ScriptedLLM
     from sleuth.testing.researcher import ScriptedResearcher
 
-    browser_path = chromium_path()
-    if browser_path is None:
-        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     previous, web.llm = web.llm, ScriptedLLM(models=["gpt-4o-mini"])
     ScriptedResearcher().install(web.llm)
     env = serve_env(web, tmp_path)
@@ -568,19 +506,15 @@ def test_the_page_counts_tokens_and_cost_with_a_model(web: OfflineWeb, tmp_path:
     )
     try:
         url = served_url(proc)
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page()
-                page.goto(url)
-                page.wait_for_selector("body[data-ready='1']")
-                page.fill("#ui-question", web.topics[0].question)
-                page.click("#ui-go")
-                page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
-                tokens = int(page.inner_text("#ui-c-tokens").replace(",", ""))
-                label = page.inner_text("#ui-c-tokens-label")
-            finally:
-                browser.close()
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(url)
+            page.wait_for_selector("body[data-ready='1']")
+            page.fill("#ui-question", web.topics[0].question)
+            page.click("#ui-go")
+            page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+            tokens = int(page.inner_text("#ui-c-tokens").replace(",", ""))
+            label = page.inner_text("#ui-c-tokens-label")
     finally:
         web.llm = previous
         proc.terminate()

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sleuth import tuned
 from sleuth.extraction.blocks import (
     ARTICLE_SIGNALS,
     HEADINGS,
@@ -203,7 +204,7 @@ def _declares_article(matrix: np.ndarray) -> bool:
 # of headlines and dates; after its end only what the model is sure of is kept.
 _SHORT_ARTICLE_WORDS = 50
 _LONG_ARTICLE_WORDS = 150
-_SURE_AFTER_SHORT = 0.8
+_SURE_AFTER_SHORT = tuned.SURE_AFTER_SHORT
 
 
 def _within_article(matrix: np.ndarray, keep: np.ndarray, prob: np.ndarray) -> np.ndarray:
@@ -222,7 +223,7 @@ def _within_article(matrix: np.ndarray, keep: np.ndarray, prob: np.ndarray) -> n
     inside = matrix[:, _IN_MAIN] >= 0.5
     # The article's span is where trafilatura kept passages of five words or more: a
     # lone "About" link it kept in the footer must not stretch the span over the
-    # teasers in between (AEB: +0.003, WCXB unchanged).
+    # teasers in between.
     span = np.flatnonzero(inside & (words >= 5))
     found = words[inside].sum()
     if not len(span) or found < _SHORT_ARTICLE_WORDS:
@@ -286,7 +287,7 @@ def _without_reviews(blocks: list[Block], matrix: np.ndarray, keep: np.ndarray) 
 
 
 # The lowest probability a kept block may have, whatever the page's best cutoff says.
-_FLOOR = 0.2
+_FLOOR = tuned.KEEP_FLOOR
 
 
 def best_keep(prob: np.ndarray, words: np.ndarray, floor: float = _FLOOR) -> np.ndarray:
@@ -313,8 +314,8 @@ def model_keeps(prob: np.ndarray, matrix: np.ndarray, cutoff: float) -> np.ndarr
     """The blocks the model keeps, before the rules of :func:`select_text`.
 
     A page that says it is an article has one body, and the one fixed ``cutoff`` finds
-    it cleaner (AEB: 0.953 with it, 0.947 with the page's own cutoff); every other page
-    gets its own (:func:`best_keep`).
+    it cleaner than the page's own cutoff would; every other page gets its own
+    (:func:`best_keep`).
     """
     if _declares_article(matrix):
         return prob >= cutoff

@@ -217,26 +217,35 @@ def layout(timeline: Timeline, report: Report | None = None) -> Layout:
             title = f"Branch {span.branch}"
         group = groups.setdefault(title, Group(title, note=questions.get(span.branch or "", "")))
         url = _page_of(span)
-        key = (title, canonicalize(url)) if url else (title, f"#{span.id}:{span.name}")
-        if span.kind == "search":
-            key = (title, f"search:{span.name}")
+        key = _row_key(title, span, url)
         row = rows.get(key)
         if row is None:
-            label = short_url(url) if url else _label(span)
-            row = rows[key] = Row(label, url=url)
+            row = rows[key] = Row(short_url(url) if url else _label(span), url=url)
             if url:
                 row.tag = _tag(url, sources, failures)
             group.rows.append(row)
-        why = ""
-        if url and span.outcome == "cut":
-            failure = failures.get(canonicalize(url))
-            why = f"cut: {failure.reason}" if failure else ""
         what = subject(span, model) if span.kind == "llm" else ""
+        why = _why_cut(span, url, failures)
         row.bars.append(Bar(span, span.id in critical, what, ending(span, why)))
     order = [name for name, _ in _GROUPS] + [_OTHER]
     ranked = sorted(groups.values(), key=lambda g: _rank(g.title, order))
     wall = max([timeline.wall_s, *(s.end or s.start for s in timeline.spans)])
     return Layout(ranked, wall, timeline.critical_s, len(timeline.spans), model)
+
+
+def _row_key(title: str, span: Span, url: str | None) -> tuple[str, str]:
+    """The row a span's bar goes on: one per search, per page, else per span."""
+    if span.kind == "search":
+        return title, f"search:{span.name}"
+    return (title, canonicalize(url)) if url else (title, f"#{span.id}:{span.name}")
+
+
+def _why_cut(span: Span, url: str | None, failures: dict[str, Failure]) -> str:
+    """Why a page's download was cut, as its failure says."""
+    if not (url and span.outcome == "cut"):
+        return ""
+    failure = failures.get(canonicalize(url))
+    return f"cut: {failure.reason}" if failure else ""
 
 
 def _rank(title: str, order: Sequence[str]) -> tuple[int, str]:

@@ -92,22 +92,33 @@ def quote_faults(quote: str, source: str | None = None) -> list[str]:
         return faults
     head_cut, tail_cut = text.startswith("…"), text.endswith("…")
     core = text.strip("… ").strip()
-    flat = _flat(source) if source is not None else None
-    at = flat.find(core) if flat is not None and core else -1
-    if at >= 0 and flat is not None and source is not None:
-        lines = {" ".join(line.split()) for line in source.split("\n")}
-        starts_line = any(line.startswith(core[:40]) for line in lines)
-        ends_line = any(line.endswith(core[-40:]) for line in lines)
-        before = flat[:at].rstrip()
-        starts = starts_line or not before or before[-1] in '.!?…:;"”)' or core[0] in _OPEN
-        ends = ends_line or core[-1] in _END
-        if not starts and not head_cut:
-            faults.append("starts inside a sentence without …")
-        if not ends and not tail_cut:
-            faults.append("ends inside a sentence without …")
+    if not core:  # nothing but "…": cut at both ends
         return faults
-    if not head_cut and not (core[0].isupper() or core[0].isdigit() or core[0] in _OPEN):
+    found = _ends_in(core, source) if source is not None else None
+    starts, ends = found if found is not None else _ends_alone(core)
+    if not starts and not head_cut:
         faults.append("starts inside a sentence without …")
-    if not tail_cut and core[-1] not in _END:
+    if not ends and not tail_cut:
         faults.append("ends inside a sentence without …")
     return faults
+
+
+def _ends_in(core: str, source: str) -> tuple[bool, bool] | None:
+    """Whether ``core`` starts and ends where a sentence of ``source`` does (a sentence
+    starts after the start of a line or after ". "; it ends with its punctuation, or a
+    line that has none ends); None when ``source`` does not hold it."""
+    flat = _flat(source)
+    at = flat.find(core)
+    if at < 0:
+        return None
+    lines = {" ".join(line.split()) for line in source.split("\n")}
+    starts_line = any(line.startswith(core[:40]) for line in lines)
+    ends_line = any(line.endswith(core[-40:]) for line in lines)
+    before = flat[:at].rstrip()
+    starts = starts_line or not before or before[-1] in '.!?…:;"”)' or core[0] in _OPEN
+    return starts, ends_line or core[-1] in _END
+
+
+def _ends_alone(core: str) -> tuple[bool, bool]:
+    """Whether ``core`` starts and ends as a sentence does, by itself."""
+    return core[0].isupper() or core[0].isdigit() or core[0] in _OPEN, core[-1] in _END

@@ -15,7 +15,7 @@ candidates (z-scores) and added with the scorer's weight:
 ``kind``
     whether it holds what the question asks for and does not say itself: a year or a
     date for "when", a number for "how many", a name for "who", "where", "which …",
-    "what …";
+    "what …" (:mod:`sleuth.stages.asks`);
 ``rank``
     the source's rank (the better-ranked page first, all else equal);
 ``meaning``
@@ -44,8 +44,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from sleuth import tuned
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
-from sleuth.stages.explore import named_things, titled
+from sleuth.stages.asks import kind_scores, new_names, question_kind
+from sleuth.stages.explore import titled
 from sleuth.stages.judge import title_core
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
@@ -77,7 +79,7 @@ SAME_SHARE = 0.6
 #: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
 PER_PAGE = 300
 #: The first pass's best sentences whose names are taken as second hops.
-BRIDGE_FROM = 5
+BRIDGE_FROM = tuned.BRIDGE_FROM
 
 
 @dataclass(frozen=True)
@@ -120,70 +122,8 @@ class Scorer:
     score: ScoreFn
 
 
-# -- what the question asks for ------------------------------------------------------------
-_KINDS = [
-    ("date", re.compile(r"\b(?:when|what (?:year|date|decade|century)|which year|how long ago)\b")),
-    (
-        "number",
-        re.compile(
-            r"\bhow (?:many|much|long|old|tall|high|far|big|large|deep|wide|heavy)\b"
-            r"|\bwhat (?:(?:is|was|are|were) )?(?:the )?(?:number|percentage|amount|population"
-            r"|size)\b"
-        ),
-    ),
-    ("name", re.compile(r"\b(?:who|whom|whose|where)\b")),
-]
-#: "Which location", "what station", "what is the name of": a name is asked for too.
-_WHICH = (
-    "name",
-    re.compile(r"\b(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|have|has)\b)[a-z]+"),
-)
-
-_YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
-_MONTH = re.compile(
-    r"\b(?:January|February|March|April|May|June|July|August|September|October|November"
-    r"|December)\b"
-)
-_NUMBER = re.compile(r"\b\d[\d,.]*\b")
-_NUMBER_WORDS = re.compile(
-    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|"
-    r"forty|fifty|hundred|thousand|million|billion)\b",
-    re.IGNORECASE,
-)
-
-
-def question_kind(question: str) -> str:
-    """What the question asks for: ``date``, ``number``, ``name`` or ``any``."""
-    lowered = question.lower()
-    for kind, rule in [*_KINDS, _WHICH]:
-        if rule.search(lowered):
-            return kind
-    return "any"
-
-
-def _new_names(text: str, asked: frozenset[str]) -> list[str]:
-    """The names in ``text`` the question does not already hold."""
-    return [n for n in named_things(text) if not content_terms(n) <= asked]
-
-
 def _kind_score(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    kind, asked = question_kind(question), content_terms(question)
-    asked_numbers = set(_NUMBER.findall(question))
-    out = []
-    for c in candidates:
-        text = c.text
-        numbers = [n for n in _NUMBER.findall(text) if n not in asked_numbers]
-        years = [y for y in _YEAR.findall(text) if y not in asked_numbers]
-        names = _new_names(text, asked) if kind in ("name", "any") else []
-        if kind == "date":
-            out.append(1.0 if years else 0.5 if _MONTH.search(text) else 0.0)
-        elif kind == "number":
-            out.append(1.0 if numbers or _NUMBER_WORDS.search(text) else 0.0)
-        elif kind == "name":
-            out.append(1.0 if names else 0.0)
-        else:
-            out.append(0.5 if names or numbers else 0.0)
-    return out
+    return kind_scores(question, [c.text for c in candidates])
 
 
 # -- the scorers -----------------------------------------------------------------------------
@@ -225,16 +165,17 @@ def default_scorers() -> list[Scorer]:
     The weights were chosen on the tune split of ``python -m bench.answer`` (HotpotQA
     questions 0-49 over their paragraphs as notes); see bench/NOTEBOOK.md.
     """
+    weights = tuned.ANSWER_WEIGHTS
     return [
-        Scorer("bm25", 0.5, _bm25),
-        Scorer("terms", 1.0, _terms),
-        Scorer("kind", 0.6, _kind_score),
-        Scorer("rank", 0.2, _rank),
-        Scorer("meaning", 0.2, _meaning),
+        Scorer("bm25", weights["bm25"], _bm25),
+        Scorer("terms", weights["terms"], _terms),
+        Scorer("kind", weights["kind"], _kind_score),
+        Scorer("rank", weights["rank"], _rank),
+        Scorer("meaning", weights["meaning"], _meaning),
     ]
 
 
-BRIDGE_WEIGHT = 1.2
+BRIDGE_WEIGHT = tuned.BRIDGE_WEIGHT
 
 
 def _zscores(values: Sequence[float]) -> list[float]:
@@ -288,7 +229,7 @@ def bridges(question: str, candidates: Sequence[Candidate], first: Sequence[floa
     order = sorted(range(len(candidates)), key=lambda i: -first[i])
     found: dict[str, Bridge] = {}
     for place, i in enumerate(order[:BRIDGE_FROM]):
-        for name in _new_names(candidates[i].text, asked):
+        for name in new_names(candidates[i].text, asked):
             terms = content_terms(name) - asked
             if terms and name.lower() not in found:
                 found[name.lower()] = Bridge(name, terms, 1.0 / (1 + place), candidates[i].title)

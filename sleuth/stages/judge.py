@@ -33,12 +33,13 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from sleuth import tuned
 from sleuth.terms import STOP, content_terms, parse, stem, terms_of
 
 __all__ = ["FLOOR", "Judge", "Name", "Verdict", "name_phrases", "name_terms", "title_core"]
 
 #: Under this score a text is off-topic: 95% of the tune split's relevant pages score more.
-FLOOR = -0.35
+FLOOR = tuned.JUDGE_FLOOR
 #: Tokens of the passages compared with the question (about 100 words), half overlapping.
 PASSAGE_TOKENS = 128
 #: The two measures' means and spreads over the tune split's pages (bench/semantic.py).

@@ -30,6 +30,7 @@ from functools import cache
 from importlib.resources import files
 from pathlib import Path
 
+from sleuth import tuned
 from sleuth.errors import ConfigError
 from sleuth.models import Candidate, Quality, SearchHit
 from sleuth.urls import canonicalize, host_of, registered_domain
@@ -37,7 +38,7 @@ from sleuth.urls import canonicalize, host_of, registered_domain
 DEFAULT_SCORE = 2
 #: What a candidate loses for each better-scored candidate of its own site: a second
 #: page of a site ranks below a first page of another unless it scores this much more.
-SAME_SITE = 1.0
+SAME_SITE = tuned.SAME_SITE
 #: Tier and score of a local document (see the module docstring).
 LOCAL_TIER = (Quality.PRIMARY, 4)
 

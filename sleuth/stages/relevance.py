@@ -38,6 +38,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from sleuth import tuned
 from sleuth.models import Candidate, Failure, Page
 from sleuth.stages.judge import FLOOR, Judge, Verdict, name_terms, title_core
 from sleuth.terms import STOP
@@ -55,10 +56,10 @@ __all__ = [
 
 #: A page scoring this much under the best page read is off-topic by comparison, unless
 #: its title names something the question names.
-MARGIN = 1.0
+MARGIN = tuned.GATE_MARGIN
 #: A page scoring this much is on-topic whatever else was read (2% of the pages the tune
 #: questions read that are off-topic score as much, 70% of the relevant ones).
-SURE = 2.5
+SURE = tuned.GATE_SURE
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
 OFF_TOPIC = "read and left out as off-topic"
 

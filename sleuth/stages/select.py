@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
+from sleuth import tuned
 from sleuth.errors import LLMAuthError, LLMError
 from sleuth.llm.parse import expect_indices, is_empty_answer
 from sleuth.models import Candidate, SearchHit
@@ -49,7 +50,7 @@ PICKS_PER_CALL = 8
 SNIPPET_CHARS = 300
 #: How far (on the judgement's scale) the results read first must score above the rest
 #: for the judgement to choose them without asking the model.
-CLEAR_GAP = 0.5
+CLEAR_GAP = tuned.CLEAR_GAP
 
 
 def _results_block(candidates: list[Candidate]) -> str:
@@ -145,6 +146,28 @@ def merge_picks(
     return picked + rest
 
 
+async def _round(
+    llm: RunLLM,
+    question: str,
+    todo: list[str],
+    fresh: list[Candidate],
+    decide: Literal["auto", "model"],
+    want: int,
+) -> list[str] | None:
+    """One round's picks among ``fresh``: the judgement's where it is clear (``auto``),
+    else the model's; None when the model failed (the quality ranking then stands)."""
+    judged = clear_picks(question, fresh, want) if decide == "auto" and fresh else None
+    if judged is not None:
+        return judged
+    try:
+        return await _pick(llm, question, todo, fresh) if fresh else []
+    except LLMAuthError:
+        raise
+    except LLMError as exc:
+        llm.fell_back("select", exc, "the quality ranking ordered those results")
+        return None
+
+
 async def select_candidates(
     llm: RunLLM,
     question: str,
@@ -177,17 +200,8 @@ async def select_candidates(
         return ranked, 0
     if todo:
         fresh = _in_turn(todo, hits, ranked, seen)[:show]
-        judged = clear_picks(question, fresh, want) if decide == "auto" and fresh else None
-        try:
-            if judged is not None:
-                chosen = judged
-            else:
-                chosen = await _pick(llm, question, todo, fresh) if fresh else []
-        except LLMAuthError:
-            raise
-        except LLMError as exc:
-            llm.fell_back("select", exc, "the quality ranking ordered those results")
-        else:
+        chosen = await _round(llm, question, todo, fresh, decide, want)
+        if chosen is not None:
             seen.update(c.canonical_url for c in fresh)
             known.update(dict.fromkeys(todo, chosen))
     # Round by round, each in the order the model gave: the first round's picks are

@@ -166,25 +166,36 @@ def blocks(text: str) -> list[tuple[int, int]]:
     for n, (start, line) in enumerate(lines):
         keep = line.strip() and n not in underlined and not _junk(line)
         if keep and open_at is None:
-            if _label(line) and not (n + 1 < len(lines) and _runs_on(line, lines[n + 1][1])):
-                continue
-            if headline(line):  # a line a sentence runs into may look like one: not checked
+            if not _opens(lines, n):
                 continue
             open_at = start
         elif not keep:
             continue
-        following = lines[n + 1][1] if n + 1 < len(lines) else ""
-        joined = (
-            following.strip()
-            and n + 1 not in underlined
-            and not _junk(following)
-            and _runs_on(line, following)
-        )
-        if not joined:
+        if not _runs_into_next(lines, n, underlined):
             assert open_at is not None
             out.append((open_at, start + len(line.rstrip())))
             open_at = None
     return out
+
+
+def _opens(lines: list[tuple[int, str]], n: int) -> bool:
+    """Whether kept line ``n`` may open a block: not a label the next line does not run
+    on from, not a headline (a line a sentence runs into may look like one: not checked)."""
+    line = lines[n][1]
+    if _label(line) and not (n + 1 < len(lines) and _runs_on(line, lines[n + 1][1])):
+        return False
+    return not headline(line)
+
+
+def _runs_into_next(lines: list[tuple[int, str]], n: int, underlined: set[int]) -> bool:
+    """Whether line ``n``'s sentence runs on into the next line (a wrapped line)."""
+    following = lines[n + 1][1] if n + 1 < len(lines) else ""
+    return bool(
+        following.strip()
+        and n + 1 not in underlined
+        and not _junk(following)
+        and _runs_on(lines[n][1], following)
+    )
 
 
 def _clean(raw: str) -> str:

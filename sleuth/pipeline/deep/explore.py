@@ -36,7 +36,7 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from typing import TypeVar
 
-from sleuth import timeline
+from sleuth import timeline, tuned
 from sleuth.errors import LLMAuthError, StoreCorruptError
 from sleuth.models import (
     Candidate,
@@ -175,13 +175,13 @@ class Explorer:
         page the research's question names (its first hop) come before the others.
         """
         per_parent = max(1, math.ceil(self.settings.breadth / 2 ** (level - 1)))
-        most = 2 * self.settings.breadth
+        most = tuned.FOLLOW_UPS_PER_BREADTH * self.settings.breadth
         no_llm = self.ctx.llm is None
         if no_llm:
             # Names are cheap second hops: a search each, and pages only for those that
             # have a page of their own first (see run_level).
-            per_parent += 2
-            most = 3 * self.settings.breadth
+            per_parent += tuned.EXTRA_NAMES_PER_QUESTION
+            most = tuned.NAMES_PER_BREADTH * self.settings.breadth
         parents = [b for b in self.tree.branches if b.level == level - 1 and b.status == "done"]
         first = [
             no_llm and any(named_by(self.ctx.topic, p.title) for _, p in b.pages) for b in parents
@@ -461,13 +461,13 @@ class _BranchFailed(Exception):
 
 
 #: Pages a second hop reads without a model (see :meth:`Explorer.run_level`).
-HOP_PAGES = 2
+HOP_PAGES = tuned.HOP_PAGES
 #: A branch's own pages (titled with its name) waited for until they come, at most.
-OWN_PAGES = 2
+OWN_PAGES = tuned.OWN_PAGES
 #: Search results a branch's select call is shown (each query's best in turn). A branch
 #: reads its share of a level, 2-5 pages; showing all of its ~20 results made the select
 #: calls a third of deep mode's tokens per cited source.
-SHOWN = 10
+SHOWN = tuned.BRANCH_RESULTS_SHOWN
 
 
 def _in_turn(

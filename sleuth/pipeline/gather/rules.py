@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sleuth import tuned
 from sleuth.models import Candidate, Failure, FetchFailure, Page
 
 __all__ = [
@@ -80,36 +81,34 @@ class Waits:
     A page in the top half of those wanted that is still on its way gets
     ``grace_share`` of the time gathering has taken so far, and at least
     ``grace_min_s``, to come in (see :class:`~sleuth.pipeline.gather.window.Window`).
-    0.4, not 0.5: the same HotpotQA recall at full latency, and wall within 1.2x the
-    critical path on the three bench seeds (bench/README.md).
 
     The best-ranked candidate is the page a reader opens first: still on its way once
     enough pages are read, it is waited for until ``top_s`` after gathering began (when
-    that is later than the grace above). Pages take 0.4 s at the median and over 3 s one
-    time in ten; the grace alone cut the top page for 2-3 s pages, the commonest reason a
-    HotpotQA report missed a gold page. Only the first page: waiting as long for the
-    second too cost seed 9 a wall of 1.58x its critical path (bench/README.md).
+    that is later than the grace above): the grace alone cuts a top page that is merely
+    slow. Only the first page is waited for so long.
 
     Neither wait goes past a page's own bound: its start plus
     ``bound_factor`` times the 90th percentile of the run's page times so far, and at
     least ``bound_min_s``: a page that never finishes costs a few of this run's page
     times, not ``top_s`` (which ``--top-wait`` may set to minutes).
+
+    The defaults are :mod:`sleuth.tuned`'s, each with the experiment that chose it.
     """
 
-    grace_share: float = 0.4
-    grace_min_s: float = 0.25
-    top_s: float = 3.0
-    bound_factor: float = 3.0
-    bound_min_s: float = 1.0
+    grace_share: float = tuned.GRACE_SHARE
+    grace_min_s: float = tuned.GRACE_MIN_S
+    top_s: float = tuned.TOP_WAIT_S
+    bound_factor: float = tuned.BOUND_FACTOR
+    bound_min_s: float = tuned.BOUND_MIN_S
     #: The last downloads, once nothing more can start, get at least this long from their
-    #: start before their bound applies (``Window.give_up_at``): see bench/README.md.
-    last_min_s: float = 5.0
+    #: start before their bound applies (``Window.give_up_at``).
+    last_min_s: float = tuned.LAST_MIN_S
 
 
 #: Off-topic pages set aside before gathering stops looking further down the ranking: at
 #: least this many, or ``want`` when more are wanted (with ``--max-sources 2``, two
 #: off-topic PDFs ranked first ended a run with one source while on-topic pages waited).
-MIN_ASIDE = 6
+MIN_ASIDE = tuned.MIN_ASIDE
 
 #: The waits of a run (``--top-wait`` sets ``top_s``; the tests of the waits pass others).
 WAITS = Waits()

@@ -94,8 +94,7 @@ class Window:
         Only a page that may displace one kept is waited for: with a relevance gate, one
         whose search result looks on-topic (an off-topic one would be set
         aside on arrival). Whatever is still out then is cut as before. Waiting for any
-        better-ranked page instead cost more than it found (bench: wall 1.42x the
-        critical path without a model).
+        better-ranked page instead costs more than it finds.
         Pages of :meth:`waited_out` still out are waited for until they come or fail.
         """
         if len(g.done) < g.want or g.out.stopped_by:
@@ -162,11 +161,9 @@ class Window:
         coming), at least one page is read and none is being judged: the downloads still
         out are then all the run waits for, each until its own bound (:meth:`bound`) and,
         when its search result looks on-topic (the gate's ``likely``), at least
-        ``Waits.last_min_s`` from its start. Without this a page that never
-        finishes held the run to its download cap (15 s) for a fifth source; with the
-        bound alone (floor 1 s) HotpotQA all-gold recall fell 18 -> 12 of 30, slow gold
-        pages cut; with 5 s it stays 18 (seed 8; 16 on seed 9, as before) and the suite
-        takes 19 s, not 28. Local documents are never cut.
+        ``Waits.last_min_s`` from its start: a page that never finishes does not hold
+        the run to its download cap for one more source, and a slow page on the
+        question is not cut by the bound alone. Local documents are never cut.
         """
         if (
             g.coming()
