@@ -382,13 +382,7 @@ class Explorer:
         if gathered.stopped_by:
             self.tree.stopped_by = self.tree.stopped_by or gathered.stopped_by
         if not sources:
-            aside = any(f.reason.startswith(OFF_TOPIC) for f in gathered.failures)
-            branch.status = "empty"
-            branch.note = (
-                "the pages it found were off-topic"
-                if aside
-                else "none of the pages it found could be read"
-            )
+            branch.status, branch.note = "empty", _why_empty(gathered)
             return
         if bctx.llm is not None:
             branch.learnings, branch.follow_ups = await learn(
@@ -454,6 +448,13 @@ class Explorer:
                 },
             )
         )
+
+
+def _why_empty(gathered: Gathered) -> str:
+    """Why a branch that found pages has no source: off-topic, or none could be read."""
+    if any(f.reason.startswith(OFF_TOPIC) for f in gathered.failures):
+        return "the pages it found were off-topic"
+    return "none of the pages it found could be read"
 
 
 class _BranchFailed(Exception):
