@@ -194,8 +194,9 @@ class Counts:
         #: What the run is doing now ("searching", "reading pages", ...) and in which branch.
         self.doing = "starting"
         self.branch: str | None = None
-        #: Words of the report written so far, while the model writes it (None: not yet).
+        #: Words and characters of the report written so far, while the model writes it.
         self.draft_words: int | None = None
+        self.draft_chars: int | None = None
 
     def add(self, event: Event) -> None:
         """Count ``event`` in."""
@@ -216,9 +217,9 @@ class Counts:
         elif kind == "branch" and isinstance(data.get("node"), str):
             self._branch(data)
         elif kind == "report_text" and isinstance(data.get("words"), int):
-            self.draft_words = data["words"]
+            self.draft_words, self.draft_chars = data["words"], int(data.get("chars") or 0)
         elif kind == "report":
-            self.draft_words = None
+            self.draft_words = self.draft_chars = None
         self.doing = (
             _DOING.get(str(data.get("stage")), self.doing)
             if kind == "llm"
