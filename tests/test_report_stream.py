@@ -234,3 +234,77 @@ async def test_mcp_progress_says_writing_with_characters_not_the_text(
     assert progress.index(writing[-1]) < next(
         n for n, m in enumerate(progress) if m.startswith("report:")
     )
+
+
+# ------------------------------------------------------------------ the page in Chromium
+
+
+@pytest.mark.slow
+def test_the_page_shows_the_draft_growing_then_the_checked_report(
+    web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    from test_web_page import CHROMIUM_ARGS, chromium_path, screenshot_dir, serve_env, served_url
+
+    browser_path = chromium_path()
+    if browser_path is None:
+        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    researcher = ScriptedResearcher()
+    llm.add(
+        lambda body: researcher.report(body) + "\n\n" + UNSUPPORTED,
+        contains=MARKERS["report"],
+        times=None,
+        first_token=0.1,
+        tokens_per_s=150,
+    )
+    researcher.install(llm)
+    env = serve_env(web, tmp_path)
+    del env["SLEUTH_NO_LLM"]
+    env.update(SLEUTH_BASE_URL=web.llm_url, SLEUTH_MODEL=MODEL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", "--port", "0"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = served_url(proc)
+        with sync_api.sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1280, "height": 900})
+                page.goto(url)
+                page.wait_for_selector("body[data-ready='1']")
+                # Every length the draft shows, as the page shows it.
+                page.evaluate("""() => {
+                    window.draftLengths = [];
+                    new MutationObserver(() => window.draftLengths.push(
+                        document.querySelector('#ui-draft').textContent.length)
+                    ).observe(document.querySelector('#ui-draft'),
+                              {childList: true, characterData: true, subtree: true});
+                }""")
+                page.fill("#ui-question", web.topics[0].question)
+                page.click("#ui-go")
+                page.wait_for_selector("#ui-draft-card:not([hidden])", timeout=60_000)
+                note = page.inner_text("#ui-draft-card .draft-note")
+                page.wait_for_function("() => window.draftLengths.length >= 3")
+                page.screenshot(path=str(screenshot_dir(tmp_path) / "sleuth-serve-draft.png"))
+                page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+                lengths = page.evaluate("window.draftLengths")
+                draft_hidden = page.locator("#ui-draft-card").is_hidden()
+                report = page.inner_text("#ui-report")
+            finally:
+                browser.close()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert "Draft" in note and "citation check" in note
+    grown = [n for n in lengths if n]
+    assert len(set(grown)) >= 3 and grown == sorted(grown), lengths  # it grew, step by step
+    assert draft_hidden  # the checked report took its place
+    assert "A later survey found the opposite" not in report

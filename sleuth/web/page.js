@@ -75,8 +75,11 @@ function onDraft(message, d) {
   // event the new text from its offset (0 again: the model call was retried).
   const offset = typeof d.offset === "number" ? d.offset : state.draft.length;
   state.draft = state.draft.slice(0, offset) + String(d.delta || "");
-  text($("#ui-draft"), state.draft.replace(/<think>[\s\S]*?(<\/think>|$)/g, "").trim());
+  const box = $("#ui-draft");
+  const following = box.scrollTop + box.clientHeight >= box.scrollHeight - 8;
+  text(box, state.draft.replace(/<think>[\s\S]*?(<\/think>|$)/g, "").trim());
   $("#ui-draft-card").hidden = false;
+  if (following) box.scrollTop = box.scrollHeight;  // keep the newest words in view
   if (!document.body.dataset.firstDraftMs) {
     document.body.dataset.firstDraftMs = String(Math.round(performance.now() - state.t0));
   }

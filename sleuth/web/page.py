@@ -70,7 +70,7 @@ button.secondary{background:#fff;color:#b3261e;border:1px solid #b3261e;font:inh
 #ui-live[hidden],#ui-report-card[hidden],#ui-draft-card[hidden]{display:none}
 .draft-note{margin:0 0 .6rem;padding:.35rem .6rem;background:#fff6e0;border-radius:6px;
  color:#6b4e00;font-size:.88rem}
-#ui-draft{white-space:pre-wrap;overflow-wrap:anywhere;color:#3b4652;max-height:32rem;
+#ui-draft{white-space:pre-wrap;overflow-wrap:anywhere;color:#3b4652;max-height:22rem;
  overflow:auto}
 #ui-timeline{max-width:none;margin-bottom:.6rem}#ui-timeline details.timeline{margin:.4rem 0}
 .actions{display:flex;gap:.8rem;font-size:.9rem;margin-bottom:.4rem}
@@ -113,6 +113,11 @@ PAGE_HTML = """<!DOCTYPE html>
 </div>
 </form>
 </section>
+<section class="card" id="ui-draft-card" hidden>
+<p class="draft-note"><b>Draft</b> — the report as the model writes it. The checked report takes
+ its place when the run ends: the citation check may still remove sentences.</p>
+<div id="ui-draft"></div>
+</section>
 <section class="card" id="ui-live" hidden>
 <div class="status"><span id="ui-status"></span><span id="ui-elapsed" class="note"></span>
 <button id="ui-stop" class="secondary" type="button" hidden>Stop</button></div>
@@ -132,11 +137,6 @@ PAGE_HTML = """<!DOCTYPE html>
  <small>each request as it happens</small></summary><div class="wf" id="ui-wf"><p class="a">
 <b></b><span></span></p>{key}</div></details></div>
 <ul id="ui-log"></ul>
-</section>
-<section class="card" id="ui-draft-card" hidden>
-<p class="draft-note"><b>Draft</b> — the report as the model writes it. The checked report takes
- its place when the run ends: the citation check may still remove sentences.</p>
-<div id="ui-draft"></div>
 </section>
 <section class="card" id="ui-report-card" hidden>
 <div class="actions" id="ui-actions" hidden><a id="ui-dl-html" download="report.html">Download
