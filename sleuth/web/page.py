@@ -169,7 +169,7 @@ def render_page(nonce: str) -> str:
         waterfall=_waterfall_js(),
         timeline=WATERFALL_JS,
         status=json.dumps({k: list(v) for k, v in STATUS.items()}),
-        key=WATERFALL_KEY.replace(' style="', ' data-s="'),
+        key=WATERFALL_KEY,
         version=__version__,
     )
 
