@@ -198,10 +198,14 @@ async def _report_events(
         if wanted is None:
             sent, total = sent + 1, None
         else:
+            total = float(wanted + 2)
             done = research_progress(counts, event)
+            if event.kind in ("report_text", "report"):
+                # The pages kept may be fewer than the pages read: writing is still news.
+                done = min(total, max(done, sent + 0.001))
             if done <= sent:
                 continue  # no further: the client needs no word of it
-            sent, total = done, float(wanted + 2)
+            sent = done
         await ctx.report_progress(sent, total, valid_text(_message(event)))
 
 
