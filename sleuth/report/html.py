@@ -32,7 +32,7 @@ from sleuth._slug import Slugger
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
-from sleuth.report.quotes import QUOTE_CSS, Quotes
+from sleuth.report.quotes import POPOVER_CSS, QUOTE_CSS, VERBATIM_CSS, Quotes
 from sleuth.report.tree import TREE_CSS, render_tree
 from sleuth.report.waterfall import (
     REPORT_LOADER,
@@ -382,8 +382,8 @@ def _css(fragment: str) -> str:
     # The document holds one report: its rules need no ".sleuth-report " scope, which the
     # web page's stylesheet keeps (the page shows more than the report).
     parts = [_tight(_BASE_CSS.replace(".sleuth-report ", ""))]
-    quoted = 'class="cw"' in fragment or 'class="cite v"' in fragment
-    parts += [QUOTE_CSS] if quoted else []
+    parts += [POPOVER_CSS] if 'class="cw"' in fragment else []
+    parts += [VERBATIM_CSS] if 'class="cite v"' in fragment else []
     parts += [TREE_CSS] if '<details class="qtree"' in fragment else []
     return "".join(parts)
 

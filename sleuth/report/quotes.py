@@ -27,7 +27,7 @@ from html import escape
 from sleuth.models import AnswerSentence, Claim, Source, Support
 from sleuth.report.waterfall import minify
 
-__all__ = ["QUOTE_CSS", "Quotes"]
+__all__ = ["POPOVER_CSS", "QUOTE_CSS", "VERBATIM_CSS", "Quotes"]
 
 _WORDS = re.compile(r"\w+")
 _CITES = re.compile(r"\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
@@ -40,7 +40,8 @@ _CONTEXT_WORDS = 6
 #: Characters of a quote shown in its popover.
 _SHOWN = 320
 
-QUOTE_CSS = minify("""
+#: The quote popovers' stylesheet.
+POPOVER_CSS = minify("""
 .cw{position:relative}
 .qt{display:none;position:absolute;left:-.6rem;top:1.5em;z-index:5;width:24rem;max-width:88vw;
 padding:.5rem .7rem;font:400 .87rem/1.45 system-ui,sans-serif;text-align:left;
@@ -49,13 +50,18 @@ box-shadow:0 4px 14px #0003;pointer-events:none}
 .cw:hover .qt,.cw:focus-within .qt{display:block}
 .cw:focus-within .qt{pointer-events:auto}
 .qt q{display:block;margin-bottom:.3rem}
+.qt a{font-size:.8rem}
+.cw .cite{cursor:pointer}
+""")
+#: The stylesheet of markers whose sentence is the source's own words.
+VERBATIM_CSS = minify("""
 a.v{position:relative;text-decoration:underline dotted}
 .v:hover:after,.v:focus:after{content:"word for word in this source";position:absolute;left:0;
 top:1.5em;z-index:5;white-space:nowrap;padding:.2rem .5rem;font:400 .8rem system-ui;
 background:var(--fg);color:var(--bg);border-radius:4px}
-.qt a{font-size:.8rem}
-.cw .cite{cursor:pointer}
 """)
+#: Both: what the web page, which shows any report, carries.
+QUOTE_CSS = POPOVER_CSS + VERBATIM_CSS
 
 
 class Quotes:
