@@ -264,18 +264,7 @@ class LLMClient:
                 reply = LLMReply(**{**asdict(hit), "cached": True, "stage": stage})
                 self.usage.record(reply)
                 return reply
-        # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
-        request: dict[str, Any] = {
-            "model": name,
-            "messages": [valid_data(dict(m)) for m in messages],
-            "temperature": temperature,
-        }
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
-        if tools:
-            request["tools"] = [dict(t) for t in tools]
-            if tool_choice is not None:
-                request["tool_choice"] = tool_choice
+        request = _request(messages, name, max_tokens, temperature, tools, tool_choice)
         teller = None
         if stream and not tools and self._streams:
             # include_usage: the server's own counts, as a non-streamed reply carries them.
@@ -408,3 +397,27 @@ class LLMClient:
     def _translate(self, exc: BaseException) -> LLMError:
         """The sleuth error for an SDK error (:func:`sleuth.llm._errors.translate`)."""
         return translate(exc, where=self.server, timeout=self.config.timeout, scrub=self._scrub)
+
+
+def _request(
+    messages: Sequence[Message],
+    name: str,
+    max_tokens: int | None,
+    temperature: float,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The chat completion request's body (the SDK's keywords)."""
+    # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
+    request: dict[str, Any] = {
+        "model": name,
+        "messages": [valid_data(dict(m)) for m in messages],
+        "temperature": temperature,
+    }
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if tools:
+        request["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+    return request
