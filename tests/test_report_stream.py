@@ -144,6 +144,19 @@ def test_a_stream_chunk_that_is_not_a_completion_chunk_is_a_parse_error() -> Non
             asyncio.run(ask(llm, stream=True))
 
 
+@pytest.mark.parametrize(
+    ("mode", "error"),
+    [("endless", ParseError), ("truncated-json", ParseError), ("bad-utf8", ParseError)],
+)
+def test_a_broken_plain_reply_to_a_streamed_request_is_an_error_not_a_crash(
+    mode: str, error: type[Exception]
+) -> None:
+    with ScriptedLLM.serve() as llm:
+        llm.misbehave(mode, times=None)
+        with pytest.raises(error):
+            asyncio.run(ask(llm, stream=True))
+
+
 def test_the_bar_says_writing_with_the_words_so_far() -> None:
     counts = Counts(5)
     counts.add(Event("report_text", "writing the report: 42 words", {"words": 42, "chars": 300}))

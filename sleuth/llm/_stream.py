@@ -19,6 +19,9 @@ import json
 from types import SimpleNamespace
 from typing import Any
 
+import httpx
+import openai
+
 from sleuth.llm._wire import Completion, Misshapen, content_text, read_completion, token_count
 from sleuth.progress import Event, ProgressCallback
 
@@ -109,7 +112,11 @@ async def read_streamed(raw: Any, teller: TextTeller | None) -> Completion | Non
     try:
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "text/event-stream":  # a server that does not stream: one JSON body
-            body = json.loads(await response.aread(), object_hook=lambda d: SimpleNamespace(**d))
+            try:
+                raw_body = await response.aread()
+            except httpx.HTTPError as exc:  # as the SDK reports a body it could not read
+                raise openai.APIConnectionError(request=response.request) from exc
+            body = json.loads(raw_body, object_hook=lambda d: SimpleNamespace(**d))
             return read_completion(body)
         return await _read_chunks(raw.parse(), teller)
     finally:
