@@ -65,6 +65,7 @@ from bench.catalog import (
 )
 from bench.hosts import HOST_MODES, address, assign_sites, by_site
 from bench.latency import Latency, tokens
+from sleuth.testing._chat_wire import stream_reply
 from sleuth.testing._search import IndexEntry, SearchIndex, searxng_payload
 from sleuth.testing.llm import ScriptedLLM, _completion
 from sleuth.testing.researcher import MARKERS, PROMPTS, ScriptedResearcher, section
@@ -191,11 +192,46 @@ class World:
                 "prompt_tokens": prompt,
                 "completion_tokens": completion,
             }
+            if body.get("stream"):  # as a real model streams: first token, then its rate
+                return self._streamed(text, body, usage, entry)
             return _Timed(
                 _completion(text, str(body.get("model") or MODEL), "stop", usage), self.state, entry
             )
 
         return answer
+
+    def _streamed(
+        self, text: str, body: dict[str, Any], usage: dict[str, int], entry: dict[str, Any]
+    ) -> Response:
+        """The reply as Server-Sent Events: the first words after the time to first token,
+        the rest at the model's rate; logged with when its first words were sent."""
+        latency = self.state.latency
+        options = body.get("stream_options") or {}
+        include = isinstance(options, dict) and bool(options.get("include_usage"))
+
+        def first() -> None:
+            entry["first_token"] = time.time()
+
+        response = stream_reply(
+            text,
+            str(body.get("model") or MODEL),
+            "stop",
+            usage if include else None,
+            first_token=latency.scale * latency.ttft,
+            tokens_per_s=latency.tokens_per_s / max(latency.scale, 1e-9),
+            on_first=first,
+        )
+        chunks = response.body_iterator
+
+        async def logged() -> Any:
+            try:
+                async for chunk in chunks:
+                    yield chunk
+            finally:
+                self.state.record({**entry, "end": time.time(), "streamed": True})
+
+        response.body_iterator = logged()
+        return response
 
     # -- serving ---------------------------------------------------------------------------
     def bind(self) -> None:

@@ -38,25 +38,19 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
-import json
 import logging
-import re
 import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from io import TextIOWrapper
-from typing import IO, Annotated, Any, cast
+from typing import Annotated, Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from mcp.server.fastmcp.tools import Tool
 from mcp.server.fastmcp.utilities.func_metadata import FuncMetadata
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-from mcp.types import CallToolResult, JSONRPCMessage, TextContent
+from mcp.types import CallToolResult, TextContent
 from pydantic import ConfigDict, Field, ValidationError, create_model
 
 from sleuth._origin import SameOriginOnly
@@ -163,13 +157,30 @@ def _check_research_args(depth: int, max_sources: int, mode: str = "quick") -> i
 _NOISE = frozenset({"fetch_start", "llm", "span"})
 
 
+#: Characters of draft at which the report counts half done in progress notifications.
+_DRAFT_CHARS = 2000
+
+
+def _message(event: Event) -> str:
+    """The notification's text: the event, or how much of the report is written (never
+    the draft itself: it may still lose sentences, and a client shows a status line)."""
+    if event.kind == "report_text":
+        return f"writing the report: {int(event.data.get('chars') or 0):,} characters so far"
+    return f"{event.kind}: {event.message}"
+
+
 def research_progress(counts: Counts, event: Event) -> float:
     """How far a research is, out of its pages wanted + 2: up to 1 for planning and
     searching (the share of planned searches done), 1 a page read (a deep research's
     over its tree), 1 for the report."""
     searched = len(counts.searched) / len(counts.planned) if counts.planned else 0.0
     planning = (0.25 + 0.75 * min(1.0, searched)) if counts.planned or counts.searched else 0.0
-    return planning + counts.pages_done() + (1.0 if event.kind == "report" else 0.0)
+    if event.kind == "report":
+        return planning + counts.pages_done() + 1.0
+    # While the model writes, a share of the report's unit that grows with the draft and
+    # never reaches it: how long the report will be is not known before it ends.
+    chars = counts.draft_chars or 0
+    return planning + counts.pages_done() + 0.9 * chars / (chars + _DRAFT_CHARS)
 
 
 async def _report_events(
@@ -187,11 +198,15 @@ async def _report_events(
         if wanted is None:
             sent, total = sent + 1, None
         else:
+            total = float(wanted + 2)
             done = research_progress(counts, event)
+            if event.kind in ("report_text", "report"):
+                # The pages kept may be fewer than the pages read: writing is still news.
+                done = min(total, max(done, sent + 0.001))
             if done <= sent:
                 continue  # no further: the client needs no word of it
-            sent, total = done, float(wanted + 2)
-        await ctx.report_progress(sent, total, valid_text(f"{event.kind}: {event.message}"))
+            sent = done
+        await ctx.report_progress(sent, total, valid_text(_message(event)))
 
 
 async def _with_progress(
@@ -436,72 +451,13 @@ def _web_search_tool(
 
 # -- stdio: valid text both ways -------------------------------------------------------------
 
+
 #: A JSON escape for a UTF-16 surrogate; checked before a line is read again by json.
-_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-
-
-class _ValidLines:
-    """The stdin the SDK reads: each JSON line's lone surrogates replaced first.
-
-    The SDK parses a line with pydantic, whose JSON parser refuses a lone-surrogate
-    escape (``"\\ud800"``) outright; the request is then dropped and its caller waits for
-    a reply forever. Python's json reads such a line; its text is made valid and the line
-    written again as JSON. Every other line passes untouched.
-    """
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._stream = stream
-
-    def readline(self) -> str:
-        line = self._stream.readline()
-        if not _SURROGATE_ESCAPE.search(line):
-            return line
-        try:
-            return json.dumps(valid_data(json.loads(line))) + "\n"
-        except (ValueError, RecursionError):
-            return line  # not JSON at all: the SDK answers that itself
-
-
-def _valid_message(message: SessionMessage) -> SessionMessage:
-    """``message``, or a copy with valid text when it holds something JSON cannot encode."""
-    try:
-        message.message.model_dump_json(by_alias=True, exclude_none=True)
-    except ValueError:  # pydantic's PydanticSerializationError: "surrogates not allowed"
-        data = valid_data(message.message.model_dump(by_alias=True, exclude_none=True))
-        return SessionMessage(JSONRPCMessage.model_validate(data), metadata=message.metadata)
-    return message
-
-
-async def _forward_valid(
-    source: MemoryObjectReceiveStream[SessionMessage], sink: MemoryObjectSendStream[SessionMessage]
-) -> None:
-    async with source, sink:
-        async for message in source:
-            await sink.send(_valid_message(message))
-
-
-async def _run_stdio(server: FastMCP) -> None:
-    """FastMCP's stdio loop, with :class:`_ValidLines` in front and a last guard behind:
-    a message the SDK's writer could not encode would end the server for every client."""
-    stdin = anyio.wrap_file(
-        cast(
-            IO[str],
-            _ValidLines(TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")),
-        )
-    )
-    stdout = anyio.wrap_file(TextIOWrapper(sys.stdout.buffer, encoding="utf-8", errors="replace"))
-    lowlevel = server._mcp_server  # what FastMCP.run_stdio_async runs (mcp 1.x)
-    async with stdio_server(stdin, stdout) as (read, write):
-        send, outgoing = anyio.create_memory_object_stream[SessionMessage](0)
-        async with anyio.create_task_group() as group:
-            group.start_soon(_forward_valid, outgoing, write)
-            async with send:
-                await lowlevel.run(read, send, lowlevel.create_initialization_options())
-
-
 def serve_stdio(settings: Settings) -> None:
     """Serve MCP over stdin/stdout until the client closes the pipe."""
-    anyio.run(_run_stdio, build_server(settings))
+    from sleuth.mcp_stdio import run_stdio
+
+    anyio.run(run_stdio, build_server(settings))
 
 
 def bind_loopback(port: int) -> socket.socket:

@@ -40,6 +40,10 @@ EventKind = Literal[
     "branch",
     # one model call answered (tokens in data: prompt_tokens, completion_tokens)
     "llm",
+    # the report as the model writes it, at most ten a second: data["delta"] is the new
+    # text, starting at data["offset"] of the draft (0 again: the call was retried);
+    # data["chars"] and data["words"] count the draft so far
+    "report_text",
     # agent mode (sleuth agent): a round starts or fails, a tool is called or fails, the end
     "round",
     "round_failed",
@@ -164,6 +168,7 @@ _DOING_BY_KIND = {
     "fetch_failed": "reading pages",
     "read": "reading",
     "report": "writing",
+    "report_text": "writing",
 }
 
 
@@ -189,6 +194,9 @@ class Counts:
         #: What the run is doing now ("searching", "reading pages", ...) and in which branch.
         self.doing = "starting"
         self.branch: str | None = None
+        #: Words and characters of the report written so far, while the model writes it.
+        self.draft_words: int | None = None
+        self.draft_chars: int | None = None
 
     def add(self, event: Event) -> None:
         """Count ``event`` in."""
@@ -208,6 +216,10 @@ class Counts:
                 self.cost_usd = (self.cost_usd or 0.0) + data["cost_usd"]
         elif kind == "branch" and isinstance(data.get("node"), str):
             self._branch(data)
+        elif kind == "report_text" and isinstance(data.get("words"), int):
+            self.draft_words, self.draft_chars = data["words"], int(data.get("chars") or 0)
+        elif kind == "report":
+            self.draft_words = self.draft_chars = None
         self.doing = (
             _DOING.get(str(data.get("stage")), self.doing)
             if kind == "llm"
@@ -250,4 +262,7 @@ class Counts:
 
     def stage(self) -> str:
         """What the run is doing now, and in which branch of a deep research."""
-        return f"{self.doing} · branch {self.branch}" if self.branch else self.doing
+        doing = self.doing
+        if doing == "writing" and self.draft_words is not None:
+            doing = f"writing… {plural(self.draft_words, 'word', 'words')}"
+        return f"{doing} · branch {self.branch}" if self.branch else doing

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # lowest first
     ("services", ("search", "llm", "fetch", "store", "report")),
     ("stages", ("stages",)),
     ("drivers", ("pipeline", "agent")),
-    ("edges", ("cli", "mcp_server", "web", "__main__")),
+    ("edges", ("cli", "mcp_server", "mcp_stdio", "web", "__main__")),
 ]
 #: Imports within one layer that are part of the design, and why.
 SIDEWAYS = {
@@ -39,6 +39,7 @@ SIDEWAYS = {
     ("agent", "pipeline"): "agent mode's --report uses the pipeline's steps",
     ("cli", "mcp_server"): "the CLI starts the MCP server",
     ("cli", "web"): "the CLI starts the web page",
+    ("mcp_server", "mcp_stdio"): "the MCP server runs over stdio through its guarded loop",
     ("__main__", "cli"): "`python -m sleuth` is the CLI",
 }
 #: judge (the relevance judgement) follows plan, whose part queries it judges pages
@@ -145,7 +146,9 @@ def part_of(module: str) -> str:
     if len(parts) == 1:
         return "facade"
     top = parts[1]
-    return top if (ROOT / top).is_dir() or top in ("mcp_server", "__main__") else "core"
+    return (
+        top if (ROOT / top).is_dir() or top in ("mcp_server", "mcp_stdio", "__main__") else "core"
+    )
 
 
 def layer_of(part: str) -> int:

@@ -12,7 +12,7 @@ import pytest
 import sleuth
 from sleuth.cli import run
 from sleuth.models import Report
-from sleuth.report.waterfall import REPORT_SCRIPT
+from sleuth.report.waterfall import DATA_TYPE, REPORT_LOADER, unpack
 from sleuth.stages.evidence import Evidence
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
@@ -161,13 +161,13 @@ def test_quotes_and_timings_from_pages_stay_text_in_the_html() -> None:
         timeline=Timeline(spans=[span], wall_s=1.0),
     )
     html = render_html(report)
-    # Two script elements: the timeline's data (the hostile text inside it, as JSON) and
-    # sleuth's own drawing script; none made of page text.
+    # Two script elements: the timeline's packed data (the hostile text inside it, as
+    # JSON) and sleuth's own loader; none made of page text.
     scripts = re.findall(r"<script([^>]*)>(.*?)</script>", html, re.S | re.I)
-    assert [attrs for attrs, _ in scripts] == [' type="application/json"', ""]
-    row = json.loads(scripts[0][1])["g"][0][2][0]
+    assert [attrs for attrs, _ in scripts] == [f' type="{DATA_TYPE}"', ""]
+    row = unpack(scripts[0][1])["g"][0][2][0]
     assert row[0] == f"a.test/{evil}" and row[2][0][-1] == f"failed: {evil}"
-    assert scripts[1][1] == REPORT_SCRIPT
+    assert scripts[1][1] == REPORT_LOADER
     assert "<img" not in html and 'onerror="' not in html
     assert "&lt;img src=x onerror=" in html  # the quote, shown as text
     assert 'class="qt"' in html and "&lt;script&gt;" in html

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
@@ -12,7 +11,7 @@ import pytest
 from sleuth.cli import run
 from sleuth.models import Failure, Quality, Report, Source, Stats
 from sleuth.report.html import render_fragment, render_html, report_from_data
-from sleuth.report.waterfall import REPORT_SCRIPT
+from sleuth.report.waterfall import DATA_TYPE, REPORT_LOADER, REPORT_SCRIPT, unpack
 from sleuth.stages.write import confidence, render_markdown
 from sleuth.testing import OfflineWeb
 
@@ -95,10 +94,11 @@ def assert_self_contained(parsed: Parsed) -> None:
     for href in parsed.hrefs():
         assert href.startswith(("#", "http://", "https://", "mailto:")), href
     for attrs, text in parsed.scripts:
-        if attrs == {"type": "application/json"}:
-            json.loads(text)  # data, never run
+        if attrs == {"type": DATA_TYPE}:
+            data = unpack(text)  # data, never run: what the drawing script reads
+            assert data["j"] == REPORT_SCRIPT  # the script the loader runs, by its hash
         else:
-            assert attrs == {} and text == REPORT_SCRIPT, (attrs, text[:80])
+            assert attrs == {} and text == REPORT_LOADER, (attrs, text[:80])
 
 
 def test_citation_markers_link_to_their_source_entries() -> None:

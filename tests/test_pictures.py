@@ -38,6 +38,38 @@ def normal(text: str) -> str:
     return " ".join(text.split())
 
 
+def words(text: str) -> str:
+    return " " + " ".join(re.findall(r"\w+", text.lower())) + " "
+
+
+def sentence_before(cite: Any) -> str:
+    """The text of the sentence a citation marker ends (as the page shows it)."""
+    before = cite.evaluate(
+        """e => { const r = document.createRange(); r.setStart(e.closest('li, p'), 0);
+                  r.setEndBefore(e.closest('.cw') || e); return r.toString(); }"""
+    )
+    before = re.sub(r"\[[\d\]\[ ]*$", "", before.rstrip()).rstrip(" [")
+    return re.split(r"(?<=[.!?])\s+", before.strip())[-1]
+
+
+def check_verbatim(page: Any, scope: str, home: Path, by_id: dict[int, str]) -> int:
+    """Each marker whose sentence is its source's own words: it says so on hover, links to
+    the source, and the sentence's words are in that source's stored text, in order."""
+    verbatim = page.locator(f"{scope} a.cite.v")
+    for i in range(verbatim.count()):
+        cite = verbatim.nth(i)
+        cite.focus()  # as a keyboard reaches it (a hover shows the same)
+        said = cite.evaluate("e => getComputedStyle(e, '::after').content")
+        assert "word for word" in said, said
+        n = int(cite.inner_text())
+        assert cite.get_attribute("href") == f"#source-{n}"
+        with Store(home) as store:
+            stored = store.get_page(canonicalize(by_id[n]))
+        sentence = sentence_before(cite)
+        assert stored is not None and words(sentence) in words(stored.text), sentence
+    return int(verbatim.count())
+
+
 @pytest.fixture
 def browser() -> Iterator[Any]:
     with chromium() as launched:
@@ -91,6 +123,7 @@ def test_the_report_draws_its_timeline_and_quotes_its_sources(
     assert not page.locator("details.timeline").evaluate("d => d.open")
     page.click("details.timeline > summary")
     assert page.locator("details.timeline").evaluate("d => d.open")
+    page.wait_for_selector(".wf[data-d='2']")  # drawn from its packed data
     assert bars_by_kind(page, "article") == Counter(s.kind for s in line.spans)
     assert page.locator("article .wf p:not(.a) i.c").count() == len(line.critical)
     # Every page's row says what became of it: a source, left out, failed, not waited for.
@@ -107,10 +140,11 @@ def test_the_report_draws_its_timeline_and_quotes_its_sources(
     assert "failed: " in failed.get_attribute("data-i")
     page.locator("details.timeline").screenshot(path=str(screenshot_dir(tmp_path) / "timeline.png"))
 
-    # A citation shows, on click, the words of its source that back the sentence.
+    # A citation shows, on click, the words of its source that back the sentence; one
+    # whose sentence is the source's own words says so, and links to it.
     cites = page.locator("article a.cite[aria-describedby]")
-    assert cites.count() >= 4
     by_id = {s.id: s.url for s in report.sources}
+    assert cites.count() + check_verbatim(page, "article", home, by_id) >= 4
     for i in range(cites.count()):
         page.mouse.click(2, 2)  # elsewhere: the quote shown by the last click closes
         cite = cites.nth(i)
@@ -323,8 +357,11 @@ def test_the_answer_quotes_its_sources_on_click(
     page.goto(path.as_uri())
     cites = page.locator("h2#answer + ul a.cite[aria-describedby]")
     cited = sum(len(s.sources) for s in report.answer.sentences)
-    assert cites.count() >= len(report.answer.sentences) and cites.count() <= cited
     by_id = {s.id: s.url for s in report.sources}
+    # Each sentence is its first source's own words: that marker says so.
+    verbatim = check_verbatim(page, "h2#answer + ul", home, by_id)
+    assert verbatim == len(report.answer.sentences)
+    assert verbatim + cites.count() <= cited
     for i in range(cites.count()):
         page.mouse.click(2, 2)
         cite = cites.nth(i)

@@ -21,7 +21,7 @@ from starlette.testclient import TestClient
 from sleuth.cli import run
 from sleuth.pipeline import quick
 from sleuth.progress import Event
-from sleuth.report.waterfall import WATERFALL_JS_HASH
+from sleuth.report.waterfall import REPORT_LOADER_HASH, WATERFALL_JS_HASH
 from sleuth.settings import Settings, load_settings
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
@@ -222,9 +222,11 @@ def test_every_response_says_nosniff_and_the_report_sends_its_csp(
     assert all(a.headers["x-content-type-options"] == "nosniff" for a in answers)
     report = answers[2]
     csp = report.headers["content-security-policy"]
-    # No script but sleuth's own timeline drawer, allowed by its hash: nothing inline else.
+    # No script but sleuth's own timeline loader and drawer, allowed by their hashes.
     scripts = [d.strip() for d in csp.split(";") if d.strip().startswith("script-src")]
-    assert csp.startswith("default-src 'none'") and scripts == [f"script-src '{WATERFALL_JS_HASH}'"]
+    assert csp.startswith("default-src 'none'") and scripts == [
+        f"script-src '{REPORT_LOADER_HASH}' '{WATERFALL_JS_HASH}'"
+    ]
     assert f'content="{csp}"' in report.text  # the same policy as the document's own
 
 

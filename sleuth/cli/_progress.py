@@ -27,6 +27,9 @@ __all__ = ["VERBOSE_KEY", "Counts", "Progress", "is_verbose", "pages_wanted"]
 VERBOSE_KEY = "sleuth.verbose"
 #: Events that are never a line: each request's timing (the timeline draws them).
 _NO_LINE = ("span",)
+#: Events the bar shows but no line prints, even with ``--verbose``: the report's draft
+#: words (the terminal prints the checked report, never the draft).
+_BAR_ONLY = ("report_text",)
 
 
 def pages_wanted(settings: Settings) -> int:
@@ -116,10 +119,16 @@ class Progress:
                 self._task,
                 completed=self.counts.pages_done(),
                 counts=self.counts.summary(),
-                description=escape(f"{self.counts.stage()}: {event.message}"[:100]),
+                description=escape(
+                    self.counts.stage()
+                    if event.kind in _BAR_ONLY
+                    else f"{self.counts.stage()}: {event.message}"[:100]
+                ),
             )
             if not self.verbose:
                 return
+        if event.kind in _BAR_ONLY:
+            return
         style = "yellow" if event.kind.endswith("_failed") else "dim"
         self.console.print(f"[{style}]{event.kind:>12}[/] {message}", markup=True, soft_wrap=True)
 

@@ -37,10 +37,12 @@ __all__ = [
     "Misshapen",
     "ReplyRefused",
     "cause",
+    "content_text",
     "headers_of",
     "model_http_client",
     "parse_retry_after",
     "read_completion",
+    "token_count",
 ]
 
 _E = TypeVar("_E", bound=BaseException)
@@ -216,7 +218,7 @@ def read_completion(completion: Any) -> Completion | None:
     if not choices:
         return None
     message = getattr(choices[0], "message", None)
-    text = _text(getattr(message, "content", None))
+    text = content_text(getattr(message, "content", None))
     if text is None:
         raise Misshapen("the message content is not text")
     raw_calls = getattr(message, "tool_calls", None) or []
@@ -234,13 +236,13 @@ def read_completion(completion: Any) -> Completion | None:
         text=text,
         model=model if isinstance(model, str) and model else None,
         finish_reason=finish if isinstance(finish, str) else None,
-        prompt_tokens=_count(getattr(usage, "prompt_tokens", None)),
-        completion_tokens=_count(getattr(usage, "completion_tokens", None)),
+        prompt_tokens=token_count(getattr(usage, "prompt_tokens", None)),
+        completion_tokens=token_count(getattr(usage, "completion_tokens", None)),
         calls=calls,
     )
 
 
-def _text(content: Any) -> str | None:
+def content_text(content: Any) -> str | None:
     """A message's text: a string, or the text parts of a list of parts; None for neither."""
     if content is None or isinstance(content, str):
         return content or ""
@@ -253,7 +255,7 @@ def _text(content: Any) -> str | None:
     return None
 
 
-def _count(value: Any) -> int | None:
+def token_count(value: Any) -> int | None:
     """A token count a server may report (an int, not a bool, not negative), else None."""
     ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
     return value if ok else None

@@ -25,9 +25,7 @@ assert the exact delays chosen.
 from __future__ import annotations
 
 import asyncio
-import json
 import random
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
@@ -39,13 +37,10 @@ from sleuth import timeline
 from sleuth._valid import valid_data, valid_text
 from sleuth.errors import (
     ConfigError,
-    ContextOverflowError,
-    LLMAuthError,
     LLMError,
-    LLMUnavailableError,
-    LLMUnreachableError,
     ParseError,
 )
+from sleuth.llm._errors import translate
 from sleuth.llm._reply import (
     LLMReply,
     LLMUsage,
@@ -55,12 +50,12 @@ from sleuth.llm._reply import (
     ToolCall,
     cache_key,
 )
+from sleuth.llm._stream import TextTeller, read_streamed, refuses_streaming
 from sleuth.llm._wire import (
     MAX_REPLY_BYTES,
     UNPARSABLE,
+    Completion,
     Misshapen,
-    ReplyRefused,
-    cause,
     headers_of,
     model_http_client,
     parse_retry_after,
@@ -83,25 +78,7 @@ __all__ = [
     "parse_retry_after",
 ]
 
-_RETRYABLE_STATUS = frozenset({408, 409, 429})
-_CONTEXT_OVERFLOW = re.compile(
-    r"context[ _-]?(?:length|window|size)|maximum context|too many tokens|"
-    r"prompt is too long|input is too long|maximum (?:input|prompt) length|"
-    r"reduce the length of the (?:messages|prompt)|exceeds? (?:the )?(?:available )?context",
-    re.IGNORECASE,
-)
 _MAX_MESSAGE = 300
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    """The server's own error message, without the SDK's "Error code: N - " wrapping."""
-    body = exc.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        message = inner.get("message") if isinstance(inner, dict) else inner
-        if isinstance(message, str) and message.strip():
-            return message
-    return re.sub(r"^Error code: \d+ - ", "", exc.message or str(exc))
 
 
 class LLMClient:
@@ -132,6 +109,8 @@ class LLMClient:
         self._clock = clock
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
         self._server_model: str | None = None
+        #: Whether to stream when asked: False once the server refused a streamed request.
+        self._streams = True
         self._warned_unknown: set[str] = set()
         key = config.api_key.get_secret_value() if config.api_key else ""
         self._key = key
@@ -237,6 +216,7 @@ class LLMClient:
         temperature: float = 0.2,
         tools: Sequence[Mapping[str, Any]] | None = None,
         tool_choice: str | Mapping[str, Any] | None = None,
+        stream: bool = False,
     ) -> LLMReply:
         """Ask the model; the reply, with usage counted in ``self.usage``.
 
@@ -245,6 +225,8 @@ class LLMClient:
         the usage breakdown. ``tools`` (OpenAI function definitions) and ``tool_choice``
         are passed through; the model's calls come back in ``LLMReply.tool_calls``, and
         such requests bypass the reply cache (an agent's world changes between calls).
+        ``stream`` asks for the reply as it is written (not with ``tools``): its text goes
+        to the progress callback as ``report_text`` events, and the reply is the same.
         Raises :class:`~sleuth.errors.LLMError` subclasses.
         """
         if not self.config.model_for(stage) and not model and not self._server_model:
@@ -252,7 +234,7 @@ class LLMClient:
         name = model or self.model_for(stage)
         with timeline.span("llm", stage, name):
             reply = await self._answer(
-                messages, name, stage, max_tokens, temperature, tools, tool_choice
+                messages, name, stage, max_tokens, temperature, tools, tool_choice, stream
             )
             timeline.note(
                 outcome="cached" if reply.cached else "ok",
@@ -270,6 +252,7 @@ class LLMClient:
         temperature: float,
         tools: Sequence[Mapping[str, Any]] | None,
         tool_choice: str | Mapping[str, Any] | None,
+        stream: bool = False,
     ) -> LLMReply:
         """:meth:`chat`'s work: the cached reply, or the model's (counted and cached)."""
         key = (
@@ -281,19 +264,13 @@ class LLMClient:
                 reply = LLMReply(**{**asdict(hit), "cached": True, "stage": stage})
                 self.usage.record(reply)
                 return reply
-        # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
-        request: dict[str, Any] = {
-            "model": name,
-            "messages": [valid_data(dict(m)) for m in messages],
-            "temperature": temperature,
-        }
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
-        if tools:
-            request["tools"] = [dict(t) for t in tools]
-            if tool_choice is not None:
-                request["tool_choice"] = tool_choice
-        completion = await self._create(request, stage)
+        request = _request(messages, name, max_tokens, temperature, tools, tool_choice)
+        teller = None
+        if stream and not tools and self._streams:
+            # include_usage: the server's own counts, as a non-streamed reply carries them.
+            request.update(stream=True, stream_options={"include_usage": True})
+            teller = TextTeller(self._progress, stage)
+        completion = await self._create(request, stage, teller)
         reply = self._reply(completion, name, messages, stage)
         self.usage.record(reply)
         # One event per call the model really answered: live token counters (sleuth serve).
@@ -316,7 +293,9 @@ class LLMClient:
             self.cache.put(key, reply)
         return reply
 
-    async def _create(self, request: dict[str, Any], stage: str) -> Any:
+    async def _create(
+        self, request: dict[str, Any], stage: str, teller: TextTeller | None = None
+    ) -> Any:
         loop = asyncio.get_running_loop()
         attempt = 0
         # ``timeout`` bounds the whole call, retries and backoff included, from the moment
@@ -330,9 +309,23 @@ class LLMClient:
                     if deadline is None:
                         deadline = loop.time() + self.config.timeout
                     async with asyncio.timeout_at(deadline):
-                        return await self._client.chat.completions.create(**request)
-            except (openai.OpenAIError, TimeoutError, *UNPARSABLE) as exc:
+                        if not request.get("stream"):
+                            return await self._client.chat.completions.create(**request)
+                        if teller is not None:
+                            teller.start()
+                        raw = await self._client.chat.completions.with_raw_response.create(
+                            **request
+                        )
+                        return await read_streamed(raw, teller)
+            except (openai.OpenAIError, TimeoutError, Misshapen, *UNPARSABLE) as exc:
                 error = self._translate(exc)
+                if request.get("stream") and refuses_streaming(error.status, str(error)):
+                    # A server that refuses to stream is asked again, plainly, from now on.
+                    self._streams = False
+                    request.pop("stream")
+                    request.pop("stream_options")
+                    continue
+
                 delay = self.retry_delay(attempt, headers_of(exc)) if error.retryable else 0.0
                 out_of_time = deadline is not None and loop.time() + delay >= deadline
                 if not error.retryable or attempt >= self.config.max_retries or out_of_time:
@@ -360,7 +353,11 @@ class LLMClient:
         self, completion: Any, name: str, messages: Sequence[Message], stage: str
     ) -> LLMReply:
         try:
-            read = read_completion(completion)
+            read = (
+                completion
+                if isinstance(completion, Completion | None)
+                else (read_completion(completion))
+            )
         except Misshapen as exc:
             raise ParseError(
                 f"the LLM server at {self.server} sent a reply that is not a chat completion: {exc}"
@@ -398,95 +395,29 @@ class LLMClient:
         return message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
 
     def _translate(self, exc: BaseException) -> LLMError:
-        """The sleuth error for an SDK error (see the tree in sleuth.errors).
-
-        A reply that cannot be parsed, or was refused unread (over the byte cap), is a
-        ParseError: never retried, since the same request gets the same reply.
-        """
-        where = self.server
-        if isinstance(exc, openai.APITimeoutError | TimeoutError):
-            return LLMUnavailableError(
-                f"the LLM server at {where} did not answer within {self.config.timeout:g} s",
-                retryable=True,
-            )
-        refused = cause(exc, ReplyRefused)
-        if refused is not None:
-            return ParseError(
-                f"the LLM server at {where} sent a reply sleuth did not use: {refused}"
-            )
-        if isinstance(exc, UNPARSABLE):
-            what = (
-                "JSON nested too deep to parse"
-                if isinstance(exc, RecursionError)
-                else "bytes that are not UTF-8"
-                if isinstance(exc, UnicodeDecodeError)
-                else f"a body that is not valid JSON ({self._scrub(exc.msg)})"
-                if isinstance(exc, json.JSONDecodeError)
-                else type(exc).__name__
-            )
-            return ParseError(f"the LLM server at {where} sent a reply sleuth cannot read: {what}")
-        if isinstance(exc, openai.APIConnectionError):
-            closed = _closed_door(exc)
-            if closed is not None:
-                return LLMUnreachableError(
-                    f"cannot reach the LLM server at {where}: {closed}; is it running, "
-                    "and is --base-url right?"
-                )
-            return LLMUnavailableError(
-                f"could not connect to the LLM server at {where}", retryable=True
-            )
-        if not isinstance(exc, openai.APIStatusError):
-            return LLMError(f"LLM call failed: {self._scrub(str(exc))}")
-        status = exc.status_code
-        detail = self._scrub(_server_message(exc))
-        if status in (401, 403):
-            return LLMAuthError(
-                f"the LLM server at {where} refused the request ({status}): "
-                f"{detail}; check OPENAI_API_KEY and the model name",
-                status=status,
-            )
-        if status in (400, 413, 422) and _CONTEXT_OVERFLOW.search(detail):
-            return ContextOverflowError(
-                f"the prompt is too long for the model ({status}): {detail}", status=status
-            )
-        if status == 404:
-            return LLMError(
-                f"the LLM server at {where} does not know this model or API (404): {detail}",
-                status=status,
-            )
-        if status == 429:
-            return LLMUnavailableError(
-                f"rate limited by the LLM server at {where} (429): {detail}",
-                status=status,
-                retryable=True,
-            )
-        if status >= 500 or status in _RETRYABLE_STATUS:
-            return LLMUnavailableError(
-                f"the LLM server at {where} failed ({status}): {detail}",
-                status=status,
-                retryable=True,
-            )
-        return LLMError(
-            f"the LLM server at {where} rejected the request ({status}): {detail}", status=status
-        )
+        """The sleuth error for an SDK error (:func:`sleuth.llm._errors.translate`)."""
+        return translate(exc, where=self.server, timeout=self.config.timeout, scrub=self._scrub)
 
 
-def _closed_door(exc: BaseException) -> str | None:
-    """Why nothing can answer at the address, when that is why ``exc`` happened: the
-    connection was refused, or the host name does not resolve. None for the rest (a reset,
-    a dropped connection, a TLS failure), which a retry may get past."""
-    import errno
-    import socket
-
-    seen: BaseException | None = exc
-    for _ in range(10):  # the cause chain: openai's error, httpx's, httpcore's, the OSError
-        if seen is None:
-            return None
-        if isinstance(seen, ConnectionRefusedError) or (
-            isinstance(seen, OSError) and seen.errno == errno.ECONNREFUSED
-        ):
-            return "connection refused"
-        if isinstance(seen, socket.gaierror):
-            return "the host name does not resolve"
-        seen = seen.__cause__ or seen.__context__
-    return None
+def _request(
+    messages: Sequence[Message],
+    name: str,
+    max_tokens: int | None,
+    temperature: float,
+    tools: Sequence[Mapping[str, Any]] | None,
+    tool_choice: str | Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The chat completion request's body (the SDK's keywords)."""
+    # Valid text only: one lone surrogate in a prompt would fail the request's encoding.
+    request: dict[str, Any] = {
+        "model": name,
+        "messages": [valid_data(dict(m)) for m in messages],
+        "temperature": temperature,
+    }
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
+    if tools:
+        request["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+    return request

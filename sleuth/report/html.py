@@ -6,8 +6,9 @@ came from web pages is always escaped and can never become markup or a
 ``javascript:`` link. Citation markers such as ``[2]`` that name a source become
 links to that source's entry (``#source-2``); the Sources list is built from the
 report's records, with each source's tier as a badge. The file loads nothing from
-anywhere: its CSS is inline, its one script (which draws the timeline from its data
-block, :mod:`sleuth.report.waterfall`) is allowed by its hash, and a
+anywhere: its CSS is inline, its two scripts (a loader that unpacks the timeline's data
+block, and the script it holds, which draws the timeline: :mod:`sleuth.report.waterfall`)
+are allowed by their hashes, and a
 Content-Security-Policy forbids everything else. A deep research's tree of questions is
 drawn by :mod:`sleuth.report.tree`.
 """
@@ -31,10 +32,11 @@ from sleuth._slug import Slugger
 from sleuth._version import __version__
 from sleuth.lang import LABELS
 from sleuth.models import Quality, Report, Source
-from sleuth.report.quotes import QUOTE_CSS, Quotes
+from sleuth.report.quotes import POPOVER_CSS, QUOTE_CSS, VERBATIM_CSS, Quotes
 from sleuth.report.tree import TREE_CSS, render_tree
 from sleuth.report.waterfall import (
-    REPORT_SCRIPT,
+    REPORT_LOADER,
+    REPORT_LOADER_HASH,
     WATERFALL_CSS,
     WATERFALL_JS_HASH,
     render_waterfall,
@@ -174,7 +176,9 @@ def _markdown(known: Mapping[int, Source], quotes: Quotes | None = None) -> Mark
     ) -> str:
         token = tokens[idx]
         if not str(token.attrGet("href") or "").startswith("#"):
-            token.attrSet("rel", "noopener noreferrer nofollow")
+            # No referrer goes out: the document (its <meta name="referrer">) and the web
+            # page (its Referrer-Policy header) both say so for every link.
+            token.attrSet("rel", "noopener")
             token.attrSet("target", "_blank")
         return self.renderToken(tokens, idx, options, env)
 
@@ -280,9 +284,7 @@ def _sources_html(sources: list[Source]) -> str:
         host = escape(urlsplit(source.url).hostname or "")
         if source.url.lower().startswith(("http://", "https://")):
             href = escape(source.url, quote=True)
-            name = (
-                f'<a href="{href}" rel="noopener noreferrer nofollow" target="_blank">{title}</a>'
-            )
+            name = f'<a href="{href}" rel="noopener" target="_blank">{title}</a>'
         else:
             name = title
         via = escape(", ".join(source.providers))
@@ -322,10 +324,10 @@ def _meta_html(report: Report) -> str:
     return f'<div class="meta">{"".join(parts)}</div>\n'
 
 
-def render_fragment(report: Report, *, timeline: bool = True) -> str:
+def render_fragment(report: Report, *, timeline: bool = True, standalone: bool = False) -> str:
     """The report as an ``<article class="sleuth-report">`` (style it with ``REPORT_CSS``),
     ending with its timing waterfall (unless ``timeline`` is False: the web page draws
-    a live run's own)."""
+    a live run's own; ``standalone``: the waterfall carries its own stylesheet)."""
     known = {source.id: source for source in report.sources}
     said = [*(report.answer.sentences if report.answer else [])]
     said += [s for section in report.sections or [] for s in section.answer]
@@ -349,14 +351,16 @@ def render_fragment(report: Report, *, timeline: bool = True) -> str:
         body += _render_md(md, "## Gaps\n\n" + gaps, slugs)
     body += render_tree(report, headings)
     if timeline:
-        body += render_waterfall(report)
+        body += render_waterfall(report, standalone=standalone)
     return f'<article class="sleuth-report">\n{head}{_meta_html(report)}{body}</article>\n'
 
 
-#: The report document's Content-Security-Policy: its inline CSS and the one script that
-#: draws its timeline (by its hash), nothing else, ever: no request of any kind.
+#: The report document's Content-Security-Policy: its inline CSS and the two scripts of
+#: its timeline (the loader and the drawing script it unpacks, by their hashes), nothing
+#: else, ever: no request of any kind.
 REPORT_CSP = (
-    f"default-src 'none'; style-src 'unsafe-inline'; script-src '{WATERFALL_JS_HASH}'; "
+    "default-src 'none'; style-src 'unsafe-inline'; "
+    f"script-src '{REPORT_LOADER_HASH}' '{WATERFALL_JS_HASH}'; "
     "img-src data:; base-uri 'none'; form-action 'none'"
 )
 _PAGE_CSS = (
@@ -366,23 +370,31 @@ _PAGE_CSS = (
 )
 
 
+def _tight(css: str) -> str:
+    """``css`` with no whitespace that its meaning does not need: runs of it become one
+    space (a line may break inside a value), and none is kept around ``{ } ; ,``."""
+    return re.sub(r" ?([{};,]) ?", r"\1", re.sub(r"\s+", " ", css)).strip()
+
+
 def _css(fragment: str) -> str:
-    """The stylesheet a report needs: the parts for its quotes, tree and timeline only
-    when it has them."""
-    parts = [_BASE_CSS]
-    parts += [QUOTE_CSS] if 'class="cw"' in fragment else []
+    """The stylesheet a standalone report needs: the parts for its quotes and tree only
+    when it has them (the timeline's comes with its data, for its script)."""
+    # The document holds one report: its rules need no ".sleuth-report " scope, which the
+    # web page's stylesheet keeps (the page shows more than the report).
+    parts = [_tight(_BASE_CSS.replace(".sleuth-report ", ""))]
+    parts += [POPOVER_CSS] if 'class="cw"' in fragment else []
+    parts += [VERBATIM_CSS] if 'class="cite v"' in fragment else []
     parts += [TREE_CSS] if '<details class="qtree"' in fragment else []
-    parts += [WATERFALL_CSS] if '<details class="timeline"' in fragment else []
     return "".join(parts)
 
 
 def render_html(report: Report) -> str:
     """The report as one self-contained HTML document: inline CSS, no external asset, and
-    (when it has a timeline) the one script that draws it, which makes no request."""
+    (when it has a timeline) the scripts that draw it, which make no request."""
     title = escape(f"Research: {report.topic}")
-    fragment = render_fragment(report)
+    fragment = render_fragment(report, standalone=True)
     script = (
-        f"<script>{REPORT_SCRIPT}</script>\n" if '<details class="timeline"' in fragment else ""
+        f"<script>{REPORT_LOADER}</script>\n" if '<details class="timeline"' in fragment else ""
     )
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -8,7 +8,9 @@ that span: shown on hover, and on click while the marker has the focus (a click
 elsewhere closes it; the marker is a focusable element, not a link that would scroll the
 page away), with a link on to the source's entry. A quote shown on hover lets the
 pointer through, so it never hides the next citation. No script: the popover is CSS.
-Citations without a recorded span link to the source.
+Citations without a recorded span link to the source. A span that is the sentence itself
+(the words are the source's own) is not written twice: its marker links to the source
+and says on hover or focus that the sentence is word for word in it.
 
 A report written without a model quotes its sources in its Answer: each of those
 sentences (:class:`~sleuth.models.AnswerSentence`) shows, on its first source's marker, the
@@ -25,7 +27,7 @@ from html import escape
 from sleuth.models import AnswerSentence, Claim, Source, Support
 from sleuth.report.waterfall import minify
 
-__all__ = ["QUOTE_CSS", "Quotes"]
+__all__ = ["POPOVER_CSS", "QUOTE_CSS", "VERBATIM_CSS", "Quotes"]
 
 _WORDS = re.compile(r"\w+")
 _CITES = re.compile(r"\[\^?\d{1,4}(?:\s*[,;–-]\s*\d{1,4})*\]")
@@ -38,7 +40,8 @@ _CONTEXT_WORDS = 6
 #: Characters of a quote shown in its popover.
 _SHOWN = 320
 
-QUOTE_CSS = minify("""
+#: The quote popovers' stylesheet.
+POPOVER_CSS = minify("""
 .cw{position:relative}
 .qt{display:none;position:absolute;left:-.6rem;top:1.5em;z-index:5;width:24rem;max-width:88vw;
 padding:.5rem .7rem;font:400 .87rem/1.45 system-ui,sans-serif;text-align:left;
@@ -50,6 +53,15 @@ box-shadow:0 4px 14px #0003;pointer-events:none}
 .qt a{font-size:.8rem}
 .cw .cite{cursor:pointer}
 """)
+#: The stylesheet of markers whose sentence is the source's own words.
+VERBATIM_CSS = minify("""
+a.v{position:relative;text-decoration:underline dotted}
+.v:hover:after,.v:focus:after{content:"word for word in this source";position:absolute;left:0;
+top:1.5em;z-index:5;white-space:nowrap;padding:.2rem .5rem;font:400 .8rem system-ui;
+background:var(--fg);color:var(--bg);border-radius:4px}
+""")
+#: Both: what the web page, which shows any report, carries.
+QUOTE_CSS = POPOVER_CSS + VERBATIM_CSS
 
 
 class Quotes:
@@ -63,7 +75,7 @@ class Quotes:
     ) -> None:
         self.sources = sources
         self.claims: list[tuple[str, dict[int, Support]]] = [
-            (_words(claim.text), {s.source: s for s in claim.support})
+            (_words(_CITES.sub(" ", claim.text)), {s.source: s for s in claim.support})
             for claim in claims or ()
             if claim.verdict in ("kept", "unverified") and claim.support
         ]
@@ -83,7 +95,15 @@ class Quotes:
             return {}
         for text, spans in self.claims:
             if needle in text:
-                return {n: spans[n] for n in numbers if n in spans}
+                # A span that is the sentence itself is not written twice: its quote is
+                # left empty, and the marker says the sentence is the source's words.
+                return {
+                    n: spans[n].model_copy(update={"quote": ""})
+                    if _words(spans[n].quote) == text
+                    else spans[n]
+                    for n in numbers
+                    if n in spans
+                }
         return {}
 
     def marker(self, n: int, support: Support | None) -> str:
@@ -92,6 +112,8 @@ class Quotes:
         if support is None:
             title = escape(source.title, quote=True)
             return f'<a class="cite" href="#source-{n}" title="{title}">{n}</a>'
+        if not support.quote:  # the sentence is the source's own words (see at())
+            return f'<a class="cite v" href="#source-{n}">{n}</a>'
         self._shown += 1
         anchor = f"q{self._shown}"
         quote = support.quote if len(support.quote) <= _SHOWN else support.quote[:_SHOWN] + "…"

@@ -1,4 +1,4 @@
-// The HTML report's timing waterfall, drawn from the compact data block its timeline
+// The HTML report's timing waterfall, drawn from the packed data block its timeline
 // section carries (sleuth/report/waterfall.py writes it; its docstring says the fields).
 // The report runs it once (its CSP allows this script by its hash, nothing else); the
 // web page runs it on each report it shows. It makes no request; text goes in with
@@ -53,7 +53,19 @@ var SleuthTimeline = (root) => {
       });
     });
   };
-  (root || document).querySelectorAll(".wf>script[type='application/json']").forEach((s) => {
-    if (!s.parentNode.querySelector("p")) draw(s.parentNode, JSON.parse(s.textContent));
+  // The data block is deflated JSON in base64: the browser's own DecompressionStream
+  // reads it (no request: a Blob's stream). A report's loader has unpacked it already.
+  var unpack = (t) => new Response(new Blob([Uint8Array.from(atob(t), (c) => c.charCodeAt(0))])
+    .stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
+  (root || document).querySelectorAll(".wf>script[type='text/x-sleuth-timeline']").forEach((s) => {
+    var box = s.parentNode;
+    if (box.dataset.d) return;  // drawn, or being drawn
+    box.dataset.d = 1;
+    (box.wfData ? Promise.resolve(box.wfData) : unpack(s.textContent.trim()).then(JSON.parse))
+      .then((data) => {
+        box.insertAdjacentHTML("beforeend", data.k);  // the key: sleuth's own markup
+        draw(box, data);
+        box.dataset.d = 2;
+      });
   });
 };

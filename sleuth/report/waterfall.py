@@ -2,14 +2,17 @@
 
 Drawn from :mod:`sleuth.report.lanes`: one row per query, page or model call, each bar
 placed on the run's shared time axis. The section carries the layout as one compact
-JSON block, ``{"a": [tick step, ticks], "g": [[title, note, rows]]}``: a row is
+JSON object, deflated and in base64 (:func:`pack`: only the script reads it), ``{"a":
+[tick step, ticks], "g": [[title, note, rows]], "k": the key's HTML, "s": the
+stylesheet (a standalone document's)}``: a row is
 ``[label, what became of its page, bars]``, a bar ``[classes, start, end, HTTP status or
 the model call's subject, size, why it ended, time queued]`` (seconds; trailing empty
 fields left out; classes as the stylesheet names them: kind ``s`` ``d`` ``e`` (a model
 call has none), outcome ``f`` failed ``x`` cut ``k`` cached, ``c`` on the critical path).
-``waterfall.js`` (:data:`WATERFALL_JS`, the report's one script, allowed by its hash)
-draws it: a bar's left edge and width are percentages of the axis, its hover text
-composed from its fields (as markup, each request would cost three times the bytes).
+``waterfall.js`` (:data:`WATERFALL_JS`; in a report, run by :data:`REPORT_LOADER`, both
+allowed by their hashes) draws it: a bar's left edge and width are percentages of the
+axis, its hover text composed from its fields (as markup, each request would cost three
+times the bytes).
 The critical path's bars are drawn solid, the others faded; failed bars are red, cut
 ones hatched, cached ones a thin mark. Hovering or focusing (clicking) a bar shows
 what it was: status, size, time, why it ended.
@@ -21,6 +24,7 @@ import base64
 import hashlib
 import json
 import re
+import zlib
 from html import escape
 from importlib.resources import files
 from typing import Any
@@ -29,14 +33,19 @@ from sleuth.models import Report, Timeline
 from sleuth.report.lanes import Bar, Layout, axis, layout
 
 __all__ = [
+    "DATA_TYPE",
+    "REPORT_LOADER",
+    "REPORT_LOADER_HASH",
     "REPORT_SCRIPT",
     "WATERFALL_CSS",
     "WATERFALL_JS",
     "WATERFALL_JS_HASH",
     "WATERFALL_KEY",
     "minify",
+    "pack",
     "render_waterfall",
     "summary_line",
+    "unpack",
 ]
 
 
@@ -78,7 +87,19 @@ background:var(--fg);color:var(--bg);pointer-events:none}
 .wf i.r:after{left:auto;right:0}
 .wf .y{display:flex;flex-wrap:wrap;gap:0 1rem;margin-top:.5rem;color:var(--muted)}
 .wf .y i{position:static;display:inline-block;width:14px;margin-right:4px;vertical-align:-1px}
+.wf .y .qd{--q:60%}
 """)
+
+
+#: The waterfall's key (the script adds it to a report's drawn timeline; the web page
+#: shows it under its live one).
+WATERFALL_KEY = (
+    '<div class="y"><span><i class="s c"></i>search</span><span><i class="d c"></i>download'
+    '</span><span><i class="e c"></i>extraction</span><span><i class=c></i>model call</span>'
+    '<span><i></i>off the critical path</span><span><i class="d c qd"></i>'
+    'queued</span><span><i class="f c"></i>failed</span><span><i class="x c"></i>not '
+    "waited for</span></div>"
+)
 
 
 def summary_line(timeline: Timeline) -> str:
@@ -113,11 +134,29 @@ def _script() -> str:
 
 #: The function that draws the waterfalls under a node (``SleuthTimeline(root)``).
 WATERFALL_JS = _script()
-#: The report's script (that function, run on the document) and its CSP hash.
+#: The script that draws a report's timeline: that function, run on the document. A
+#: standalone report carries it packed in its timeline's data block (it serves the drawing
+#: only); :data:`REPORT_LOADER` unpacks and runs it.
 REPORT_SCRIPT = WATERFALL_JS + "\nSleuthTimeline(document)"
-WATERFALL_JS_HASH = "sha256-" + base64.b64encode(
-    hashlib.sha256(REPORT_SCRIPT.encode()).digest()
-).decode("ascii")
+#: A standalone report's one inline script: it unpacks the timeline's data block, adds its
+#: stylesheet, hands the data to the drawing script and runs that (allowed by its hash).
+REPORT_LOADER = (
+    '(()=>{var b=document.querySelector(".wf>script[type$=timeline]"),'
+    "e=(t)=>document.createElement(t);if(b)new Response(new Blob([Uint8Array.from("
+    "atob(b.textContent),(c)=>c.charCodeAt(0))]).stream().pipeThrough("
+    'new DecompressionStream("deflate-raw"))).text().then((t)=>{var d=JSON.parse(t),'
+    's=e("style"),j=e("script");s.textContent=d.s;document.head.append(s);'
+    "b.parentNode.wfData=d;j.textContent=d.j;document.body.append(j)})})()"
+)
+
+
+def _hash(script: str) -> str:
+    return "sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode("ascii")
+
+
+#: The CSP hashes of the drawing script and of the loader.
+WATERFALL_JS_HASH = _hash(REPORT_SCRIPT)
+REPORT_LOADER_HASH = _hash(REPORT_LOADER)
 
 _KIND = {"search": "s", "download": "d", "extract": "e", "llm": ""}
 _OUTCOME = {"failed": "f", "cut": "x", "cached": "k", "ok": ""}
@@ -149,7 +188,7 @@ def _bar(bar: Bar) -> list[Any]:
     return fields
 
 
-def _data(drawn: Layout, step: float, ticks: int) -> str:
+def _data(drawn: Layout, step: float, ticks: int) -> dict[str, Any]:
     groups = [
         [
             group.title,
@@ -158,33 +197,43 @@ def _data(drawn: Layout, step: float, ticks: int) -> str:
         ]
         for group in drawn.groups
     ]
-    text = json.dumps(
-        {"a": [_t(step), ticks], "g": groups}, ensure_ascii=False, separators=(",", ":")
-    )
-    return text.replace("<", "\\u003c")  # nothing in it can end its <script> element
+    return {"a": [_t(step), ticks], "g": groups, "k": WATERFALL_KEY}
 
 
-WATERFALL_KEY = (
-    '<div class="y"><span><i class="s c"></i>search</span><span><i class="d c"></i>download'
-    '</span><span><i class="e c"></i>extraction</span><span><i class=c></i>model call</span>'
-    '<span><i></i>off the critical path</span><span><i class="d c" style="--q:60%"></i>'
-    'queued</span><span><i class="f c"></i>failed</span><span><i class="x c"></i>not '
-    "waited for</span></div>"
-)
+#: The type of the script element holding a waterfall's packed data (never run).
+DATA_TYPE = "text/x-sleuth-timeline"
 
 
-def render_waterfall(report: Report, *, open_: bool = False) -> str:
+def pack(data: dict[str, Any]) -> str:
+    """``data`` as the waterfall's data block holds it: its JSON deflated (raw DEFLATE,
+    which the browser's ``DecompressionStream`` reads) and in base64. Only what the script
+    reads is packed: nothing a reader without scripts could have seen."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, -15)
+    return base64.b64encode(squeeze.compress(text.encode()) + squeeze.flush()).decode("ascii")
+
+
+def unpack(block: str) -> dict[str, Any]:
+    """The data of a block :func:`pack` wrote (for tests and tools)."""
+    data: dict[str, Any] = json.loads(zlib.decompress(base64.b64decode(block), -15))
+    return data
+
+
+def render_waterfall(report: Report, *, open_: bool = False, standalone: bool = False) -> str:
     """The report's timeline as a ``<details>`` section ("" when it has none), drawn by
-    :data:`WATERFALL_JS` from its data block."""
+    :data:`WATERFALL_JS` from its packed data block (:func:`pack`), which holds its key
+    too and, for a ``standalone`` document, its stylesheet: both serve the drawing only."""
     timeline = report.timeline
     if timeline is None or not timeline.spans:
         return ""
     drawn = layout(timeline, report)
     step, ticks = axis(drawn.wall_s)
+    data = _data(drawn, step, ticks)
+    if standalone:  # what only the drawing needs: packed with the data it draws
+        data.update(s=WATERFALL_CSS, j=REPORT_SCRIPT)
     return (
         f'<details class="timeline"{" open" if open_ else ""}><summary>Timeline '
         f"<small>{escape(summary_line(timeline))}</small></summary>\n"
-        f'<div class="wf"><script type="application/json">{_data(drawn, step, ticks)}</script>'
-        "<noscript>The timeline is drawn by a script of this file.</noscript>\n"
-        f"{WATERFALL_KEY}</div></details>\n"
+        f'<div class="wf"><script type="{DATA_TYPE}">{pack(data)}</script>'
+        "<noscript>The timeline is drawn by a script of this file.</noscript></div></details>\n"
     )

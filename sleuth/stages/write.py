@@ -285,12 +285,15 @@ async def llm_body(
 ) -> str:
     """The report body written by the report model; ParseError when it wrote nothing."""
     budget, reply_size, values = _report_budget(llm, question, words)
-    reply = await llm.ask(
-        "report",
+    from sleuth.llm.prompts import render_messages
+
+    sources_text = sources_block(sources, llm, budget, answer=answer)
+    # Streamed: the user waits to read this reply, and the page shows it as it is written.
+    reply = await llm.chat(
+        render_messages("report", sources=sources_text, **values),
         stage="report",
         max_tokens=reply_size,
-        sources=sources_block(sources, llm, budget, answer=answer),
-        **values,
+        stream=True,
     )
     body = tidy_body(reply.answer)
     if not body:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import socket
 import threading
 import time
@@ -45,7 +44,17 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from sleuth.testing._chat_wire import (
+    completion,
+    error_response,
+    stream_reply,
+    tokens_of,
+    usage_of,
+)
 from sleuth.testing._responses import EscapedJSONResponse
+
+#: The old private name, which the bench world imports.
+_completion = completion
 
 __all__ = ["MISBEHAVIOURS", "RecordedRequest", "ScriptedLLM"]
 
@@ -71,14 +80,6 @@ MISBEHAVIOURS = (
 )
 _DEFAULT_SECONDS = {"drip": 2.0, "delay": 3600.0}
 _CHUNK = b"a" * 65536
-
-_ERROR_TYPES = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    403: "permission_error",
-    404: "not_found_error",
-    429: "rate_limit_error",
-}
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class _Step:
     usage: bool | tuple[int, int] = True
     finish_reason: str = "stop"
     delay: float = 0.0
+    first_token: float = 0.0
+    tokens_per_s: float | None = None
     misbehaviour: str | None = None
     seconds: float = 0.0
     size: int = 0
@@ -126,10 +129,6 @@ class _Step:
         return self.contains is None or self.contains in request.last_user
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
 class ScriptedLLM:
     """A scripted OpenAI-compatible endpoint; see the module docstring."""
 
@@ -141,6 +140,8 @@ class ScriptedLLM:
         #: reply was complete (a cancelled or capped call).
         self.disconnected: list[RecordedRequest] = []
         self.in_flight = 0
+        #: When (``time.time()``) each streamed reply sent its first words, in order.
+        self.first_words: list[float] = []
         self.max_in_flight = 0
         self.base_url = ""
         self.root_url = ""
@@ -170,10 +171,15 @@ class ScriptedLLM:
         usage: bool | tuple[int, int] = True,
         finish_reason: str = "stop",
         delay: float = 0.0,
+        first_token: float = 0.0,
+        tokens_per_s: float | None = None,
     ) -> ScriptedLLM:
         """Script a reply. ``usage``: True counts words, ``(prompt, completion)`` gives
         the numbers, False leaves usage out. ``delay`` holds the request that long
-        (server side) before answering."""
+        (server side) before answering. ``first_token`` and ``tokens_per_s`` pace the
+        reply like a real model's: a streamed one sends its first words after
+        ``first_token`` seconds and the rest at that rate (four characters a token); a
+        plain one is held for the whole time."""
         return self._push(
             _Step(
                 reply=reply,
@@ -183,6 +189,8 @@ class ScriptedLLM:
                 usage=usage,
                 finish_reason=finish_reason,
                 delay=delay,
+                first_token=first_token,
+                tokens_per_s=tokens_per_s,
             )
         )
 
@@ -330,11 +338,11 @@ class ScriptedLLM:
         try:
             body = await request.json()
         except ValueError:
-            return _error(400, "request body is not JSON")
+            return error_response(400, "request body is not JSON")
         except ClientDisconnect:  # the client gave up (a cancelled call): nobody to answer
             return Response(status_code=499)
         if not isinstance(body, dict):
-            return _error(400, "request body must be a JSON object")
+            return error_response(400, "request body must be a JSON object")
         recorded = RecordedRequest(
             model=body.get("model"),
             messages=list(body.get("messages") or []),
@@ -351,6 +359,8 @@ class ScriptedLLM:
                 return await self._misbehave(step, recorded, request)
             if step is not None and step.delay:
                 await asyncio.sleep(step.delay)
+            if step is not None and not recorded.stream and step.reply is not None:
+                await asyncio.sleep(_plain_time(step, recorded))
             return self._respond(step, recorded)
         finally:
             with self._lock:
@@ -359,13 +369,13 @@ class ScriptedLLM:
     def _respond(self, step: _Step | None, recorded: RecordedRequest) -> Response:
         if step is None:
             start = " ".join(recorded.last_user.split())[:80]
-            return _error(
+            return error_response(
                 500,
                 "ScriptedLLM: script exhausted — nothing scripted matches "
                 f"model={recorded.model!r}, last user message {start!r}",
             )
         if step.reply is None:
-            return _error(step.status, step.message, retry_after=step.retry_after)
+            return error_response(step.status, step.message, retry_after=step.retry_after)
         produced = step.reply(recorded.body) if callable(step.reply) else step.reply
         if isinstance(produced, Response):
             return produced
@@ -373,15 +383,24 @@ class ScriptedLLM:
         if isinstance(produced, dict):
             return EscapedJSONResponse(produced)
         model = recorded.model or (self.models[0] if self.models else "scripted-model")
-        usage = _usage(step.usage, recorded, produced)
+        usage = usage_of(step.usage, recorded.messages, produced)
         if recorded.stream:
             options = recorded.body.get("stream_options") or {}
             include = bool(options.get("include_usage")) if isinstance(options, dict) else False
-            return StreamingResponse(
-                _sse(produced, model, step.finish_reason, usage if include else None),
-                media_type="text/event-stream",
+            return stream_reply(
+                produced,
+                model,
+                step.finish_reason,
+                usage if include else None,
+                first_token=step.first_token,
+                tokens_per_s=step.tokens_per_s,
+                on_first=lambda: self._first_words(recorded),
             )
-        return EscapedJSONResponse(_completion(produced, model, step.finish_reason, usage))
+        return EscapedJSONResponse(completion(produced, model, step.finish_reason, usage))
+
+    def _first_words(self, recorded: RecordedRequest) -> None:
+        with self._lock:
+            self.first_words.append(time.time())
 
     # -- misbehaving -----------------------------------------------------------------
     def _gone(self, recorded: RecordedRequest) -> None:
@@ -394,7 +413,7 @@ class ScriptedLLM:
         mode = step.misbehaviour
         model = recorded.model or "scripted-model"
         valid = json.dumps(
-            _completion("a reply from a misbehaving server", model, "stop", None)
+            completion("a reply from a misbehaving server", model, "stop", None)
         ).encode()
         if mode == "delay":
             if await _disconnects_within(request, step.seconds):
@@ -415,9 +434,9 @@ class ScriptedLLM:
         elif mode == "deep-nesting":
             body = b"[" * 100_000 + b"]" * 100_000
         else:  # oversized: valid JSON, ``size`` bytes long
-            empty = len(json.dumps(_completion("", model, "stop", None)))
+            empty = len(json.dumps(completion("", model, "stop", None)))
             body = json.dumps(
-                _completion("x" * max(0, step.size - empty), model, "stop", None)
+                completion("x" * max(0, step.size - empty), model, "stop", None)
             ).encode()
         return Response(body, media_type="application/json")
 
@@ -435,7 +454,7 @@ class ScriptedLLM:
                 self._gone(recorded)
 
     async def _endless(self, model: str, recorded: RecordedRequest) -> AsyncIterator[bytes]:
-        head = json.dumps(_completion("", model, "stop", None)).encode()
+        head = json.dumps(completion("", model, "stop", None)).encode()
         try:
             yield head[: head.index(b'"content": "') + len(b'"content": "')]
             while True:
@@ -443,6 +462,15 @@ class ScriptedLLM:
                 await asyncio.sleep(0)  # let the server notice a closed connection
         finally:
             self._gone(recorded)
+
+
+def _plain_time(step: _Step, recorded: RecordedRequest) -> float:
+    """Seconds a paced step holds a reply that is not streamed: as long as its stream."""
+    if not step.first_token and not step.tokens_per_s:
+        return 0.0
+    text = step.reply if isinstance(step.reply, str) else ""
+    rate = step.tokens_per_s
+    return step.first_token + (tokens_of(text) / rate if rate else 0.0)
 
 
 async def _disconnects_within(request: Request, seconds: float) -> bool:
@@ -457,73 +485,3 @@ async def _disconnects_within(request: Request, seconds: float) -> bool:
     except TimeoutError:
         return False
     return True
-
-
-def _usage(
-    spec: bool | tuple[int, int], recorded: RecordedRequest, text: str
-) -> dict[str, int] | None:
-    if spec is False:
-        return None
-    if isinstance(spec, tuple):
-        prompt, completion = spec
-    else:
-        prompt = sum(_words(str(m.get("content", ""))) for m in recorded.messages)
-        completion = _words(text)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-    }
-
-
-def _error(status: int, message: str, *, retry_after: str | None = None) -> Response:
-    headers = {"retry-after": retry_after} if retry_after is not None else None
-    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    body = {"error": {"message": message, "type": kind, "param": None, "code": None}}
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def _completion(
-    text: str, model: str, finish_reason: str, usage: dict[str, int] | None
-) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion",
-        "created": int(time.time()),
-        "model": model,
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": finish_reason,
-            }
-        ],
-    }
-    if usage is not None:
-        body["usage"] = usage
-    return body
-
-
-async def _sse(
-    text: str, model: str, finish_reason: str, usage: dict[str, int] | None
-) -> AsyncIterator[str]:
-    """The reply as OpenAI's chat.completion.chunk events, a few words per chunk."""
-    base = {
-        "id": "chatcmpl-scripted",
-        "object": "chat.completion.chunk",
-        "created": int(time.time()),
-        "model": model,
-    }
-
-    def event(choices: list[dict[str, Any]], **extra: Any) -> str:
-        return f"data: {json.dumps({**base, 'choices': choices, **extra})}\n\n"
-
-    yield event(
-        [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]
-    )
-    for piece in re.findall(r"\S+\s*|\s+", text):
-        yield event([{"index": 0, "delta": {"content": piece}, "finish_reason": None}])
-    yield event([{"index": 0, "delta": {}, "finish_reason": finish_reason}])
-    if usage is not None:
-        yield event([], usage=usage)
-    yield "data: [DONE]\n\n"
