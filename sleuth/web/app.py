@@ -57,10 +57,13 @@ from sleuth._valid import valid_data, valid_text
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.models import Report
 from sleuth.progress import Event
-from sleuth.report.html import REPORT_CSP, render_fragment, render_html, report_from_data
+from sleuth.report.html import REPORT_CSP, render_fragment, render_html
 from sleuth.report.waterfall import render_waterfall
 from sleuth.settings import DEEP_DEFAULTS, Settings, load_settings, with_options
+from sleuth.web.history import history, history_run
 from sleuth.web.page import render_page
+from sleuth.web.respond import error as _error
+from sleuth.web.respond import for_page
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -135,20 +138,6 @@ class WebState:
             if not self.runs[oldest].done:
                 break
             del self.runs[oldest]
-
-
-def for_page(html: str) -> str:
-    """Server-rendered HTML for the page, its ``style`` attributes as ``data-s`` ones.
-
-    The page's CSP applies no inline style attribute (and says so in the console for
-    each); its script sets each ``data-s`` through the CSSOM instead. Every attribute
-    value was escaped, so `` style="`` can only be an attribute.
-    """
-    return html.replace(' style="', ' data-s="')
-
-
-def _error(message: str, status: int) -> JSONResponse:
-    return JSONResponse({"error": valid_text(message)}, status_code=status)
 
 
 def host_names(bound: str) -> list[str]:
@@ -394,55 +383,6 @@ async def config(request: Request) -> Response:
             "store": not settings.no_store,
         }
     )
-
-
-def _history_list(settings: Settings) -> dict[str, Any]:
-    if settings.no_store:
-        return {"enabled": False, "runs": [], "note": "the run store is off (--no-store)"}
-    from sleuth.store import DB_NAME, Store, default_home
-
-    home = settings.home or default_home()
-    if not (home / DB_NAME).exists():
-        return {"enabled": True, "runs": [], "note": "no run stored yet"}
-    with Store(home) as store:
-        runs = store.list_runs(20)
-    return {"enabled": True, "runs": [run._asdict() for run in runs]}
-
-
-def _history_report(settings: Settings, run_id: str) -> dict[str, Any]:
-    from sleuth.store import Store, default_home
-
-    with Store(settings.home or default_home()) as store:
-        info = store.get_run(run_id)
-    if not isinstance(info.report, dict):
-        return {"error": f"run {info.id} has no report (status: {info.status})"}
-    return {
-        "html": for_page(render_fragment(report_from_data(info.report))),
-        "question": info.question,
-    }
-
-
-async def history(request: Request) -> Response:
-    settings: Settings = request.app.state.web.settings
-    try:
-        return JSONResponse(await asyncio.to_thread(_history_list, settings))
-    except (SleuthError, OSError, ImportError) as exc:  # history is optional: say why, go on
-        return JSONResponse(
-            {"enabled": False, "runs": [], "note": f"the run store could not be read: {exc}"}
-        )
-
-
-async def history_run(request: Request) -> Response:
-    settings: Settings = request.app.state.web.settings
-    if settings.no_store:
-        return _error("the run store is off", 404)
-    try:
-        result = await asyncio.to_thread(_history_report, settings, request.path_params["run_id"])
-    except ConfigError as exc:
-        return _error(str(exc), 404)
-    except (SleuthError, OSError, ValueError) as exc:
-        return _error(f"the stored report could not be read: {exc}", 500)
-    return JSONResponse(result, status_code=404 if "error" in result else 200)
 
 
 async def page(request: Request) -> Response:
