@@ -235,7 +235,8 @@ def test_junk_planned_queries_are_dropped_and_the_rules_plan_instead(
 def test_model_queries_that_find_nothing_give_way_to_the_rules_plan(
     web: OfflineWeb, llm: ScriptedLLM
 ) -> None:
-    llm.add(json.dumps(["qxzvw jjkqp", "zzqv wwxq"]), contains=MARKERS["plan"])
+    # Misspelt: they bear on the question (so they are searched) and match no page.
+    llm.add(json.dumps(["hongkongg protestz chinaa", "chinaa hongkongg"]), contains=MARKERS["plan"])
     ScriptedResearcher().install(llm)
     question = web.topics[3].question  # Hong Kong
     report = research(web, question)

@@ -156,7 +156,7 @@ class Explorer:
         for branch in frontier:
             branch.status, branch.note = "skipped", reason
             self.tree.branches.append(branch)
-            self._tell(branch)
+            self.tell(branch)
         self.ctx.tally.failures.append(
             Failure(
                 url="",
@@ -229,7 +229,7 @@ class Explorer:
         """``work``, then the branch's end told as it comes (the live tree does not wait
         for the level's slowest branch)."""
         await work
-        self._tell(branch)
+        self.tell(branch)
 
     def _deal(
         self, branches: list[Branch], ranked: list[list[Candidate] | None], share: int
@@ -273,7 +273,7 @@ class Explorer:
             self.ctx.emit(event)
             if event.kind == "fetched" and branch.status == "reading":
                 branch.read += 1
-                self._tell(branch)
+                self.tell(branch)
 
         return replace(
             self.ctx,
@@ -313,7 +313,7 @@ class Explorer:
 
     async def _rank(self, branch: Branch, bctx: RunContext) -> list[Candidate]:
         branch.status = "searching"
-        self._tell(branch)
+        self.tell(branch)
         branch.plan = Plan(
             question=branch.question,
             queries=branch.queries,
@@ -343,7 +343,7 @@ class Explorer:
             return
         branch.candidates = candidates
         branch.status = "reading"
-        self._tell(branch)
+        self.tell(branch)
         if branch.wanted <= 0 or not candidates:
             branch.status = "empty"
             branch.note = (
@@ -430,7 +430,8 @@ class Explorer:
             else:
                 self.tried.add(key)
 
-    def _tell(self, branch: Branch) -> None:
+    def tell(self, branch: Branch) -> None:
+        """Tell the progress stream where ``branch`` stands (a ``branch`` event)."""
         progress = f" {branch.read}/{branch.wanted} pages" if branch.wanted else ""
         self.ctx.emit(
             Event(

@@ -42,7 +42,11 @@ async def deep_research(
     ) as ctx:
         explorer = Explorer(ctx)
         await explorer.explore()
+        told = {b.id: (b.status, b.read) for b in explorer.tree.branches}
         ctx.tally.failures += sift(ctx.topic, explorer.tree)
         await explorer.read_hops()
+        for branch in explorer.tree.branches:  # the live tree ends as the report's does
+            if told.get(branch.id) != (branch.status, branch.read):
+                explorer.tell(branch)
         ctx.session.check_store()  # found damaged while fetching: no report on top
         return ctx.done(await write_report(ctx, explorer.tree))
