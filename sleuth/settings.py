@@ -469,6 +469,20 @@ class Settings(BaseModel):
         description="Research this folder of documents (search provider 'local').",
         json_schema_extra=_meta("--docs", "SLEUTH_DOCS", common=True, skip=_DEEP_ONLY),
     )
+    library: bool = Field(
+        False,
+        description="Search the library (the pages past runs read) alongside the web, "
+        "in documents mode too; it is on by default when the store holds pages, except "
+        "in documents mode.",
+        json_schema_extra=_meta("--library", "SLEUTH_LIBRARY", group="Store", skip=_DEEP_ONLY),
+    )
+    no_library: bool = Field(
+        False,
+        description="Do not search the library of pages past runs read.",
+        json_schema_extra=_meta(
+            "--no-library", "SLEUTH_NO_LIBRARY", group="Store", skip=_DEEP_ONLY
+        ),
+    )
     # --- budgets: when one is reached, gathering stops and the report is written ---
     max_time: float | None = Field(
         None,
@@ -584,6 +598,14 @@ class Settings(BaseModel):
             )
         if self.max_sources > DEEP_MAX_SOURCES:
             raise ValueError(f"max_sources: must be at most {DEEP_MAX_SOURCES}")
+        return self
+
+    @model_validator(mode="after")
+    def _library(self) -> Settings:
+        if self.library and self.no_library:
+            raise ValueError("library: --library and --no-library cannot both be given")
+        if self.library and self.no_store:
+            raise ValueError("library: --library needs the store (it cannot be --no-store)")
         return self
 
     @field_validator(

@@ -28,6 +28,7 @@ from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, 
 from sleuth.pipeline.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.progress import Event
 from sleuth.search.base import SearchProvider
+from sleuth.search.library import LibrarySearch
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
@@ -218,6 +219,20 @@ class RunRecord:
             log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
 
 
+def _library_wanted(settings: Settings, store: Store) -> bool:
+    """Whether runs search the library: ``--library``; else, unless ``--no-library`` or
+    documents mode (a folder researched instead of the web), when it holds pages."""
+    if settings.library or settings.no_library:
+        return settings.library
+    if settings.docs is not None and "search" not in settings.model_fields_set:
+        return False
+    try:
+        return store.library_size() > 0
+    except StoreError as exc:  # a store that cannot be read costs the library, not the run
+        log_store_failure(log, "could not read the library", exc)
+        return False
+
+
 @dataclass
 class StoreSession:
     """The store's part in research: the store, its caches and the documents index.
@@ -236,6 +251,8 @@ class StoreSession:
     docs_store: Store | None = None
     documents: DocumentReader | None = None
     index: IndexReport | None = None
+    #: Whether runs search the library (the pages past runs read) alongside the web.
+    library: bool = False
     _scratch: Path | None = None
 
     @classmethod
@@ -251,6 +268,7 @@ class StoreSession:
         session.store = session.docs_store = store
         session.page_cache = StorePageCache.for_run(store, settings, resumed=resumed)
         session.reply_cache = StoreReplyCache(store)
+        session.library = _library_wanted(settings, store)
         return session
 
     # ------------------------------------------------------------ documents
@@ -322,7 +340,11 @@ class StoreSession:
         """The providers with the store in front: cached answers, answers told to
         ``on_answer`` (the run record; None: no cache either, as without a record)."""
         wrapped: list[SearchProvider] = []
+        if self.library and providers and not any(isinstance(p, LibrarySearch) for p in providers):
+            providers = [*providers, LibrarySearch(self.settings, providers[0].client, env={})]
         for provider in providers:
+            if isinstance(provider, LibrarySearch) and self.store is not None:
+                provider.attach(self.store)
             if isinstance(provider, LocalSearch) and self.docs_store and self.index:
                 provider.attach(self.docs_store, self.index)
             if self.store is None or on_answer is None:

@@ -113,7 +113,8 @@ async def search_stage(
         found={query: [h for h in hits if h.query == query] for query in queries},
         failures=failures,
         providers=[p for p in providers if isinstance(p, CachedProvider)],
-        searches=len({(h.provider, h.query) for h in hits}) + len(failures),
+        # A library hit's provider names the page's age too: one search all the same.
+        searches=len({(h.provider.partition(",")[0], h.query) for h in hits}) + len(failures),
         waiting=list(waiting.values()),
     )
 

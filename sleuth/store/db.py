@@ -277,6 +277,9 @@ class Database(FileErrors):
             conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
             conn.execute("PRAGMA foreign_keys = ON")
             conn.execute("PRAGMA synchronous = NORMAL")  # reads the schema: damage shows here
+            # What is deleted (a forgotten page, a cleared cache) is overwritten, not left
+            # in free space for anyone reading the file.
+            conn.execute("PRAGMA secure_delete = ON")
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             conn.close()
             error = self._file_error(exc)
@@ -472,14 +475,18 @@ class Database(FileErrors):
         return total
 
     def vacuum(self) -> bool:
-        """Checkpoint the WAL and give free pages back to the disk; False if busy."""
+        """Rewrite the file without its free pages, and empty the WAL before and after
+        (the WAL holds copies of pages, old ones included); False if another connection
+        kept it from finishing."""
         try:
             conn = self.conn()
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             conn.execute("VACUUM")
+            # A checkpoint blocked by a reader says so in its first column.
+            busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
             log.debug("vacuum skipped: database busy")
             return False
-        return True
+        return not (busy and busy[0])
