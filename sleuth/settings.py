@@ -130,8 +130,8 @@ class Settings(BaseModel):
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
         description="Search providers, comma-separated: web search engines in fallback "
-        "order; arxiv, pubmed, semanticscholar, wikipedia, github and local are searched "
-        "alongside them; auto adds those the question's field calls for.",
+        "order; arxiv, pubmed, semanticscholar, wikipedia, github, local and library are "
+        "searched alongside them; auto adds those the question's field calls for.",
         json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search", common=True),
     )
     searxng_url: str | None = Field(

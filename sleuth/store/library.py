@@ -99,7 +99,11 @@ def _filters(site: str | None, since: float | None, before: float | None) -> tup
 
 
 def _with_site(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn`` with the URL functions the library's queries use."""
     conn.create_function("sleuth_on_site", 2, on_site, deterministic=True)
+    conn.create_function(
+        "sleuth_canonical", 1, lambda url: canonicalize(url) if url else None, deterministic=True
+    )
     return conn
 
 
@@ -216,8 +220,12 @@ def _forget(
     """Delete the matching pages and what names them (one transaction); the counts."""
     conditions, args = list[str](), list[Any]()
     if keys:
-        conditions.append(f"canonical_url IN ({', '.join('?' for _ in keys)})")
-        args.extend(keys)
+        # The URL asked for, or the one it led to (the one a report's Sources show).
+        marks = ", ".join("?" for _ in keys)
+        conditions.append(
+            f"(canonical_url IN ({marks}) OR sleuth_canonical(final_url) IN ({marks}))"
+        )
+        args.extend([*keys, *keys])
     if site:
         conditions.append("sleuth_on_site(canonical_url, ?)")
         args.append(site)
