@@ -3,8 +3,9 @@
 Every page sleuth reads stays in its store (:mod:`sleuth.store.library`), and later runs
 search it alongside the web (``--library``). These commands show what it holds
 (``list``, ``search``), write it out (``export``: JSON Lines, or a folder of Markdown
-files), and remove pages for good (``forget``: by URL, by site, or read before a date),
-their bytes included. Each takes ``--home``; bad input is one line and exit code 2.
+files), remove pages for good (``forget``: by URL, by site, or read before a date),
+their bytes included, and encrypt the store (``encrypt``). Each takes ``--home``; bad
+input is one line and exit code 2.
 """
 
 from __future__ import annotations
@@ -237,6 +238,20 @@ def _forget(home: str | None, urls: tuple[str, ...], site: str | None, older: st
     return 0
 
 
+def _encrypt(home: str | None) -> int:
+    from sleuth.cli.runs import _home
+    from sleuth.store import DB_NAME
+    from sleuth.store._cipher import is_encrypted
+    from sleuth.store.encrypt import encrypt_store, new_key
+
+    folder = _home(home)
+    if is_encrypted(folder / DB_NAME) or not encrypt_store(folder, new_key()):
+        click.echo(f"the store in {folder} is already encrypted")
+    else:
+        click.echo(f"encrypted the store in {folder}")
+    return 0
+
+
 # ---------------------------------------------------------------- the commands
 
 
@@ -360,9 +375,17 @@ def library_command() -> click.Group:
         "the database file is rewritten so that it no longer holds them. Reports of past "
         "runs keep what they quoted.",
     )
+    encrypt = click.Command(
+        "encrypt",
+        callback=_encrypt,
+        params=[_home_option()],
+        help="Encrypt the store (pip install 'sleuth[encrypt]') with the key in "
+        "SLEUTH_STORE_KEY or the OS keyring (keyring set sleuth store); later runs need "
+        "the same key. Run it while no other sleuth uses the store.",
+    )
     return click.Group(
         "library",
-        commands={c.name: c for c in (listing, search, export, forget) if c.name},
+        commands={c.name: c for c in (listing, search, export, forget, encrypt) if c.name},
         short_help="List, search, export or forget the pages past runs read.",
         help="The library: every page sleuth has read, searched alongside the web by later "
         "runs (--library, on by default when it holds pages; --no-library to leave it out).",
