@@ -75,6 +75,21 @@ async def test_a_second_run_cites_a_page_only_the_first_read_with_search_offline
     assert re.search(r"\(via library, read \d{4}-\d\d-\d\d\)", again.markdown)
 
 
+@pytest.mark.parametrize(("ttl", "asked"), [(86400, False), (0, True)])
+async def test_a_library_page_is_fetched_again_once_stale_like_any_cached_page(
+    web: OfflineWeb, tmp_path: Path, closed_port: int, ttl: int, asked: bool
+) -> None:
+    first = await sleuth.research(WEWORK, **options(web, tmp_path))
+    url = next(s.url for s in first.sources if "wework-investigation" in s.url)
+    before = len(web.requests_for(url))
+    again = await sleuth.research(
+        WEWORK_AGAIN, **offline(web, tmp_path, closed_port, cache_ttl=ttl)
+    )
+    assert url in {s.url for s in again.sources}
+    assert (len(web.requests_for(url)) > before) is asked
+    assert (again.stats.cached_fetches > 0) is not asked
+
+
 async def test_no_library_keeps_past_pages_out(
     web: OfflineWeb, tmp_path: Path, closed_port: int
 ) -> None:

@@ -220,14 +220,15 @@ class RunRecord:
 
 
 def _library_wanted(settings: Settings, store: Store) -> bool:
-    """Whether runs search the library: ``--library``; else, unless ``--no-library`` or
-    documents mode (a folder researched instead of the web), when it holds pages."""
+    """Whether a run searches the library: ``--library``; else, unless ``--no-library``
+    or documents mode (a folder researched instead of the web), when it holds pages
+    (asked at each search, so a batch's later questions search what its first ones read)."""
     if settings.library or settings.no_library:
         return settings.library
     if settings.docs is not None and "search" not in settings.model_fields_set:
         return False
     try:
-        return store.library_size() > 0
+        return store.library_size(at_most=1) > 0
     except StoreError as exc:  # a store that cannot be read costs the library, not the run
         log_store_failure(log, "could not read the library", exc)
         return False
@@ -251,8 +252,6 @@ class StoreSession:
     docs_store: Store | None = None
     documents: DocumentReader | None = None
     index: IndexReport | None = None
-    #: Whether runs search the library (the pages past runs read) alongside the web.
-    library: bool = False
     _scratch: Path | None = None
 
     @classmethod
@@ -268,7 +267,6 @@ class StoreSession:
         session.store = session.docs_store = store
         session.page_cache = StorePageCache.for_run(store, settings, resumed=resumed)
         session.reply_cache = StoreReplyCache(store)
-        session.library = _library_wanted(settings, store)
         return session
 
     # ------------------------------------------------------------ documents
@@ -332,15 +330,23 @@ class StoreSession:
 
     # ------------------------------------------------------------ searching
 
+    def searches_library(self, settings: Settings) -> bool:
+        """Whether a run with ``settings`` searches the library now (blocking)."""
+        return self.store is not None and _library_wanted(settings, self.store)
+
     def wrap_providers(
         self,
         providers: list[SearchProvider],
         on_answer: Callable[[str, str, list[SearchHit], bool], None] | None,
+        *,
+        library: bool = False,
     ) -> list[SearchProvider]:
         """The providers with the store in front: cached answers, answers told to
-        ``on_answer`` (the run record; None: no cache either, as without a record)."""
+        ``on_answer`` (the run record; None: no cache either, as without a record), and
+        the library's when ``library`` (see :meth:`searches_library`)."""
         wrapped: list[SearchProvider] = []
-        if self.library and providers and not any(isinstance(p, LibrarySearch) for p in providers):
+        library = library and self.store is not None
+        if library and providers and not any(isinstance(p, LibrarySearch) for p in providers):
             providers = [*providers, LibrarySearch(self.settings, providers[0].client, env={})]
         for provider in providers:
             if isinstance(provider, LibrarySearch) and self.store is not None:

@@ -97,7 +97,10 @@ async def search_stage(
     # Every provider name and key is checked before anything is said or sent.
     providers = build_providers(ctx.settings, ctx.services.search_client(), question=ctx.topic)
     recorder = ctx.record.recorder
-    providers = ctx.session.wrap_providers(providers, recorder.hits if recorder else None)
+    library = await asyncio.to_thread(ctx.session.searches_library, ctx.settings)
+    providers = ctx.session.wrap_providers(
+        providers, recorder.hits if recorder else None, library=library
+    )
     ctx.record_plan(plan)
     ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
     search = _searcher(ctx, providers, timeout)

@@ -114,10 +114,12 @@ def _one_row(sql: str, args: tuple[Any, ...], conn: sqlite3.Connection) -> Any:
 class LibraryStore(Database):
     """The library's queries over the pages cache (mixed into :class:`sleuth.store.Store`)."""
 
-    def library_size(self) -> int:
-        """How many pages with text the library holds."""
-        sql = f"SELECT COUNT(*) FROM pages p WHERE {_HAS_TEXT}"
-        row = self.read(lambda c: c.execute(sql).fetchone())
+    def library_size(self, at_most: int | None = None) -> int:
+        """How many pages with text the library holds (counting no further than
+        ``at_most``: ``library_size(at_most=1)`` asks whether it holds any, cheaply)."""
+        limit = -1 if at_most is None else at_most
+        sql = f"SELECT COUNT(*) FROM (SELECT 1 FROM pages p WHERE {_HAS_TEXT} LIMIT ?)"
+        row = self.read(lambda c: c.execute(sql, (limit,)).fetchone())
         with self.decoding():
             return int(row[0])
 
