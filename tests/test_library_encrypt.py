@@ -69,6 +69,8 @@ async def test_an_encrypted_store_holds_no_page_text_in_clear(
     assert [s for s in said if s.encode() in clear] == []
     assert b"SQLite format 3" not in clear
     assert b"WeWork" not in clear and b"Neumann" not in clear
+    assert b"wework-investigation" not in clear  # nor the pages' addresses
+    assert b"wework-investigation" in on_disk(plain)
 
 
 @needs_sqlcipher
