@@ -55,6 +55,15 @@ def parse_when(text: str, now: float | None = None) -> float:
     return (time.time() if now is None else now) - age
 
 
+def _age(seconds: float) -> str:
+    """An age as a table shows it: ``45s``, ``12m30s``, ``5h``, ``3d``."""
+    if seconds < 3600:
+        return duration(seconds)
+    if seconds < 2 * 86400:
+        return f"{int(seconds // 3600)}h"
+    return f"{int(seconds // 86400)}d"
+
+
 def _day(when: float) -> str:
     return time.strftime("%Y-%m-%d", time.gmtime(when))
 
@@ -80,7 +89,7 @@ def format_pages(pages: list[LibraryPage], *, snippets: bool = False) -> str:
     width = max(len("TITLE"), *(len(t) for t in titles))
     lines = []
     for page, title in zip(pages, titles, strict=True):
-        age = duration(max(0.0, now - page.fetched_at))
+        age = _age(max(0.0, now - page.fetched_at))
         lines.append(
             f"{age:>8}  {_day(page.fetched_at)}  {page.chars:>8}  {title:<{width}}  {page.url}"
         )
