@@ -603,9 +603,9 @@ class Settings(BaseModel):
     @model_validator(mode="after")
     def _library(self) -> Settings:
         if self.library and self.no_library:
-            raise ValueError("library: --library and --no-library cannot both be given")
+            raise ValueError("library: not with --no-library")
         if self.library and self.no_store:
-            raise ValueError("library: --library needs the store (it cannot be --no-store)")
+            raise ValueError("library: it is in the store, which --no-store leaves out")
         return self
 
     @field_validator(

@@ -158,3 +158,20 @@ def test_forget_bad_input_is_one_line_and_exit_2(
 def test_markdown_export_needs_a_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["library", "export", "--home", str(tmp_path), "--format", "markdown"]) == 2
     assert "--output DIR" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--library", "--no-library"], "invalid value for --library: not with --no-library"),
+        (
+            ["--library", "--no-store"],
+            "invalid value for --library: it is in the store, which --no-store leaves out",
+        ),
+    ],
+)
+def test_library_options_that_contradict_are_one_line_and_exit_2(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run([*args, "--no-llm", "What is WeWork?"]) == 2
+    assert capsys.readouterr().err == f"sleuth: error: {message}\n"
