@@ -606,6 +606,8 @@ class Settings(BaseModel):
             raise ValueError("library: not with --no-library")
         if self.library and self.no_store:
             raise ValueError("library: it is in the store, which --no-store leaves out")
+        if "library" in self.search and self.no_store:
+            raise ValueError("search: the library is in the store, which --no-store leaves out")
         return self
 
     @field_validator(

@@ -90,6 +90,31 @@ async def test_a_library_page_is_fetched_again_once_stale_like_any_cached_page(
     assert (again.stats.cached_fetches > 0) is not asked
 
 
+async def test_an_empty_library_is_not_searched_and_a_full_one_is(
+    web: OfflineWeb, tmp_path: Path
+) -> None:
+    def asked(run_id: str | None) -> set[str]:
+        assert run_id is not None
+        with Store(tmp_path) as store:
+            return {r.payload["provider"] for r in store.stages(run_id, "hits")}
+
+    first = await sleuth.research(WEWORK, **options(web, tmp_path))
+    assert asked(first.run_id) == {"searxng"}  # nothing said about an empty library
+    again = await sleuth.research(WEWORK_AGAIN, **options(web, tmp_path))
+    assert asked(again.run_id) == {"searxng", "library"}
+
+
+async def test_search_library_alone_researches_what_past_runs_read(
+    web: OfflineWeb, tmp_path: Path
+) -> None:
+    first = await sleuth.research(WEWORK, **options(web, tmp_path))
+    again = await sleuth.research(WEWORK_AGAIN, **options(web, tmp_path, search="library"))
+    assert again.sources
+    assert {s.url for s in again.sources} <= {p.url for p in Store(tmp_path).list_library()}
+    assert all(p.startswith("library, read ") for s in again.sources for p in s.providers)
+    assert first.sources
+
+
 async def test_no_library_keeps_past_pages_out(
     web: OfflineWeb, tmp_path: Path, closed_port: int
 ) -> None:

@@ -36,7 +36,7 @@ from sleuth.store.cache import text_hash
 from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure
 from sleuth.urls import canonicalize
 
-__all__ = ["RunRecord", "RunRecorder", "StoreSession", "run_options"]
+__all__ = ["RunRecord", "RunRecorder", "StoreSession", "library_mode", "run_options"]
 
 log = logging.getLogger(__name__)
 
@@ -219,19 +219,17 @@ class RunRecord:
             log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
 
 
-def _library_wanted(settings: Settings, store: Store) -> bool:
-    """Whether a run searches the library: ``--library``; else, unless ``--no-library``
-    or documents mode (a folder researched instead of the web), when it holds pages
-    (asked at each search, so a batch's later questions search what its first ones read)."""
-    if settings.library or settings.no_library:
-        return settings.library
+def library_mode(settings: Settings) -> bool | None:
+    """Whether a run searches the library: True with ``--library`` or ``--search library``;
+    False with ``--no-library``, ``--no-store``, or in documents mode (a folder researched
+    instead of the web); None: when it holds pages (see :meth:`StoreSession.holds_pages`)."""
+    if settings.library or "library" in settings.search:
+        return True
+    if settings.no_library or settings.no_store:
+        return False
     if settings.docs is not None and "search" not in settings.model_fields_set:
         return False
-    try:
-        return store.library_size(at_most=1) > 0
-    except StoreError as exc:  # a store that cannot be read costs the library, not the run
-        log_store_failure(log, "could not read the library", exc)
-        return False
+    return None
 
 
 @dataclass
@@ -330,9 +328,16 @@ class StoreSession:
 
     # ------------------------------------------------------------ searching
 
-    def searches_library(self, settings: Settings) -> bool:
-        """Whether a run with ``settings`` searches the library now (blocking)."""
-        return self.store is not None and _library_wanted(settings, self.store)
+    def holds_pages(self) -> bool:
+        """Whether the library holds any page now (blocking; asked at each search, so a
+        batch's later questions search what its first ones read)."""
+        if self.store is None:
+            return False
+        try:
+            return self.store.library_size(at_most=1) > 0
+        except StoreError as exc:  # a store that cannot be read costs the library, not the run
+            log_store_failure(log, "could not read the library", exc)
+            return False
 
     def wrap_providers(
         self,
@@ -343,7 +348,7 @@ class StoreSession:
     ) -> list[SearchProvider]:
         """The providers with the store in front: cached answers, answers told to
         ``on_answer`` (the run record; None: no cache either, as without a record), and
-        the library's when ``library`` (see :meth:`searches_library`)."""
+        with ``library`` the library's provider (see :func:`library_mode`)."""
         wrapped: list[SearchProvider] = []
         library = library and self.store is not None
         if library and providers and not any(isinstance(p, LibrarySearch) for p in providers):

@@ -15,13 +15,15 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sleuth._format import plural
-from sleuth.models import Failure, Plan, SearchHit
+from sleuth.models import Failure, Plan, SearchFailure, SearchHit
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.recorder import library_mode
 from sleuth.pipeline.tally import NothingFound, Searched
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
 from sleuth.search.base import SearchProvider
+from sleuth.search.library import LibrarySearch
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
 from sleuth.stages.plan import whole_question
@@ -29,6 +31,7 @@ from sleuth.stages.plan import whole_question
 __all__ = ["explain_empty_search", "results_wanted", "search_stage"]
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
+LIBRARY = LibrarySearch.name
 _Search = Callable[[list[str]], Awaitable[_Answers]]
 
 
@@ -65,14 +68,20 @@ def _searcher(ctx: RunContext, providers: Sequence[SearchProvider], timeout: flo
     groups = provider_groups(list(providers))
     limit = results_wanted(ctx.settings)
 
+    async def one(
+        group: list[SearchProvider], batch: list[str]
+    ) -> tuple[list[SearchHit], list[SearchFailure]]:
+        # The library is searched when it holds pages: asked here, beside the other
+        # groups' searches, so that the first request is never held up by the store.
+        ask = group[0].name == LIBRARY and library_mode(ctx.settings) is None
+        if ask and not await asyncio.to_thread(ctx.session.holds_pages):
+            return [], []
+        return await run_searches(batch, group, limit=limit, timeout=timeout, on_event=ctx.emit)
+
     async def search(batch: list[str]) -> _Answers:
-        # The documents folder is searched alongside the web, not as its fallback.
-        return await asyncio.gather(
-            *(
-                run_searches(batch, group, limit=limit, timeout=timeout, on_event=ctx.emit)
-                for group in groups
-            )
-        )
+        # The documents folder and the library are searched alongside the web, not as
+        # its fallback.
+        return list(await asyncio.gather(*(one(group, batch) for group in groups)))
 
     return search
 
@@ -97,9 +106,10 @@ async def search_stage(
     # Every provider name and key is checked before anything is said or sent.
     providers = build_providers(ctx.settings, ctx.services.search_client(), question=ctx.topic)
     recorder = ctx.record.recorder
-    library = await asyncio.to_thread(ctx.session.searches_library, ctx.settings)
     providers = ctx.session.wrap_providers(
-        providers, recorder.hits if recorder else None, library=library
+        providers,
+        recorder.hits if recorder else None,
+        library=library_mode(ctx.settings) is not False,
     )
     ctx.record_plan(plan)
     ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
