@@ -110,7 +110,8 @@ async def test_search_library_alone_researches_what_past_runs_read(
     first = await sleuth.research(WEWORK, **options(web, tmp_path))
     again = await sleuth.research(WEWORK_AGAIN, **options(web, tmp_path, search="library"))
     assert again.sources
-    assert {s.url for s in again.sources} <= {p.url for p in Store(tmp_path).list_library()}
+    with Store(tmp_path) as store:
+        assert {s.url for s in again.sources} <= {p.url for p in store.list_library()}
     assert all(p.startswith("library, read ") for s in again.sources for p in s.providers)
     assert first.sources
 
@@ -128,15 +129,36 @@ async def test_no_library_keeps_past_pages_out(
 async def test_library_pages_are_judged_like_any_page(
     web: OfflineWeb, tmp_path: Path, closed_port: int
 ) -> None:
-    """On a question about something else, the library's pages on WeWork are read and
-    set aside as off-topic, as any page would be."""
-    first = await sleuth.research(WEWORK, **options(web, tmp_path))
-    investigation = next(s.url for s in first.sources if "wework-investigation" in s.url)
-    other = web.topics[0].question  # Google Stadia
-    again = await sleuth.research(other, **offline(web, tmp_path, closed_port))
-    assert investigation not in {s.url for s in again.sources}
-    off_topic = [f for f in again.failures if "off-topic" in f.reason]
-    assert investigation in {f.url for f in off_topic}, again.markdown
+    """A library page that names the question's subject once, in passing, is offered
+    (it holds the question's words), read, and set aside as off-topic beside the pages on
+    the subject, as any page would be; one on the subject is cited."""
+    stadia = web.topics[0]
+    near = f"http://127.0.0.1:{closed_port}/tomatoes"  # never fetched: fresh in the store
+    on = web.doc(stadia.expected[1]).url
+    garden = (
+        "Tomatoes need six hours of sun a day. Water them at the roots in the morning, "
+        "stake them early, and pinch out the side shoots so that the plant puts its "
+        "strength into the fruit. Mulch keeps the soil moist through the summer. "
+    )
+    with Store(tmp_path) as store:
+        store.put_page(
+            page(
+                near,
+                garden * 3 + "A gardener's game is slow, unlike Google Stadia's cloud "
+                "game streaming service, whose launch nobody thought worth waiting for. "
+                + garden
+                * 3,
+                title="Growing tomatoes",
+            )
+        )
+    first = await sleuth.research(stadia.question, **options(web, tmp_path, no_library=True))
+    assert on in {s.url for s in first.sources}
+
+    again = await sleuth.research(stadia.question, **offline(web, tmp_path, closed_port))
+
+    assert on in {s.url for s in again.sources}
+    assert near not in {s.url for s in again.sources}
+    assert any(f.url == near and "off-topic" in f.reason for f in again.failures), again.markdown
 
 
 # ---------------------------------------------------------------- the store

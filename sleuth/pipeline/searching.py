@@ -27,6 +27,7 @@ from sleuth.search.library import LibrarySearch
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
 from sleuth.stages.plan import whole_question
+from sleuth.urls import canonicalize
 
 __all__ = ["explain_empty_search", "results_wanted", "search_stage"]
 
@@ -81,9 +82,34 @@ def _searcher(ctx: RunContext, providers: Sequence[SearchProvider], timeout: flo
     async def search(batch: list[str]) -> _Answers:
         # The documents folder and the library are searched alongside the web, not as
         # its fallback.
-        return list(await asyncio.gather(*(one(group, batch) for group in groups)))
+        answers = await asyncio.gather(*(one(group, batch) for group in groups))
+        return _library_adds(groups, list(answers))
 
     return search
+
+
+def _library_adds(groups: list[list[SearchProvider]], answers: _Answers) -> _Answers:
+    """``answers`` with the library's hits kept only for pages no other provider named.
+
+    A page the web search found stays the web's candidate (its rank, its snippet, its
+    "via"), so that a rerun of a question ranks and asks the model as the first run did;
+    the library adds the pages the other searches did not find.
+    """
+    named = {
+        canonicalize(hit.url)
+        for group, (hits, _) in zip(groups, answers, strict=True)
+        if group[0].name != LIBRARY
+        for hit in hits
+    }
+    return [
+        (
+            hits
+            if group[0].name != LIBRARY
+            else [hit for hit in hits if canonicalize(hit.url) not in named],
+            failed,
+        )
+        for group, (hits, failed) in zip(groups, answers, strict=True)
+    ]
 
 
 async def search_stage(

@@ -22,7 +22,13 @@ from sleuth.models import SearchHit
 from sleuth.search.base import ProviderFailure, SearchProvider, register
 from sleuth.store import LibraryPage, Store, StoreError, default_home
 
-__all__ = ["LibrarySearch", "library_label"]
+__all__ = ["MIN_COVER", "LibrarySearch", "library_label"]
+
+#: The idf-weighted share of a query's words a page must hold to be a hit (chosen on
+#: the relevance corpus's tune topics, bench/NOTEBOOK.md): the library holds every page
+#: past runs read, on every subject, and a page sharing only common words with a query
+#: would be read, and set aside, before the web's pages.
+MIN_COVER = 0.4
 
 
 def library_label(fetched_at: float) -> str:
@@ -62,7 +68,7 @@ class LibrarySearch(SearchProvider):
 
     def _search(self, query: str, limit: int) -> list[LibraryPage]:
         try:
-            return self.store().search_library(query, limit)
+            return self.store().search_library(query, limit, min_cover=MIN_COVER)
         except StoreError as exc:
             raise ProviderFailure(str(exc)) from exc
 

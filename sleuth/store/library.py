@@ -16,12 +16,13 @@ run, so that the database file no longer holds the text.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Iterable, Iterator
 from functools import partial
 from typing import Any, NamedTuple
 
-from sleuth.store._docsearch import TITLE_WEIGHT, fts_query
+from sleuth.store._docsearch import TITLE_WEIGHT, fts_query, query_terms, quoted
 from sleuth.store.db import Database, to_json
 from sleuth.urls import canonicalize, host_of
 
@@ -111,6 +112,28 @@ def _one_row(sql: str, args: tuple[Any, ...], conn: sqlite3.Connection) -> Any:
     return _with_site(conn).execute(sql, args).fetchone()
 
 
+def _cover(conn: sqlite3.Connection, terms: list[str], ids: set[int]) -> dict[int, float]:
+    """For each page of ``ids``, the idf-weighted share of ``terms`` it holds."""
+    total = int(conn.execute(f"SELECT COUNT(*) FROM pages p WHERE {_HAS_TEXT}").fetchone()[0])
+    held = dict.fromkeys(ids, 0.0)
+    weights = 0.0
+    for term in terms:
+        if len(term) < 2:  # "s" of "Jupiter's": no word of its own
+            continue
+        having = {
+            int(row[0])
+            for row in conn.execute(
+                "SELECT rowid FROM pages_fts WHERE pages_fts MATCH ?", (quoted(term),)
+            )
+        }
+        df = len(having)
+        idf = math.log((total - df + 0.5) / (df + 0.5) + 1.0)
+        weights += idf
+        for page in having & ids:
+            held[page] += idf
+    return {page: value / weights for page, value in held.items()} if weights else held
+
+
 class LibraryStore(Database):
     """The library's queries over the pages cache (mixed into :class:`sleuth.store.Store`)."""
 
@@ -131,21 +154,41 @@ class LibraryStore(Database):
         site: str | None = None,
         since: float | None = None,
         before: float | None = None,
+        min_cover: float = 0.0,
     ) -> list[LibraryPage]:
-        """The ``limit`` pages that best match ``query`` (bm25, title weighted), best first."""
+        """The ``limit`` pages that best match ``query`` (bm25, title weighted), best first.
+
+        ``min_cover`` keeps only pages holding at least that share of the query's words,
+        each word weighted by how rare it is in the library (bm25's idf): a page that
+        shares only common words with the query ("found", "recently") is not a match.
+        """
         match = fts_query(query)
         if not match or limit < 1:
             return []
         where, args = _filters(site, since, before)
         sql = (
             f"SELECT {_COLUMNS}, snippet(pages_fts, 1, '', '', ' … ', 24), "
-            f"bm25(pages_fts, {TITLE_WEIGHT}, 1.0) AS rank "
+            f"bm25(pages_fts, {TITLE_WEIGHT}, 1.0) AS rank, p.id "
             f"FROM pages_fts JOIN pages p ON p.id = pages_fts.rowid "
             f"WHERE pages_fts MATCH ? AND {_HAS_TEXT}{where} ORDER BY rank LIMIT ?"
         )
-        rows = self.read(lambda c: _with_site(c).execute(sql, (match, *args, limit)).fetchall())
+        # A few more than asked when some may not cover the query well enough.
+        wanted = limit * 4 if min_cover > 0 else limit
+
+        def find(conn: sqlite3.Connection) -> tuple[list[Any], dict[int, float]]:
+            rows = _with_site(conn).execute(sql, (match, *args, wanted)).fetchall()
+            if min_cover <= 0:
+                return rows, {}
+            return rows, _cover(conn, query_terms(query), {int(row[8]) for row in rows})
+
+        rows, cover = self.read(find)
         with self.decoding():
-            return [_page(row, row[6] or "", -float(row[7])) for row in rows]
+            pages = [
+                _page(row, row[6] or "", -float(row[7]))
+                for row in rows
+                if min_cover <= 0 or cover.get(int(row[8]), 0.0) >= min_cover
+            ]
+        return pages[:limit]
 
     def list_library(
         self,
