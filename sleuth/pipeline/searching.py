@@ -32,8 +32,9 @@ from sleuth.urls import canonicalize
 __all__ = ["explain_empty_search", "results_wanted", "search_stage"]
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
-LIBRARY = LibrarySearch.name
 _Search = Callable[[list[str]], Awaitable[_Answers]]
+#: The provider whose hits only add what the other searches did not find.
+LIBRARY = LibrarySearch.name
 
 
 def results_wanted(settings: Settings) -> int:
