@@ -132,8 +132,8 @@ class Settings(BaseModel):
     search: list[str] = Field(
         default_factory=lambda: ["duckduckgo"],
         description="Search providers, comma-separated: web search engines in fallback "
-        "order; arxiv, pubmed, semanticscholar, wikipedia, github and local are searched "
-        "alongside them; auto adds those the question's field calls for.",
+        "order; arxiv, pubmed, semanticscholar, wikipedia, github, local and library are "
+        "searched alongside them; auto adds those the question's field calls for.",
         json_schema_extra=_meta("--search", "SLEUTH_SEARCH", group="Search", common=True),
     )
     searxng_url: str | None = Field(
@@ -471,6 +471,20 @@ class Settings(BaseModel):
         description="Research this folder of documents (search provider 'local').",
         json_schema_extra=_meta("--docs", "SLEUTH_DOCS", common=True, skip=_DEEP_ONLY),
     )
+    library: bool = Field(
+        False,
+        description="Search the library (the pages past runs read) alongside the web, "
+        "in documents mode too; it is on by default when the store holds pages, except "
+        "in documents mode.",
+        json_schema_extra=_meta("--library", "SLEUTH_LIBRARY", group="Store", skip=_DEEP_ONLY),
+    )
+    no_library: bool = Field(
+        False,
+        description="Do not search the library of pages past runs read.",
+        json_schema_extra=_meta(
+            "--no-library", "SLEUTH_NO_LIBRARY", group="Store", skip=_DEEP_ONLY
+        ),
+    )
     # --- budgets: when one is reached, gathering stops and the report is written ---
     max_time: float | None = Field(
         None,
@@ -586,6 +600,16 @@ class Settings(BaseModel):
             )
         if self.max_sources > DEEP_MAX_SOURCES:
             raise ValueError(f"max_sources: must be at most {DEEP_MAX_SOURCES}")
+        return self
+
+    @model_validator(mode="after")
+    def _library(self) -> Settings:
+        if self.library and self.no_library:
+            raise ValueError("library: not with --no-library")
+        if self.library and self.no_store:
+            raise ValueError("library: it is in the store, which --no-store leaves out")
+        if "library" in self.search and self.no_store:
+            raise ValueError("search: the library is in the store, which --no-store leaves out")
         return self
 
     @field_validator(

@@ -83,7 +83,7 @@ def _schema_name(data: bytearray, rnd: random.Random, roots: dict[str, int]) -> 
     """The runs table's name in the schema becomes bytes that are not UTF-8, its SQL
     unreadable: SQLite's own error message then quotes bytes that are not text (which
     Python raises as UnicodeDecodeError)."""
-    schema = bytes(data[:PAGE])
+    schema = bytes(data)  # the schema table spans more than the first page
     name = schema.index(b"tablerunsruns") + len(b"table")
     data[name : name + 4] = b"\x9b\xff" + rnd.randbytes(2)
     sql = schema.index(b"CREATE TABLE runs")

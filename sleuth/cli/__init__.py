@@ -1,10 +1,9 @@
 """The command line: ``sleuth [OPTIONS] QUESTION`` and its subcommands.
 
 This module is the ``sleuth`` group: it registers each command (research, deep, agent,
-batch, eval, runs, show, resume, cache, mcp, serve; each in its own module of this package,
-sharing
-:mod:`sleuth.cli._common`), runs the CLI, and turns every error into an exit code and
-one line on stderr, never a traceback.
+batch, eval, runs, show, resume, cache, library, mcp, serve; each in its own module of
+this package, sharing :mod:`sleuth.cli._common`), runs the CLI, and turns every error
+into an exit code and one line on stderr, never a traceback.
 """
 
 from __future__ import annotations
@@ -31,6 +30,7 @@ from sleuth.cli._logs import cli_logging
 from sleuth.cli.agent import agent_command
 from sleuth.cli.batch import batch_command
 from sleuth.cli.eval import eval_command
+from sleuth.cli.library import library_command
 from sleuth.cli.reach import reach_commands
 from sleuth.cli.research import deep_command, research_command
 from sleuth.cli.runs import run_commands
@@ -98,6 +98,7 @@ cli.add_command(batch_command(settings_options))  # sleuth batch
 cli.add_command(eval_command(settings_options))  # sleuth eval
 for _command in run_commands():  # sleuth runs, show, resume, cache clear
     cli.add_command(_command)
+cli.add_command(library_command())  # sleuth library list, search, export, forget
 for _command in reach_commands(settings_options):  # sleuth mcp, sleuth serve
     cli.add_command(_command)
 

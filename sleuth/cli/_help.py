@@ -23,6 +23,7 @@ COMMAND_ORDER = (
     ("show", "ID"),
     ("resume", "ID"),
     ("cache", "clear"),
+    ("library", "list"),
     ("mcp", ""),
     ("serve", ""),
 )

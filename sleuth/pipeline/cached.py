@@ -123,8 +123,10 @@ class CachedProvider(SearchProvider):
         on_answer: Callable[[str, str, list[SearchHit], bool], None] | None = None,
     ) -> CachedProvider:
         """``provider`` behind the store with a run's rules: ``--cache-ttl``, ``--refresh``
-        (a resumed run takes any age), and no caching of the ``local`` provider, whose
-        index changes with the folder and costs nothing to search."""
+        (a resumed run takes any age), and no caching of the ``local`` and ``library``
+        providers, whose indexes change with the folder and every run, and cost nothing
+        to search."""
+        from sleuth.search.library import LibrarySearch
         from sleuth.search.local import LocalSearch
 
         return cls(
@@ -132,7 +134,7 @@ class CachedProvider(SearchProvider):
             store,
             max_age_s=None if resumed else settings.cache_ttl,
             read=resumed or not settings.refresh,
-            cache=not isinstance(provider, LocalSearch),
+            cache=not isinstance(provider, LocalSearch | LibrarySearch),
             on_answer=on_answer,
         )
 

@@ -28,6 +28,7 @@ from sleuth.models import Candidate, Failure, FetchFailure, Page, Plan, Report, 
 from sleuth.pipeline.cached import CachedProvider, DocumentReader, StorePageCache, StoreReplyCache
 from sleuth.progress import Event
 from sleuth.search.base import SearchProvider
+from sleuth.search.library import LibrarySearch
 from sleuth.search.local import LocalSearch
 from sleuth.settings import Settings
 from sleuth.store import IndexReport, Store, default_home, file_url, index_folder
@@ -35,7 +36,7 @@ from sleuth.store.cache import text_hash
 from sleuth.store.db import StoreCorruptError, StoreError, log_store_failure
 from sleuth.urls import canonicalize
 
-__all__ = ["RunRecord", "RunRecorder", "StoreSession", "run_options"]
+__all__ = ["RunRecord", "RunRecorder", "StoreSession", "library_mode", "run_options"]
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,19 @@ class RunRecord:
             log_store_failure(log, f"could not finish run {self.run_id} in the store", exc)
 
 
+def library_mode(settings: Settings) -> bool | None:
+    """Whether a run searches the library: True with ``--library`` or ``--search library``;
+    False with ``--no-library``, ``--no-store``, or in documents mode (a folder researched
+    instead of the web); None: when it holds pages (see :meth:`StoreSession.holds_pages`)."""
+    if settings.library or "library" in settings.search:
+        return True
+    if settings.no_library or settings.no_store:
+        return False
+    if settings.docs is not None and "search" not in settings.model_fields_set:
+        return False
+    return None
+
+
 @dataclass
 class StoreSession:
     """The store's part in research: the store, its caches and the documents index.
@@ -314,15 +328,34 @@ class StoreSession:
 
     # ------------------------------------------------------------ searching
 
+    def holds_pages(self) -> bool:
+        """Whether the library holds any page now (blocking; asked at each search, so a
+        batch's later questions search what its first ones read)."""
+        if self.store is None:
+            return False
+        try:
+            return self.store.library_size(at_most=1) > 0
+        except StoreError as exc:  # a store that cannot be read costs the library, not the run
+            log_store_failure(log, "could not read the library", exc)
+            return False
+
     def wrap_providers(
         self,
         providers: list[SearchProvider],
         on_answer: Callable[[str, str, list[SearchHit], bool], None] | None,
+        *,
+        library: bool = False,
     ) -> list[SearchProvider]:
         """The providers with the store in front: cached answers, answers told to
-        ``on_answer`` (the run record; None: no cache either, as without a record)."""
+        ``on_answer`` (the run record; None: no cache either, as without a record), and
+        with ``library`` the library's provider (see :func:`library_mode`)."""
         wrapped: list[SearchProvider] = []
+        library = library and self.store is not None
+        if library and providers and not any(isinstance(p, LibrarySearch) for p in providers):
+            providers = [*providers, LibrarySearch(self.settings, providers[0].client, env={})]
         for provider in providers:
+            if isinstance(provider, LibrarySearch) and self.store is not None:
+                provider.attach(self.store)
             if isinstance(provider, LocalSearch) and self.docs_store and self.index:
                 provider.attach(self.docs_store, self.index)
             if self.store is None or on_answer is None:

@@ -15,21 +15,26 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sleuth._format import plural
-from sleuth.models import Failure, Plan, SearchHit
+from sleuth.models import Failure, Plan, SearchFailure, SearchHit
 from sleuth.pipeline.cached import CachedProvider
 from sleuth.pipeline.context import RunContext
+from sleuth.pipeline.recorder import library_mode
 from sleuth.pipeline.tally import NothingFound, Searched
 from sleuth.progress import Event
 from sleuth.search import build_providers, run_searches
 from sleuth.search.base import SearchProvider
+from sleuth.search.library import LibrarySearch
 from sleuth.search.local import provider_groups
 from sleuth.settings import Settings
 from sleuth.stages.plan import whole_question
+from sleuth.urls import canonicalize
 
 __all__ = ["explain_empty_search", "results_wanted", "search_stage"]
 
 _Answers = list[tuple[list[SearchHit], list[Any]]]
 _Search = Callable[[list[str]], Awaitable[_Answers]]
+#: The provider whose hits only add what the other searches did not find.
+LIBRARY = LibrarySearch.name
 
 
 def results_wanted(settings: Settings) -> int:
@@ -65,16 +70,47 @@ def _searcher(ctx: RunContext, providers: Sequence[SearchProvider], timeout: flo
     groups = provider_groups(list(providers))
     limit = results_wanted(ctx.settings)
 
+    async def one(
+        group: list[SearchProvider], batch: list[str]
+    ) -> tuple[list[SearchHit], list[SearchFailure]]:
+        # The library is searched when it holds pages: asked here, beside the other
+        # groups' searches, so that the first request is never held up by the store.
+        ask = group[0].name == LIBRARY and library_mode(ctx.settings) is None
+        if ask and not await asyncio.to_thread(ctx.session.holds_pages):
+            return [], []
+        return await run_searches(batch, group, limit=limit, timeout=timeout, on_event=ctx.emit)
+
     async def search(batch: list[str]) -> _Answers:
-        # The documents folder is searched alongside the web, not as its fallback.
-        return await asyncio.gather(
-            *(
-                run_searches(batch, group, limit=limit, timeout=timeout, on_event=ctx.emit)
-                for group in groups
-            )
-        )
+        # The documents folder and the library are searched alongside the web, not as
+        # its fallback.
+        answers = await asyncio.gather(*(one(group, batch) for group in groups))
+        return _library_adds(groups, list(answers))
 
     return search
+
+
+def _library_adds(groups: list[list[SearchProvider]], answers: _Answers) -> _Answers:
+    """``answers`` with the library's hits kept only for pages no other provider named.
+
+    A page the web search found stays the web's candidate (its rank, its snippet, its
+    "via"), so that a rerun of a question ranks and asks the model as the first run did;
+    the library adds the pages the other searches did not find.
+    """
+    named = {
+        canonicalize(hit.url)
+        for group, (hits, _) in zip(groups, answers, strict=True)
+        if group[0].name != LIBRARY
+        for hit in hits
+    }
+    return [
+        (
+            hits
+            if group[0].name != LIBRARY
+            else [hit for hit in hits if canonicalize(hit.url) not in named],
+            failed,
+        )
+        for group, (hits, failed) in zip(groups, answers, strict=True)
+    ]
 
 
 async def search_stage(
@@ -97,7 +133,11 @@ async def search_stage(
     # Every provider name and key is checked before anything is said or sent.
     providers = build_providers(ctx.settings, ctx.services.search_client(), question=ctx.topic)
     recorder = ctx.record.recorder
-    providers = ctx.session.wrap_providers(providers, recorder.hits if recorder else None)
+    providers = ctx.session.wrap_providers(
+        providers,
+        recorder.hits if recorder else None,
+        library=library_mode(ctx.settings) is not False,
+    )
     ctx.record_plan(plan)
     ctx.emit(Event("plan", plural(len(queries), "query", "queries"), {"queries": queries}))
     search = _searcher(ctx, providers, timeout)
@@ -113,7 +153,8 @@ async def search_stage(
         found={query: [h for h in hits if h.query == query] for query in queries},
         failures=failures,
         providers=[p for p in providers if isinstance(p, CachedProvider)],
-        searches=len({(h.provider, h.query) for h in hits}) + len(failures),
+        # A library hit's provider names the page's age too: one search all the same.
+        searches=len({(h.provider.partition(",")[0], h.query) for h in hits}) + len(failures),
         waiting=list(waiting.values()),
     )
 

@@ -1,7 +1,8 @@
 """The search stage: queries in, typed hits (and recorded failures) out.
 
 Providers are small classes registered by name (see :mod:`sleuth.search.base`): the
-web search engines, the documents folder (``local``), and the specialised services
+web search engines, the documents folder (``local``), the pages past runs read
+(``library``, :mod:`sleuth.search.library`), and the specialised services
 (arXiv, PubMed, Semantic Scholar, Wikipedia, GitHub: :mod:`sleuth.search.scholarly`,
 :mod:`sleuth.search.reference`), which keep to each service's published rate limit.
 :func:`build_providers` turns ``settings.search`` into provider objects, ``auto``
@@ -29,6 +30,7 @@ from sleuth.progress import Event, ProgressCallback, no_progress
 from sleuth.search import (  # noqa: F401  (imported to register the built-in providers)
     duckduckgo,
     keyed,
+    library,
     reference,
     scholarly,
     searxng,

@@ -3,10 +3,11 @@
 >>> store = Store(default_home())            # doctest: +SKIP
 >>> hits = store.get_search("duckduckgo", "q", {"limit": 8}, max_age_s=86400)  # doctest: +SKIP
 
-:class:`Store` joins the caches (:mod:`sleuth.store.cache`) and the run history
-(:mod:`sleuth.store.runs`) on one :class:`~sleuth.store.db.Database`; the local
-documents index lives in :mod:`sleuth.store.docs`. Every method is synchronous,
-short and thread-safe: from async code call it through ``asyncio.to_thread``.
+:class:`Store` joins the caches (:mod:`sleuth.store.cache`), the library of pages read
+(:mod:`sleuth.store.library`) and the run history (:mod:`sleuth.store.runs`) on one
+:class:`~sleuth.store.db.Database`; the local documents index lives in
+:mod:`sleuth.store.docs`. Every method is synchronous, short and thread-safe: from async
+code call it through ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sleuth.store.db import (
     parse_duration,
 )
 from sleuth.store.docs import DocHit, IndexReport, file_url, index_folder, search_docs
+from sleuth.store.library import ForgetReport, LibraryPage, LibraryStore
 from sleuth.store.migrations import MIGRATIONS, Migration
 from sleuth.store.runs import RunInfo, RunNotFoundError, RunStore, RunSummary, StageRecord
 
@@ -33,7 +35,9 @@ __all__ = [
     "CachedPage",
     "Database",
     "DocHit",
+    "ForgetReport",
     "IndexReport",
+    "LibraryPage",
     "Migration",
     "RunInfo",
     "RunNotFoundError",
@@ -52,8 +56,8 @@ __all__ = [
 ]
 
 
-class Store(CacheStore, RunStore):
-    """sleuth's database at ``<home>/sleuth.db``: caches, runs and the documents index.
+class Store(CacheStore, LibraryStore, RunStore):
+    """sleuth's database at ``<home>/sleuth.db``: caches, the library, runs, documents index.
 
     ``Store(home)`` creates the folder and the database, switches it to WAL and
     applies pending migrations; :class:`~sleuth.errors.ConfigError` (one line) when

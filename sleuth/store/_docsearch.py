@@ -92,6 +92,18 @@ def _text(value: Any) -> str:
     return value
 
 
+def query_terms(text: str) -> list[str]:
+    """The distinct words of ``text`` a search looks for, lower-cased, in order: common
+    question words dropped unless nothing else is left; at most 64."""
+    terms = list(dict.fromkeys(term.lower() for term in _TERM.findall(text)))
+    return ([term for term in terms if term not in _STOPWORDS] or terms)[:64]
+
+
+def quoted(term: str) -> str:
+    """``term`` as an FTS5 string: operators and quotes in it are taken as a word."""
+    return '"' + term.replace('"', '""') + '"'
+
+
 def fts_query(text: str) -> str:
     """An FTS5 query matching any term of ``text``; ``""`` when it has no terms.
 
@@ -99,9 +111,7 @@ def fts_query(text: str) -> str:
     quotes, parentheses) in user text are taken as words. Common question words are
     dropped unless nothing else is left.
     """
-    terms = list(dict.fromkeys(term.lower() for term in _TERM.findall(text)))
-    useful = [term for term in terms if term not in _STOPWORDS] or terms
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in useful[:64])
+    return " OR ".join(quoted(term) for term in query_terms(text))
 
 
 def search_docs(

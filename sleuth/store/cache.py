@@ -245,7 +245,13 @@ class CacheStore(Database):
         """Store one fetch result (see :meth:`CachedPage.from_page` / ``from_failure``)."""
         values = tuple(getattr(page, name) for name in _PAGE_COLUMNS)
         marks = ", ".join("?" for _ in _PAGE_COLUMNS)
-        sql = f"INSERT OR REPLACE INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({marks})"
+        # An upsert, not INSERT OR REPLACE: a replace deletes the row without firing the
+        # delete trigger that keeps the library's index (pages_fts) in step.
+        updates = ", ".join(f"{name} = excluded.{name}" for name in _PAGE_COLUMNS[1:])
+        sql = (
+            f"INSERT INTO pages ({', '.join(_PAGE_COLUMNS)}) VALUES ({marks}) "
+            f"ON CONFLICT (canonical_url) DO UPDATE SET {updates}"
+        )
         self.write(lambda c: c.execute(sql, values))
 
     def mark_revalidated(

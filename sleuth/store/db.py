@@ -40,6 +40,7 @@ from pydantic import BaseModel
 
 from sleuth._duration import parse_duration
 from sleuth.errors import ConfigError, SleuthError, StoreBusyError, StoreCorruptError, StoreError
+from sleuth.store._cipher import as_sqlite_errors, open_encrypted, resolve_key
 from sleuth.store._failures import (
     _UNDECODABLE,
     FileErrors,
@@ -148,6 +149,10 @@ class Database(FileErrors):
     ``sleuth show`` on a home that cannot be written): nothing is created, migrated or
     written, and a database in WAL mode whose shared-memory file cannot be made there
     is read as immutable.
+
+    ``key`` opens an encrypted (SQLCipher) database; by default it comes from
+    ``SLEUTH_STORE_KEY`` or, for a file that is encrypted, the OS keyring, and ``""``
+    opens a plain one whatever the environment says (:mod:`sleuth.store._cipher`).
     """
 
     def __init__(
@@ -159,9 +164,13 @@ class Database(FileErrors):
         busy_timeout_s: float = 5.0,
         retries: int = 6,
         read_only: bool = False,
+        key: str | None = None,
     ) -> None:
         self.home = Path(home).expanduser()
         self.path = self.home / DB_NAME
+        #: The SQLCipher key (None: a plain database); see :mod:`sleuth.store._cipher`.
+        #: ``key`` None reads it from the environment or the OS keyring; "" opens plain.
+        self.key = resolve_key(self.path) if key is None else (key or None)
         self.clock = clock
         self.busy_timeout_s = busy_timeout_s
         self.retries = max(1, retries)
@@ -241,26 +250,29 @@ class Database(FileErrors):
                 self._corrupt(f"a stored row does not decode: {type(exc).__name__}: {exc}")
             ) from None
 
+    def _open(self, target: str | Path, **more: Any) -> sqlite3.Connection:
+        """A connection to ``target``: SQLCipher's, unlocked, when the store has a key."""
+        options = {
+            "timeout": self.busy_timeout_s,
+            "isolation_level": None,
+            "check_same_thread": False,
+            **more,
+        }
+        if self.key is not None:
+            return open_encrypted(target, self.key, **options)
+        conn: sqlite3.Connection = sqlite3.connect(target, **options)
+        return conn
+
     def _connect(self) -> sqlite3.Connection:
         if not self.read_only:
-            return sqlite3.connect(
-                self.path,
-                timeout=self.busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            return self._open(self.path)
         # A WAL database can be read with mode=ro only where its -shm file exists or can
         # be made; in a folder nothing can be written to, it is read as immutable.
         uri = self.path.resolve().as_uri() + ("?immutable=1" if self._immutable else "?mode=ro")
         try:
-            conn = sqlite3.connect(
-                uri,
-                uri=True,
-                timeout=self.busy_timeout_s,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            conn.execute("PRAGMA schema_version").fetchone()
+            conn = self._open(uri, uri=True)
+            with as_sqlite_errors():
+                conn.execute("PRAGMA schema_version").fetchone()
         except sqlite3.OperationalError:
             if self._immutable:
                 raise
@@ -274,9 +286,8 @@ class Database(FileErrors):
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open sleuth database {self.path}: {exc}") from None
         try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            conn.execute("PRAGMA foreign_keys = ON")
-            conn.execute("PRAGMA synchronous = NORMAL")  # reads the schema: damage shows here
+            with as_sqlite_errors():
+                self._set_up(conn)
         except (sqlite3.DatabaseError, UnicodeDecodeError) as exc:
             conn.close()
             error = self._file_error(exc)
@@ -285,8 +296,19 @@ class Database(FileErrors):
             raise error from None
         return conn
 
+    def _set_up(self, conn: sqlite3.Connection) -> None:
+        """The pragmas every connection runs with."""
+        conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA synchronous = NORMAL")  # reads the schema: damage shows here
+        # What is deleted (a forgotten page, a cleared cache) is overwritten, not left in
+        # free space for anyone reading the file.
+        conn.execute("PRAGMA secure_delete = ON")
+
     def _enable_wal(self) -> str:
-        mode = str(self.conn().execute("PRAGMA journal_mode = WAL").fetchone()[0]).lower()
+        with as_sqlite_errors():
+            row = self.conn().execute("PRAGMA journal_mode = WAL").fetchone()
+        mode = str(row[0]).lower()
         if mode != "wal":  # e.g. a network file system: still works, with less concurrency
             log.warning("sleuth database %s is in %s mode, not WAL", self.path, mode)
         return mode
@@ -403,13 +425,14 @@ class Database(FileErrors):
             conn = self.conn()  # (raises once the store is closed)
             self._running += 1
         try:
-            conn.execute(begin)
-            try:
-                result = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.rollback()
-                raise
+            with as_sqlite_errors():
+                conn.execute(begin)
+                try:
+                    result = fn(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.rollback()
+                    raise
             return result
         finally:
             with self._quiet:
@@ -472,14 +495,19 @@ class Database(FileErrors):
         return total
 
     def vacuum(self) -> bool:
-        """Checkpoint the WAL and give free pages back to the disk; False if busy."""
+        """Rewrite the file without its free pages, and empty the WAL before and after
+        (the WAL holds copies of pages, old ones included); False if another connection
+        kept it from finishing."""
         try:
             conn = self.conn()
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.execute("VACUUM")
+            with as_sqlite_errors():
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("VACUUM")
+                # A checkpoint blocked by a reader says so in its first column.
+                busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
         except sqlite3.OperationalError as exc:
             if not _is_busy(exc):
                 raise
             log.debug("vacuum skipped: database busy")
             return False
-        return True
+        return not (busy and busy[0])

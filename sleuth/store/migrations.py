@@ -124,4 +124,56 @@ MIGRATIONS: tuple[Migration, ...] = (
         )""",
         ),
     ),
+    # The library: every page read is searchable. The pages table gets an INTEGER PRIMARY
+    # KEY (VACUUM keeps those, not implicit rowids) for an external-content FTS5 index
+    # that triggers keep in step with every write, whoever makes it; each row is indexed
+    # (a failure's NULL title and text index nothing), so deletes always match.
+    Migration(
+        5,
+        "the library: pages searchable",
+        (
+            """CREATE TABLE pages_new (
+            id INTEGER PRIMARY KEY,
+            canonical_url TEXT NOT NULL UNIQUE,
+            url TEXT NOT NULL,
+            final_url TEXT,
+            status INTEGER,
+            etag TEXT,
+            last_modified TEXT,
+            content_type TEXT,
+            content_hash TEXT,
+            title TEXT,
+            text TEXT,
+            date TEXT,
+            failure TEXT,
+            fetched_at REAL NOT NULL,
+            public INTEGER
+        )""",
+            "INSERT INTO pages_new (canonical_url, url, final_url, status, etag, last_modified, "
+            "content_type, content_hash, title, text, date, failure, fetched_at, public) "
+            "SELECT canonical_url, url, final_url, status, etag, last_modified, content_type, "
+            "content_hash, title, text, date, failure, fetched_at, public FROM pages "
+            "ORDER BY fetched_at",
+            "DROP TABLE pages",
+            "ALTER TABLE pages_new RENAME TO pages",
+            "CREATE INDEX pages_fetched ON pages(fetched_at)",
+            """CREATE VIRTUAL TABLE pages_fts USING fts5(
+            title, text, content = 'pages', content_rowid = 'id',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+            """CREATE TRIGGER pages_fts_insert AFTER INSERT ON pages BEGIN
+            INSERT INTO pages_fts (rowid, title, text) VALUES (new.id, new.title, new.text);
+        END""",
+            """CREATE TRIGGER pages_fts_delete AFTER DELETE ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, title, text)
+                VALUES ('delete', old.id, old.title, old.text);
+        END""",
+            """CREATE TRIGGER pages_fts_update AFTER UPDATE OF title, text ON pages BEGIN
+            INSERT INTO pages_fts (pages_fts, rowid, title, text)
+                VALUES ('delete', old.id, old.title, old.text);
+            INSERT INTO pages_fts (rowid, title, text) VALUES (new.id, new.title, new.text);
+        END""",
+            "INSERT INTO pages_fts (pages_fts) VALUES ('rebuild')",
+        ),
+    ),
 )
