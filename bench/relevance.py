@@ -431,20 +431,36 @@ if __name__ == "__main__":
 
 
 def part(ctx: Context) -> Figures:
-    """The relevance part on ``ctx.split`` (both sets of questions, in a world of its own)."""
+    """The relevance part on ``ctx.split`` (both sets of questions, in a world of its own),
+    in quick mode (5 sources) and in deep mode (10 sources): the on-topic target holds for
+    both."""
     scale, jobs = ctx.args.relevance_scale, ctx.args.relevance_jobs
     print("relevance (its own world)...", file=sys.stderr)
-    scores, _ = run_relevance(
-        ctx.seed,
-        scale,
-        jobs,
-        ctx.pipelines,
-        splits=(ctx.split,),
-        final=ctx.final,
-        limit=ctx.limit,
-        hosts=ctx.hosts,
-    )
+    runs = [
+        run_relevance(
+            ctx.seed,
+            scale,
+            jobs,
+            ctx.pipelines,
+            splits=(ctx.split,),
+            max_sources=sources,
+            final=ctx.final,
+            limit=ctx.limit,
+            hosts=ctx.hosts,
+            mode=mode,
+        )[0]
+        for mode, sources in (("quick", 5), ("deep", 10))
+    ]
+    quick, deep = runs
     head = ctx.heading("Relevance", f"latency ×{scale:g}", f"{jobs} at once", "5 sources")
+    deep_head = ctx.heading(
+        "Relevance, deep mode", f"latency ×{scale:g}", f"{jobs} at once", "10 sources"
+    )
+    data = [{**vars(s), "mode": "quick"} for s in quick] + [
+        {**vars(s), "mode": "deep"} for s in deep
+    ]
     return Figures(
-        f"{head}\n\n{table(scores)}\n", [vars(s) for s in scores], {"scale": scale, "jobs": jobs}
+        f"{head}\n\n{table(quick)}\n\n{deep_head}\n\n{table(deep)}\n",
+        data,
+        {"scale": scale, "jobs": jobs},
     )
