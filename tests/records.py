@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sleuth.models import Candidate, Page, Quality
+from sleuth.testing import OfflineWeb
 from sleuth.urls import canonicalize
 
 #: A page's text when the test does not care what it says.
@@ -60,6 +61,25 @@ def note(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
     return path
+
+
+def no_model_cli(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
+    """CLI arguments for a quiet no-model run on the offline ``web`` with ``home`` as its
+    store (5 s page timeout), then ``extra``."""
+    return [
+        "--search",
+        "searxng",
+        "--searxng-url",
+        web.searxng_url,
+        "--allow-private-urls",
+        "--timeout",
+        "5",
+        "--no-llm",
+        "--quiet",
+        "--home",
+        str(home),
+        *extra,
+    ]
 
 
 # A two-hop question over a folder of notes: the answer is on a page that shares no word

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from records import no_model_cli
 
 from sleuth.cli import run
 from sleuth.store import Store
@@ -17,28 +18,11 @@ from sleuth.urls import host_of
 WEWORK = "Why is the New York attorney general investigating WeWork and its founder Adam Neumann?"
 
 
-def web_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return [
-        "--search",
-        "searxng",
-        "--searxng-url",
-        web.searxng_url,
-        "--allow-private-urls",
-        "--timeout",
-        "5",
-        "--no-llm",
-        "--quiet",
-        "--home",
-        str(home),
-        *extra,
-    ]
-
-
 @pytest.fixture
 def home(web: OfflineWeb, tmp_path: Path) -> Iterator[Path]:
     """A store one research on WeWork filled."""
     out = tmp_path / "report.json"
-    assert run(web_args(web, tmp_path, "--format", "json", "-o", str(out), WEWORK)) == 0
+    assert run(no_model_cli(web, tmp_path, "--format", "json", "-o", str(out), WEWORK)) == 0
     yield tmp_path
 
 

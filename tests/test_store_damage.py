@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from records import no_model_cli
 
 from sleuth.cli import run
 from sleuth.store import DB_NAME, Store
@@ -33,23 +34,6 @@ CORRUPT = "is not a usable sleuth database"
 PAGE = 4096
 
 
-def web_args(web: OfflineWeb, home: Path, *extra: str) -> list[str]:
-    return [
-        "--search",
-        "searxng",
-        "--searxng-url",
-        web.searxng_url,
-        "--allow-private-urls",
-        "--timeout",
-        "5",
-        "--no-llm",
-        "--quiet",
-        "--home",
-        str(home),
-        *extra,
-    ]
-
-
 @pytest.fixture(scope="module")
 def pristine(
     web: OfflineWeb, tmp_path_factory: pytest.TempPathFactory
@@ -58,7 +42,10 @@ def pristine(
     the root page of each table."""
     home = tmp_path_factory.mktemp("pristine")
     out = home / "report.json"
-    assert run(web_args(web, home, "--format", "json", "-o", str(out), web.topics[3].question)) == 0
+    assert (
+        run(no_model_cli(web, home, "--format", "json", "-o", str(out), web.topics[3].question))
+        == 0
+    )
     run_id = json.loads(out.read_text(encoding="utf-8"))["run_id"]
     with sqlite3.connect(home / DB_NAME) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -128,7 +115,7 @@ def test_a_damaged_store_is_one_clear_line_and_exit_2(
     assert data[:100] == original[:100], "the SQLite header must stay intact"
     (home / DB_NAME).write_bytes(bytes(data))
     argv = {
-        "research": web_args(web, home, web.topics[3].question),
+        "research": no_model_cli(web, home, web.topics[3].question),
         "runs": ["runs", "--home", str(home)],
         "show": ["show", run_id, "--home", str(home)],
     }[command]
@@ -177,7 +164,7 @@ def test_a_store_that_fills_up_mid_run_gives_the_report_and_one_warning_line(
 
     monkeypatch.setattr(Database, "_new_connection", limited)
     out_file = tmp_path / "report.md"
-    code = run(web_args(web, home, "-o", str(out_file), web.topics[3].question))
+    code = run(no_model_cli(web, home, "-o", str(out_file), web.topics[3].question))
     _out, err = capsys.readouterr()
     report = out_file.read_text(encoding="utf-8")
     assert code == 0 and report.startswith("# Research: ") and "[1]" in report
@@ -220,7 +207,7 @@ def test_a_disk_that_fills_up_mid_run_prints_the_report_and_no_traceback(
     full"). The subprocess's real stderr holds one warning line and no traceback."""
     home = tmp_path / "home"
     home.mkdir()
-    sleuth_args = " ".join(f"'{a}'" for a in web_args(web, home)[:-2])
+    sleuth_args = " ".join(f"'{a}'" for a in no_model_cli(web, home)[:-2])
     script = (
         f'mount -t tmpfs -o size=4m tmpfs "$1" && "$2" -c "$3" "$1" 65536 && '
         f'exec "$2" -m sleuth {sleuth_args} --home "$1" "$4"'
