@@ -259,12 +259,11 @@ def test_the_page_shows_the_draft_growing_then_the_checked_report(
     import subprocess
     import sys
 
-    from browser import CHROMIUM_ARGS, chromium_path, screenshot_dir, serve_env, served_url
+    from browser import NO_CHROMIUM, chromium, chromium_path, screenshot_dir, serve_env, served_url
 
-    browser_path = chromium_path()
-    if browser_path is None:
-        pytest.skip("no Chromium installed (apt-get install chromium, or set SLEUTH_CHROMIUM)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    if chromium_path() is None:  # before the server starts
+        pytest.skip(NO_CHROMIUM)
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
     researcher = ScriptedResearcher()
     llm.add(
         lambda body: researcher.report(body) + "\n\n" + UNSUPPORTED,
@@ -287,32 +286,28 @@ def test_the_page_shows_the_draft_growing_then_the_checked_report(
     )
     try:
         url = served_url(proc)
-        with sync_api.sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=browser_path, args=CHROMIUM_ARGS)
-            try:
-                page = browser.new_page(viewport={"width": 1280, "height": 900})
-                page.goto(url)
-                page.wait_for_selector("body[data-ready='1']")
-                # Every length the draft shows, as the page shows it.
-                page.evaluate("""() => {
-                    window.draftLengths = [];
-                    new MutationObserver(() => window.draftLengths.push(
-                        document.querySelector('#ui-draft').textContent.length)
-                    ).observe(document.querySelector('#ui-draft'),
-                              {childList: true, characterData: true, subtree: true});
-                }""")
-                page.fill("#ui-question", web.topics[0].question)
-                page.click("#ui-go")
-                page.wait_for_selector("#ui-draft-card:not([hidden])", timeout=60_000)
-                note = page.inner_text("#ui-draft-card .draft-note")
-                page.wait_for_function("() => window.draftLengths.length >= 3")
-                page.screenshot(path=str(screenshot_dir(tmp_path) / "sleuth-serve-draft.png"))
-                page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
-                lengths = page.evaluate("window.draftLengths")
-                draft_hidden = page.locator("#ui-draft-card").is_hidden()
-                report = page.inner_text("#ui-report")
-            finally:
-                browser.close()
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(url)
+            page.wait_for_selector("body[data-ready='1']")
+            # Every length the draft shows, as the page shows it.
+            page.evaluate("""() => {
+                window.draftLengths = [];
+                new MutationObserver(() => window.draftLengths.push(
+                    document.querySelector('#ui-draft').textContent.length)
+                ).observe(document.querySelector('#ui-draft'),
+                          {childList: true, characterData: true, subtree: true});
+            }""")
+            page.fill("#ui-question", web.topics[0].question)
+            page.click("#ui-go")
+            page.wait_for_selector("#ui-draft-card:not([hidden])", timeout=60_000)
+            note = page.inner_text("#ui-draft-card .draft-note")
+            page.wait_for_function("() => window.draftLengths.length >= 3")
+            page.screenshot(path=str(screenshot_dir(tmp_path) / "sleuth-serve-draft.png"))
+            page.wait_for_selector("#ui-report article.sleuth-report", timeout=60_000)
+            lengths = page.evaluate("window.draftLengths")
+            draft_hidden = page.locator("#ui-draft-card").is_hidden()
+            report = page.inner_text("#ui-report")
     finally:
         proc.terminate()
         proc.wait(timeout=20)
