@@ -4,11 +4,10 @@ For each timing question of a set (``--set heavy``, the tune set; ``heldout`` to
 one research with the scripted model (depth 2, 5 sources) against the benchmark world at
 its latencies, then:
 
-* **size**: the HTML report's bytes, and those of the same report as sleuth rendered it
-  before it drew timelines and quotes (the report without its timeline, claims and
-  answer spans, and without the "Removed" appendix; the stylesheet of each part is
-  written only when the report has it): the ratio, and what the timeline (its section,
-  stylesheet and script) costs;
+* **size**: the HTML report's bytes, and those of the same report rendered by the
+  renderer of commit ``db0aefc`` (the last before timelines and quotes, read from the
+  git history: the bench runs in a clone), so the ratio is those features' own cost;
+  and what the timeline costs (the report's bytes less the same report's without it);
 * **open**: Chromium opening the file (navigation start to the load event), then opening
   its timeline (a click to the next frame), median of ``--repeat`` loads;
 * **live** (``--live``): the same question on ``sleuth serve`` (in this process) with a
@@ -22,13 +21,17 @@ Timings depend on the machine's load; say so with the figures. Needs the benchma
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import types
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -58,22 +61,39 @@ def chromium() -> str:
     return found
 
 
+#: The commit whose renderer is "before the pictures" (issue 37's size baseline).
+BEFORE_PICTURES = "db0aefc"
+
+
+@functools.cache
+def _render_before() -> Callable[[Any], str]:
+    """``render_html`` as commit :data:`BEFORE_PICTURES` wrote it, loaded from git."""
+    try:
+        source = subprocess.run(
+            ["git", "show", f"{BEFORE_PICTURES}:sleuth/report/html.py"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(
+            f"bench.pictures needs the git history (commit {BEFORE_PICTURES}): {exc}"
+        ) from exc
+    module = types.ModuleType(f"html_{BEFORE_PICTURES}")
+    exec(compile(source, f"{BEFORE_PICTURES}:sleuth/report/html.py", "exec"), module.__dict__)
+    render: Callable[[Any], str] = module.render_html
+    return render
+
+
 def sizes(report: Any) -> dict[str, int]:
-    """The report's HTML bytes now, before (estimated, see the module doc), and the parts."""
+    """The report's HTML bytes now and before the pictures (same report), and the timeline's."""
     from sleuth.report.html import render_html
-    from sleuth.report.waterfall import REPORT_SCRIPT, WATERFALL_CSS, render_waterfall
 
     now = len(render_html(report).encode())
-    # The report stripped of what timelines and quotes brought: the stylesheet of each part
-    # is written only when the report has that part, so nothing else needs taking off.
-    bare = report.model_copy(update={"timeline": None, "claims": None, "answer": None})
-    appendix = report.markdown.split("\n## Removed: ", 1)
-    if len(appendix) == 2:
-        bare = bare.model_copy(update={"markdown": appendix[0]})
-    before = len(render_html(bare).encode())
-    script = f"<script>{REPORT_SCRIPT}</script>\n"
-    waterfall = len((render_waterfall(report) + WATERFALL_CSS + script).encode())
-    return {"now": now, "before": before, "waterfall": waterfall, "spans": _spans(report)}
+    before = len(_render_before()(report).encode())
+    untimed = len(render_html(report.model_copy(update={"timeline": None})).encode())
+    return {"now": now, "before": before, "waterfall": now - untimed, "spans": _spans(report)}
 
 
 def _spans(report: Any) -> int:
