@@ -19,6 +19,15 @@ _TEASER = re.compile(
     r"|^\s*(?:[-*•]\s+)?(?:Read more|Continue reading|Click here)\b",
     re.IGNORECASE,
 )
+# A picture's caption: a credit in brackets closing the line ("… (Image: GETTY )",
+# "(Photo: Reuters)", "(Getty Images)"), or a line opening with one ("Photo credit: …").
+_CAPTION = re.compile(
+    r"[(\[]\s*(?:(?:Image|Photo|Picture|Pic|Photograph|Credit|Illustration)s?"
+    r"(?:\s+credit)?\s*[:/]|Getty Images|AFP|AP Photo|Reuters|Shutterstock)[^()\[\]]{0,80}"
+    r"[)\]]\s*$"
+    r"|^\s*(?:Image|Photo|Picture|Photograph)s?(?:\s+credit)?\s*:",
+    re.IGNORECASE,
+)
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 #: Small words a title leaves in lower case ("Signs of Alien Life").
 _TITLE_SMALL = frozenset(
@@ -28,9 +37,10 @@ _TITLE_SMALL = frozenset(
 
 def headline(line: str) -> bool:
     """Whether ``line`` is a headline, a link's text or a caption rather than a sentence:
-    a teaser ("Related: …", "Read more"), or words in title case (every word but the
-    small ones capitalised) with no sentence's ending."""
-    if _TEASER.match(line):
+    a teaser ("Related: …", "Read more"), a picture's caption (a credit such as
+    "(Image: GETTY )" closing it), or words in title case (every word but the small ones
+    capitalised) with no sentence's ending."""
+    if _TEASER.match(line) or _CAPTION.search(line):
         return True
     text = _LIST_MARK.sub("", line).strip()
     if not text or _END.search(text):

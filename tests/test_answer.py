@@ -382,9 +382,29 @@ def test_the_moons_report_quotes_no_headline_or_link(web: OfflineWeb) -> None:
         ("The Moon Is Made Of Rock, NASA Says.", False),
         ("the list item without a stop but with words", False),
         ("Europa, a moon of Jupiter, has an ocean under its ice shell", False),
+        ("China has warned they will cease control of Hong Kong (Image: GETTY )", True),
+        ("Protesters marched through the city on Sunday (Getty Images)", True),
+        ("Photo credit: Jane Doe for the Herald", True),
+        ("The agency (AFP reported) said the talks would resume.", False),
     ],
 )
 def test_a_headline_is_told_from_a_sentence(line: str, is_headline: bool) -> None:
     from sleuth._headline import headline
 
     assert headline(line) is is_headline
+
+
+def test_the_hong_kong_page_quotes_no_caption_and_no_quotation_cut_short() -> None:
+    """express.co.uk's Hong Kong page: its pictures' captions ("… (Image: GETTY )") are
+    not sentences; a quotation running across two sentences is one sentence, and one left
+    open at its paragraph's end (it goes on in the next) is never an Answer's sentence."""
+    page = gzip.decompress((CORPUS / "express-hong-kong-china-troops.html.gz").read_bytes())
+    text = extract(page.decode("utf-8"), "https://www.express.co.uk/news").text
+    assert "(Image: GETTY )" in text
+    found = sentences(text)
+    assert not any("(Image:" in s.text for s in found)
+    [warning] = [s for s in found if "already there in the Hong Kong garrison" in s.text]
+    assert warning.text.endswith("responsible for defence purposes.")
+    assert not warning.whole
+    closed = [s for s in found if s.text.startswith("“If the situation becomes uncontrollable")]
+    assert closed and closed[0].whole and closed[0].text.endswith("end the unrest.”")

@@ -8,7 +8,9 @@ rows, navigation lists and menus (runs of separators, short labels without a ful
 stop), cookie banners. A line that a sentence runs across (a PDF's wrapped lines, a
 break before a link) is joined to the next. Each block of lines is then cut into
 sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
-300 languages); a sentence holding an unrendered wiki
+300 languages), a sentence ending inside an open quotation joined to the ones that go on
+with it (a quotation the paragraph leaves open, as news pages do when a quote runs on into
+the next paragraph, makes its sentence not ``whole``); a sentence holding an unrendered wiki
 template (``Template:…``) or instructions to a reader is dropped.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
@@ -261,6 +263,32 @@ def _cut(text: str, start: int, end: int, language: str) -> list[tuple[int, int]
     return spans
 
 
+def _open_quotation(said: str) -> bool:
+    """Whether ``said`` opens a quotation it does not close."""
+    return said.count("“") > said.count("”") or said.count('"') % 2 == 1
+
+
+#: A quotation longer than this is not joined into one sentence (a stray quote mark).
+MAX_QUOTATION = 600
+
+
+def _within_quotations(spans: list[tuple[int, int]], text: str) -> list[tuple[int, int]]:
+    """``spans`` with a sentence that ends inside an open quotation joined to the ones that
+    go on with it ("warning: “They are already there. They are there to …”"): a
+    quotation's sentence is not cut off from the rest of what was said."""
+    out: list[tuple[int, int]] = []
+    for s, e in spans:
+        if (
+            out
+            and _open_quotation(text[out[-1][0] : out[-1][1]])
+            and e - out[-1][0] <= MAX_QUOTATION
+        ):
+            out[-1] = (out[-1][0], e)
+        else:
+            out.append((s, e))
+    return out
+
+
 @lru_cache(maxsize=8)
 def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
     """The quotable sentences of ``text``, in order (see the module docstring).
@@ -272,14 +300,15 @@ def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
     for number, (start, end) in enumerate(blocks(text)):
         if any(addresses_a_reader(line) for line in text[start:end].split("\n")):
             continue
-        spans = _cut(text, start, end, language)
+        spans = _within_quotations(_cut(text, start, end, language), text)
         quoted = [_clean(text[s:e]) for s, e in spans]
         if any(addresses_a_reader(q) for q in quoted):
             continue
         for i, ((s, e), said) in enumerate(zip(spans, quoted, strict=True)):
             if not said or _TEMPLATE.search(said):
                 continue
-            whole = bool(_END.search(said) or _SOFT_END.search(said)) or i == len(spans) - 1
+            ends = bool(_END.search(said) or _SOFT_END.search(said)) or i == len(spans) - 1
+            whole = ends and not _open_quotation(said)
             out.append(Sentence(said, s, e, number, whole))
     return tuple(out)
 
