@@ -277,12 +277,16 @@ class TextSpan(_Record):
 
 class AnswerSentence(_Record):
     """One sentence of an answer: as quoted, the sources that say it (the first is the
-    one quoted), where it is in each, and the score that chose it."""
+    one quoted), where it is in each, the score that chose it, and whom an opening
+    pronoun means when the answer does not say."""
 
     text: str
     sources: list[int]
     spans: list[TextSpan] = Field(default_factory=list)
     score: float = 0.0
+    #: Whom the sentence's opening "He", "She", "It", "They" means (its page's title),
+    #: given when the answer holds no earlier sentence of that page saying so.
+    subject: str | None = None
 
 
 class Answer(_Record):

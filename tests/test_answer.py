@@ -408,3 +408,82 @@ def test_the_hong_kong_page_quotes_no_caption_and_no_quotation_cut_short() -> No
     assert not warning.whole
     closed = [s for s in found if s.text.startswith("“If the situation becomes uncontrollable")]
     assert closed and closed[0].whole and closed[0].text.endswith("end the unrest.”")
+
+
+def _note(id_: int, title: str, text: str) -> Any:
+    from sleuth.models import Quality, Source
+
+    return Source(
+        id=id_,
+        url=f"file:///notes/{id_}.md",
+        title=title,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        score=1.0,
+        passages=[],
+    ), text
+
+
+def test_a_pronoun_sentence_says_whom_it_means_or_is_left_out() -> None:
+    """ "He is best known as the lead vocalist …" alone says nothing of whom: the answer
+    names him (its page's title) in bold; a "They …" sentence on a page whose title is a
+    headline, not a name, is not taken without the sentence that says who "they" are."""
+    from sleuth.stages.answer import best_answer
+    from sleuth.stages.write import answer_lines
+
+    roland, text = _note(
+        1,
+        "Ed Roland",
+        "Edgar Eugene Roland, Jr. (born August 3, 1963) is an American musician. "
+        "He is best known as the lead vocalist and songwriter of the rock band Collective Soul.",
+    )
+    [said] = best_answer(
+        "What role did Ed Roland perform in Collective Soul?", [roland], {1: text}, max_sentences=1
+    )
+    assert said.text.startswith("He is best known as the lead vocalist")
+    assert said.subject == "Ed Roland"
+    [line] = answer_lines([said])
+    assert line.startswith("- **Ed Roland:** He is best known as the lead vocalist")
+    assert quotes_of(f"## Answer\n\n{line}\n")[0] == said.text  # the label is not quoted
+
+    view, text = _note(
+        2,
+        "The Guardian view on Hong Kong: a city on the brink | Editorial",
+        "Hong Kong is burning, and Beijing watches. "
+        "They know that sending troops to Hong Kong would spark an international furor "
+        "over Hong Kong.",
+    )
+    said = best_answer(
+        "How would China sending troops to Hong Kong be received?",
+        [view],
+        {2: text},
+        max_sentences=1,
+    )
+    assert [s.text for s in said] == ["Hong Kong is burning, and Beijing watches."]
+
+
+def test_a_comparing_question_gets_a_sentence_on_each_side() -> None:
+    """ "Which came first, X or Y?": the answer says something of Y's own page even when
+    X's page has the more sentences scoring high."""
+    from sleuth.stages.answer import best_answer
+
+    band, band_text = _note(
+        1,
+        "The Dandy Warhols",
+        "The Dandy Warhols are an American alternative rock band formed in Portland in 1994. "
+        "The Dandy Warhols first came to the forming of a record deal with Capitol in 1995. "
+        "The Dandy Warhols came first to fame with the single Not If You Were the Last Junkie.",
+    )
+    young, young_text = _note(
+        2,
+        "Robert Young (musician)",
+        'Robert "Throb" Young (12 June 1964 – 9 September 2014) was a Scottish musician.',
+    )
+    said = best_answer(
+        "Which came first, the forming of The Dandy Warhols or the birth of Robert Young?",
+        [band, young],
+        {1: band_text, 2: young_text},
+        max_sentences=2,
+    )
+    assert [s.sources[0] for s in said].count(2) == 1, [s.text for s in said]
+    assert any('"Throb" Young' in s.text for s in said)

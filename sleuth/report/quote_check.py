@@ -19,6 +19,7 @@ __all__ = ["answer_section", "quote_faults", "quotes_of"]
 _SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
 _MD_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
 _CITES = re.compile(r"(?:\s*\[\d+\])+\s*$")
+_SUBJECT_LABEL = re.compile(r"^\*\*[^*]+:\*\* ")
 
 
 def answer_section(markdown: str) -> str:
@@ -43,8 +44,10 @@ def quotes_of(markdown: str) -> list[str]:
             in_answer = line.strip() in ("## Answer", "**Answer:**")
             continue
         text = ""
-        if line.startswith("> ") or (in_answer and line.startswith("- ")):
+        if line.startswith("> "):
             text = line[2:]
+        elif in_answer and line.startswith("- "):
+            text = _SUBJECT_LABEL.sub("", line[2:])  # whom a pronoun means: not quoted
         if text.strip():
             out.append(_CITES.sub("", _MD_ESCAPE.sub(r"\1", text)).strip())
     return out

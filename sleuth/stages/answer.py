@@ -47,8 +47,8 @@ from dataclasses import dataclass
 from sleuth import tuned
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
 from sleuth.stages.asks import kind_scores, new_names, question_kind
-from sleuth.stages.explore import titled
 from sleuth.stages.judge import title_core
+from sleuth.stages.names import named_by, titled
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
 from sleuth.terms import content_terms
@@ -302,6 +302,8 @@ def _choose(
         size = len(c.text.split())
         if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
             continue
+        if _unexplained(c, chosen):
+            continue
         chosen.append(_Chosen(c, score, terms, []))
         words += size
         per_source[c.source] = per_source.get(c.source, 0) + 1
@@ -336,10 +338,10 @@ def best_answer(
     ``texts``: each source's stored text by id (the spans point into it). ``scorers``:
     the first pass's (:func:`default_scorers`); the bridge pass is added to them.
     """
-    ranked = ranked_candidates(question, sources, texts, scorers)
+    ranked, found = _ranked(question, sources, texts, scorers)
     placed = {s.id for s in sources if texts.get(s.id)}
-    chosen = _choose(ranked, max_sentences, max_words)
-    return [_sentence(c, placed) for c in _reading_order(chosen)]
+    chosen = _choose(_pages_first(question, ranked, found), max_sentences, max_words)
+    return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen)
 
 
 def ranked_candidates(
@@ -350,15 +352,88 @@ def ranked_candidates(
 ) -> list[tuple[float, Candidate]]:
     """Every candidate sentence of ``sources`` with its score for ``question``, best
     first (the first pass's scorers, then the bridge pass)."""
+    return _ranked(question, sources, texts, scorers)[0]
+
+
+def _ranked(
+    question: str,
+    sources: Sequence[Source],
+    texts: Mapping[int, str],
+    scorers: Sequence[Scorer] | None,
+) -> tuple[list[tuple[float, Candidate]], list[Bridge]]:
     candidates = candidates_of(sources, texts)
     if not candidates:
-        return []
+        return [], []
     scorers = list(scorers if scorers is not None else default_scorers())
     first = _combined(question, candidates, scorers)
     found = bridges(question, candidates, first)
     bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
-    return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
+    ranked = sorted(
+        zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order)
+    )
+    return ranked, found
+
+
+#: Words of a question that sets things side by side ("X or Y", "both", "respective").
+_COMPARES = re.compile(
+    r"\b(?:or|both|either|neither|respective(?:ly)?|same|than|versus|vs)\b", re.IGNORECASE
+)
+#: Pages a comparing question names ("Robert Young" in "… or the birth of Robert Young?")
+#: whose best sentence is taken first.
+SUBJECT_PAGES = 2
+
+
+def _pages_first(
+    question: str, ranked: list[tuple[float, Candidate]], found: Sequence[Bridge]
+) -> list[tuple[float, Candidate]]:
+    """``ranked`` with, for a question that compares things it names ("Which came first,
+    X or Y?"), the best sentence of each page it names moved to the front: the answer
+    then says something of each side before what any one page says best."""
+    if _COMPARES.search(question) is None:
+        return ranked
+    best: dict[int, tuple[float, Candidate]] = {}
+    for pair in ranked:
+        best.setdefault(pair[1].source, pair)
+    front = [p for p in best.values() if named_by(question, p[1].title)][:SUBJECT_PAGES]
+    return front + [p for p in ranked if p not in front]
+
+
+#: A title that names something (a person, a place, a work), as a pronoun's referent:
+#: a few words, not a headline's sentence.
+_NAME_WORDS = 6
+
+
+def _names_a_subject(title: str) -> str | None:
+    core = title_core(title)
+    if not core or len(core.split()) > _NAME_WORDS or any(m in core for m in ":?!."):
+        return None
+    return core
+
+
+def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
+    """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
+    a name) nor a sentence of its page already chosen explains ("They know that …")."""
+    if not _SUBJECT.match(c.text) or _names_a_subject(c.title) is not None:
+        return False
+    return not any(x.candidate.source == c.source and x.candidate.order < c.order for x in chosen)
+
+
+def _subjects(said: list[AnswerSentence], chosen: Sequence[_Chosen]) -> list[AnswerSentence]:
+    """``said`` with whom each opening pronoun means, where the answer holds no earlier
+    sentence of that page (see :attr:`AnswerSentence.subject`)."""
+    by_text = {c.candidate.text: c.candidate for c in chosen}
+    out = []
+    for n, sentence in enumerate(said):
+        c = by_text[sentence.text]
+        earlier = any(by_text[x.text].source == c.source for x in said[:n])
+        subject = _names_a_subject(c.title) if _SUBJECT.match(c.text) else None
+        out.append(
+            sentence.model_copy(update={"subject": subject})
+            if subject and not earlier
+            else sentence
+        )
+    return out
 
 
 _PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")

@@ -116,10 +116,16 @@ def cites(ids: Sequence[int]) -> str:
 
 
 def answer_lines(answer: Sequence[AnswerSentence]) -> list[str]:
-    """An answer as Markdown list items, each sentence quoted and cited."""
+    """An answer as Markdown list items, each sentence quoted and cited; a sentence
+    whose opening pronoun the answer does not explain is led by whom it means, in bold
+    ("**Ed Roland:** He formed …")."""
     if not answer:
         return ["_No sentence of the sources answers the question directly; see the evidence._"]
-    return [f"- {escape_line(s.text)} {cites(s.sources)}" for s in answer]
+    return [
+        f"- {f'**{escape_inline(s.subject)}:** ' if s.subject else ''}"
+        f"{escape_line(s.text)} {cites(s.sources)}"
+        for s in answer
+    ]
 
 
 def render_markdown(
