@@ -47,6 +47,7 @@ if str(REPO) not in sys.path:  # python bench/answer.py
     sys.path.insert(0, str(REPO))
 
 from bench.data import data_dir, verify  # noqa: E402
+from bench.parts import Context, Figures  # noqa: E402
 from sleuth.report.quote_check import answer_section, quote_faults, quotes_of  # noqa: E402
 
 __all__ = [
@@ -210,14 +211,22 @@ async def _run(
 
 
 def measure(
-    split: str, modes: Sequence[str], jobs: int, out: Path | None, first: int | None = None
+    split: str,
+    modes: Sequence[str],
+    jobs: int,
+    out: Path | None,
+    first: int | None = None,
+    *,
+    final: bool = False,
 ) -> list[Row]:
-    """Each mode over the split's questions (its ``first`` ones); one :class:`Row` per mode."""
+    """Each mode over the split's questions (its ``first`` ones); one :class:`Row` per mode.
+    The test split only with ``final`` (``python -m bench --final``)."""
     from bench.client import hotpot_questions
+    from bench.splits import HOTPOTQA, refuse_test
     from sleuth.llm.tokens import count_tokens
 
     every = hotpot_questions()
-    questions = [(n, every[n]) for n in SPLITS[split]][:first]
+    questions = [(n, every[n]) for n in HOTPOTQA[refuse_test(split, final)]][:first]
     rows = []
     with tempfile.TemporaryDirectory(prefix="sleuth-answer-") as tmp:
         folder, home = Path(tmp) / "notes", Path(tmp) / "home"
@@ -264,6 +273,19 @@ def table(rows: Sequence[Row]) -> str:
             f"| {statistics.mean(r.report_tokens or [0]):.0f} | {r.quotes} | {r.faults} |"
         )
     return "\n".join(lines)
+
+
+def part(ctx: Context) -> Figures:
+    """The answer part: quick and deep no-model reports over HotpotQA's notes (documents
+    mode needs no world and no model: the Answer is the no-model report's)."""
+    print("answer (HotpotQA notes, no model)...", file=sys.stderr)
+    verify(["hotpotqa"])
+    rows = measure(ctx.split, ("quick", "deep"), 2, None, ctx.limit, final=ctx.final)
+    head = ctx.heading("Answer first", "documents mode", "no model")
+    kinds = "".join(
+        f"\n\n{r.mode} fault kinds: {json.dumps(r.fault_kinds)}" for r in rows if r.fault_kinds
+    )
+    return Figures(f"{head}\n\n{table(rows)}{kinds}\n", [asdict(r) for r in rows])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -109,6 +109,7 @@ PARTS: tuple[Part, ...] = (
     Part("extraction", "bench.extraction:part", "F1 against trafilatura", world=False),
     Part("relevance", "bench.relevance:part", "on-topic citations", world=False, default=False),
     Part("deep", "bench.deep:part", "deep against quick", default=False),
+    Part("answer", "bench.answer:part", "the Answer against the whole report", world=False),
     Part("batch", "bench.batch:part", "sleuth batch", world=False, default=False),
     Part("determinism", "bench.determinism:part", "same sources twice", world=False, default=False),
 )
