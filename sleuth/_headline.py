@@ -28,6 +28,9 @@ _CAPTION = re.compile(
     r"|^\s*(?:Image|Photo|Picture|Photograph)s?(?:\s+credit)?\s*:",
     re.IGNORECASE,
 )
+# A link to another story tagged by its kind ("… jibe [INSIGHT]", "… [VIDEO]"), or a line
+# a separator closes ("… jibe [INSIGHT]|"): a site's links, not its prose.
+_TAGGED_LINK = re.compile(r"\[[A-Z][A-Z ]{2,20}\][\s|]*$|\s[|·•»›]\s*$")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 #: Small words a title leaves in lower case ("Signs of Alien Life").
 _TITLE_SMALL = frozenset(
@@ -38,9 +41,9 @@ _TITLE_SMALL = frozenset(
 def headline(line: str) -> bool:
     """Whether ``line`` is a headline, a link's text or a caption rather than a sentence:
     a teaser ("Related: …", "Read more"), a picture's caption (a credit such as
-    "(Image: GETTY )" closing it), or words in title case (every word but the small ones
-    capitalised) with no sentence's ending."""
-    if _TEASER.match(line) or _CAPTION.search(line):
+    "(Image: GETTY )" closing it), a link tagged by its kind ("… [VIDEO]"), or words in
+    title case (every word but the small ones capitalised) with no sentence's ending."""
+    if _TEASER.match(line) or _CAPTION.search(line) or _TAGGED_LINK.search(line):
         return True
     text = _LIST_MARK.sub("", line).strip()
     if not text or _END.search(text):

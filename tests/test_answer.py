@@ -386,6 +386,9 @@ def test_the_moons_report_quotes_no_headline_or_link(web: OfflineWeb) -> None:
         ("Protesters marched through the city on Sunday (Getty Images)", True),
         ("Photo credit: Jane Doe for the Herald", True),
         ("The agency (AFP reported) said the talks would resume.", False),
+        ("China furious at Macron for Hong Kong protest jibe [INSIGHT]|", True),
+        ("Lakers vs Nets: NBA make final decision on game amid China turmoil [VIDEO]", True),
+        ("He cited the ministry's annual report [PDF].", False),
     ],
 )
 def test_a_headline_is_told_from_a_sentence(line: str, is_headline: bool) -> None:
@@ -487,3 +490,21 @@ def test_a_comparing_question_gets_a_sentence_on_each_side() -> None:
     )
     assert [s.sources[0] for s in said].count(2) == 1, [s.text for s in said]
     assert any('"Throb" Young' in s.text for s in said)
+
+
+def test_an_answer_states_it_does_not_ask_or_trail_off() -> None:
+    """A page's question ("Have an Amazon Alexa device?") and a sentence the page itself
+    cut short ("… in a statement…") are quoted as evidence, never as the answer."""
+    from sleuth.stages.answer import best_answer
+
+    page, text = _note(
+        1,
+        "WeWork investigated",
+        "Have an Amazon Alexa device investigating WeWork for the attorney general? "
+        "The attorney general is investigating WeWork over self-dealing by its founder. "
+        "WeWork confirmed the attorney general investigating it in a statement…",
+    )
+    said = best_answer("Why is the attorney general investigating WeWork?", [page], {1: text})
+    assert [s.text for s in said] == [
+        "The attorney general is investigating WeWork over self-dealing by its founder."
+    ]

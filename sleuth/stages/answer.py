@@ -253,9 +253,15 @@ def bridge_scores(
     return out
 
 
+#: A question ("Have an Amazon Alexa device?") or a sentence its page cut short ("Google
+#: confirmed this in a statement…"): neither states an answer.
+_NOT_STATED = re.compile(r"(?:\?|…|\.\.\.)[\"'”’)\]]*$")
+
+
 # -- the candidates -----------------------------------------------------------------------------
 def candidates_of(sources: Sequence[Source], texts: Mapping[int, str]) -> list[Candidate]:
-    """The sentences of each source that an answer may quote, in source order.
+    """The sentences of each source that an answer may quote, in source order: whole,
+    neither too short nor too long, not a question, not cut short by its page.
 
     ``texts`` holds each source's stored text by id; a source without one offers its
     passages (their sentences then have no place in a stored text).
@@ -265,7 +271,11 @@ def candidates_of(sources: Sequence[Source], texts: Mapping[int, str]) -> list[C
         text = texts.get(source.id) or "\n\n".join(source.passages)
         for order, sentence in enumerate(sentences(text)[:PER_PAGE]):
             words = len(sentence.text.split())
-            if sentence.whole and MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS:
+            if (
+                sentence.whole
+                and MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS
+                and not _NOT_STATED.search(sentence.text)
+            ):
                 out.append(Candidate(source.id, rank, source.title, sentence, order))
     return out
 
@@ -413,10 +423,12 @@ def _names_a_subject(title: str) -> str | None:
 
 def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
     """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
-    a name) nor a sentence of its page already chosen explains ("They know that …")."""
+    a name) nor the sentence before it, already chosen, explains ("They know that …")."""
     if not _SUBJECT.match(c.text) or _names_a_subject(c.title) is not None:
         return False
-    return not any(x.candidate.source == c.source and x.candidate.order < c.order for x in chosen)
+    return not any(
+        x.candidate.source == c.source and x.candidate.order == c.order - 1 for x in chosen
+    )
 
 
 def _subjects(said: list[AnswerSentence], chosen: Sequence[_Chosen]) -> list[AnswerSentence]:
