@@ -275,15 +275,29 @@ def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], No
 def _picking(
     ctx: RunContext, queries: list[str] | None
 ) -> Callable[[Candidate, Page], None] | None:
-    """What starts picking each page's passages for ``queries`` as it arrives."""
+    """What starts picking each page's passages for ``queries`` as it arrives, and then
+    scoring its sentences for the answer (:func:`answer_ahead`)."""
     if queries is None:
         return None
     k = ctx.settings.passages
 
     def pick(candidate: Candidate, page: Page) -> None:
-        ctx.passages.start(page.text, queries, k)
+        ctx.passages.start(
+            page.text, queries, k, lambda: answer_ahead(ctx.topic, candidate, page, ctx.settings)
+        )
 
     return pick
+
+
+def answer_ahead(topic: str, candidate: Candidate, page: Page, settings: Settings) -> None:
+    """Score one page's sentences for the answer to ``topic``, as :func:`answer_stage`
+    will once the sources are read: what that costs per sentence (its terms, names,
+    vector; the page's sentences) is then in the caches of the functions that make it,
+    and the answer stage, between the last page and the report, only adds it up."""
+    from sleuth.stages.answer import best_answer
+
+    (source,) = read_sources([(candidate, page)], [], settings, lambda *_: [])
+    best_answer(topic, [source], {source.id: page.text})
 
 
 def _remembering(

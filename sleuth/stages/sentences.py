@@ -261,7 +261,7 @@ def _cut(text: str, start: int, end: int, language: str) -> list[tuple[int, int]
     return spans
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)  # a run's sources, scored as they arrive and together
 def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
     """The quotable sentences of ``text``, in order (see the module docstring).
 
