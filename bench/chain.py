@@ -126,3 +126,83 @@ def waste(log: Sequence[dict[str, Any]], cited: Sequence[str], read_at: float) -
     others = covered(clip(e) for e in work if e["key"] not in mine)
     own = covered(clip(e) for e in work if e["kind"] == "llm" and e["key"] in mine)
     return max(0.0, _length_outside(others, own))
+
+
+#: The parts of a run's wall time along its last cited page's path (:func:`path`), in order.
+PATH_PARTS = (
+    "start-up",
+    "searching",
+    "asked later",
+    "download",
+    "extract wait",
+    "extract",
+    "gather end",
+    "answer+write",
+    "finish",
+)
+
+Events = Sequence[tuple[float, str, dict[str, Any]]]
+
+
+def _first_event(events: Events, kind: str, url: str | None = None) -> float | None:
+    for at, k, data in events:
+        if k == kind and (url is None or data.get("url") == url):
+            return at
+    return None
+
+
+def _extraction(events: Events, url: str) -> tuple[float, float] | None:
+    """(start, end) of ``url``'s extraction on the events' clock, from its span's end event."""
+    for at, kind, data in events:
+        extract = kind == "span" and data.get("kind") == "extract"
+        if extract and data.get("name") == url and data.get("end") is not None:
+            return at - (float(data["end"]) - float(data["start"])), at
+    return None
+
+
+def path(
+    log: Sequence[dict[str, Any]],
+    events: Events,
+    cited: Sequence[str],
+    started: float,
+    ended: float,
+) -> dict[str, float] | None:
+    """A run's wall time cut along the path of its last cited page to be read (P), each
+    part from the run's own events (``events``: (``time.time()``, kind, data)) and the
+    world's log, so that the parts add up to the wall time:
+
+    start-up (call to the first request), searching (to the first page asked for),
+    asked later (to P asked for: pages set aside and replaced, a fuller ranking), download
+    (P's response ended, server side), extract wait (for an extraction worker), extract,
+    gather end (P read to the sources read: waiting for other pages, choosing, picking
+    passages), answer+write (to the report put together), finish (to the call's return).
+    None when P cannot be followed (no cited page, or one reached by a redirect).
+    """
+    fetches = _first_fetches(log)
+    read_at = {u: _first_event(events, "fetched", u) for u in cited}
+    followed = [u for u in cited if read_at[u] is not None and u in fetches]
+    if not followed or not log:
+        return None
+    last = max(followed, key=lambda u: read_at[u] or 0.0)
+    asked, extraction = _first_event(events, "fetch_start", last), _extraction(events, last)
+    first_asked = _first_event(events, "fetch_start")
+    read, report = _first_event(events, "read"), _first_event(events, "report")
+    if None in (asked, first_asked, read, report) or extraction is None:
+        return None
+    assert asked is not None and first_asked is not None and read is not None
+    assert report is not None and read_at[last] is not None
+    first = min(float(e["start"]) for e in log)
+    marks = [
+        started,
+        first,
+        first_asked,
+        asked,
+        float(fetches[last]["end"]),
+        extraction[0],
+        extraction[1],
+        read,
+        report,
+        ended,
+    ]
+    # The page's "fetched" event follows its extraction at once: it is part of gather end.
+    return {name: marks[i + 1] - marks[i] for i, name in enumerate(PATH_PARTS)}

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.chain import chain, waste
+from bench.chain import PATH_PARTS, Events, chain, waste
+from bench.chain import path as page_path
 from bench.client import WorldProcess, cited_urls
 from bench.pagetime import PageTime
 from bench.pagetime import measure as measure_pages
@@ -36,6 +37,7 @@ __all__ = [
     "page_times",
     "part",
     "parts_table",
+    "path_table",
     "run_timing",
     "timing_table",
 ]
@@ -153,6 +155,8 @@ class Row:
     chain: float = 0.0  # bench.chain: what the run could not have done without
     chain_parts: dict[str, float] = field(default_factory=dict)
     waste: float = 0.0  # bench.chain: waiting for pages then not cited
+    #: bench.chain.path: the wall time along the last cited page's path, in parts
+    path: dict[str, float] = field(default_factory=dict)
 
     @property
     def ratio(self) -> float:
@@ -172,10 +176,12 @@ def measure(
     log: list[dict[str, Any]],
     sizes: dict[str, int] | None = None,
     times: tuple[float, float] | None = None,
+    events: Events = (),
 ) -> Row:
     """One run's row from its report, wall time and the world's log (``sizes``: page
     URL -> bytes, for the heavy-page columns; ``times``: when the run was called and
-    when it had read its sources, on the world's clock, for the chain and the waste)."""
+    when it had read its sources, on the world's clock, for the chain and the waste;
+    ``events``: the run's progress events with their ``time.time()``, for its path)."""
     cited = cited_urls(report)
     pages = [e for e in log if e["kind"] == "page"]
     urls = [e["key"] for e in pages]
@@ -208,6 +214,7 @@ def measure(
         chain=run_chain.total if run_chain else 0.0,
         chain_parts=run_chain.parts if run_chain else {},
         waste=waste(log, cited, read_at) if times is not None else 0.0,
+        path=(page_path(log, events, cited, started, started + wall) or {}) if events else {},
     )
 
 
@@ -215,8 +222,10 @@ def timed_run(w: WorldProcess, question: str, llm: bool, name: str) -> Row:
     import sleuth
 
     read_at: list[float] = []
+    events: list[tuple[float, str, dict[str, Any]]] = []
 
     def on_event(event: Any) -> None:
+        events.append((time.time(), event.kind, dict(event.data or {})))
         if event.kind == "read" and not read_at:  # the sources are read: gathering is over
             read_at.append(time.time())
 
@@ -228,7 +237,8 @@ def timed_run(w: WorldProcess, question: str, llm: bool, name: str) -> Row:
     ended = time.time()
     time.sleep(0.2)  # let the world log the responses that were cut off
     times = (started, read_at[0] if read_at else ended)
-    return measure(name, "LLM" if llm else "no-LLM", report, wall, w.log(), w.sizes, times)
+    pipeline = "LLM" if llm else "no-LLM"
+    return measure(name, pipeline, report, wall, w.log(), w.sizes, times, events)
 
 
 def _f(value: float, digits: int = 2) -> str:
@@ -301,6 +311,39 @@ def chain_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def path_table(rows: list[Row]) -> str:
+    """Each run's wall time along its last cited page's path (bench.chain.path), and what
+    is neither chain nor waste ("other": wall − chain − waste)."""
+    lines = [
+        "| run | pipeline | wall s | "
+        + " | ".join(PATH_PARTS)
+        + " | chain s | waste s | other s |",
+        "|---|---|" + "---:|" * (len(PATH_PARTS) + 4),
+    ]
+    for r in rows:
+        parts = [_f(r.path[k]) if k in r.path else "–" for k in PATH_PARTS]
+        lines.append(
+            f"| {r.name} | {r.pipeline} | {_f(r.wall)} | "
+            + " | ".join(parts)
+            + f" | {_f(r.chain)} | {_f(r.waste)} | {_f(r.wall - r.chain - r.waste)} |"
+        )
+    for pipeline in dict.fromkeys(r.pipeline for r in rows):
+        group = [r for r in rows if r.pipeline == pipeline]
+        followed = [r for r in group if r.path]
+        n = len(group)
+        means = [
+            _f(sum(r.path[k] for r in followed) / len(followed)) if followed else "–"
+            for k in PATH_PARTS
+        ]
+        lines.append(
+            f"| **mean** | {pipeline} | {_f(sum(r.wall for r in group) / n)} | "
+            + " | ".join(means)
+            + f" | {_f(sum(r.chain for r in group) / n)} | {_f(sum(r.waste for r in group) / n)}"
+            f" | {_f(sum(r.wall - r.chain - r.waste for r in group) / n)} |"
+        )
+    return "\n".join(lines)
+
+
 def parts_table(rows: list[Row]) -> str:
     keys = ["plan", "refine", "search", "select", "fetch", "summary", "report"]
     lines = ["| run | pipeline | " + " | ".join(keys) + " |", "|---|---|" + "---:|" * len(keys)]
@@ -363,6 +406,8 @@ def part(ctx: Context) -> Figures:
         timing_table(rows) + "\n",
         f"Critical path, the slowest chain's parts (s):\n\n{parts_table(rows)}\n",
         f"Chain and waste (bench/chain.py; s):\n\n{chain_table(rows)}\n",
+        "Where the wall time went, along each run's last cited page (bench.chain.path; "
+        f"s):\n\n{path_table(rows)}\n",
     ]
     data: dict[str, Any] = {"rows": [vars(r) for r in rows]}
     repeat = ctx.args.page_repeat

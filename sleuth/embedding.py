@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 
 import numpy as np
@@ -116,8 +116,18 @@ class StaticModel:
         return np.fromiter(self.tokenizer.encode(text), dtype=np.int64)
 
     def embed(self, text: str) -> Vector:
-        """``text`` as a unit vector (zeros when it has no known token)."""
+        """``text`` as a unit vector (zeros when it has no known token); read-only: a
+        short text's (a sentence, a title) is remembered, as the answer's scoring asks
+        for a sentence again once a run's pages are together."""
+        if len(text) <= _CACHED_CHARS:
+            return self._embed_short(text)
         return self.embed_rows(self.ids(text))
+
+    @lru_cache(maxsize=1 << 12)  # noqa: B019 (one model per process, kept for good)
+    def _embed_short(self, text: str) -> Vector:
+        vector = self.embed_rows(self.ids(text))
+        vector.setflags(write=False)
+        return vector
 
     def embed_many(self, texts: list[str]) -> npt.NDArray[np.float32]:
         """Each of ``texts`` as a row of unit vectors."""
@@ -154,6 +164,8 @@ def _unit(vector: npt.NDArray[np.float32]) -> Vector:
 
 
 _LOCK = threading.Lock()
+#: Texts up to this long have their vectors remembered (:meth:`StaticModel.embed`).
+_CACHED_CHARS = 400
 
 
 @cache

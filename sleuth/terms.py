@@ -145,8 +145,21 @@ def terms_of(text: str) -> list[str]:
     return out
 
 
+#: Texts up to this long (a sentence, a title, a query) are remembered by
+#: :func:`content_terms`: the answer's scorers ask for a sentence's terms several times,
+#: and a run's pages are scored as they arrive, then again together.
+CACHED_CHARS = 400
+
+
 def content_terms(text: str) -> frozenset[str]:
     """The set of :func:`terms_of` ``text``."""
+    if len(text) <= CACHED_CHARS:
+        return _short_terms(text)
+    return frozenset(terms_of(text))
+
+
+@lru_cache(maxsize=1 << 13)
+def _short_terms(text: str) -> frozenset[str]:
     return frozenset(terms_of(text))
 
 

@@ -285,12 +285,10 @@ def services() -> Iterator[Services]:
         yield stand_ins
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def every_model_call(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The suite's model tests were written around every call a run can make (the model
-    chooses the results, summarises each page): they keep asking for them, as a user
-    would (``SLEUTH_SELECT``, ``SLEUTH_SUMMARIES``). The defaults, which ask the model
-    only to plan and write when the judgement is clear and the passages fit, are
-    tested in test_fewer_calls.py, which sets them explicitly."""
+    """For tests written around every call a run can make (the model chooses the results,
+    summarises each page): they ask for them as a user would (``SLEUTH_SELECT=model``,
+    ``SLEUTH_SUMMARIES=always``). Every other test runs under the shipped defaults."""
     monkeypatch.setenv("SLEUTH_SELECT", "model")
     monkeypatch.setenv("SLEUTH_SUMMARIES", "always")

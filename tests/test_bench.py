@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # bench/ is beside the package, not installed with it
     sys.path.insert(0, str(REPO))
 
-from bench.chain import chain, waste  # noqa: E402
+from bench.chain import PATH_PARTS, chain, path, waste  # noqa: E402
 
 
 def _req(kind: str, key: str, start: float, end: float, **more: Any) -> dict[str, Any]:
@@ -83,6 +83,40 @@ def test_waste_does_not_count_time_a_cited_page_was_being_summarised() -> None:
 
 def test_a_run_that_cites_nothing_wastes_nothing_by_this_measure() -> None:
     assert waste([_req("page", "C", 0.0, 5.0)], [], read_at=6.0) == 0.0
+
+
+def test_the_path_of_the_last_cited_page_adds_up_to_the_wall_time() -> None:
+    """The wall time cut along the last cited page read (B), from the run's events and the
+    world's log: each part is the time between two of its marks, and they add up."""
+    log = [_req("search", "q1", 100.1, 100.6), _req("page", "A", 100.7, 101.0)]
+    log.append(_req("page", "B", 101.4, 102.0))
+    span = {"kind": "extract", "name": "B", "start": 2.2, "end": 2.5}  # 0.3 s of extraction
+    events = [
+        (100.65, "fetch_start", {"url": "A"}),
+        (101.2, "fetched", {"url": "A"}),
+        (101.3, "fetch_start", {"url": "B"}),  # asked once A was read: 0.65 s later
+        (102.5, "span", span),
+        (102.55, "fetched", {"url": "B"}),
+        (102.6, "read", {}),
+        (102.9, "report", {}),
+    ]
+    got = path(log, events, ["A", "B"], started=100.0, ended=103.0)
+    assert got is not None and list(got) == list(PATH_PARTS)
+    assert got == pytest.approx(
+        {
+            "start-up": 0.1,
+            "searching": 0.55,
+            "asked later": 0.65,
+            "download": 0.7,
+            "extract wait": 0.2,
+            "extract": 0.3,
+            "gather end": 0.1,
+            "answer+write": 0.3,
+            "finish": 0.1,
+        }
+    )
+    assert sum(got.values()) == pytest.approx(3.0)
+    assert path(log, events, [], started=100.0, ended=103.0) is None
 
 
 # -- the splits (bench/splits.py) --------------------------------------------------------------

@@ -306,3 +306,55 @@ async def test_the_last_downloads_floor_waits_only_for_pages_that_may_be_sources
     assert [c.url for c, _ in gathered.pages] == URLS[:2]
     reasons = {f.url: f.reason for f in gathered.failures}
     assert reasons[URLS[2]].startswith("not waited for: it took longer than")
+
+
+class Failing(Held):
+    """As :class:`Held`, and the ``failing`` pages answer with a failure at once."""
+
+    def __init__(self, held: set[str], failing: set[str]) -> None:
+        super().__init__(held)
+        self.failing = failing
+
+    async def fetch(self, url: str) -> Page | FetchFailure:
+        if url in self.failing:
+            await asyncio.sleep(0)
+            return FetchFailure(url=url, reason="HTTP 404")
+        return await super().fetch(url)
+
+
+async def test_the_last_downloads_floor_is_for_the_best_ranked_pages_still_to_come() -> None:
+    """Fewer pages than wanted are read and nothing more can start: a slow page ranked
+    below two pages that may still be sources is worth no floor (its bound ends the
+    wait, floor or not), while the best-ranked page still out is worth it: it is waited
+    for and becomes a source when it comes."""
+    waits = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0, bound_min_s=0.0, last_min_s=3600.0)
+    # Low value: a, b read; c-f fail; g (two pages that count rank above it) never comes.
+    slow = Failing({URLS[6]}, set(URLS[2:6]))
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [candidate(u) for u in URLS[:7]],
+            slow,  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits)),
+        ),
+        timeout=60,
+    )
+    assert [c.url for c, _ in gathered.pages] == URLS[:2]
+    reasons = {f.url: f.reason for f in gathered.failures}
+    assert reasons[URLS[6]].startswith("not waited for: it took longer than")
+
+    # Top value: a is slow, b read, c-g fail: a is waited for (released once the rest is in).
+    top = Failing({URLS[0]}, set(URLS[2:7]))
+
+    def on_event(event: Any) -> None:
+        if event.kind == "fetch_failed" and event.data["url"] == URLS[6]:
+            top.release.set()
+
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [candidate(u) for u in URLS[:7]],
+            top,  # type: ignore[arg-type]
+            GatherOptions(want=3, policy=Window(waits), on_event=on_event),
+        ),
+        timeout=60,
+    )
+    assert [c.url for c, _ in gathered.pages] == URLS[:2]

@@ -111,6 +111,7 @@ def read_json(path: Path) -> dict[str, Any]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("every_model_call")  # the summaries are cached too
 def test_a_second_identical_run_makes_no_request_and_no_model_call(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

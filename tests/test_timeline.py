@@ -110,6 +110,7 @@ def test_the_critical_path_is_the_chain_the_slowest_cited_source_needed(
     assert 0 < line.critical_s <= line.wall_s
 
 
+@pytest.mark.usefixtures("every_model_call")  # a summary per page, tied to it
 def test_a_model_run_times_each_call_and_ties_summaries_to_their_page(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:

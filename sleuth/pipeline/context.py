@@ -28,6 +28,7 @@ from sleuth.errors import StoreCorruptError
 from sleuth.lang import language_name
 from sleuth.llm.run import RunLLM
 from sleuth.models import Plan, Report, SearchHit
+from sleuth.pipeline.passages import Passages
 from sleuth.pipeline.recorder import RunRecord, StoreSession
 from sleuth.pipeline.services import SERVICE_FIELDS, Services, check_settings, open_services
 from sleuth.pipeline.tally import Tally
@@ -148,6 +149,8 @@ class RunContext:
     run_fetcher: RunFetcher | None = None
     #: Every request of the run, timed (made current for the run's tasks by open_run).
     timing: Timing = field(default_factory=Timing)
+    #: Each page's best passages, picked as it arrives (see ``Fetching.read_queries``).
+    passages: Passages = field(default_factory=Passages)
 
     def __post_init__(self) -> None:
         self.passage_queries = self.passage_queries or [self.topic]

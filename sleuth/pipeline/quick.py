@@ -79,10 +79,14 @@ async def _fetch(
     ctx: RunContext,
     candidates: list[Candidate],
     more: asyncio.Future[list[Candidate]] | None = None,
+    plan: Plan | None = None,
 ) -> Gathered:
     # With a model, pages still downloading when the sources are read finish while the
     # report is written: a rerun finds them in the store, the Gaps say they came late.
-    fetched = await fetch_stage(ctx, candidates, Fetching(more=more, late=ctx.llm is not None))
+    # With the plan known (``plan``), each page's passages are picked as it arrives.
+    read_queries = [ctx.topic, *plan.queries] if plan is not None else None
+    how = Fetching(more=more, late=ctx.llm is not None, read_queries=read_queries)
+    fetched = await fetch_stage(ctx, candidates, how)
     ctx.tally.fold(fetched)
     return fetched.gathered
 
@@ -151,7 +155,7 @@ async def plan_and_fetch(ctx: RunContext) -> tuple[Plan, Gathered]:
         if not first.done() or planning.done():  # a rule-based plan, or nothing to overlap
             plan = _with_asked(await planning, asked)
             candidates = await _rank(ctx, plan, await _search(ctx, plan))
-            return plan, await _fetch(ctx, candidates)
+            return plan, await _fetch(ctx, candidates, plan=plan)
         queries, hits = first.result()
         early = await _rank(ctx, Plan(question=ctx.topic, queries=queries, planner="llm"), hits)
         fuller = asyncio.ensure_future(full_ranking())
@@ -187,11 +191,11 @@ async def search_and_fetch(ctx: RunContext, plan: Plan) -> Gathered:
     try:
         await asyncio.wait([lead, searching], return_when=asyncio.FIRST_COMPLETED)
         if searching.done():  # one query, or an error before any search
-            return await _fetch(ctx, await full_ranking())
+            return await _fetch(ctx, await full_ranking(), plan=plan)
         # Ranked directly: the rank event and record come with the full ranking.
         early = rank(lead.result(), ctx.rules)
         fuller = asyncio.ensure_future(full_ranking())
-        gathered = await _fetch(ctx, early, fuller)
+        gathered = await _fetch(ctx, early, fuller, plan)
         await fuller
         return gathered
     finally:

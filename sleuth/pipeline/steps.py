@@ -83,9 +83,13 @@ __all__ = [
 
 
 def read_sources(
-    pages: list[tuple[Candidate, Page]], queries: list[str], settings: Settings
+    pages: list[tuple[Candidate, Page]],
+    queries: list[str],
+    settings: Settings,
+    pick: Callable[[str, list[str], int], list[str]] = best_passages,
 ) -> list[Source]:
-    """Number the read pages in rank order and pick their best passages."""
+    """Number the read pages in rank order and pick their best passages (with ``pick``:
+    the run's, which may have picked them already, :class:`~sleuth.pipeline.passages.Passages`)."""
     return [
         Source(
             id=n,
@@ -94,7 +98,7 @@ def read_sources(
             quality=candidate.quality,
             quality_score=candidate.quality_score,
             score=candidate.score,
-            passages=best_passages(page.text, queries, settings.passages),
+            passages=pick(page.text, queries, settings.passages),
             providers=candidate.providers,
         )
         for n, (candidate, page) in enumerate(pages, start=1)
@@ -174,7 +178,9 @@ class Fetching:
     sources (default: the relevance gate on ``ctx.topic``; a deep research's
     branches pass the gate on the run's question, with the name a second hop searched
     as its bridge). ``late``: downloads still out when gathering ends finish while the
-    report is written (see ``GatherOptions.late``).
+    report is written (see ``GatherOptions.late``). ``read_queries``: the queries the
+    read stage will pick passages for, when known before fetching: each page's are then
+    picked as it arrives (``RunContext.passages``).
     """
 
     want: int | None = None
@@ -183,6 +189,7 @@ class Fetching:
     policy: Policy | None = None
     gate: Gate | None = None
     late: bool = False
+    read_queries: list[str] | None = None
 
 
 def fetch_policy(ctx: RunContext, mode: Policy | None = None) -> Policy:
@@ -239,6 +246,7 @@ async def fetch_stage(
         more=more,
         gate=Relevance(ctx.topic) if how.gate is None else how.gate,
         late=how.late,
+        on_page=_picking(ctx, how.read_queries),
     )
     gathered = await gather_pages(candidates, fetcher, options)
     if recorder is not None and more is not None and more.done() and not more.cancelled():
@@ -262,6 +270,34 @@ def _recording(ctx: RunContext) -> Callable[[Candidate, Page | FetchFailure], No
         recorder.fetched(candidate, result, passages)
 
     return fetched
+
+
+def _picking(
+    ctx: RunContext, queries: list[str] | None
+) -> Callable[[Candidate, Page], None] | None:
+    """What starts picking each page's passages for ``queries`` as it arrives, and then
+    scoring its sentences for the answer (:func:`answer_ahead`)."""
+    if queries is None:
+        return None
+    k = ctx.settings.passages
+
+    def pick(candidate: Candidate, page: Page) -> None:
+        ctx.passages.start(
+            page.text, queries, k, lambda: answer_ahead(ctx.topic, candidate, page, ctx.settings)
+        )
+
+    return pick
+
+
+def answer_ahead(topic: str, candidate: Candidate, page: Page, settings: Settings) -> None:
+    """Score one page's sentences for the answer to ``topic``, as :func:`answer_stage`
+    will once the sources are read: what that costs per sentence (its terms, names,
+    vector; the page's sentences) is then in the caches of the functions that make it,
+    and the answer stage, between the last page and the report, only adds it up."""
+    from sleuth.stages.answer import best_answer
+
+    (source,) = read_sources([(candidate, page)], [], settings, lambda *_: [])
+    best_answer(topic, [source], {source.id: page.text})
 
 
 def _remembering(
@@ -289,7 +325,8 @@ async def read_stage(ctx: RunContext, plan: Plan, gathered: Gathered) -> Read:
     reader = ctx.page_reader()
     dropped: list[Failure] = []
     queries = [ctx.topic, *plan.queries]
-    sources = read_sources(pages, queries, ctx.settings)
+    await ctx.passages.ready()
+    sources = read_sources(pages, queries, ctx.settings, ctx.passages.get)
     if reader is not None and ctx.llm is not None and _summaries_needed(ctx, sources):
         pages, left_out = await reader.read_all(pages)
         dropped = [Failure(url=c.url, reason=why, stage="read") for c, why in left_out]

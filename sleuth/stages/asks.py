@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from sleuth.stages.explore import named_things
-from sleuth.terms import content_terms
+from sleuth.terms import CACHED_CHARS, content_terms
 
 __all__ = ["kind_scores", "new_names", "question_kind"]
 
@@ -60,7 +61,14 @@ def question_kind(question: str) -> str:
 
 def new_names(text: str, asked: frozenset[str]) -> list[str]:
     """The names in ``text`` the question does not already hold."""
+    if len(text) <= CACHED_CHARS:  # a sentence: scored again when the pages are together
+        return list(_new_names(text, asked))
     return [n for n in named_things(text) if not content_terms(n) <= asked]
+
+
+@lru_cache(maxsize=1 << 12)
+def _new_names(text: str, asked: frozenset[str]) -> tuple[str, ...]:
+    return tuple(n for n in named_things(text) if not content_terms(n) <= asked)
 
 
 def kind_scores(question: str, texts: Sequence[str]) -> list[float]:

@@ -289,7 +289,7 @@ def _within_quotations(spans: list[tuple[int, int]], text: str) -> list[tuple[in
     return out
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)  # a run's sources, scored as they arrive and together
 def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
     """The quotable sentences of ``text``, in order (see the module docstring).
 

@@ -100,8 +100,8 @@ class Waits:
     top_s: float = tuned.TOP_WAIT_S
     bound_factor: float = tuned.BOUND_FACTOR
     bound_min_s: float = tuned.BOUND_MIN_S
-    #: The last downloads, once nothing more can start, get at least this long from their
-    #: start before their bound applies (``Window.give_up_at``).
+    #: The last downloads worth it (``Window.worth_the_floor``), once nothing more can
+    #: start, get at least this long from their start before their bound applies.
     last_min_s: float = tuned.LAST_MIN_S
 
 

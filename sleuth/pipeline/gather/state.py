@@ -74,6 +74,9 @@ class GatherOptions:
     #: Leave the downloads still out when gathering ends to finish while the report is
     #: written (``Gathered.late``) instead of cutting them: the driver settles them.
     late: bool = False
+    #: Hears of each page the gate lets through, as it arrives (before ``accept``): the
+    #: driver starts the work each source will need while other pages download.
+    on_page: Callable[[Candidate, Page], None] | None = None
 
 
 class Gathering:
@@ -227,6 +230,8 @@ class Gathering:
             data: dict[str, Any] = {"url": url, "chars": len(result.text), "off_topic": True}
             say(Event("fetched", f"read {title} (off-topic, set aside)", data))
             return
+        if self.options.on_page is not None:
+            self.options.on_page(candidate, result)
         if self.options.accept is None:
             self.done[candidate.canonical_url] = result
         elif self.policy.holds(self, candidate):

@@ -160,10 +160,11 @@ class Window:
         Only once nothing more can start (no candidate left to try, no fuller ranking
         coming), at least one page is read and none is being judged: the downloads still
         out are then all the run waits for, each until its own bound (:meth:`bound`) and,
-        when its search result looks on-topic (the gate's ``likely``), at least
+        when it is worth more than that (:meth:`worth_the_floor`), at least
         ``Waits.last_min_s`` from its start: a page that never finishes does not hold
-        the run to its download cap for one more source, and a slow page on the
-        question is not cut by the bound alone. Local documents are never cut.
+        the run to its download cap for one more source, and a slow page that would be
+        among the best sources is not cut by the bound alone. Local documents are never
+        cut.
         """
         if (
             g.coming()
@@ -174,18 +175,32 @@ class Window:
             or any(is_local(c) for c in g.running.values())
         ):
             return None
-        # The floor is for pages that may become sources: one whose search result the
-        # gate finds off-topic is worth no more than its bound.
         end = max(
             max(
                 self.bound(g, task),
                 g.launched[c.canonical_url] + self.waits.last_min_s
-                if g.gate.likely(c)
+                if self.worth_the_floor(g, c)
                 else -math.inf,
             )
             for task, c in g.running.items()
         )
         return None if math.isinf(end) else end
+
+    def worth_the_floor(self, g: Gathering, candidate: Candidate) -> bool:
+        """Whether a last download is worth ``Waits.last_min_s``: what it may add beats
+        the time. Its search result looks on-topic (the gate's ``likely``: an off-topic
+        one would be set aside), and it would be among the top half of the sources
+        wanted by rank (as the grace of :meth:`wait_for_better`): fewer than
+        ``max(1, want // 2)`` pages ranked above it are read or still on their way. A
+        page below those adds one more source after the best ones are in: it gets its
+        bound, not the floor."""
+        if not g.gate.likely(candidate):
+            return False
+        rank = g.rank()
+        mine = rank.get(candidate.canonical_url, len(rank))
+        live = [*g.done, *g.parked, *(c.canonical_url for _, c in g.out_pairs())]
+        above = sum(1 for url in live if rank.get(url, len(rank)) < mine)
+        return above < max(1, g.want // 2)
 
     def bound(self, g: Gathering, task: Task) -> float:
         """When waiting for a download still out must end, whatever its rank: its start
