@@ -49,9 +49,6 @@ def research(web: OfflineWeb, question: str, home: Path, **extra: Any) -> Report
 
 
 @pytest.mark.slow
-# Written around per-page summaries. Under the defaults (passages, no summaries) a
-# claim "Mr." is split off a sentence and kept with no span: left to the check stage.
-@pytest.mark.usefixtures("every_model_call")
 def test_every_claim_quotes_the_stored_text_of_the_source_it_cites(
     web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path
 ) -> None:

@@ -26,8 +26,11 @@ MAX_QUOTE = 360
 # -- sentences -------------------------------------------------------------------------
 _TRAIL_CITES = r"(?:\s*(?:\[\^?[\d\s,;，、\-–—^]{1,60}\]|【\d{1,4}】))*"
 _BOUNDARY = re.compile(rf"[.!?]+[\"'”’)]*{_TRAIL_CITES}(?=\s|$)|[。！？]+[”’）]*{_TRAIL_CITES}")
+# An abbreviation's full stop, an initial ("J. R. R. Tolkien"; not "I.") or an acronym's
+# ("U.S.") ends no sentence.
 _ABBREVIATIONS = re.compile(
-    r"(?:\b(?:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mr|Ms|Fig|No)\.)$", re.IGNORECASE
+    r"(?:\b(?i:e\.g|i\.e|etc|vs|cf|al|approx|Dr|Mrs?|Ms|Messrs|Prof|Sen|Rep|Gov|Gen|Lt|Col"
+    r"|Sgt|St|Jr|Sr|Inc|Co|Corp|Ltd|Fig|No|a\.m|p\.m)\.|(?<![\w.])[A-HJ-Z]\.|\b(?:[A-Z]\.){2,})$"
 )
 
 # -- terms -----------------------------------------------------------------------------
