@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,6 +17,13 @@ import pytest
 
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
+
+# The suite starts many Python processes (the xdist workers, CLI subprocesses, servers, the
+# extraction workers' forkserver), each importing sleuth: with PYTHONDONTWRITEBYTECODE set,
+# every one of them compiled sleuth and the test modules anew (seconds of CPU each time).
+# Here the caches are written (``__pycache__``, git-ignored) and read by all that follow.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
 SERVICES_DIR = Path(__file__).parent / "data" / "services"
