@@ -91,9 +91,20 @@ def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
 def web() -> Iterator[OfflineWeb]:
     """A started ``OfflineWeb`` over ``tests/data/corpus``, shared by the whole session.
 
+    Its search leaves out the floods (seconds of extraction each: a research on the
+    moons topic would pay for all three); they are served at ``web.hostile`` all the
+    same. A module that wants them in its searches uses :func:`flood_web` as its web.
     Tests that read the request log call ``web.reset_log()`` themselves; tests that
     change ``latency`` or ``search_failures`` put them back when they are done.
     """
+    with OfflineWeb(CORPUS_DIR, floods=False) as world:
+        yield world
+
+
+@pytest.fixture(scope="session")
+def flood_web() -> Iterator[OfflineWeb]:
+    """The offline web whose search finds every hostile page, the floods included
+    (started the first time a test asks for it)."""
     with OfflineWeb(CORPUS_DIR) as world:
         yield world
 
