@@ -17,6 +17,7 @@ import pytest
 
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
+from sleuth.testing.web import COSTLY
 
 # The suite starts many Python processes (the xdist workers, CLI subprocesses, servers, the
 # extraction workers' forkserver), each importing sleuth: with PYTHONDONTWRITEBYTECODE set,
@@ -91,19 +92,21 @@ def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
 def web() -> Iterator[OfflineWeb]:
     """A started ``OfflineWeb`` over ``tests/data/corpus``, shared by the whole session.
 
-    Its search leaves out the floods (seconds of extraction each: a research on the
-    moons topic would pay for all three); they are served at ``web.hostile`` all the
-    same. A module that wants them in its searches uses :func:`flood_web` as its web.
+    Its search leaves out the costly hostile pages: the floods (seconds of extraction
+    each: a research on the moons topic paid for all three) and the slow drip (a research
+    on the Stadia topic waited for it until its page deadline). They are served at
+    ``web.hostile`` all the same; a test that wants them in its searches uses
+    :func:`full_web`.
     Tests that read the request log call ``web.reset_log()`` themselves; tests that
     change ``latency`` or ``search_failures`` put them back when they are done.
     """
-    with OfflineWeb(CORPUS_DIR, floods=False) as world:
+    with OfflineWeb(CORPUS_DIR, unlisted=COSTLY) as world:
         yield world
 
 
 @pytest.fixture(scope="session")
-def flood_web() -> Iterator[OfflineWeb]:
-    """The offline web whose search finds every hostile page, the floods included
+def full_web() -> Iterator[OfflineWeb]:
+    """The offline web whose search finds every hostile page, the costly ones included
     (started the first time a test asks for it)."""
     with OfflineWeb(CORPUS_DIR) as world:
         yield world

@@ -35,9 +35,9 @@ RSS_BOUND_MB = 1000
 
 
 @pytest.fixture
-def web(flood_web: OfflineWeb) -> OfflineWeb:
+def web(full_web: OfflineWeb) -> OfflineWeb:
     """The offline web whose search finds the floods: this module's researches meet them."""
-    return flood_web
+    return full_web
 
 
 def research(web: OfflineWeb, case: str, **extra: Any) -> Report:
