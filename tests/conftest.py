@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import settings
 
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
@@ -25,6 +26,12 @@ from sleuth.testing.web import COSTLY
 # Here the caches are written (``__pycache__``, git-ignored) and read by all that follow.
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
     sys.dont_write_bytecode = False
+
+# Generated inputs (hypothesis): a few dozen examples a property in the everyday run, a
+# thousand under HYPOTHESIS_PROFILE=thorough (before a release, or to chase a bug).
+settings.register_profile("default", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
 SERVICES_DIR = Path(__file__).parent / "data" / "services"
