@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -12,9 +14,24 @@ from typing import Any, ClassVar
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import settings
 
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
+from sleuth.testing.web import COSTLY
+
+# The suite starts many Python processes (the xdist workers, CLI subprocesses, servers, the
+# extraction workers' forkserver), each importing sleuth: with PYTHONDONTWRITEBYTECODE set,
+# every one of them compiled sleuth and the test modules anew (seconds of CPU each time).
+# Here the caches are written (``__pycache__``, git-ignored) and read by all that follow.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    sys.dont_write_bytecode = False
+
+# Generated inputs (hypothesis): a few dozen examples a property in the everyday run, a
+# thousand under HYPOTHESIS_PROFILE=thorough (before a release, or to chase a bug).
+settings.register_profile("default", max_examples=50, deadline=None)
+settings.register_profile("thorough", max_examples=1000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
 SERVICES_DIR = Path(__file__).parent / "data" / "services"
@@ -82,9 +99,22 @@ def no_long_wait_for_the_top_page(monkeypatch: pytest.MonkeyPatch) -> None:
 def web() -> Iterator[OfflineWeb]:
     """A started ``OfflineWeb`` over ``tests/data/corpus``, shared by the whole session.
 
+    Its search leaves out the costly hostile pages: the floods (seconds of extraction
+    each: a research on the moons topic paid for all three) and the slow drip (a research
+    on the Stadia topic waited for it until its page deadline). They are served at
+    ``web.hostile`` all the same; a test that wants them in its searches uses
+    :func:`full_web`.
     Tests that read the request log call ``web.reset_log()`` themselves; tests that
     change ``latency`` or ``search_failures`` put them back when they are done.
     """
+    with OfflineWeb(CORPUS_DIR, unlisted=COSTLY) as world:
+        yield world
+
+
+@pytest.fixture(scope="session")
+def full_web() -> Iterator[OfflineWeb]:
+    """The offline web whose search finds every hostile page, the costly ones included
+    (started the first time a test asks for it)."""
     with OfflineWeb(CORPUS_DIR) as world:
         yield world
 

@@ -34,6 +34,12 @@ linux_only = pytest.mark.skipif(
 RSS_BOUND_MB = 1000
 
 
+@pytest.fixture
+def web(full_web: OfflineWeb) -> OfflineWeb:
+    """The offline web whose search finds the floods: this module's researches meet them."""
+    return full_web
+
+
 def research(web: OfflineWeb, case: str, **extra: Any) -> Report:
     """A research (no model) whose question is the case's own title: it ranks first."""
     options: dict[str, Any] = {

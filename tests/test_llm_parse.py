@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sleuth.errors import LLMError, ParseError
@@ -186,7 +186,6 @@ _ALPHABET = st.sampled_from([*"[]{}\",:'`-*•0123456789.) \n\tabc<>/think", "``
 _REPLIES = st.one_of(st.text(), st.lists(_ALPHABET, max_size=200).map("".join))
 
 
-@settings(max_examples=400, deadline=None)
 @given(_REPLIES)
 def test_parsers_never_raise(reply: str) -> None:
     items = parse_list(reply)
@@ -207,7 +206,6 @@ _WORDS = (
 )
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.lists(_WORDS, min_size=1, max_size=8, unique=True), st.sampled_from(["", "Sure:\n"]))
 def test_json_arrays_round_trip(items: list[str], lead_in: str) -> None:
     import json

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sleuth.errors import ConfigError
@@ -130,7 +130,6 @@ def test_chunk_budget_is_positive_or_refused() -> None:
         chunk_budget(8192, -1, 100)
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     st.integers(-10, 300_000),
     st.integers(0, 300_000),
@@ -195,7 +194,6 @@ def test_chunk_text_edge_cases() -> None:
         chunk_text("text", -5)
 
 
-@settings(max_examples=150, deadline=None)
 @given(st.text(max_size=3000), st.integers(MIN_CHUNK_TOKENS, 400))
 def test_chunk_text_always_fits(text: str, budget: int) -> None:
     chunks = chunk_text(text, budget)

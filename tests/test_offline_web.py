@@ -22,6 +22,7 @@ import pytest
 import pytest_socket
 
 from sleuth.testing import OfflineWeb
+from sleuth.testing.web import COSTLY, FLOODS
 
 CORPUS_DIR = Path(__file__).parent / "data" / "corpus"
 MANIFEST = json.loads((CORPUS_DIR / "manifest.json").read_text(encoding="utf-8"))
@@ -162,8 +163,9 @@ def test_search_formats_other_than_json_are_forbidden(
 
 @pytest.mark.parametrize("topic_id", [topic["id"] for topic in MANIFEST["topics"]])
 def test_topic_question_finds_four_corpus_sites(
-    web: OfflineWeb, client: httpx.Client, topic_id: str
+    full_web: OfflineWeb, client: httpx.Client, topic_id: str
 ) -> None:
+    web = full_web  # every hostile page its topic claims, the costly ones included
     (topic,) = [topic for topic in web.topics if topic.id == topic_id]
     urls = [result["url"] for result in search(client, web, topic.question).json()["results"]]
     expected = {web.doc(doc_id).url for doc_id in topic.expected}
@@ -337,10 +339,26 @@ def test_empty_is_empty(web: OfflineWeb, client: httpx.Client) -> None:
     assert response.status_code == 200 and response.content == b""
 
 
-def test_hostile_pages_are_findable(web: OfflineWeb, client: httpx.Client) -> None:
+def test_hostile_pages_are_findable(full_web: OfflineWeb, client: httpx.Client) -> None:
     for name, case in MANIFEST["hostile"].items():
-        urls = [r["url"] for r in search(client, web, case["title"]).json()["results"]]
-        assert web.hostile[name] in urls[:5], name
+        urls = [r["url"] for r in search(client, full_web, case["title"]).json()["results"]]
+        assert full_web.hostile[name] in urls[:5], name
+
+
+def test_unlisted_cases_are_left_out_of_search_and_still_served(
+    web: OfflineWeb, client: httpx.Client
+) -> None:
+    """The suite's web leaves the costly cases out of its searches: the floods and the
+    slow drip, which its tests meet through full_web."""
+    assert web.unlisted == COSTLY == FLOODS | {"slow_drip"}
+    assert {"div_flood", "br_flood", "paragraph_flood"} == FLOODS
+    for name in sorted(COSTLY):
+        title = MANIFEST["hostile"][name]["title"]
+        urls = [r["url"] for r in search(client, web, title).json()["results"]]
+        assert urls and web.hostile[name] not in urls, name
+        with client.stream("GET", web.hostile[name]) as response:
+            assert response.status_code == 200
+            assert next(response.iter_raw())  # the page, as before
 
 
 # -- life cycle and isolation ------------------------------------------------------------------

@@ -11,9 +11,10 @@ import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -31,6 +32,7 @@ from sleuth.urls import canonicalize
 pytestmark = pytest.mark.slow
 
 MODEL = "scripted-model"
+T = TypeVar("T")
 KIND_CLASS = {"search": "s", "download": "d", "extract": "e", "llm": ""}
 
 
@@ -70,19 +72,27 @@ def check_verbatim(page: Any, scope: str, home: Path, by_id: dict[int, str]) -> 
     return int(verbatim.count())
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium for the module; each test opens its own pages (each its own context)."""
     with chromium() as launched:
         yield launched
 
 
+def in_thread(func: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``func(*args, **kwargs)`` run in another thread: Playwright's sync API holds an
+    event loop in this one while the browser is open, and a research starts its own."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(func, *args, **kwargs).result()
+
+
 @pytest.fixture
 def model_run(web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> Report:
-    """A run with the scripted model, stored under ``tmp_path / "home"`` (made before the
-    browser starts: Playwright's sync API holds an event loop in this thread)."""
+    """A run with the scripted model, stored under ``tmp_path / "home"``."""
     ScriptedResearcher().install(llm)
     home = tmp_path / "home"
-    return sleuth.research_sync(
+    return in_thread(
+        sleuth.research_sync,
         web.topics[0].question,
         search="searxng",
         searxng_url=web.searxng_url,
@@ -262,7 +272,8 @@ def deep_report(web: OfflineWeb, llm: ScriptedLLM, home: Path, model: bool) -> R
     extra: dict[str, Any] = {"base_url": web.llm_url, "model": MODEL} if model else {}
     if model:
         ScriptedResearcher().install(llm)
-    return sleuth.research_sync(
+    return in_thread(
+        sleuth.research_sync,
         web.topics[3].question,
         search="searxng",
         searxng_url=web.searxng_url,
@@ -280,8 +291,7 @@ def deep_report(web: OfflineWeb, llm: ScriptedLLM, home: Path, model: bool) -> R
 
 @pytest.fixture(params=["model", "no-model"])
 def deep_run(request: Any, web: OfflineWeb, llm: ScriptedLLM, tmp_path: Path) -> Report:
-    """A deep research with the scripted model and one without (made before the browser
-    starts)."""
+    """A deep research with the scripted model and one without."""
     return deep_report(web, llm, tmp_path / "home", request.param == "model")
 
 
@@ -334,22 +344,18 @@ def test_the_answer_quotes_its_sources_on_click(
 ) -> None:
     """A report without a model: each citation of its Answer shows the words of that
     source which say it."""
-    # The run is made in a thread: Playwright's sync API holds an event loop in this one.
-    from concurrent.futures import ThreadPoolExecutor
-
     home = tmp_path / "home"
-    with ThreadPoolExecutor(1) as pool:
-        report = pool.submit(
-            sleuth.research_sync,
-            web.topics[0].question,
-            search="searxng",
-            searxng_url=web.searxng_url,
-            allow_private_urls=True,
-            timeout=5,
-            no_llm=True,
-            max_sources=5,
-            home=str(home),
-        ).result()
+    report = in_thread(
+        sleuth.research_sync,
+        web.topics[0].question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        timeout=5,
+        no_llm=True,
+        max_sources=5,
+        home=str(home),
+    )
     assert report.answer is not None and report.answer.sentences
     path = tmp_path / "answer.html"
     path.write_text(render_html(report), encoding="utf-8")

@@ -23,10 +23,11 @@ from sleuth.fetch.guard import address_problem, check_url, is_public_address
 from sleuth.llm.parse import parse_indices, parse_list, strip_think
 from sleuth.urls import TRACKING_PARAMS, canonicalize
 
-FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# As many examples as the profile says (conftest.py); the extraction properties, whose
+# every example parses a page, half as many.
+FAST = settings(suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(
-    max_examples=25,
-    deadline=None,
+    max_examples=max(10, settings.default.max_examples // 2),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 

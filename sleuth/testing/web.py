@@ -27,6 +27,7 @@ import sys
 import threading
 import time
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit
@@ -39,11 +40,17 @@ from sleuth.testing._corpus import Corpus, Doc, Topic, default_corpus_dir
 from sleuth.testing._search import IndexEntry, SearchIndex
 from sleuth.testing.llm import ScriptedLLM
 
-__all__ = ["Doc", "OfflineWeb", "RequestRecord", "Topic"]
+__all__ = ["COSTLY", "FLOODS", "Doc", "OfflineWeb", "RequestRecord", "Topic"]
 
 _MAIN_ADDRESS = "127.0.0.1"
 _START_TIMEOUT = 10.0
 _STOP_TIMEOUT = 10.0
+
+#: The hostile cases whose markup is built to be costly to extract (floods of elements).
+FLOODS = frozenset({"div_flood", "br_flood", "paragraph_flood"})
+#: The hostile cases a research pays for in time: the floods' extraction, and the slow
+#: drip, which holds a research on its topic until the page deadline.
+COSTLY = FLOODS | {"slow_drip"}
 
 
 def _doc_address(index: int) -> str:
@@ -63,6 +70,8 @@ class OfflineWeb:
     and hostile page response) and ``search_failures`` (the next N searches answer 500) can
     be changed while the web runs. ``one_site=True`` serves every corpus page from one
     address (``127.0.1.1``), each at its own path: a site with many pages.
+    ``unlisted`` names hostile cases that search leaves out (:data:`COSTLY`, say); they
+    are still served at their ``hostile`` URLs.
     """
 
     base_url: str
@@ -79,6 +88,7 @@ class OfflineWeb:
         latency: float = 0.0,
         llm: ScriptedLLM | None = None,
         one_site: bool = False,
+        unlisted: Collection[str] = (),
     ) -> None:
         root = corpus_dir if corpus_dir is not None else default_corpus_dir()
         if root is None:
@@ -98,6 +108,8 @@ class OfflineWeb:
         #: Every corpus page on one address, each at its own path (hostile pages keep
         #: theirs): one site with many pages, for the rules per site (pacing, page caps).
         self.one_site = one_site
+        #: The hostile cases search leaves out.
+        self.unlisted = frozenset(unlisted)
 
     # -- knobs -------------------------------------------------------------------------------
 
@@ -288,6 +300,8 @@ class OfflineWeb:
             key = self._listen(_hostile_address(index))
             sites[key] = case
             self.hostile[name] = url = f"http://{key[0]}:{key[1]}{case.path}"
+            if name in self.unlisted:
+                continue
             entries.append(
                 IndexEntry(url, case.title, f"{case.snippet}\n{case.text}", snippet=case.snippet)
             )
