@@ -349,8 +349,11 @@ def test_max_time_ends_a_cli_run_whose_model_never_answers(
     assert report["stopped_by"] == "time budget reached (--max-time 2s)"
     assert report["planner"] == "rules"
     assert "LLM plan: time budget reached (--max-time 2s)" in report["markdown"]
-    assert llm.wait_disconnected(1)
-    assert MARKERS["plan"] in llm.disconnected[0].last_user
+    # Every planning call the server read was hung up on, none left waiting. (On a loaded
+    # machine the call may be cut before the server has read it: nothing to hang up then.)
+    received = [r for r in llm.requests if MARKERS["plan"] in r.last_user]
+    assert llm.wait_disconnected(len(received))
+    assert all(MARKERS["plan"] in r.last_user for r in llm.disconnected)
     # The rule-based queries came after the deadline: none was searched but the question
     # as asked, whose search went out before the planning call (issue 26).
     searched = [parse_qs(r.query).get("q") for r in web.requests if r.path == "/search"]
