@@ -48,7 +48,8 @@ def sift(topic: str, tree: Tree) -> list[Failure]:
     on = [page.text for (_, _, page, _), keep in zip(entries, near, strict=True) if keep]
     failures: list[Failure] = []
     for (branch, candidate, page, _), verdict, keep in zip(entries, verdicts, near, strict=True):
-        if keep or named_in(page.title or candidate.title, on, as_name=True):
+        title = page.title or candidate.title
+        if keep or (named_in(title, on, as_name=True) and not gate.judge.titled(title)):
             continue
         url = page.final_url or candidate.url
         branch.pages = [(c, p) for c, p in branch.pages if p is not page]
