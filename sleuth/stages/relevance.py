@@ -14,11 +14,13 @@ question, one score) and then:
    ``sleuth.pipeline.gather``).
 2. **Against the others.** Once gathering ends, a page scoring more than
    :data:`MARGIN` under the best page read is off-topic by comparison (a page on a
-   part of the question is compared with the best page on that part), unless it
-   scores :data:`SURE` (on-topic whatever else was read: an encyclopedia's long
-   article on the question's subject does not push out the pages on its parts) or its
-   title names something the question names (the page on a person the question asks
-   about is on-topic, however little of the question it repeats).
+   part of the question is compared with the best page on that part), unless it is
+   sure (:func:`sure`: it scores :data:`SURE`, and a long page's title bears on the
+   question too; an encyclopedia's long article on the question's subject does not
+   push out the pages on its parts, and a report on another subject that names the
+   question's in one passage is not sure) or its title names something the question
+   names (the page on a person the question asks about is on-topic, however little of
+   the question it repeats, if it scores as much as the average page).
 3. **One hop.** A page left out whose title an on-topic page names is on-topic after
    all: the second page of a two-step question often shares no word with the question
    (a page titled with a name the question gives is no second step).
