@@ -148,3 +148,22 @@ def test_a_page_set_aside_that_names_a_second_hop_s_subject_is_a_hop() -> None:
     tree = Tree([asked, actor])
     [(owner, found)] = hops(tree, room=5, topic=question)
     assert owner is asked and [c.url for c, _ in found] == [daughter]
+
+
+def test_a_page_naming_a_weak_source_s_subject_is_no_hop() -> None:
+    # Metallica's page is far under the tree's best pages: a page naming Metallica is
+    # about Metallica, not about the second hop of the question.
+    asked = branch("1", 1, QUESTION, EXIES, DIABLO)
+    follow_up = branch("1.1", 2, "Los Angeles", METALLICA)
+    guitarist = "https://guitarist.example.org/a"
+    asked.aside = [
+        (
+            candidate(guitarist, "Kirk Hammett"),
+            page(
+                guitarist,
+                "Kirk Hammett",
+                "Kirk Hammett is an American guitarist who joined Metallica.",
+            ),
+        )
+    ]
+    assert hops(Tree([asked, follow_up]), room=5, topic=QUESTION) == []

@@ -91,13 +91,18 @@ def named_in(title: str, texts: Sequence[str], *, as_name: bool = False) -> bool
     return any(pattern.search(text) for text in texts)
 
 
-def within(verdicts: Sequence[Verdict], margin: float = MARGIN) -> list[bool]:
+def within(
+    verdicts: Sequence[Verdict], margin: float = MARGIN, *, sure_counts: bool = True
+) -> list[bool]:
     """Which of ``verdicts`` (the pages that passed the floor) are on-topic beside the
     others: within ``margin`` of the best page on the question or on one of its parts,
-    sure (see :func:`sure`), or titled with a name the question gives."""
+    sure (see :func:`sure`; unless not ``sure_counts``), or titled with a name the
+    question gives."""
     best = [max(column) for column in zip(*(v.scores for v in verdicts), strict=True)]
     return [
-        v.titled or sure(v) or any(s >= b - margin for s, b in zip(v.scores, best, strict=True))
+        v.titled
+        or (sure_counts and sure(v))
+        or any(s >= b - margin for s, b in zip(v.scores, best, strict=True))
         for v in verdicts
     ]
 

@@ -45,9 +45,8 @@ def sift(topic: str, tree: Tree) -> list[Failure]:
     if len(verdicts) < 2:
         return []
     near = within(verdicts)
-    kept = [(c, p) for (_, c, p, _), keep in zip(entries, near, strict=True) if keep]
-    on = [page.text for _, page in kept]
-    bridges = _bridges(topic, kept)
+    on = [page.text for (_, _, page, _), keep in zip(entries, near, strict=True) if keep]
+    bridges = _bridges(topic, _close(topic, tree))
     failures: list[Failure] = []
     for (branch, candidate, page, _), verdict, keep in zip(entries, verdicts, near, strict=True):
         title = page.title or candidate.title
@@ -68,7 +67,10 @@ def sift(topic: str, tree: Tree) -> list[Failure]:
 
 def _bridges(topic: str, sources: list[tuple[Candidate, Page]]) -> list[str]:
     """The titles of ``sources`` that the question does not name: the second hops the
-    tree found ("Paul Gross" for a question on the actor who played Benton Fraser)."""
+    tree found ("Paul Gross" for a question on the actor who played Benton Fraser).
+    Callers pass the sources on-topic by their own score (close to the tree's best,
+    not only sure, nor kept as a hop), so one off-topic page does not bring its
+    neighbours."""
     titles = [page.title or candidate.title for candidate, page in sources]
     return [title for title in titles if not named_in(title, [topic])]
 
@@ -90,7 +92,7 @@ def hops(
         return []
     texts = [page.text for branch in tree.branches for _, page in branch.pages]
     read = {c.canonical_url for branch in tree.branches for c, _ in branch.pages}
-    bridges = _bridges(topic, [cp for branch in tree.branches for cp in branch.pages])
+    bridges = _bridges(topic, _close(topic, tree)) if topic else []
     found: dict[str, list[tuple[Candidate, Page]]] = {}
     owner: dict[str, Branch] = {}
     for branch in tree.branches:
@@ -106,3 +108,18 @@ def hops(
             if room == 0:
                 return [(owner[b], pages) for b, pages in found.items()]
     return [(owner[b], pages) for b, pages in found.items()]
+
+
+def _close(topic: str, tree: Tree) -> list[tuple[Candidate, Page]]:
+    """The tree's sources within the margin of its best on ``topic`` (or titled)."""
+    gate = Relevance(topic)
+    pages = [
+        (candidate, page, branch.verdicts.get(candidate.canonical_url))
+        for branch in tree.branches
+        for candidate, page in branch.pages
+    ]
+    if not pages:
+        return []
+    verdicts = [v if v is not None else gate.verdict(c, p) for c, p, v in pages]
+    close = within(verdicts, sure_counts=False)
+    return [(c, p) for (c, p, _), ok in zip(pages, close, strict=True) if ok]
