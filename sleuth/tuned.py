@@ -65,9 +65,10 @@ GATE_MARGIN = 1.0
 #: the tune questions read, 70% of the relevant ones (same section).
 GATE_SURE = 2.5
 #: ... and, for a long page, whose title judged alone scores this much: just under the
-#: weakest title of a tune page that only this rule keeps, Firefox Developer Edition's
-#: -0.28 (NOTEBOOK "On topic by its title, not a passage in passing", 2026-11-29).
-GATE_SUBJECT = -0.5
+#: weakest title of a tune-topic page that only this rule keeps, the offline web's
+#: soybean page for the trade-war question, -0.91 (NOTEBOOK "On topic by its title, not
+#: a passage in passing", 2026-11-29).
+GATE_SUBJECT = -1.0
 #: How far the results read first must score above the rest for the judgement to pick
 #: them without the model (bench part ``timing``; NOTEBOOK "Tuned constants", 2026-11-29).
 CLEAR_GAP = 0.5

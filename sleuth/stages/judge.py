@@ -228,13 +228,15 @@ class Judge:
 
         return static_model().embed(self.question)
 
-    def words(self, counts: Counter[str], length: int = 0) -> float:
+    def words(self, counts: Counter[str], length: int = 0, *, whole: bool = True) -> float:
         """The weighted share of the question's key terms among a text's term ``counts``
         (its title's count twice); with the ``tf`` rule, each term counts as BM25 counts
-        it: a term said once in a long text counts for little (``length``: its terms)."""
+        it: a term said once in a long text counts for little (``length``: its terms).
+        ``whole=False`` lets a part of a name count (a headline says "Stadia", not
+        "Google Stadia")."""
         total = sum(self.weights.values())
         held = {t for t in self.weights if counts.get(t)}
-        if "whole" in self.rules:
+        if "whole" in self.rules and whole:
             for name in self.names:
                 if not all(counts.get(t) for t in name.terms):
                     held -= name.terms
@@ -248,9 +250,13 @@ class Judge:
         return float((_passages(text) @ self._vector).max())
 
     def _measures(
-        self, counts: Counter[str], length: int, passages: npt.NDArray[np.float32]
+        self,
+        counts: Counter[str],
+        length: int,
+        passages: npt.NDArray[np.float32],
+        whole: bool = True,
     ) -> tuple[float, float, float]:
-        words = self.words(counts, length)
+        words = self.words(counts, length, whole=whole)
         meaning = float((passages @ self._vector).max())
         score = (words - WORDS_MEAN) / WORDS_SD + (meaning - MEANING_MEAN) / MEANING_SD
         return score, words, meaning
@@ -283,13 +289,13 @@ class Judge:
 
     def _subject(self, title: str) -> float:
         """``title`` judged alone against the question and its parts (``inf`` when it has
-        no key word to judge)."""
+        no key word to judge); a part of a name counts, as headlines shorten names."""
         counts = Counter(terms_of(title))
         if not counts:
             return float("inf")
         passages = _passages(title)
         judges = [self, *self._parts]
-        return max(j._measures(counts, counts.total(), passages)[0] for j in judges)
+        return max(j._measures(counts, counts.total(), passages, False)[0] for j in judges)
 
     def why(self, title: str, terms: frozenset[str], words: float) -> str:
         """Why a page with these ``terms`` and word measure bears little on the question:
