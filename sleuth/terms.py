@@ -133,16 +133,25 @@ def stem(word: str) -> str:
 
 def terms_of(text: str) -> list[str]:
     """The stemmed content words of ``text`` in order (CJK: character pairs), repeats kept."""
-    out: list[str] = []
-    for token in _TOKEN.findall(text):
-        if _CJK.search(token):
-            run = "".join(c for c in token if _CJK.match(c))
-            out += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
-        elif _is_word(token):
-            for piece in re.split(r"[-&.]", token):
-                if piece and piece.lower() not in STOP and (len(piece) > 1 or piece.isdigit()):
-                    out.append(stem(piece))
-    return out
+    return [term for token in _TOKEN.findall(text) for term in _token_terms(token)]
+
+
+@lru_cache(maxsize=1 << 16)  # a page's words repeat, and pages share most of theirs
+def _token_terms(token: str) -> tuple[str, ...]:
+    """The terms of one token of :data:`_TOKEN` (see :func:`terms_of`)."""
+    if _CJK.search(token):
+        run = "".join(c for c in token if _CJK.match(c))
+        return tuple(run[i : i + 2] for i in range(max(1, len(run) - 1)))
+    if not _is_word(token):
+        return ()
+    return tuple(
+        stem(piece)
+        for piece in _PIECES.split(token)
+        if piece and piece.lower() not in STOP and (len(piece) > 1 or piece.isdigit())
+    )
+
+
+_PIECES = re.compile(r"[-&.]")
 
 
 #: Texts up to this long (a sentence, a title, a query) are remembered by

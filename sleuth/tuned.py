@@ -54,12 +54,21 @@ BRANCH_RESULTS_SHOWN = 10
 #: Under this judgement score a text is off-topic: 95% of the tune split's relevant pages
 #: score more (NOTEBOOK "One relevance judgement (issue 35, embed)", 2026-11-28).
 JUDGE_FLOOR = -0.35
+#: A page titled with a name the question gives counts as titled from this score: the
+#: average page's; every such page of the tune runs scores 0.19 or more (NOTEBOOK "On
+#: topic by its title, not a passage in passing", 2026-11-29).
+JUDGE_TITLED = 0.0
 #: A page scoring this much under the best page read is off-topic by comparison (same
 #: section).
 GATE_MARGIN = 1.0
 #: A page scoring this much is on-topic whatever else was read: 2% of the off-topic pages
 #: the tune questions read, 70% of the relevant ones (same section).
 GATE_SURE = 2.5
+#: ... and, for a long page, whose title judged alone scores this much: just under the
+#: weakest title of a tune-topic page that only this rule keeps, the offline web's
+#: soybean page for the trade-war question, -0.91 (NOTEBOOK "On topic by its title, not
+#: a passage in passing", 2026-11-29).
+GATE_SUBJECT = -1.0
 #: How far the results read first must score above the rest for the judgement to pick
 #: them without the model (bench part ``timing``; NOTEBOOK "Tuned constants", 2026-11-29).
 CLEAR_GAP = 0.5

@@ -113,3 +113,57 @@ def test_a_page_set_aside_by_one_branch_is_a_hop_when_another_names_it() -> None
     [(owner, found)] = hops(tree, room=5)
     assert owner is asked and [c.url for c, _ in found] == [anu]
     assert hops(tree, room=0) == []
+
+
+def test_a_page_set_aside_that_names_a_second_hop_s_subject_is_a_hop() -> None:
+    # The page on the actor (a source) does not name his daughter; her page names him.
+    question = "Who did the actor who played Constable Ben Marlow in Due North have a child with?"
+    actor = branch(
+        "2",
+        1,
+        "Due North",
+        (
+            "Tom Vessel",
+            "Tom Vessel is a Canadian actor known for his lead role as Constable Ben Marlow "
+            'in the television series "Due North".',
+        ),
+    )
+    asked = branch("1", 1, question)
+    daughter = "https://daughter.example.org/a"
+    asked.aside = [
+        (
+            candidate(daughter, "Ada Vessel"),
+            page(
+                daughter,
+                "Ada Vessel",
+                "Ada Vessel is a Canadian actress, the daughter of Mia Burns and Tom Vessel.",
+            ),
+        ),
+        # It names only what the question names: no second hop.
+        (
+            candidate("https://show.example.org/b", "Northern lights"),
+            page("https://show.example.org/b", "Northern lights", "Due North aired in 1994."),
+        ),
+    ]
+    tree = Tree([asked, actor])
+    [(owner, found)] = hops(tree, room=5, topic=question)
+    assert owner is asked and [c.url for c, _ in found] == [daughter]
+
+
+def test_a_page_naming_a_weak_source_s_subject_is_no_hop() -> None:
+    # Metallica's page is far under the tree's best pages: a page naming Metallica is
+    # about Metallica, not about the second hop of the question.
+    asked = branch("1", 1, QUESTION, EXIES, DIABLO)
+    follow_up = branch("1.1", 2, "Los Angeles", METALLICA)
+    guitarist = "https://guitarist.example.org/a"
+    asked.aside = [
+        (
+            candidate(guitarist, "Kirk Hammett"),
+            page(
+                guitarist,
+                "Kirk Hammett",
+                "Kirk Hammett is an American guitarist who joined Metallica.",
+            ),
+        )
+    ]
+    assert hops(Tree([asked, follow_up]), room=5, topic=QUESTION) == []

@@ -75,3 +75,16 @@ def test_the_table_is_read_only_when_first_used() -> None:
         cwd=Path(__file__).parent,
     )
     assert proc.stdout.splitlines()[-1] == "LOADED []", proc.stderr
+
+
+def test_each_window_is_the_unit_vector_of_its_own_tokens() -> None:
+    model = static_model()
+    text = " ".join(f"word{n % 97} river{n % 13} market" for n in range(200))
+    ids = model.ids(text)
+    for size, step in ((64, 32), (64, 16), (60, 25)):
+        windows = model.windows(text, size, step)
+        starts = [*range(0, len(ids) - size + 1, step)]
+        if starts[-1] != len(ids) - size:
+            starts.append(len(ids) - size)
+        expected = np.stack([model.embed_rows(ids[s : s + size]) for s in starts])
+        assert windows.shape == expected.shape and np.allclose(windows, expected, atol=1e-5)

@@ -99,3 +99,35 @@ def test_a_page_two_branches_rank_alike_goes_to_the_narrower_question() -> None:
     assert assign([whole, name], [1, 1], set())[1] == []
     lists = assign([whole, name], [1, 1], set(), first=[1, 0])
     assert lists[1] == [own] and lists[0] == [other]
+
+
+def test_sub_questions_are_whole_names_not_their_pieces_or_descriptions() -> None:
+    # An office's name runs on across its "and"; a generation suffix, a league used to
+    # describe ("an NFL team") and a nationality are no things to research on their own.
+    subs = rule_subquestions(
+        "Who was premier when Ada Brill was Minister for Mines and Energy, premier?", 4
+    )
+    assert subs[1:] == ["Ada Brill", "Minister for Mines and Energy"]
+    subs = rule_subquestions("How many caps did Jon Arvel, III win for an NFL team?", 4)
+    assert subs[1:] == ["Jon Arvel"]
+    subs = rule_subquestions("Is Hollow Reed a 2011 Indian Tamil-language drama film?", 4)
+    assert subs[1:] == ["Hollow Reed"]
+    # The parts of a coordination as the question names them, no more.
+    subs = rule_subquestions("Were Glass Orchard and Tin Harbour 3 films released by one label?", 4)
+    assert subs[1:] == ["Glass Orchard", "Tin Harbour 3"]
+    subs = rule_subquestions("Besides Little Rock, where does Ida Marsh work?", 4)
+    assert subs[1:] == ["Little Rock", "Ida Marsh"]
+
+
+def test_plain_word_parts_are_short_things_not_fragments_of_a_long_question() -> None:
+    subs = rule_subquestions("How are tariffs affecting markets and trade talks?", 4)
+    assert subs[1:] == [
+        "How are tariffs affecting markets?",
+        "How are tariffs affecting trade talks?",
+    ]
+    subs = rule_subquestions("Who finished last in the 70 m and 90 m events?", 4)
+    assert subs == ["Who finished last in the 70 m and 90 m events?"]
+    subs = rule_subquestions(
+        "Which singer is known for her husky voice and who's third album is called Dawn?", 4
+    )
+    assert all("husky" not in s for s in subs[1:]), subs

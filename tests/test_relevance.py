@@ -300,6 +300,67 @@ def test_a_trade_war_article_that_mentions_hong_kong_is_no_source_on_the_protest
     )
 
 
+def test_a_page_on_a_neighbouring_subject_that_names_the_question_s_is_no_source(
+    web: OfflineWeb,
+) -> None:
+    """Al Jazeera's piece on NASA's moon landers names SpaceX as a bidder and scored
+    "sure" on SpaceX's launch delays by that passage; its title says what it is about:
+    it is no source beside the page on SpaceX's own delays."""
+    gate = Relevance("Why are SpaceX's launches being held up?")
+    pages = [
+        corpus_page(web, key)
+        for key in ("nbcnews-spacex-hold-up", "aljazeera-nasa-commercial-moon-shot")
+    ]
+    kept, left_out = judged(gate, *pages)
+    assert kept == [pages[0].url] and [f.url for f in left_out] == [pages[1].url]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="CNN's title (-0.79 judged alone) scores above the trade-war question's own "
+    "soybean page (-0.91): no title bar tells them apart",
+)
+def test_a_market_report_that_names_the_protests_in_passing_is_no_source(
+    web: OfflineWeb,
+) -> None:
+    """CNN's report on Asian markets, datelined Hong Kong, names the city's protests in
+    one passage and scores "sure" on China's response to them."""
+    gate = Relevance("How is China responding to the protests in Hong Kong?")
+    pages = [
+        corpus_page(web, key)
+        for key in (
+            "express-hong-kong-china-troops",
+            "cnn-asian-markets-trade-war",
+            "guardian-hong-kong-on-the-brink",
+        )
+    ]
+    kept, left_out = judged(gate, *pages)
+    assert kept == [pages[0].url, pages[2].url] and len(left_out) == 1
+
+
+def test_the_page_of_a_place_the_question_names_is_no_source_on_what_happens_there(
+    web: OfflineWeb,
+) -> None:
+    """An encyclopedia's paragraph on South Dakota was cited for how South Dakota fights
+    meth: titled with a name the question gives, but bearing on the question less than
+    the average page a search brings back."""
+    gate = Relevance("How are South Dakota and police fighting meth (methamphetamine) drug use?")
+    state = doc(
+        "https://state.example/",
+        "South Dakota",
+        "South Dakota is a U.S. state in the Midwestern region of the United States, "
+        "named after the Lakota and Dakota Sioux tribes. Its capital is Pierre and its "
+        "largest city is Sioux Falls. The Missouri River divides the state into two "
+        "regions, East River and West River. The Black Hills, Mount Rushmore and the "
+        "Badlands draw tourists every summer, and the economy rests on agriculture, "
+        "ranching and financial services. The state joined the Union in 1889, on the "
+        "same day as North Dakota.",
+    )
+    campaign = corpus_page(web, "thehill-south-dakota-meth-campaign")
+    kept, left_out = judged(gate, campaign, state)
+    assert kept == [campaign.url] and [f.url for f in left_out] == [state.url]
+
+
 def test_a_page_on_something_the_question_names_is_kept_however_little_it_repeats() -> None:
     """The second page of a two-part question is the page on the person it names: it
     shares few of the question's words and scores far under the page on the book."""

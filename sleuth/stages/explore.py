@@ -69,6 +69,27 @@ __all__ = [
 MAX_LEARNINGS = 8
 _SPLIT = re.compile(r"\s*(?:,\s*(?:and|or)\s+|\s+(?:and|or|vs\.?|versus)\s+|,\s*)", re.IGNORECASE)
 _CITE = re.compile(r"\[(\d{1,3})\]")
+#: Words that open a question, not a side of a comparison ("Which is better, X or Y").
+_ASKS = frozenset(
+    {
+        "which",
+        "what",
+        "who",
+        "whom",
+        "whose",
+        "how",
+        "why",
+        "when",
+        "where",
+        "is",
+        "are",
+        "was",
+        "were",
+        "do",
+        "does",
+        "did",
+    }
+)
 
 
 # -- sub-questions -----------------------------------------------------------------------
@@ -87,7 +108,9 @@ def rule_subquestions(question: str, breadth: int) -> list[str]:
     subs = [question.strip(), *_part_questions(question)]
     if len(subs) == 1:
         core = question.strip().rstrip("?!.。？！ ").strip()
-        names = [n for n in named_things(core) if n.lower() != core.lower()]
+        names = [
+            n for n in named_things(core) if n.lower() != core.lower() and not _describes(n, core)
+        ]
         # A name inside a longer one ("York" in "New York") is researched as the longer one.
         names = [
             n
@@ -95,23 +118,38 @@ def rule_subquestions(question: str, breadth: int) -> list[str]:
             if not any(n != other and n.lower() in other.lower() for other in names)
         ]
         parts = [p.strip() for p in _SPLIT.split(core) if len(terms(p)) >= 1]
+        # The sides of a comparison are short phrases, not what comes before them.
+        parts = [p for p in parts if _phrase(p.split()) and p.split()[0].lower() not in _ASKS]
         subs += names
         if len(subs) == 1 and len(parts) > 1:
             subs += parts
     return dedupe(subs)[: max(1, breadth)]
 
 
+def _describes(name: str, question: str) -> bool:
+    """Whether the question uses ``name`` to describe something else: after "a" or "an"
+    and before a word in lower case ("an NFL team", "a 2016 Indian Hindi-language film")."""
+    pattern = rf"\b[Aa]n?\s+(?:\d+\s+)?{re.escape(name)}\s+[a-z]"
+    return re.search(pattern, question) is not None
+
+
 def _part_questions(question: str) -> list[str]:
     """The parts of the question's main coordination as sub-questions: each part as the
-    question names it when every part is a name, else the question asked of each part
-    alone; [] without parts, or when names and plain words are mixed."""
+    question names it when every part is a name (its capitalised words, not the words
+    in lower case around them), else the question asked of each part alone when every
+    part is a short phrase of words; [] without parts, when names and plain words are
+    mixed, or when the coordination is inside one name ("Minister for Mines and
+    Energy")."""
     parsed = parse(question)
     if len(parsed.parts) < 2:
         return []
     named = [any(w[:1].isupper() for w in item) for item in parsed.items]
     if all(named):
-        return list(parsed.parts)
-    if any(named):
+        joined = " and ".join(parsed.parts)
+        if any(joined in name for name in named_things(question)):
+            return []
+        return [_name_of(item) for item in parsed.items]
+    if any(named) or not all(_phrase(item) for item in parsed.items):
         return []
     tokens, (start, end) = parsed.tokens, parsed.span
     before, after = list(tokens[:start]), list(tokens[end + 1 :])
@@ -120,6 +158,21 @@ def _part_questions(question: str) -> list[str]:
         text = " ".join([*before, part, *after])
         out.append(re.sub(r"\s+([?!.,;:])", r"\1", text))
     return out
+
+
+def _name_of(item: Sequence[str]) -> str:
+    """A coordinated item as a name: from its first capitalised word to its last
+    capitalised word or number ("overthrew Gruffydd" is "Gruffydd", "Big Hero 6 films"
+    "Big Hero 6")."""
+    marks = [n for n, w in enumerate(item) if w[:1].isupper() or w[:1].isdigit()]
+    first = next(n for n, w in enumerate(item) if w[:1].isupper())
+    return " ".join(item[first : marks[-1] + 1])
+
+
+def _phrase(item: Sequence[str]) -> bool:
+    """Whether a coordinated item of plain words is a short phrase with a word of its
+    own ("trade talks"; not "70 m", nor a clause)."""
+    return len(item) <= 4 and any(w.isalpha() and len(w) > 2 for w in item)
 
 
 def _clean_questions(items: Sequence[str], count: int) -> list[str]:

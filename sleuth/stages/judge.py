@@ -42,6 +42,12 @@ __all__ = ["FLOOR", "Judge", "Name", "Verdict", "name_phrases", "name_terms", "t
 FLOOR = tuned.JUDGE_FLOOR
 #: Tokens of the passages compared with the question (about 100 words), half overlapping.
 PASSAGE_TOKENS = 128
+#: A text of more passages than this (over twice :data:`PASSAGE_TOKENS`) is long: its
+#: best passage may be one in passing, and its title says what it is about.
+LONG = 3
+#: The least score of a page titled with a name the question gives for the title to
+#: count (``Verdict.titled``).
+TITLED = tuned.JUDGE_TITLED
 #: The two measures' means and spreads over the tune split's pages (bench/semantic.py).
 WORDS_MEAN, WORDS_SD = 0.213, 0.161
 MEANING_MEAN, MEANING_SD = 0.537, 0.157
@@ -169,6 +175,12 @@ class Verdict:
     #: The score against the question, then against each part's query (``score`` is the
     #: best of them): a page is compared with the other pages on the same part.
     scores: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    #: For a text longer than :data:`LONG` passages, its title's own score, judged alone
+    #: (the best over the question and its parts): what the page says it is about. A long
+    #: page on a neighbouring subject that names the question's names in passing scores
+    #: high in that passage and low here. ``inf`` for a shorter text (its best passage is
+    #: most of it) or one without a title.
+    subject: float = field(default=float("inf"), compare=False)
 
     @property
     def on_topic(self) -> bool:
@@ -216,13 +228,15 @@ class Judge:
 
         return static_model().embed(self.question)
 
-    def words(self, counts: Counter[str], length: int = 0) -> float:
+    def words(self, counts: Counter[str], length: int = 0, *, whole: bool = True) -> float:
         """The weighted share of the question's key terms among a text's term ``counts``
         (its title's count twice); with the ``tf`` rule, each term counts as BM25 counts
-        it: a term said once in a long text counts for little (``length``: its terms)."""
+        it: a term said once in a long text counts for little (``length``: its terms).
+        ``whole=False`` lets a part of a name count (a headline says "Stadia", not
+        "Google Stadia")."""
         total = sum(self.weights.values())
         held = {t for t in self.weights if counts.get(t)}
-        if "whole" in self.rules:
+        if "whole" in self.rules and whole:
             for name in self.names:
                 if not all(counts.get(t) for t in name.terms):
                     held -= name.terms
@@ -236,9 +250,13 @@ class Judge:
         return float((_passages(text) @ self._vector).max())
 
     def _measures(
-        self, counts: Counter[str], length: int, passages: npt.NDArray[np.float32]
+        self,
+        counts: Counter[str],
+        length: int,
+        passages: npt.NDArray[np.float32],
+        whole: bool = True,
     ) -> tuple[float, float, float]:
-        words = self.words(counts, length)
+        words = self.words(counts, length, whole=whole)
         meaning = float((passages @ self._vector).max())
         score = (words - WORDS_MEAN) / WORDS_SD + (meaning - MEANING_MEAN) / MEANING_SD
         return score, words, meaning
@@ -261,9 +279,23 @@ class Judge:
         # A page on one part of the question is judged as that part's own question too.
         parts = (part._measures(counts, len(body), passages)[0] for part in self._parts)
         scores = (score, *parts)
-        titled = self.titled(title)
+        # The page of a name the question gives is on-topic if it bears on the question
+        # at least as much as the average page a search brings back (the state's page
+        # for a question on that state's drug campaign does not).
+        titled = self.titled(title) and max(scores) >= TITLED
         reason = self.why(title, terms, words) if max(scores) < FLOOR and not titled else ""
-        return Verdict(max(scores), words, meaning, reason, titled, terms, scores)
+        subject = self._subject(title) if len(passages) > LONG else float("inf")
+        return Verdict(max(scores), words, meaning, reason, titled, terms, scores, subject)
+
+    def _subject(self, title: str) -> float:
+        """``title`` judged alone against the question and its parts (``inf`` when it has
+        no key word to judge); a part of a name counts, as headlines shorten names."""
+        counts = Counter(terms_of(title))
+        if not counts:
+            return float("inf")
+        passages = _passages(title)
+        judges = [self, *self._parts]
+        return max(j._measures(counts, counts.total(), passages, False)[0] for j in judges)
 
     def why(self, title: str, terms: frozenset[str], words: float) -> str:
         """Why a page with these ``terms`` and word measure bears little on the question:

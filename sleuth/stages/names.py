@@ -65,6 +65,7 @@ a an the this that these those it its he she his her they their them we our you 
 in on at by for from to of and or but if when where while who whom whose which what why how
 is are was were be been do does did has have had can could should would will may might must
 there here then than as also after before during since until into over under about between
+besides despite unlike like among against without within through across beyond toward towards
 both either neither each every all some any many most more such other another one two three
 not no yes so very according however although though because first second third last
 january february march april may june july august september october november december
@@ -282,13 +283,38 @@ def named_things(text: str) -> list[str]:
             run.append(token)
             if _ends_sentence(word):  # "… Jane Alexander. It was" ends at "Alexander"
                 close()
+        elif word == "and" and _office_runs_on(run, tokens[i + 1 : i + 2], text):
+            run.append(token)
         else:
             close()
     close()
     names = [
-        n for n in found if len(n) >= 3 and n.lower() not in _STOP and not _dateline_or_chrome(n)
+        n
+        for n in found
+        if len(n) >= 3
+        and n.lower() not in _STOP
+        and not _dateline_or_chrome(n)
+        and not _ROMAN.fullmatch(n)
     ]
     return list(dict.fromkeys(names))
+
+
+#: A generation's numeral ("O'Neal, III"): a suffix of the name before it, not a name.
+_ROMAN = re.compile(r"[IVX]+")
+
+
+def _office_runs_on(run: list[re.Match[str]], following: list[re.Match[str]], text: str) -> bool:
+    """Whether an "and" continues the name in ``run``: the name already runs on across
+    a small word ("Minister for Mines and Energy", "Department of Health and Welfare")
+    and a capitalised word follows at once. Two names side by side ("Ada Brill and Jon
+    Arvel") are two."""
+    joined = any(t.group(0) in _JOINERS for t in run[1:])
+    return (
+        joined
+        and bool(following)
+        and following[0].group(0)[:1].isupper()
+        and not text[run[-1].end() : following[0].start()].replace(" and ", "").strip()
+    )
 
 
 # -- the second hop without a model ------------------------------------------------------

@@ -14,13 +14,16 @@ question, one score) and then:
    ``sleuth.pipeline.gather``).
 2. **Against the others.** Once gathering ends, a page scoring more than
    :data:`MARGIN` under the best page read is off-topic by comparison (a page on a
-   part of the question is compared with the best page on that part), unless it
-   scores :data:`SURE` (on-topic whatever else was read: an encyclopedia's long
-   article on the question's subject does not push out the pages on its parts) or its
-   title names something the question names (the page on a person the question asks
-   about is on-topic, however little of the question it repeats).
+   part of the question is compared with the best page on that part), unless it is
+   sure (:func:`sure`: it scores :data:`SURE`, and a long page's title bears on the
+   question too; an encyclopedia's long article on the question's subject does not
+   push out the pages on its parts, and a report on another subject that names the
+   question's in one passage is not sure) or its title names something the question
+   names (the page on a person the question asks about is on-topic, however little of
+   the question it repeats, if it scores as much as the average page).
 3. **One hop.** A page left out whose title an on-topic page names is on-topic after
-   all: the second page of a two-step question often shares no word with the question.
+   all: the second page of a two-step question often shares no word with the question
+   (a page titled with a name the question gives is no second step).
 4. **Parts first.** When the question has parts ("the Moon, Jupiter's moon Europa and
    Saturn's moon Titan"), the sources cover each part before any part gets a second
    source; then the best-ranked on-topic pages fill the rest. A page read and on-topic
@@ -47,10 +50,12 @@ __all__ = [
     "FLOOR",
     "MARGIN",
     "OFF_TOPIC",
+    "SUBJECT",
     "SURE",
     "Relevance",
     "name_terms",
     "named_in",
+    "sure",
     "within",
 ]
 
@@ -60,6 +65,8 @@ MARGIN = tuned.GATE_MARGIN
 #: A page scoring this much is on-topic whatever else was read (2% of the pages the tune
 #: questions read that are off-topic score as much, 70% of the relevant ones).
 SURE = tuned.GATE_SURE
+#: ... and, if it is long, its title judged alone scores this much.
+SUBJECT = tuned.GATE_SUBJECT
 #: The reason every off-topic page is given in the report's Gaps (they are grouped by it).
 OFF_TOPIC = "read and left out as off-topic"
 
@@ -84,17 +91,27 @@ def named_in(title: str, texts: Sequence[str], *, as_name: bool = False) -> bool
     return any(pattern.search(text) for text in texts)
 
 
-def within(verdicts: Sequence[Verdict], margin: float = MARGIN) -> list[bool]:
+def within(
+    verdicts: Sequence[Verdict], margin: float = MARGIN, *, sure_counts: bool = True
+) -> list[bool]:
     """Which of ``verdicts`` (the pages that passed the floor) are on-topic beside the
     others: within ``margin`` of the best page on the question or on one of its parts,
-    scoring :data:`SURE`, or titled with a name the question gives."""
+    sure (see :func:`sure`; unless not ``sure_counts``), or titled with a name the
+    question gives."""
     best = [max(column) for column in zip(*(v.scores for v in verdicts), strict=True)]
     return [
         v.titled
-        or v.score >= SURE
+        or (sure_counts and sure(v))
         or any(s >= b - margin for s, b in zip(v.scores, best, strict=True))
         for v in verdicts
     ]
+
+
+def sure(verdict: Verdict) -> bool:
+    """Whether a page is on-topic whatever else was read: it scores :data:`SURE` and, if
+    long, its title judged alone scores :data:`SUBJECT` (a market report that names a
+    city's protests in one passage is not sure for a question on those protests)."""
+    return verdict.score >= SURE and verdict.subject >= SUBJECT
 
 
 @dataclass
@@ -224,10 +241,12 @@ class Relevance:
             entry = self.read[candidate.canonical_url] = _Read(candidate, page, verdict)
         return entry
 
-    @staticmethod
-    def _named_by(entry: _Read, on: list[_Read]) -> bool:
-        """Whether an on-topic page names this page's title (one hop; see the docstring)."""
+    def _named_by(self, entry: _Read, on: list[_Read]) -> bool:
+        """Whether an on-topic page names this page's title (one hop; see the docstring).
+        A page titled with a name the question gives is no hop: it was judged as such."""
         title = entry.page.title or entry.candidate.title
+        if self.judge.titled(title):
+            return False
         return named_in(title, [other.page.text for other in on if other is not entry])
 
     def _parts_first(self, ranked: list[_Read], want: int) -> list[_Read]:

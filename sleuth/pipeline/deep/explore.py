@@ -398,7 +398,7 @@ class Explorer:
         """Read as sources the pages a branch set aside whose subject a source of the tree
         names (:func:`~sleuth.pipeline.deep.sift.hops`), within ``--max-sources``."""
         room = self.settings.max_sources - sum(len(b.sources) for b in self.tree.branches)
-        for branch, pages in hops(self.tree, room):
+        for branch, pages in hops(self.tree, room, self.ctx.topic):
             if branch.plan is None:
                 continue
             read = await read_stage(self._context(branch), branch.plan, Gathered(pages=pages))

@@ -46,9 +46,12 @@ def sift(topic: str, tree: Tree) -> list[Failure]:
         return []
     near = within(verdicts)
     on = [page.text for (_, _, page, _), keep in zip(entries, near, strict=True) if keep]
+    bridges = _bridges(topic, _close(topic, tree))
     failures: list[Failure] = []
     for (branch, candidate, page, _), verdict, keep in zip(entries, verdicts, near, strict=True):
-        if keep or named_in(page.title or candidate.title, on, as_name=True):
+        title = page.title or candidate.title
+        hop = named_in(title, on, as_name=True) and not gate.judge.titled(title)
+        if keep or hop or _names_one(page.text, bridges):
             continue
         url = page.final_url or candidate.url
         branch.pages = [(c, p) for c, p in branch.pages if p is not page]
@@ -62,19 +65,41 @@ def sift(topic: str, tree: Tree) -> list[Failure]:
     return failures
 
 
-def hops(tree: Tree, room: int) -> list[tuple[Branch, list[tuple[Candidate, Page]]]]:
-    """The pages some branch set aside whose subject a source of the tree names (at most
-    ``room``, in the order they were set aside), each with the branch that found it."""
+def _bridges(topic: str, sources: list[tuple[Candidate, Page]]) -> list[str]:
+    """The titles of ``sources`` that the question does not name: the second hops the
+    tree found ("Paul Gross" for a question on the actor who played Benton Fraser).
+    Callers pass the sources on-topic by their own score (close to the tree's best,
+    not only sure, nor kept as a hop), so one off-topic page does not bring its
+    neighbours."""
+    titles = [page.title or candidate.title for candidate, page in sources]
+    return [title for title in titles if not named_in(title, [topic])]
+
+
+def _names_one(text: str, titles: list[str]) -> bool:
+    """Whether ``text`` names, as a name, the subject of one of ``titles``: a page that
+    says whose daughter she is ("the daughter of … Paul Gross") is about the second hop
+    as much as the page on him is."""
+    return any(named_in(title, [text], as_name=True) for title in titles)
+
+
+def hops(
+    tree: Tree, room: int, topic: str = ""
+) -> list[tuple[Branch, list[tuple[Candidate, Page]]]]:
+    """The pages some branch set aside whose subject a source of the tree names, or that
+    name a source's subject the question (``topic``) does not (at most ``room``, in the
+    order they were set aside), each with the branch that found it."""
     if room <= 0:
         return []
     texts = [page.text for branch in tree.branches for _, page in branch.pages]
     read = {c.canonical_url for branch in tree.branches for c, _ in branch.pages}
+    bridges = _bridges(topic, _close(topic, tree)) if topic else []
     found: dict[str, list[tuple[Candidate, Page]]] = {}
     owner: dict[str, Branch] = {}
     for branch in tree.branches:
         for candidate, page in branch.aside:
             url = candidate.canonical_url
-            if url in read or not named_in(page.title or candidate.title, texts, as_name=True):
+            named = named_in(page.title or candidate.title, texts, as_name=True)
+            if url in read or not (named or _names_one(page.text, bridges)):
                 continue
             read.add(url)
             found.setdefault(branch.id, []).append((candidate, page))
@@ -83,3 +108,18 @@ def hops(tree: Tree, room: int) -> list[tuple[Branch, list[tuple[Candidate, Page
             if room == 0:
                 return [(owner[b], pages) for b, pages in found.items()]
     return [(owner[b], pages) for b, pages in found.items()]
+
+
+def _close(topic: str, tree: Tree) -> list[tuple[Candidate, Page]]:
+    """The tree's sources within the margin of its best on ``topic`` (or titled)."""
+    gate = Relevance(topic)
+    pages = [
+        (candidate, page, branch.verdicts.get(candidate.canonical_url))
+        for branch in tree.branches
+        for candidate, page in branch.pages
+    ]
+    if not pages:
+        return []
+    verdicts = [v if v is not None else gate.verdict(c, p) for c, p, v in pages]
+    close = within(verdicts, sure_counts=False)
+    return [(c, p) for (c, p, _), ok in zip(pages, close, strict=True) if ok]
