@@ -348,9 +348,9 @@ def best_answer(
     ``texts``: each source's stored text by id (the spans point into it). ``scorers``:
     the first pass's (:func:`default_scorers`); the bridge pass is added to them.
     """
-    ranked, found = _ranked(question, sources, texts, scorers)
+    ranked = ranked_candidates(question, sources, texts, scorers)
     placed = {s.id for s in sources if texts.get(s.id)}
-    chosen = _choose(_pages_first(question, ranked, found), max_sentences, max_words)
+    chosen = _choose(_pages_first(question, ranked), max_sentences, max_words)
     return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen)
 
 
@@ -362,27 +362,15 @@ def ranked_candidates(
 ) -> list[tuple[float, Candidate]]:
     """Every candidate sentence of ``sources`` with its score for ``question``, best
     first (the first pass's scorers, then the bridge pass)."""
-    return _ranked(question, sources, texts, scorers)[0]
-
-
-def _ranked(
-    question: str,
-    sources: Sequence[Source],
-    texts: Mapping[int, str],
-    scorers: Sequence[Scorer] | None,
-) -> tuple[list[tuple[float, Candidate]], list[Bridge]]:
     candidates = candidates_of(sources, texts)
     if not candidates:
-        return [], []
+        return []
     scorers = list(scorers if scorers is not None else default_scorers())
     first = _combined(question, candidates, scorers)
     found = bridges(question, candidates, first)
     bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
-    ranked = sorted(
-        zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order)
-    )
-    return ranked, found
+    return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
 
 
 #: Words of a question that sets things side by side ("X or Y", "both", "respective").
@@ -395,7 +383,7 @@ SUBJECT_PAGES = 2
 
 
 def _pages_first(
-    question: str, ranked: list[tuple[float, Candidate]], found: Sequence[Bridge]
+    question: str, ranked: list[tuple[float, Candidate]]
 ) -> list[tuple[float, Candidate]]:
     """``ranked`` with, for a question that compares things it names ("Which came first,
     X or Y?"), the best sentence of each page it names moved to the front: the answer
