@@ -14,6 +14,19 @@ from sleuth.pipeline.steps import answer_ahead, read_sources
 from sleuth.testing import OfflineWeb
 
 
+def _research(web: OfflineWeb, question: str) -> sleuth.Report:
+    """A no-model quick research of three sources over the offline web, nothing stored."""
+    return sleuth.research_sync(
+        question,
+        search="searxng",
+        searxng_url=web.searxng_url,
+        allow_private_urls=True,
+        no_llm=True,
+        max_sources=3,
+        no_store=True,
+    )
+
+
 def test_each_sources_passages_are_picked_as_its_page_arrives(
     web: OfflineWeb, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -29,15 +42,7 @@ def test_each_sources_passages_are_picked_as_its_page_arrives(
 
     monkeypatch.setattr(passages_module, "best_passages", spy)
     topic = web.topics[0]
-    options = {
-        "search": "searxng",
-        "searxng_url": web.searxng_url,
-        "allow_private_urls": True,
-        "no_llm": True,
-        "max_sources": 3,
-        "no_store": True,
-    }
-    report = sleuth.research_sync(topic.question, **options)
+    report = _research(web, topic.question)
     assert len(report.sources) == 3
     assert picked and set(picked) == {"sleuth-passages_0"}, picked
     assert all(source.passages for source in report.sources)
@@ -60,15 +65,7 @@ def test_each_sources_sentences_are_scored_for_the_answer_as_its_page_arrives(
 
     monkeypatch.setattr(answer, "best_answer", spy)
     topic = web.topics[1]
-    options = {
-        "search": "searxng",
-        "searxng_url": web.searxng_url,
-        "allow_private_urls": True,
-        "no_llm": True,
-        "max_sources": 3,
-        "no_store": True,
-    }
-    report = sleuth.research_sync(topic.question, **options)
+    report = _research(web, topic.question)
     assert report.answer is not None and report.answer.sentences
     ahead = [n for thread, n in scored if thread == "sleuth-passages_0"]
     assert len(ahead) >= len(report.sources) and set(ahead) == {1}
