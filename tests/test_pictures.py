@@ -23,6 +23,7 @@ from browser import chromium, screenshot_dir, serve_env, served_url
 import sleuth
 from sleuth.models import Report
 from sleuth.report.html import render_html
+from sleuth.report.waterfall import KEY
 from sleuth.store import Store
 from sleuth.testing import OfflineWeb
 from sleuth.testing.llm import ScriptedLLM
@@ -116,6 +117,14 @@ def bars_by_kind(page: Any, scope: str) -> Counter[str]:
     )
 
 
+def key_labels(page: Any, scope: str) -> list[str]:
+    """The drawn timeline's key under ``scope``: what each sample bar means."""
+    labels: list[str] = page.eval_on_selector_all(
+        f"{scope} .wf .y > span", "els => els.map(e => e.textContent)"
+    )
+    return labels
+
+
 def test_the_report_draws_its_timeline_and_quotes_its_sources(
     model_run: Report, browser: Any, tmp_path: Path
 ) -> None:
@@ -137,6 +146,7 @@ def test_the_report_draws_its_timeline_and_quotes_its_sources(
     page.wait_for_selector(".wf[data-d='2']")  # drawn from its packed data
     assert bars_by_kind(page, "article") == Counter(s.kind for s in line.spans)
     assert page.locator("article .wf p:not(.a) i.c").count() == len(line.critical)
+    assert key_labels(page, "article") == [label for _, label in KEY]
     # Every page's row says what became of it: a source, left out, failed, not waited for.
     tags = page.eval_on_selector_all("article .wf em", "els => els.map(e => e.textContent)")
     assert sorted(t for t in tags if t.startswith("source")) == sorted(
@@ -266,6 +276,7 @@ def test_history_shows_a_stored_run_with_its_timeline(
         "#ui-report .wf p:not(.a) i", "els => els.map(e => e.getBoundingClientRect().width)"
     )
     assert all(w >= 1 for w in widths)
+    assert key_labels(page, "#ui-report") == [label for _, label in KEY]
     assert not errors, errors  # no style attribute the page's CSP had to refuse
     page.close()
 

@@ -53,19 +53,22 @@ var SleuthTimeline = (root) => {
       });
     });
   };
-  // The data block is deflated JSON in base64: the browser's own DecompressionStream
-  // reads it (no request: a Blob's stream). A report's loader has unpacked it already.
-  var unpack = (t) => new Response(new Blob([Uint8Array.from(atob(t), (c) => c.charCodeAt(0))])
-    .stream().pipeThrough(new DecompressionStream("deflate-raw"))).text();
   (root || document).querySelectorAll(".wf>script[type='text/x-sleuth-timeline']").forEach((s) => {
     var box = s.parentNode;
     if (box.dataset.d) return;  // drawn, or being drawn
     box.dataset.d = 1;
-    (box.wfData ? Promise.resolve(box.wfData) : unpack(s.textContent.trim()).then(JSON.parse))
-      .then((data) => {
-        box.insertAdjacentHTML("beforeend", data.k);  // the key: sleuth's own markup
-        draw(box, data);
-        box.dataset.d = 2;
-      });
+    SleuthTimeline.read(s).then((data) => {
+      var key = box.appendChild(E("div", "y"));
+      data.k.forEach((k) => key.appendChild(E("span", "", k[1])).prepend(E("i", k[0])));
+      draw(box, data);
+      box.dataset.d = 2;
+    });
   });
 };
+// @reader: the web page reads a data block here. A report's copy of this script stops
+// above: its loader has read the block already and left the data on the box.
+// The block is deflated JSON in base64: the browser's own DecompressionStream reads it
+// (no request: a Blob's stream).
+SleuthTimeline.read = (s) => new Response(new Blob([Uint8Array.from(atob(s.textContent.trim()),
+  (c) => c.charCodeAt(0))]).stream().pipeThrough(new DecompressionStream("deflate-raw")))
+  .text().then(JSON.parse);

@@ -3,7 +3,7 @@
 Drawn from :mod:`sleuth.report.lanes`: one row per query, page or model call, each bar
 placed on the run's shared time axis. The section carries the layout as one compact
 JSON object, deflated and in base64 (:func:`pack`: only the script reads it), ``{"a":
-[tick step, ticks], "g": [[title, note, rows]], "k": the key's HTML, "s": the
+[tick step, ticks], "g": [[title, note, rows]], "k": the key (:data:`KEY`), "s": the
 stylesheet (a standalone document's)}``: a row is
 ``[label, what became of its page, bars]``, a bar ``[classes, start, end, HTTP status or
 the model call's subject, size, why it ended, time queued]`` (seconds; trailing empty
@@ -34,6 +34,7 @@ from sleuth.report.lanes import Bar, Layout, axis, layout
 
 __all__ = [
     "DATA_TYPE",
+    "KEY",
     "REPORT_LOADER",
     "REPORT_LOADER_HASH",
     "REPORT_SCRIPT",
@@ -91,14 +92,24 @@ background:var(--fg);color:var(--bg);pointer-events:none}
 """)
 
 
-#: The waterfall's key (the script adds it to a report's drawn timeline; the web page
-#: shows it under its live one).
+#: The waterfall's key: each entry a bar's classes and what they mean. A report's data
+#: block carries it (its script draws it); the web page shows it under its live timeline
+#: as :data:`WATERFALL_KEY`.
+KEY = (
+    ("s c", "search"),
+    ("d c", "download"),
+    ("e c", "extraction"),
+    ("c", "model call"),
+    ("", "off the critical path"),
+    ("d c qd", "queued"),
+    ("f c", "failed"),
+    ("x c", "not waited for"),
+)
+#: The key as markup.
 WATERFALL_KEY = (
-    '<div class="y"><span><i class="s c"></i>search</span><span><i class="d c"></i>download'
-    '</span><span><i class="e c"></i>extraction</span><span><i class=c></i>model call</span>'
-    '<span><i></i>off the critical path</span><span><i class="d c qd"></i>'
-    'queued</span><span><i class="f c"></i>failed</span><span><i class="x c"></i>not '
-    "waited for</span></div>"
+    '<div class="y">'
+    + "".join(f'<span><i class="{classes}"></i>{label}</span>' for classes, label in KEY)
+    + "</div>"
 )
 
 
@@ -117,10 +128,13 @@ _STRING = re.compile(r"(\"[^\"]*\"|'[^']*')")
 _AROUND = re.compile(r"\s*([-=+*/<>?:,;{}()\[\]|&!])\s*")
 
 
-def _script() -> str:
+def _script(*, reader: bool = True) -> str:
     """``waterfall.js`` without its comments and the spaces its code does not need (not
-    a general minifier: its strings hold no quote marks, its code no ``+ +``)."""
+    a general minifier: its strings hold no quote marks, its code no ``+ +``); without
+    the part from its ``// @reader`` line on unless ``reader``."""
     source = files("sleuth.report").joinpath("waterfall.js").read_text(encoding="utf-8")
+    if not reader:
+        source = source[: source.index("// @reader")]
     lines = []
     for line in source.splitlines():
         line = re.sub(r"\s+//\s.*$", "", line).strip()
@@ -132,19 +146,24 @@ def _script() -> str:
     return "\n".join(lines)
 
 
-#: The function that draws the waterfalls under a node (``SleuthTimeline(root)``).
+#: The function that draws the waterfalls under a node (``SleuthTimeline(root)``), with
+#: its reader of data blocks.
 WATERFALL_JS = _script()
-#: The script that draws a report's timeline: that function, run on the document. A
+#: The script that draws a report's timeline: that function without its reader (the
+#: report's loader has read the block: the data is on the box), run on the document. A
 #: standalone report carries it packed in its timeline's data block (it serves the drawing
 #: only); :data:`REPORT_LOADER` unpacks and runs it.
-REPORT_SCRIPT = WATERFALL_JS + "\nSleuthTimeline(document)"
+REPORT_SCRIPT = (
+    _script(reader=False)
+    + "\nSleuthTimeline.read=(s)=>Promise.resolve(s.parentNode.wfData)\nSleuthTimeline(document)"
+)
 #: A standalone report's one inline script: it unpacks the timeline's data block, adds its
 #: stylesheet, hands the data to the drawing script and runs that (allowed by its hash).
 REPORT_LOADER = (
     '(()=>{var b=document.querySelector(".wf>script[type$=timeline]"),'
-    "e=(t)=>document.createElement(t);if(b)new Response(new Blob([Uint8Array.from("
-    "atob(b.textContent),(c)=>c.charCodeAt(0))]).stream().pipeThrough("
-    'new DecompressionStream("deflate-raw"))).text().then((t)=>{var d=JSON.parse(t),'
+    "e=t=>document.createElement(t);b&&new Response(new Blob([Uint8Array.from("
+    "atob(b.textContent),c=>c.charCodeAt(0))]).stream().pipeThrough("
+    'new DecompressionStream("deflate-raw"))).json().then(d=>{var '
     's=e("style"),j=e("script");s.textContent=d.s;document.head.append(s);'
     "b.parentNode.wfData=d;j.textContent=d.j;document.body.append(j)})})()"
 )
@@ -197,7 +216,7 @@ def _data(drawn: Layout, step: float, ticks: int) -> dict[str, Any]:
         ]
         for group in drawn.groups
     ]
-    return {"a": [_t(step), ticks], "g": groups, "k": WATERFALL_KEY}
+    return {"a": [_t(step), ticks], "g": groups, "k": KEY}
 
 
 #: The type of the script element holding a waterfall's packed data (never run).
