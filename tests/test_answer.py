@@ -508,3 +508,27 @@ def test_an_answer_states_it_does_not_ask_or_trail_off() -> None:
     assert [s.text for s in said] == [
         "The attorney general is investigating WeWork over self-dealing by its founder."
     ]
+
+
+def test_an_api_references_code_and_data_are_not_quoted() -> None:
+    """An API reference's samples (a request line, a curl command continued with ``\\``,
+    JSON's "key": pairs, a REPL or shell line, a statement) are not sentences: they were
+    the Answer of a Stripe question. Prose around them, a price after "$ ", stays."""
+    text = (
+        "To charge a card, you create a Charge object with an amount and a currency.\n"
+        "POST /v1/charges curl https://api.stripe.com/v1/charges \\\n"
+        '"receipt_email": null, "receipt_number": null, "refunded": false, "refunds": {\n'
+        '"receipt_url": "https://pay.stripe.com/receipts/payment/CAcaFwoVYWNjdF8x",\n'
+        '"refunded": false,\n'
+        "POST/v1/chargesPOST/v1/charges/:idGET/v1/charges/:idGET/v1/charges\n"
+        ">>> stripe.Charge.create(amount=2000, currency='usd') # a charge in cents.\n"
+        "$ stripe charges create --amount 2000 --currency usd and more words.\n"
+        "const charge = await stripe.charges.create({amount: 2000}); // as in the SDK.\n"
+        "$ 163 a month is the suggested payment with 12-month financing.\n"
+        'Her reply, "the key: the door", was all she said.\n'
+    )
+    assert [s.text for s in sentences(text)] == [
+        "To charge a card, you create a Charge object with an amount and a currency.",
+        "$ 163 a month is the suggested payment with 12-month financing.",
+        'Her reply, "the key: the door", was all she said.',
+    ]

@@ -5,7 +5,8 @@ and backlink entries (``^ "…". Archived from the original…``, ``↑ …``), 
 article: …"), headlines, links' texts and captions (a line in title case with no
 sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table
 rows, navigation lists and menus (runs of separators, short labels without a full
-stop), cookie banners. A line that a sentence runs across (a PDF's wrapped lines, a
+stop), cookie banners, code and data (``curl …``, ``POST /v1/…``, JSON's ``"key":``
+pairs). A line that a sentence runs across (a PDF's wrapped lines, a
 break before a link) is joined to the next. Each block of lines is then cut into
 sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
 300 languages), a sentence ending inside an open quotation joined to the ones that go on
@@ -72,6 +73,17 @@ _COOKIES = re.compile(
     re.IGNORECASE,
 )
 _SEPARATED = re.compile(r"\s[|·•»›/]\s|\s[|·•»›]$|^[|·•»›]\s")
+# Code and data a page shows (an API reference's samples): a request or shell line, a
+# statement opening a line, a shell line continued, JSON's "key": pairs.
+_CODE = re.compile(
+    r"^\s*(?:(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s*/|curl\s|\$\s+(?!\d)|>>>\s|#include\b"
+    r"|(?:import|from)\s+[\w.]+\s+import\b|import\s+[\w.]+\s*;?$"
+    r"|(?:def|function|class)\s+\w+\s*[(:{]|(?:const|let|var)\s+\w+\s*=)"
+    r"|\s\\$"
+)
+_JSON_PAIR = re.compile(r"[\"'][\w.$-]+[\"']\s*:")
+# A line opening with one JSON member ("key": a value), as pretty-printed JSON has them.
+_JSON_MEMBER = re.compile(r"^\s*[\"'][\w.$-]+[\"']\s*:\s*(?:null|true|false|-?\d|[\"'{\[]|$)")
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
 _WORD = re.compile(r"\w+")
@@ -128,6 +140,9 @@ def _junk(line: str) -> bool:
         or _HATNOTE.match(line)
         or _COOKIES.search(line)
         or len(_SEPARATED.findall(line)) >= 2
+        or _CODE.search(line)
+        or len(_JSON_PAIR.findall(line)) >= 2
+        or _JSON_MEMBER.match(line)
     )
 
 
