@@ -1,6 +1,7 @@
 """The pictures of a run, measured: ``python -m bench.pictures``.
 
-For each timing question of a set (``--set heavy``, the tune set; ``heldout`` to judge),
+For each timing question of a set (``--set heavy``, the tune set; ``heldout`` to judge;
+``test --final`` once, for the figures),
 one research with the scripted model (depth 2, 5 sources) against the benchmark world at
 its latencies, then:
 
@@ -41,7 +42,8 @@ if str(REPO) not in sys.path:  # python bench/pictures.py
     sys.path.insert(0, str(REPO))
 
 from bench.client import world  # noqa: E402
-from bench.topics import timing_questions  # noqa: E402
+from bench.splits import refuse_test  # noqa: E402
+from bench.topics import split_questions, timing_questions  # noqa: E402
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -173,7 +175,10 @@ def live_lags(browser: Any, question: str, settings: Any) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.pictures", description=__doc__)
-    parser.add_argument("--set", default="heavy", help="timing questions: heavy (tune), heldout")
+    parser.add_argument(
+        "--set", default="heavy", help="timing questions: heavy (tune), heldout (dev), test"
+    )
+    parser.add_argument("--final", action="store_true", help="the test set may run (once)")
     parser.add_argument("--seed", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5, help="loads per report (open time)")
     parser.add_argument("--live", action="store_true", help="measure the live page too")
@@ -186,11 +191,15 @@ def main(argv: list[str] | None = None) -> int:
     from sleuth.report.html import render_html
     from sleuth.settings import load_settings
 
+    if args.set == "test":
+        questions = split_questions(refuse_test("test", args.final))
+    else:
+        questions = timing_questions(args.set)
     rows: list[dict[str, Any]] = []
     folder = Path(tempfile.mkdtemp(prefix="sleuth-pictures-"))
     with world(args.seed) as w, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
-        for label, question in timing_questions(args.set):
+        for label, question in questions:
             # In a thread of its own: Playwright's sync API holds an event loop in this one.
             with ThreadPoolExecutor(1) as pool:
                 report = pool.submit(sleuth.research_sync, question, **w.options(llm=True)).result()

@@ -95,7 +95,6 @@ _BASE_CSS = """
 .sleuth-report .tier-primary{background:#1f7a3d}.sleuth-report .tier-secondary{background:#2563a8}
 .sleuth-report .tier-unverified{background:transparent;color:var(--muted);font-weight:600;
  box-shadow:inset 0 0 0 1px var(--line)}
-.sleuth-report .badge[title]{cursor:help}
 .sleuth-report .legend{color:var(--muted);font-size:.85rem;margin:.2rem .5rem}
 .sleuth-report .conf-high{background:#1f7a3d}.sleuth-report .conf-medium{background:#a86a06}
 .sleuth-report .conf-low{background:#b3261e}
@@ -188,7 +187,7 @@ def _markdown(known: Mapping[int, Source], quotes: Quotes | None = None) -> Mark
     return md
 
 
-#: How each tier reads on the page, and what it means (a tooltip and the legend). The
+#: How each tier reads on the page, and what it means (the legend). The
 #: names PRIMARY/SECONDARY/UNVERIFIED stay as they are in Markdown and JSON; on the page
 #: "UNVERIFIED" read as a warning about the page, when it only says that the site is not
 #: on sleuth's list of known sites.
@@ -207,9 +206,10 @@ TIERS = {
 
 
 def _badge(tier: str) -> str:
-    label, meaning = TIERS.get(tier, (tier.lower(), ""))
-    title = escape(f"{tier}: {meaning}" if meaning else tier, quote=True)
-    return f'<span class="badge tier-{tier.lower()}" title="{title}">{label}</span>'
+    """A tier's badge. What it means is said once, in the legend under the Sources list
+    (:func:`_legend`), not in a tooltip on every badge."""
+    label = TIERS[tier][0] if tier in TIERS else tier.lower()
+    return f'<span class="badge tier-{escape(tier.lower())}">{label}</span>'
 
 
 def _legend(sources: list[Source]) -> str:
