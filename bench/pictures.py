@@ -9,6 +9,8 @@ its latencies, then:
   renderer of commit ``db0aefc`` (the last before timelines and quotes, read from the
   git history: the bench runs in a clone), so the ratio is those features' own cost;
   and what the timeline costs (the report's bytes less the same report's without it);
+* **spans**: of the spans backing the report's kept claims, how many are found word for
+  word (whitespace aside) in the text the run's store keeps of their source;
 * **open**: Chromium opening the file (navigation start to the load event), then opening
   its timeline (a click to the next frame), median of ``--repeat`` loads;
 * **live** (``--live``): the same question on ``sleuth serve`` (in this process) with a
@@ -96,6 +98,26 @@ def sizes(report: Any) -> dict[str, int]:
     before = len(_render_before()(report).encode())
     untimed = len(render_html(report.model_copy(update={"timeline": None})).encode())
     return {"now": now, "before": before, "waterfall": now - untimed, "spans": _spans(report)}
+
+
+def verbatim(report: Any, home: Path) -> tuple[int, int]:
+    """Of the spans that back the report's kept claims, how many are found word for word
+    (whitespace aside) in the text the store keeps of their source, and how many there are."""
+    from sleuth.store import Store
+    from sleuth.urls import canonicalize
+
+    def normal(text: str) -> str:
+        return " ".join(text.split())
+
+    by_id = {s.id: s.url for s in report.sources}
+    found = total = 0
+    with Store(home) as store:
+        for claim in report.claims or []:
+            for support in claim.support if claim.verdict == "kept" else ():
+                total += 1
+                page = store.get_page(canonicalize(by_id[support.source]))
+                found += page is not None and normal(support.quote) in normal(page.text)
+    return found, total
 
 
 def _spans(report: Any) -> int:
@@ -201,11 +223,14 @@ def main(argv: list[str] | None = None) -> int:
         browser = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_ARGS)
         for label, question in questions:
             # In a thread of its own: Playwright's sync API holds an event loop in this one.
+            home = folder / f"{label}-home"  # a store of its own: the spans are checked in it
+            options = w.options(llm=True, no_store=False, home=str(home))
             with ThreadPoolExecutor(1) as pool:
-                report = pool.submit(sleuth.research_sync, question, **w.options(llm=True)).result()
+                report = pool.submit(sleuth.research_sync, question, **options).result()
             path = folder / f"{label}.html"
             path.write_text(render_html(report), encoding="utf-8")
             row: dict[str, Any] = {"label": label, **sizes(report)}
+            row["spans_verbatim"], row["spans_total"] = verbatim(report, home)
             row["load_ms"], row["open_ms"] = open_times(browser, path, args.repeat)
             if args.live:
                 settings = load_settings({**w.options(llm=True), "top_wait": 3}, env={})
@@ -226,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| question | requests | before B | now B | now / before | waterfall B | load ms "
-        "| open ms | live ms (median, max) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| open ms | live ms (median, max) | claim spans verbatim |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         live = (
@@ -238,7 +263,8 @@ def table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['label']} | {r['spans']} | {r['before']:,} | {r['now']:,} | "
             f"{r['now'] / r['before']:.2f} | {r['waterfall']:,} | {r['load_ms']:.0f} | "
-            f"{r['open_ms']:.0f} | {live} |"
+            f"{r['open_ms']:.0f} | {live} | "
+            f"{r.get('spans_verbatim', '-')}/{r.get('spans_total', '-')} |"
         )
     return "\n".join(lines)
 
