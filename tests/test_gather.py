@@ -288,6 +288,9 @@ class OffTopicResults:
     def likely(self, candidate: Candidate) -> bool:
         return candidate.url != self.off
 
+    def outranked(self, urls: Any) -> list[str]:
+        return []
+
 
 async def test_the_last_downloads_floor_waits_only_for_pages_that_may_be_sources() -> None:
     """Once nothing more can start, the last download is waited for at least

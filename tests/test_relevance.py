@@ -604,6 +604,67 @@ async def test_the_gate_sets_a_page_aside_and_the_next_is_read_in_its_place() ->
     assert gathered.failures[0].reason.startswith(OFF_TOPIC)
 
 
+async def test_a_page_a_better_one_outranks_is_replaced_not_counted_as_a_source() -> None:
+    """A Stripe question's run counted five pages read, two of them (accounting tools, a
+    dev-tools home page) off-topic beside the API page that came after them; it stopped
+    looking with three sources and never read the Stripe Payments page. A page read that
+    a better page makes off-topic is set aside then, and the next is read in its place."""
+    question = "How is China responding to the protests in Hong Kong?"
+    trade_text = " ".join(
+        f"Tariffs on Chinese goods rose again in round {n} of the US-China trade talks, "
+        f"and China's negotiators asked for item {n} of the deal to be settled first."
+        for n in range(30)
+    )
+    pages = [
+        doc(
+            "https://trade.example/",
+            "Trump's trade war keeps the world guessing",
+            trade_text + " Our correspondent contributed reporting from Hong Kong.",
+        ),
+        doc(
+            "https://good.example/",
+            "Beijing warns Hong Kong protesters",
+            "China responded to the protests in Hong Kong by sending troops. " * 4,
+        ),
+        doc(
+            "https://brief.example/",
+            "China sends troops to Hong Kong",
+            "China responded to the protests in Hong Kong with warnings and troops. " * 3,
+        ),
+    ]
+    served = [asyncio.Event() for _ in pages]
+
+    class InOrder:
+        """Each page comes only after the one ranked above it was served."""
+
+        async def fetch(self, url: str) -> Page | FetchFailure:
+            n = [p.url for p in pages].index(url)
+            if n:
+                await served[n - 1].wait()
+            await asyncio.sleep(0)
+            served[n].set()
+            return pages[n]
+
+    events: list[str] = []
+    gathered = await asyncio.wait_for(
+        gather_pages(
+            [cand(p.url, p.title) for p in pages],
+            InOrder(),  # type: ignore[arg-type]
+            GatherOptions(
+                want=2,
+                policy=Window(Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)),
+                gate=Relevance(question),
+                on_event=lambda e: events.append(e.message) if e.kind == "fetched" else None,
+            ),
+        ),
+        timeout=10,
+    )
+    assert [c.url for c, _ in gathered.pages] == [pages[1].url, pages[2].url]
+    assert [f.url for f in gathered.failures] == [pages[0].url]
+    assert gathered.failures[0].reason.startswith(OFF_TOPIC)
+    assert any(m.startswith("set aside Trump's trade war") for m in events), events
+
+
 async def test_a_page_still_coming_is_waited_for_only_if_it_may_displace_a_source() -> None:
     """Issue 26: once the sources are in, the best-ranked page still on its way is waited
     for (here: as long as it takes) only when its search result looks on-topic."""

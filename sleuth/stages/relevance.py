@@ -190,6 +190,20 @@ class Relevance:
         self.aside.append(url)
         return f"{OFF_TOPIC} ({reason})"
 
+    def outranked(self, urls: Sequence[str]) -> list[str]:
+        """Of the pages read and kept so far (canonical ``urls``), those now off-topic
+        beside the others (:func:`within`): a better page came after them. They count as
+        set aside from now on, so gathering reads others in their place rather than stop
+        at pages that will not be sources; :meth:`choose` still sees them among the pages
+        set aside (one an on-topic page names is kept after all)."""
+        kept = [url for url in urls if url in self.read and url not in self.aside]
+        if len(kept) < 2:
+            return []
+        near = within([self.read[url].verdict for url in kept])
+        out = [url for url, keep in zip(kept, near, strict=True) if not keep]
+        self.aside += out
+        return out
+
     def judged(self) -> list[tuple[Candidate, Page]]:
         """Every page judged so far, in the order judged."""
         return [(r.candidate, r.page) for r in self.read.values()]

@@ -50,6 +50,10 @@ class Gate(Protocol):
     def likely(self, candidate: Candidate) -> bool:
         """Whether a page not read yet may become a source (judged on its search result)."""
 
+    def outranked(self, urls: Sequence[str]) -> list[str]:
+        """Of the pages read and kept so far (canonical ``urls``), those now off-topic
+        beside the others (a better page came since): set aside from now on."""
+
 
 class KeepAll:
     """Without a gate: every page read is on-topic; the best-ranked are kept."""
@@ -67,6 +71,9 @@ class KeepAll:
 
     def likely(self, candidate: Candidate) -> bool:
         return True
+
+    def outranked(self, urls: Sequence[str]) -> list[str]:
+        return []
 
 
 def is_local(candidate: Candidate) -> bool:

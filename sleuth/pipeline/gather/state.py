@@ -234,11 +234,28 @@ class Gathering:
             self.options.on_page(candidate, result)
         if self.options.accept is None:
             self.done[candidate.canonical_url] = result
+            self.set_aside_outranked()
         elif self.policy.holds(self, candidate):
             self.parked[candidate.canonical_url] = (candidate, result)
         else:
             self.judge(candidate, result)
         say(Event("fetched", f"read {title}", {"url": url, "chars": len(result.text)}))
+
+    def set_aside_outranked(self) -> None:
+        """Set aside the pages read that a better page read since has made off-topic (the
+        gate's ``outranked``): they would not be sources, so others are read instead."""
+        for url in self.gate.outranked(list(self.done)):
+            page = self.done.pop(url)
+            self.aside += 1
+            self.set_aside.add(url)
+            data: dict[str, Any] = {"url": page.url, "chars": len(page.text), "off_topic": True}
+            self.options.on_event(
+                Event(
+                    "fetched",
+                    f"set aside {page.title or page.url} (off-topic beside a better page)",
+                    data,
+                )
+            )
 
     def judge(self, candidate: Candidate, page: Page) -> None:
         """Start the reader's verdict on a page read."""
