@@ -568,6 +568,51 @@ async def test_local_documents_are_kept_by_rank_not_by_when_their_reads_end() ->
     assert web_urls[2] not in [c.url for c, _ in gathered.pages]
 
 
+async def test_documents_mode_keeps_the_same_sources_whatever_order_its_reads_end() -> None:
+    """Two identical documents-mode runs kept the same sources for 44 of 50 questions: a
+    note read before a better-ranked one counted as read (it was judged alone), read after
+    it, it was set aside as off-topic beside it, and gathering stopped at different places.
+    Notes are taken in rank order however their reads end."""
+    question = "How is China responding to the protests in Hong Kong?"
+    trade_text = " ".join(
+        f"Tariffs on Chinese goods rose again in round {n} of the US-China trade talks, "
+        f"and China's negotiators asked for item {n} of the deal to be settled first."
+        for n in range(30)
+    )
+    urls = [f"file:///notes/{n}.txt" for n in range(4)]
+    pages = {
+        urls[0]: doc(
+            urls[0],
+            "Beijing warns Hong Kong protesters",
+            "China responded to the protests in Hong Kong by sending troops. " * 4,
+        ),
+        urls[1]: doc(urls[1], "Trade talks", trade_text + " Reporting from Hong Kong."),
+        urls[2]: doc(
+            urls[2],
+            "China sends troops to Hong Kong",
+            "China responded to the protests in Hong Kong with troops. " * 3,
+        ),
+        urls[3]: doc(
+            urls[3],
+            "Hong Kong protests go on",
+            "Protests in Hong Kong go on as China responds with warnings. " * 3,
+        ),
+    }
+    kept = []
+    for first in (urls[1], urls[0]):  # the weak note's read ends first, then the best's
+        fetcher = LateFetcher(pages, slow=set(urls) - {first}, after=1)
+        gathered = await asyncio.wait_for(
+            gather_pages(
+                [cand(u) for u in urls],
+                fetcher,  # type: ignore[arg-type]
+                GatherOptions(want=2, policy=Window(), gate=Relevance(question)),
+            ),
+            timeout=10,
+        )
+        kept.append([c.url for c, _ in gathered.pages])
+    assert kept == [[urls[0], urls[2]], [urls[0], urls[2]]]
+
+
 async def test_the_gate_sets_a_page_aside_and_the_next_is_read_in_its_place() -> None:
     question = "How is China responding to the protests in Hong Kong?"
     urls = [f"https://{n}.example/" for n in "abcd"]

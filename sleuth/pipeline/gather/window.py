@@ -36,7 +36,8 @@ class Window:
 
     async def gather(self, g: Gathering) -> None:
         g.launch()
-        await self.loop(g)
+        if not all_local(g):
+            await self.loop(g)
         await local_by_rank(g)
         await self.wait_for_better(g)
 
@@ -232,6 +233,11 @@ def _tell_wait(g: Gathering, better: list[tuple[float, Task]], longest: float) -
     )
 
 
+def all_local(g: Gathering) -> bool:
+    """Whether every candidate is a local document (``file://``)."""
+    return bool(g.candidates) and all(is_local(c) for c in g.candidates)
+
+
 async def local_by_rank(g: Gathering) -> None:
     """Local documents (``file://``) cost no request: rank decides which are kept,
     not the order their reads finish in, so two identical documents-mode runs keep
@@ -243,7 +249,7 @@ async def local_by_rank(g: Gathering) -> None:
     same every run. Pages read further down the ranking meanwhile are let go, as if
     never read. Bounded by the time budget.
     """
-    if not g.candidates or not all(is_local(c) for c in g.candidates):
+    if not all_local(g):
         return
     if g.more is not None and not g.more_taken:
         await g.settle_one([g.more])
