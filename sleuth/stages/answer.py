@@ -26,8 +26,11 @@ candidates (z-scores) and added with the scorer's weight:
     the second hop of a multi-hop question: the sentence names, or sits on the page of,
     a name that the best sentences of the first pass give and the question does not.
 
-The best sentences are taken in turn: a sentence that says what a chosen one says (most
-of its content words) is merged into it, both sources cited; at most
+The best sentences are taken in turn, each next one by its score less what the chosen
+ones already say of the question (the question's terms they hold count for no second
+sentence: one that says the rest of the question comes before one more restatement of
+its first half) and less a cost per word; a sentence that says what a chosen one says
+(most of its content words) is merged into it, both sources cited; at most
 :data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
 :data:`MAX_WORDS` words. They are shown best first, but a sentence opening with a
 pronoun right after the sentence of its page that says whom it means.
@@ -294,29 +297,95 @@ def _same(terms: frozenset[str], other: frozenset[str]) -> bool:
     return bool(union) and len(terms & other) >= SAME_SHARE * len(union)
 
 
+#: How much a sentence's share of the question's terms that the chosen sentences do not
+#: yet say counts, beside its first-pass score (in the ``terms`` scorer's unit).
+COVER_WEIGHT = tuned.COVER_WEIGHT
+#: What a sentence's length costs it, per 20 words: the word budget holds more short
+#: sentences than long ones.
+LENGTH_WEIGHT = tuned.LENGTH_WEIGHT
+
+
+@dataclass(frozen=True)
+class _Cover:
+    """What each candidate says of the question's terms, to weigh it against what the
+    answer already says: the question's terms, each candidate's own and its title's."""
+
+    asked: frozenset[str]
+    own: list[frozenset[str]]
+    titles: list[frozenset[str]]
+    spread: float
+
+    @classmethod
+    def of(cls, question: str, candidates: Sequence[Candidate]) -> _Cover:
+        asked = content_terms(question)
+        own = [content_terms(c.said) & asked for c in candidates]
+        titled_terms: dict[str, frozenset[str]] = {}
+        titles = [
+            titled_terms.setdefault(c.title, content_terms(c.title) & asked) for c in candidates
+        ]
+        cover = cls(asked, own, titles, 1.0)
+        first = [cover.share(i, frozenset()) for i in range(len(candidates))]
+        mean = sum(first) / max(1, len(first))
+        spread = math.sqrt(sum((v - mean) ** 2 for v in first) / max(1, len(first)))
+        return cls(asked, own, titles, spread if spread > 1e-9 else 1.0)
+
+    def share(self, i: int, said: frozenset[str]) -> float:
+        """Candidate ``i``'s share of the question's terms that ``said`` lacks (its
+        title's count half, as in the ``terms`` scorer)."""
+        if not self.asked:
+            return 0.0
+        own = self.own[i] - said
+        title = self.titles[i] - said - own
+        return (len(own) + 0.5 * len(title)) / len(self.asked)
+
+
 def _choose(
-    ranked: Sequence[tuple[float, Candidate]], max_sentences: int, max_words: int
+    question: str,
+    ranked: Sequence[tuple[float, Candidate]],
+    max_sentences: int,
+    max_words: int,
+    front: int = 0,
 ) -> list[_Chosen]:
+    """The answer's sentences from ``ranked`` (its first ``front`` taken in order first):
+    each next one the best by its score, where the question's terms count only as far as
+    the sentences chosen so far do not say them (a second sentence that restates the
+    first gains nothing from it; one that says the rest of the question does)."""
+    cover = _Cover.of(question, [c for _, c in ranked])
+    pool = list(range(len(ranked)))
+    said: frozenset[str] = frozenset()
     chosen: list[_Chosen] = []
     words = 0
     per_source: dict[int, int] = {}
-    for score, c in ranked:
-        if len(chosen) >= max_sentences:
+
+    def worth(i: int) -> float:
+        lost = cover.share(i, frozenset()) - cover.share(i, said)
+        size = len(ranked[i][1].text.split())
+        return ranked[i][0] - COVER_WEIGHT * lost / cover.spread - LENGTH_WEIGHT * size / 20
+
+    while pool and len(chosen) < max_sentences:
+        # What the chosen say changes only when one is taken: rank the rest again then.
+        order = pool[:1] if pool[0] < front else sorted(pool, key=lambda i: (-worth(i), i))
+        for at in order:
+            pool.remove(at)
+            score, c = ranked[at]
+            terms = content_terms(c.text)
+            twin = next((x for x in chosen if _same(terms, x.terms)), None)
+            if twin is not None:
+                if c.source != twin.candidate.source and all(
+                    a.source != c.source for a in twin.also
+                ):
+                    twin.also.append(c)
+                continue
+            size = len(c.text.split())
+            if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
+                continue
+            if _unexplained(c, chosen):
+                continue
+            chosen.append(_Chosen(c, score, terms, []))
+            said |= cover.own[at]
+            words += size
+            per_source[c.source] = per_source.get(c.source, 0) + 1
             break
-        terms = content_terms(c.text)
-        twin = next((x for x in chosen if _same(terms, x.terms)), None)
-        if twin is not None:
-            if c.source != twin.candidate.source and all(a.source != c.source for a in twin.also):
-                twin.also.append(c)
-            continue
-        size = len(c.text.split())
-        if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
-            continue
-        if _unexplained(c, chosen):
-            continue
-        chosen.append(_Chosen(c, score, terms, []))
-        words += size
-        per_source[c.source] = per_source.get(c.source, 0) + 1
     return chosen
 
 
@@ -350,7 +419,8 @@ def best_answer(
     """
     ranked = ranked_candidates(question, sources, texts, scorers)
     placed = {s.id for s in sources if texts.get(s.id)}
-    chosen = _choose(_pages_first(question, ranked), max_sentences, max_words)
+    ranked, front = _pages_first(question, ranked)
+    chosen = _choose(question, ranked, max_sentences, max_words, front)
     return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen)
 
 
@@ -384,17 +454,18 @@ SUBJECT_PAGES = 2
 
 def _pages_first(
     question: str, ranked: list[tuple[float, Candidate]]
-) -> list[tuple[float, Candidate]]:
+) -> tuple[list[tuple[float, Candidate]], int]:
     """``ranked`` with, for a question that compares things it names ("Which came first,
     X or Y?"), the best sentence of each page it names moved to the front: the answer
-    then says something of each side before what any one page says best."""
+    then says something of each side before what any one page says best. With how many
+    were moved there."""
     if _COMPARES.search(question) is None:
-        return ranked
+        return ranked, 0
     best: dict[int, tuple[float, Candidate]] = {}
     for pair in ranked:
         best.setdefault(pair[1].source, pair)
     front = [p for p in best.values() if named_by(question, p[1].title)][:SUBJECT_PAGES]
-    return front + [p for p in ranked if p not in front]
+    return front + [p for p in ranked if p not in front], len(front)
 
 
 #: A title that names something (a person, a place, a work), as a pronoun's referent:
