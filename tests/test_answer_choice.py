@@ -93,3 +93,24 @@ def test_the_sentence_that_says_the_rest_of_the_question_comes_before_restatemen
     assert any("Neville Crane" in s.text for s in said[:2]), [s.text for s in said]
     restating = [s for s in said if "is a fictional character from" in s.text]
     assert len(restating) <= 1
+
+
+def test_a_sentence_naming_its_subject_in_part_is_labelled_with_its_full_name() -> None:
+    """ "Smithers first appeared in …" on the page "Wendell Smithers", whose first sentence
+    names him "Wendell J. Smithers Jr.": the Answer says whom it means, in full."""
+    from sleuth.stages.write import answer_lines
+
+    pages = {
+        "Wendell Smithers": "Wendell J. Smithers Jr., usually called Smithers, is a cartoon "
+        "character drawn since 1988. Smithers first appeared in the episode Homer's Voyage "
+        "in 1990.",
+        "Homer's Voyage": "Homer's Voyage is the third episode of the cartoon The Spoons. It was "
+        "broadcast in 1990.",
+    }
+    sources = [_source(n, title) for n, title in enumerate(pages, start=1)]
+    texts = {n: pages[title] for n, title in enumerate(pages, start=1)}
+    question = "Which character first appeared in the episode Homer's Voyage?"
+    [said] = best_answer(question, sources, texts, max_sentences=1)
+    assert said.text.startswith("Smithers first appeared")
+    assert said.subject == "Wendell J. Smithers Jr."
+    assert answer_lines([said])[0].startswith("- **Wendell J. Smithers Jr.:** Smithers first")

@@ -33,7 +33,10 @@ its first half) and less a cost per word; a sentence that says what a chosen one
 (most of its content words) is merged into it, both sources cited; at most
 :data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
 :data:`MAX_WORDS` words. They are shown best first, but a sentence opening with a
-pronoun right after the sentence of its page that says whom it means.
+pronoun right after the sentence of its page that says whom it means. A sentence that
+names its page's subject only by a pronoun or part of a name ("Bach is widely known …")
+is labelled with the subject, as the page's first sentence names it in full ("Richard
+David Bach") where it does.
 
 A scorer is a name, a weight and a function of the question and the candidates
 (:func:`default_scorers`); the weights were chosen on the tune split of
@@ -421,7 +424,7 @@ def best_answer(
     placed = {s.id for s in sources if texts.get(s.id)}
     ranked, front = _pages_first(question, ranked)
     chosen = _choose(question, ranked, max_sentences, max_words, front)
-    return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen)
+    return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen, texts)
 
 
 def ranked_candidates(
@@ -490,20 +493,62 @@ def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
     )
 
 
-def _subjects(said: list[AnswerSentence], chosen: Sequence[_Chosen]) -> list[AnswerSentence]:
-    """``said`` with whom each opening pronoun means, where the answer holds no earlier
-    sentence of that page (see :attr:`AnswerSentence.subject`)."""
+#: The name a page's first sentence opens with, before "(born …", "," or "is"/"was".
+_LEAD_NAME = re.compile(r"^([A-Z][^,()]{1,60}?)(?: \(|, | (?:is|was|are|were) )")
+
+
+def _full_name(title: str, text: str | None) -> str | None:
+    """The page's subject as its first sentence names it in full ("Waylon J. Smithers
+    Jr., usually referred to as …" on the page "Waylon Smithers"), or None: a name of at
+    most :data:`_NAME_WORDS` words that holds every word of the title's."""
+    core = _names_a_subject(title)
+    if core is None or not text:
+        return None
+    first = next(iter(sentences(text)), None)
+    found = _LEAD_NAME.match(first.text) if first is not None else None
+    if found is None:
+        return None
+    name = found.group(1).strip()
+    words = set(re.findall(r"\w+", name.lower()))
+    if (
+        len(name.split()) > _NAME_WORDS
+        or any(m in name for m in ":?!")
+        or not set(re.findall(r"\w+", core.lower())) <= words
+    ):
+        return None
+    return name
+
+
+def _subject_of(c: Candidate, text: str | None) -> str | None:
+    """Whom ``c`` is about when it does not say in full: its page's subject, for a sentence
+    opening with a pronoun ("He was …") or with part of the subject's name ("Bach is …"
+    on the page "Richard Bach"); named as the page's first sentence names it, if it does."""
+    core = _names_a_subject(c.title)
+    if core is None:
+        return None
+    first_word = c.text.split()[0].strip("\"'“‘") if c.text.split() else ""
+    partial = first_word in core.split() and bool(content_terms(first_word)) and core not in c.text
+    if not (_SUBJECT.match(c.text) or partial):
+        return None
+    full = _full_name(c.title, text)
+    if full is not None and full not in c.text:
+        return full
+    return core if _SUBJECT.match(c.text) else None
+
+
+def _subjects(
+    said: list[AnswerSentence], chosen: Sequence[_Chosen], texts: Mapping[int, str]
+) -> list[AnswerSentence]:
+    """``said`` with whom each sentence is about where it does not say in full
+    (:func:`_subject_of`) and the answer holds no earlier sentence of that page (see
+    :attr:`AnswerSentence.subject`)."""
     by_text = {c.candidate.text: c.candidate for c in chosen}
     out = []
     for n, sentence in enumerate(said):
         c = by_text[sentence.text]
         earlier = any(by_text[x.text].source == c.source for x in said[:n])
-        subject = _names_a_subject(c.title) if _SUBJECT.match(c.text) else None
-        out.append(
-            sentence.model_copy(update={"subject": subject})
-            if subject and not earlier
-            else sentence
-        )
+        subject = None if earlier else _subject_of(c, texts.get(c.source))
+        out.append(sentence.model_copy(update={"subject": subject}) if subject else sentence)
     return out
 
 
