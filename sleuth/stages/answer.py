@@ -57,6 +57,7 @@ from sleuth.stages.judge import title_core
 from sleuth.stages.names import named_by, titled
 from sleuth.stages.read import MAX_PASSAGE, bm25_scores
 from sleuth.stages.sentences import Sentence, passages, sentences
+from sleuth.stages.subjects import PRONOUN, SUBJECT, names_a_subject, subject_of
 from sleuth.terms import content_terms
 
 __all__ = [
@@ -72,7 +73,6 @@ __all__ = [
     "with_answer_passages",
 ]
 
-_SUBJECT = re.compile(r"^(He|She|It|They|His|Her|Its|Their)\b")
 MAX_SENTENCES = 5
 MIN_SENTENCES = 3
 MAX_WORDS = 120
@@ -108,7 +108,7 @@ class Candidate:
         """The sentence as scored: a leading "He", "She", "It" or "They" (or "His", "Its",
         …) read as the page's subject, its title ("He was a two-time Pro Bowl selection"
         on Deltha O'Neal's page says "Deltha O'Neal was …")."""
-        found = _SUBJECT.match(self.text)
+        found = SUBJECT.match(self.text)
         if not found:
             return self.text
         subject = title_core(self.title)
@@ -471,88 +471,30 @@ def _pages_first(
     return front + [p for p in ranked if p not in front], len(front)
 
 
-#: A title that names something (a person, a place, a work), as a pronoun's referent:
-#: a few words, not a headline's sentence.
-_NAME_WORDS = 6
-
-
-def _names_a_subject(title: str) -> str | None:
-    core = title_core(title)
-    if not core or len(core.split()) > _NAME_WORDS or any(m in core for m in ":?!."):
-        return None
-    return core
-
-
 def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
     """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
     a name) nor the sentence before it, already chosen, explains ("They know that …")."""
-    if not _SUBJECT.match(c.text) or _names_a_subject(c.title) is not None:
+    if not SUBJECT.match(c.text) or names_a_subject(c.title) is not None:
         return False
     return not any(
         x.candidate.source == c.source and x.candidate.order == c.order - 1 for x in chosen
     )
 
 
-#: The name a page's first sentence opens with, before "(born …", "," or "is"/"was".
-_LEAD_NAME = re.compile(r"^([A-Z][^,()]{1,60}?)(?: \(|, | (?:is|was|are|were) )")
-
-
-def _full_name(title: str, text: str | None) -> str | None:
-    """The page's subject as its first sentence names it in full ("Waylon J. Smithers
-    Jr., usually referred to as …" on the page "Waylon Smithers"), or None: a name of at
-    most :data:`_NAME_WORDS` words that holds every word of the title's."""
-    core = _names_a_subject(title)
-    if core is None or not text:
-        return None
-    first = next(iter(sentences(text)), None)
-    found = _LEAD_NAME.match(first.text) if first is not None else None
-    if found is None:
-        return None
-    name = found.group(1).strip()
-    words = set(re.findall(r"\w+", name.lower()))
-    if (
-        len(name.split()) > _NAME_WORDS
-        or any(m in name for m in ":?!")
-        or not set(re.findall(r"\w+", core.lower())) <= words
-    ):
-        return None
-    return name
-
-
-def _subject_of(c: Candidate, text: str | None) -> str | None:
-    """Whom ``c`` is about when it does not say in full: its page's subject, for a sentence
-    opening with a pronoun ("He was …") or with part of the subject's name ("Bach is …"
-    on the page "Richard Bach"); named as the page's first sentence names it, if it does."""
-    core = _names_a_subject(c.title)
-    if core is None:
-        return None
-    first_word = c.text.split()[0].strip("\"'“‘") if c.text.split() else ""
-    partial = first_word in core.split() and bool(content_terms(first_word)) and core not in c.text
-    if not (_SUBJECT.match(c.text) or partial):
-        return None
-    full = _full_name(c.title, text)
-    if full is not None and full not in c.text:
-        return full
-    return core if _SUBJECT.match(c.text) else None
-
-
 def _subjects(
     said: list[AnswerSentence], chosen: Sequence[_Chosen], texts: Mapping[int, str]
 ) -> list[AnswerSentence]:
     """``said`` with whom each sentence is about where it does not say in full
-    (:func:`_subject_of`) and the answer holds no earlier sentence of that page (see
-    :attr:`AnswerSentence.subject`)."""
+    (:func:`sleuth.stages.subjects.subject_of`) and the answer holds no earlier sentence
+    of that page (see :attr:`AnswerSentence.subject`)."""
     by_text = {c.candidate.text: c.candidate for c in chosen}
     out = []
     for n, sentence in enumerate(said):
         c = by_text[sentence.text]
         earlier = any(by_text[x.text].source == c.source for x in said[:n])
-        subject = None if earlier else _subject_of(c, texts.get(c.source))
+        subject = None if earlier else subject_of(c.text, c.title, texts.get(c.source))
         out.append(sentence.model_copy(update={"subject": subject}) if subject else sentence)
     return out
-
-
-_PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
 
 
 def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
@@ -568,7 +510,7 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
             for x in chosen
             if x.candidate.source == c.candidate.source and x.candidate.order < c.candidate.order
         ]
-        if not _PRONOUN.match(c.candidate.text) or not earlier:
+        if not PRONOUN.match(c.candidate.text) or not earlier:
             out.append(c)
             continue
         antecedent = max(earlier, key=lambda x: x.candidate.order)
