@@ -48,7 +48,8 @@ SIDEWAYS = {
 #: mode's sectioned writer) checks each section as it is written. names (the names a text
 #: gives, deep mode's second hops) splits a page's text into passages as read does. asks
 #: (what a question asks for) reads the names explore finds; subjects (whom a sentence
-#: is about) reads a page's sentences and titles as judge does; outline plans the
+#: is about) reads a page's sentences and titles as judge does; answer_scores scores the
+#: sentences answer chooses among; outline plans the
 #: sections that sections writes.
 STAGE_ORDER = [
     "plan",
@@ -64,6 +65,7 @@ STAGE_ORDER = [
     "explore",
     "asks",
     "subjects",
+    "answer_scores",
     "answer",
     "check",
     "outline",

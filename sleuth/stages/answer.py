@@ -4,8 +4,9 @@ Every whole sentence of every source (:mod:`sleuth.stages.sentences`: no referen
 template, heading, headline or navigation lines) is a candidate. A sentence opening
 with "He", "She", "It" or "They" is scored as saying its page's subject (the page's
 title): "He was a two-time Pro Bowl selection" on Deltha O'Neal's page names him. Each
-:class:`Scorer` gives every candidate a number; the numbers are standardised over the
-candidates (z-scores) and added with the scorer's weight:
+:class:`Scorer` (:mod:`sleuth.stages.answer_scores`) gives every candidate a number;
+the numbers are standardised over the candidates (z-scores) and added with the scorer's
+weight:
 
 ``bm25``
     BM25 (``bm25s``) of the sentence against the question;
@@ -47,16 +48,27 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sleuth import tuned
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
-from sleuth.stages.asks import kind_scores, new_names, question_kind
-from sleuth.stages.judge import title_core
-from sleuth.stages.names import named_by, titled
-from sleuth.stages.read import MAX_PASSAGE, bm25_scores
-from sleuth.stages.sentences import Sentence, passages, sentences
+from sleuth.stages.answer_scores import (
+    BRIDGE_WEIGHT,
+    Candidate,
+    Scorer,
+    Words,
+    bridge_scores,
+    bridges,
+    combined,
+    default_scorers,
+    scorer_names,
+    zscores,
+)
+from sleuth.stages.asks import question_kind
+from sleuth.stages.names import named_by
+from sleuth.stages.read import MAX_PASSAGE
+from sleuth.stages.sentences import passages, sentences
 from sleuth.stages.subjects import PRONOUN, SUBJECT, names_a_subject, subject_of
 from sleuth.terms import content_terms
 
@@ -70,6 +82,7 @@ __all__ = [
     "candidates_of",
     "default_scorers",
     "question_kind",
+    "scorer_names",
     "with_answer_passages",
 ]
 
@@ -84,181 +97,6 @@ PER_SOURCE = 2
 SAME_SHARE = 0.6
 #: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
 PER_PAGE = 300
-#: The first pass's best sentences whose names are taken as second hops.
-BRIDGE_FROM = tuned.BRIDGE_FROM
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A sentence of a source, as the scorers see it."""
-
-    source: int
-    rank: int
-    title: str
-    sentence: Sentence
-    order: int
-
-    @property
-    def text(self) -> str:
-        """The sentence as quoted."""
-        return self.sentence.text
-
-    @property
-    def said(self) -> str:
-        """The sentence as scored: a leading "He", "She", "It" or "They" (or "His", "Its",
-        …) read as the page's subject, its title ("He was a two-time Pro Bowl selection"
-        on Deltha O'Neal's page says "Deltha O'Neal was …")."""
-        found = SUBJECT.match(self.text)
-        if not found:
-            return self.text
-        subject = title_core(self.title)
-        owner = found.group(1).lower() in ("his", "her", "its", "their")
-        return subject + ("'s" if owner else "") + self.text[found.end() :]
-
-
-ScoreFn = Callable[[str, Sequence[Candidate]], Sequence[float]]
-
-
-@dataclass(frozen=True)
-class Scorer:
-    """One way of scoring the candidates: its name, its weight, its function."""
-
-    name: str
-    weight: float
-    score: ScoreFn
-
-
-def _kind_score(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return kind_scores(question, [c.text for c in candidates])
-
-
-# -- the scorers -----------------------------------------------------------------------------
-def _bm25(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return bm25_scores([c.said for c in candidates], [question])
-
-
-def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    asked = content_terms(question)
-    if not asked:
-        return [0.0] * len(candidates)
-    titles: dict[str, frozenset[str]] = {}
-    out = []
-    for c in candidates:
-        own = content_terms(c.said) & asked
-        title = titles.setdefault(c.title, content_terms(c.title)) & asked
-        out.append((len(own) + 0.5 * len(title - own)) / len(asked))
-    return out
-
-
-def _rank(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return [1.0 / (1 + c.rank) for c in candidates]
-
-
-def _meaning(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    """The cosine of the question with each sentence (its page's title before it) in
-    sleuth's static embedding: "the all-star game" is near "a Pro Bowl selection"."""
-    from sleuth.embedding import static_model
-
-    model = static_model()
-    asked = model.embed(question)
-    texts = [f"{c.title}: {c.said}" for c in candidates]
-    return [float(v) for v in model.embed_many(texts) @ asked]
-
-
-def default_scorers() -> list[Scorer]:
-    """The first pass's scorers, each with its weight (the bridge pass is added after).
-
-    The weights were chosen on the tune split of ``python -m bench.answer`` (HotpotQA
-    questions 0-49 over their paragraphs as notes); see bench/NOTEBOOK.md.
-    """
-    weights = tuned.ANSWER_WEIGHTS
-    return [
-        Scorer("bm25", weights["bm25"], _bm25),
-        Scorer("terms", weights["terms"], _terms),
-        Scorer("kind", weights["kind"], _kind_score),
-        Scorer("rank", weights["rank"], _rank),
-        Scorer("meaning", weights["meaning"], _meaning),
-    ]
-
-
-BRIDGE_WEIGHT = tuned.BRIDGE_WEIGHT
-
-
-def _zscores(values: Sequence[float]) -> list[float]:
-    n = len(values)
-    mean = sum(values) / n
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
-    return [(v - mean) / spread if spread > 1e-9 else 0.0 for v in values]
-
-
-def _combined(
-    question: str, candidates: Sequence[Candidate], scorers: Sequence[Scorer]
-) -> list[float]:
-    total = [0.0] * len(candidates)
-    for scorer in scorers:
-        for i, z in enumerate(_zscores(list(scorer.score(question, candidates)))):
-            total[i] += scorer.weight * z
-    return total
-
-
-@dataclass(frozen=True)
-class _Words:
-    """The content terms of each candidate's title and text, for the bridge pass."""
-
-    titles: list[frozenset[str]]
-    texts: list[frozenset[str]]
-
-    @classmethod
-    def of(cls, candidates: Sequence[Candidate]) -> _Words:
-        titles: dict[str, frozenset[str]] = {}
-        return cls(
-            [titles.setdefault(c.title, content_terms(c.title)) for c in candidates],
-            [content_terms(c.text) for c in candidates],
-        )
-
-
-@dataclass(frozen=True)
-class Bridge:
-    """A name a best first-pass sentence gives: its words, the weight of the best such
-    sentence (1, then 1/2, 1/3, …), and the title of the page that gave it."""
-
-    name: str
-    terms: frozenset[str]
-    weight: float
-    origin: str
-
-
-def bridges(question: str, candidates: Sequence[Candidate], first: Sequence[float]) -> list[Bridge]:
-    """The names the best first-pass sentences give that the question does not, best
-    first."""
-    asked = content_terms(question)
-    order = sorted(range(len(candidates)), key=lambda i: -first[i])
-    found: dict[str, Bridge] = {}
-    for place, i in enumerate(order[:BRIDGE_FROM]):
-        for name in new_names(candidates[i].text, asked):
-            terms = content_terms(name) - asked
-            if terms and name.lower() not in found:
-                found[name.lower()] = Bridge(name, terms, 1.0 / (1 + place), candidates[i].title)
-    return list(found.values())
-
-
-def bridge_scores(
-    candidates: Sequence[Candidate], names: Sequence[Bridge], words: _Words
-) -> list[float]:
-    """Each candidate's second-hop score: the weight of a name that its page is the page
-    of (not the page that gave the name), half that of a name it mentions."""
-    out = []
-    for c, text in zip(candidates, words.texts, strict=True):
-        best = 0.0
-        for bridge in names:
-            if c.title != bridge.origin and titled(c.title, bridge.name):
-                best = max(best, bridge.weight)
-            elif bridge.terms <= text and c.title != bridge.origin:
-                best = max(best, 0.5 * bridge.weight)
-        out.append(best)
-    return out
-
-
 #: A question ("Have an Amazon Alexa device?") or a sentence its page cut short ("Google
 #: confirmed this in a statement…"): neither states an answer.
 _NOT_STATED = re.compile(r"(?:\?|…|\.\.\.)[\"'”’)\]]*$")
@@ -439,9 +277,9 @@ def ranked_candidates(
     if not candidates:
         return []
     scorers = list(scorers if scorers is not None else default_scorers())
-    first = _combined(question, candidates, scorers)
+    first = combined(question, candidates, scorers)
     found = bridges(question, candidates, first)
-    bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
+    bridge = zscores(bridge_scores(candidates, found, Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
     return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
 
@@ -520,11 +358,6 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
         else:
             out.insert(at + 1, c)
     return out
-
-
-def scorer_names(scorers: Sequence[Scorer] | None = None) -> list[str]:
-    """The names of the scores an answer is chosen by."""
-    return [s.name for s in (scorers if scorers is not None else default_scorers())] + ["bridge"]
 
 
 #: A deep report's section answers: fewer sentences, each section being one part.
