@@ -47,10 +47,6 @@ class Captured:
     groups: list[tuple[str, list[int]]]
 
 
-# Pickled under this name whether the file runs as ``-m bench.answer_replay`` or is imported.
-Captured.__module__ = "bench.answer_replay"
-
-
 def capture(split: str, jobs: int) -> list[Captured]:
     """Research the split's questions (quick and deep) and keep the answer's inputs."""
     import sleuth
@@ -64,8 +60,10 @@ def capture(split: str, jobs: int) -> list[Captured]:
 
     def best(question: str, sources: Any, texts: Any, **kw: Any) -> Any:
         if mode_now["mode"] == "quick" and not kw:
+            # The answer stage's call holds every source; a page scored ahead holds one.
             key = ("quick", " ".join(question.split()))
-            seen.setdefault(key, Captured(0, "quick", question, "", list(sources), dict(texts), []))
+            if key not in seen or len(sources) >= len(seen[key].sources):
+                seen[key] = Captured(0, "quick", question, "", list(sources), dict(texts), [])
         return original_best(question, sources, texts, **kw)
 
     def tree(topic: str, sources: Any, texts: Any, groups: Any) -> Any:
@@ -162,4 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Run as the importable module, so that the pickle names a class a replay can load.
+    from bench.answer_replay import main as _main
+
+    raise SystemExit(_main())

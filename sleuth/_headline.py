@@ -1,14 +1,16 @@
-"""Lines that are a headline, a link's text or a caption, not a sentence of prose.
+"""Lines that are a headline, a link's text or a caption, not a sentence of prose; and
+a news story's dateline, which is not part of the sentence it opens.
 
-Read by :mod:`sleuth.stages.sentences` (such a line is never quoted) and by
-:mod:`sleuth.report.quote_check` (such a quote is a fault).
+Read by :mod:`sleuth.stages.sentences` (such a line is never quoted, a dateline never
+opens a quote) and by :mod:`sleuth.report.quote_check` (such a quote is a fault; a
+sentence may start after a dateline).
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["headline"]
+__all__ = ["after_dateline", "dateline_end", "headline"]
 
 _END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 # A teaser for another page: "Related: …", "Read more", "Photos: …".
@@ -50,3 +52,25 @@ def headline(line: str) -> bool:
         return False
     words = [w for w in re.findall(r"[^\W\d_][\w'’-]*", text) if w.lower() not in _TITLE_SMALL]
     return len(words) >= 3 and all(w[0].isupper() for w in words)
+
+
+# Where a news story was filed and by whom: "WASHINGTON (Reuters) -", "Hong Kong (CNN
+# Business)" glued to its first word, "NEW YORK, Nov 19 (AP) —", "(Reuters) —".
+_FILED = (
+    r"(?:[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}(?:, [A-Z][a-z]{2,8}\.? \d{1,2})?,? )?"
+    r"\((?:CNN(?: [A-Z][a-z]+)?|Reuters|AP|AFP|Bloomberg|UPI|Xinhua|dpa|AAP|PA|CNBC|BBC|NPR)\)"
+)
+_DATELINE = re.compile(_FILED + r"(?:\s*[-–—]+\s*|\s*(?=[A-Z0-9\"“‘]))")
+_ENDS_WITH_DATELINE = re.compile(r"(?:^|\s)" + _FILED + r"(?:\s*[-–—]+)?$")
+
+
+def dateline_end(text: str, start: int, end: int) -> int:
+    """Where the sentence at ``text[start:end]`` starts once the dateline opening it (if
+    any) is left out: ``start`` when it has none."""
+    found = _DATELINE.match(text, start, end)
+    return found.end() if found else start
+
+
+def after_dateline(before: str) -> bool:
+    """Whether ``before`` (the text before a sentence, stripped) ends with a dateline."""
+    return bool(_ENDS_WITH_DATELINE.search(before))

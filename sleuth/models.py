@@ -284,8 +284,10 @@ class AnswerSentence(_Record):
     sources: list[int]
     spans: list[TextSpan] = Field(default_factory=list)
     score: float = 0.0
-    #: Whom the sentence's opening "He", "She", "It", "They" means (its page's title),
-    #: given when the answer holds no earlier sentence of that page saying so.
+    #: Whom the sentence's opening "He", "She", "It", "They" (or part of a name: "Bach
+    #: is …") means: its page's subject, as the page's first sentence names it in full
+    #: ("Richard David Bach") or as its title does; given when the answer holds no
+    #: earlier sentence of that page saying so.
     subject: str | None = None
 
 

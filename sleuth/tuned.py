@@ -84,6 +84,11 @@ ANSWER_WEIGHTS = {"bm25": 0.5, "terms": 1.0, "kind": 0.6, "rank": 0.2, "meaning"
 BRIDGE_WEIGHT = 1.2
 #: The first pass's best sentences whose names are taken as second hops (same sections).
 BRIDGE_FROM = 5
+#: How much the question's terms that the answer's chosen sentences do not yet say count
+#: for the next sentence, and how much a sentence's length (per 20 words) costs it
+#: (NOTEBOOK "deep Answer", 2026-11-29).
+COVER_WEIGHT = 1.5
+LENGTH_WEIGHT = 0.4
 
 # -- extraction (extraction/) -------------------------------------------------------------
 #: The lowest block probability kept whatever a page's best cutoff says (NOTEBOOK

@@ -61,3 +61,56 @@ def test_which_and_what_questions_ask_for_a_name() -> None:
     assert question_kind("In what year was the team formed?") == "date"
     assert question_kind("What is the population of Leland?") == "number"
     assert question_kind("Why is WeWork being investigated?") == "any"
+
+
+# A two-hop question: four pages restate its first half (a character of a soap opera),
+# one page says the rest (who created the soap opera).
+SOAP = {
+    "Zara Holt": 'Zara Holt is a fictional character from the Australian soap opera "Harbourside", '
+    "played by Mia Lane. The character was created as part of the Holt family, along with her "
+    "brother Tom Holt. Zara Holt departed the soap opera in 2014.",
+    "Tom Holt (Harbourside)": "Tom Holt is a fictional character from the Australian soap "
+    'opera "Harbourside", played by Ben Ray. Tom Holt is the brother of Zara Holt in the soap '
+    "opera.",
+    "Mia Lane": "Mia Lane (born 9 May 1990) is an Australian actress. Lane played the role of "
+    'Zara Holt in the long-running Australian soap opera "Harbourside" from 2009 until 2014.',
+    "Harbourside": "Harbourside is an Australian television soap opera. It was created by TV "
+    "executive Neville Crane, who pitched a show about the families of a seaside town. The "
+    "first episode was broadcast in 1985.",
+    "Lily Holt": 'Lily Holt is a fictional character from the Australian soap opera "Harbourside", '
+    "played by Ava Reed. Lily Holt is the cousin of Zara Holt.",
+}
+
+
+def test_the_sentence_that_says_the_rest_of_the_question_comes_before_restatements() -> None:
+    """Once one sentence says the question's first half, a second restatement of it adds
+    nothing: the sentence on who created the show is the Answer's second, not its fifth,
+    and so it is in an Answer of three sentences (a deep report's section answer)."""
+    sources = [_source(n, title) for n, title in enumerate(SOAP, start=1)]
+    texts = {n: SOAP[title] for n, title in enumerate(SOAP, start=1)}
+    question = "Zara Holt is a fictional character from an Australian soap opera created by who?"
+    said = best_answer(question, sources, texts, max_sentences=3)
+    assert any("Neville Crane" in s.text for s in said[:2]), [s.text for s in said]
+    restating = [s for s in said if "is a fictional character from" in s.text]
+    assert len(restating) <= 1
+
+
+def test_a_sentence_naming_its_subject_in_part_is_labelled_with_its_full_name() -> None:
+    """ "Smithers first appeared in …" on the page "Wendell Smithers", whose first sentence
+    names him "Wendell J. Smithers Jr.": the Answer says whom it means, in full."""
+    from sleuth.stages.write import answer_lines
+
+    pages = {
+        "Wendell Smithers": "Wendell J. Smithers Jr., usually called Smithers, is a cartoon "
+        "character drawn since 1988. Smithers first appeared in the episode Homer's Voyage "
+        "in 1990.",
+        "Homer's Voyage": "Homer's Voyage is the third episode of the cartoon The Spoons. It was "
+        "broadcast in 1990.",
+    }
+    sources = [_source(n, title) for n, title in enumerate(pages, start=1)]
+    texts = {n: pages[title] for n, title in enumerate(pages, start=1)}
+    question = "Which character first appeared in the episode Homer's Voyage?"
+    [said] = best_answer(question, sources, texts, max_sentences=1)
+    assert said.text.startswith("Smithers first appeared")
+    assert said.subject == "Wendell J. Smithers Jr."
+    assert answer_lines([said])[0].startswith("- **Wendell J. Smithers Jr.:** Smithers first")

@@ -47,8 +47,10 @@ SIDEWAYS = {
 #: sub-questions, learnings, follow-ups) shows sources as the writer does; sections (deep
 #: mode's sectioned writer) checks each section as it is written. names (the names a text
 #: gives, deep mode's second hops) splits a page's text into passages as read does. asks
-#: (what a question asks for) reads the names explore finds; outline plans the sections
-#: that sections writes.
+#: (what a question asks for) reads the names explore finds; subjects (whom a sentence
+#: is about) reads a page's sentences and titles as judge does; answer_scores scores the
+#: sentences answer chooses among; outline plans the
+#: sections that sections writes.
 STAGE_ORDER = [
     "plan",
     "judge",
@@ -62,6 +64,8 @@ STAGE_ORDER = [
     "write",
     "explore",
     "asks",
+    "subjects",
+    "answer_scores",
     "answer",
     "check",
     "outline",

@@ -36,8 +36,9 @@ MODEL = "scripted-model"
 #: not named (Jack Owens); Bach's son's "godfather Georg Philipp Telemann"; Two Dollar
 #: Radio "based in Columbus, Ohio"; the 1999 runner-up's game is not named (Studio 33);
 #: "father of Bollywood actress Antara Mali"; Young's population is not given (6,960);
-#: Choi Jin-ri: the Answer names the sitcom's cast ("Sulli Choi"), not her f(x) membership
-#: nor the name the gold gives.
+#: Choi Jin-ri: the Answer quotes Sulli's page, "Choi Jin-ri …, better known by her
+#: stage name Sulli" and "She is a former member of South Korean girl group f(x)", beside
+#: the sitcom's page.
 HAND_COUNT = {
     "5a77ec115542992a6e59dff7": "correct",
     "5a7decc75542995f4f40230f": "correct",
@@ -48,7 +49,7 @@ HAND_COUNT = {
     "5a8a2d7255429930ff3c0cdd": "incorrect",
     "5a7f0e0a55429934daa2fcb0": "correct",
     "5ac3983a554299657fa290f5": "incorrect",
-    "5a77a5195542992a6e59df4c": "incorrect",
+    "5a77a5195542992a6e59df4c": "correct",
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from sleuth._headline import headline
+from sleuth._headline import after_dateline, headline
 
 __all__ = ["answer_section", "quote_faults", "quotes_of"]
 
@@ -82,10 +82,10 @@ def quote_faults(quote: str, source: str | None = None) -> list[str]:
     A quote must be whole sentences: it starts where a sentence starts and ends where one
     ends, unless it says it was shortened with "…" at that end. With the ``source`` text
     it quotes, both ends are checked against it (a sentence starts after the start of a
-    line or after ". "; it ends with its punctuation, or a line that has none ends);
-    without it, only by how the quote itself begins and ends. Reference, backlink,
-    template, heading, cookie and navigation lines, headlines, links' texts and captions
-    are faults wherever they come from.
+    line, after ". " or after a news story's dateline; it ends with its punctuation, or a
+    line that has none ends); without it, only by how the quote itself begins and ends.
+    Reference, backlink, template, heading, cookie and navigation lines, headlines, links'
+    texts and captions are faults wherever they come from.
     """
     faults = [why for rule, why in _JUNK if rule.search(quote)]
     if headline(quote):
@@ -118,7 +118,13 @@ def _ends_in(core: str, source: str) -> tuple[bool, bool] | None:
     starts_line = any(line.startswith(core[:40]) for line in lines)
     ends_line = any(line.endswith(core[-40:]) for line in lines)
     before = flat[:at].rstrip()
-    starts = starts_line or not before or before[-1] in '.!?…:;"”)' or core[0] in _OPEN
+    starts = (
+        starts_line
+        or not before
+        or before[-1] in '.!?…:;"”)'
+        or core[0] in _OPEN
+        or after_dateline(before)
+    )
     return starts, ends_line or core[-1] in _END
 
 

@@ -4,8 +4,9 @@ Every whole sentence of every source (:mod:`sleuth.stages.sentences`: no referen
 template, heading, headline or navigation lines) is a candidate. A sentence opening
 with "He", "She", "It" or "They" is scored as saying its page's subject (the page's
 title): "He was a two-time Pro Bowl selection" on Deltha O'Neal's page names him. Each
-:class:`Scorer` gives every candidate a number; the numbers are standardised over the
-candidates (z-scores) and added with the scorer's weight:
+:class:`Scorer` (:mod:`sleuth.stages.answer_scores`) gives every candidate a number;
+the numbers are standardised over the candidates (z-scores) and added with the scorer's
+weight:
 
 ``bm25``
     BM25 (``bm25s``) of the sentence against the question;
@@ -26,11 +27,17 @@ candidates (z-scores) and added with the scorer's weight:
     the second hop of a multi-hop question: the sentence names, or sits on the page of,
     a name that the best sentences of the first pass give and the question does not.
 
-The best sentences are taken in turn: a sentence that says what a chosen one says (most
-of its content words) is merged into it, both sources cited; at most
+The best sentences are taken in turn, each next one by its score less what the chosen
+ones already say of the question (the question's terms they hold count for no second
+sentence: one that says the rest of the question comes before one more restatement of
+its first half) and less a cost per word; a sentence that says what a chosen one says
+(most of its content words) is merged into it, both sources cited; at most
 :data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
 :data:`MAX_WORDS` words. They are shown best first, but a sentence opening with a
-pronoun right after the sentence of its page that says whom it means.
+pronoun right after the sentence of its page that says whom it means. A sentence that
+names its page's subject only by a pronoun or part of a name ("Bach is widely known …")
+is labelled with the subject, as the page's first sentence names it in full ("Richard
+David Bach") where it does.
 
 A scorer is a name, a weight and a function of the question and the candidates
 (:func:`default_scorers`); the weights were chosen on the tune split of
@@ -41,16 +48,28 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sleuth import tuned
 from sleuth.models import Answer, AnswerSentence, Page, Source, TextSpan
-from sleuth.stages.asks import kind_scores, new_names, question_kind
-from sleuth.stages.judge import title_core
-from sleuth.stages.names import named_by, titled
-from sleuth.stages.read import MAX_PASSAGE, bm25_scores
-from sleuth.stages.sentences import Sentence, passages, sentences
+from sleuth.stages.answer_scores import (
+    BRIDGE_WEIGHT,
+    Candidate,
+    Scorer,
+    Words,
+    bridge_scores,
+    bridges,
+    combined,
+    default_scorers,
+    scorer_names,
+    zscores,
+)
+from sleuth.stages.asks import question_kind
+from sleuth.stages.names import named_by
+from sleuth.stages.read import MAX_PASSAGE
+from sleuth.stages.sentences import passages, sentences
+from sleuth.stages.subjects import PRONOUN, SUBJECT, names_a_subject, subject_of
 from sleuth.terms import content_terms
 
 __all__ = [
@@ -63,10 +82,10 @@ __all__ = [
     "candidates_of",
     "default_scorers",
     "question_kind",
+    "scorer_names",
     "with_answer_passages",
 ]
 
-_SUBJECT = re.compile(r"^(He|She|It|They|His|Her|Its|Their)\b")
 MAX_SENTENCES = 5
 MIN_SENTENCES = 3
 MAX_WORDS = 120
@@ -78,181 +97,6 @@ PER_SOURCE = 2
 SAME_SHARE = 0.6
 #: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
 PER_PAGE = 300
-#: The first pass's best sentences whose names are taken as second hops.
-BRIDGE_FROM = tuned.BRIDGE_FROM
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A sentence of a source, as the scorers see it."""
-
-    source: int
-    rank: int
-    title: str
-    sentence: Sentence
-    order: int
-
-    @property
-    def text(self) -> str:
-        """The sentence as quoted."""
-        return self.sentence.text
-
-    @property
-    def said(self) -> str:
-        """The sentence as scored: a leading "He", "She", "It" or "They" (or "His", "Its",
-        …) read as the page's subject, its title ("He was a two-time Pro Bowl selection"
-        on Deltha O'Neal's page says "Deltha O'Neal was …")."""
-        found = _SUBJECT.match(self.text)
-        if not found:
-            return self.text
-        subject = title_core(self.title)
-        owner = found.group(1).lower() in ("his", "her", "its", "their")
-        return subject + ("'s" if owner else "") + self.text[found.end() :]
-
-
-ScoreFn = Callable[[str, Sequence[Candidate]], Sequence[float]]
-
-
-@dataclass(frozen=True)
-class Scorer:
-    """One way of scoring the candidates: its name, its weight, its function."""
-
-    name: str
-    weight: float
-    score: ScoreFn
-
-
-def _kind_score(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return kind_scores(question, [c.text for c in candidates])
-
-
-# -- the scorers -----------------------------------------------------------------------------
-def _bm25(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return bm25_scores([c.said for c in candidates], [question])
-
-
-def _terms(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    asked = content_terms(question)
-    if not asked:
-        return [0.0] * len(candidates)
-    titles: dict[str, frozenset[str]] = {}
-    out = []
-    for c in candidates:
-        own = content_terms(c.said) & asked
-        title = titles.setdefault(c.title, content_terms(c.title)) & asked
-        out.append((len(own) + 0.5 * len(title - own)) / len(asked))
-    return out
-
-
-def _rank(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    return [1.0 / (1 + c.rank) for c in candidates]
-
-
-def _meaning(question: str, candidates: Sequence[Candidate]) -> list[float]:
-    """The cosine of the question with each sentence (its page's title before it) in
-    sleuth's static embedding: "the all-star game" is near "a Pro Bowl selection"."""
-    from sleuth.embedding import static_model
-
-    model = static_model()
-    asked = model.embed(question)
-    texts = [f"{c.title}: {c.said}" for c in candidates]
-    return [float(v) for v in model.embed_many(texts) @ asked]
-
-
-def default_scorers() -> list[Scorer]:
-    """The first pass's scorers, each with its weight (the bridge pass is added after).
-
-    The weights were chosen on the tune split of ``python -m bench.answer`` (HotpotQA
-    questions 0-49 over their paragraphs as notes); see bench/NOTEBOOK.md.
-    """
-    weights = tuned.ANSWER_WEIGHTS
-    return [
-        Scorer("bm25", weights["bm25"], _bm25),
-        Scorer("terms", weights["terms"], _terms),
-        Scorer("kind", weights["kind"], _kind_score),
-        Scorer("rank", weights["rank"], _rank),
-        Scorer("meaning", weights["meaning"], _meaning),
-    ]
-
-
-BRIDGE_WEIGHT = tuned.BRIDGE_WEIGHT
-
-
-def _zscores(values: Sequence[float]) -> list[float]:
-    n = len(values)
-    mean = sum(values) / n
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
-    return [(v - mean) / spread if spread > 1e-9 else 0.0 for v in values]
-
-
-def _combined(
-    question: str, candidates: Sequence[Candidate], scorers: Sequence[Scorer]
-) -> list[float]:
-    total = [0.0] * len(candidates)
-    for scorer in scorers:
-        for i, z in enumerate(_zscores(list(scorer.score(question, candidates)))):
-            total[i] += scorer.weight * z
-    return total
-
-
-@dataclass(frozen=True)
-class _Words:
-    """The content terms of each candidate's title and text, for the bridge pass."""
-
-    titles: list[frozenset[str]]
-    texts: list[frozenset[str]]
-
-    @classmethod
-    def of(cls, candidates: Sequence[Candidate]) -> _Words:
-        titles: dict[str, frozenset[str]] = {}
-        return cls(
-            [titles.setdefault(c.title, content_terms(c.title)) for c in candidates],
-            [content_terms(c.text) for c in candidates],
-        )
-
-
-@dataclass(frozen=True)
-class Bridge:
-    """A name a best first-pass sentence gives: its words, the weight of the best such
-    sentence (1, then 1/2, 1/3, …), and the title of the page that gave it."""
-
-    name: str
-    terms: frozenset[str]
-    weight: float
-    origin: str
-
-
-def bridges(question: str, candidates: Sequence[Candidate], first: Sequence[float]) -> list[Bridge]:
-    """The names the best first-pass sentences give that the question does not, best
-    first."""
-    asked = content_terms(question)
-    order = sorted(range(len(candidates)), key=lambda i: -first[i])
-    found: dict[str, Bridge] = {}
-    for place, i in enumerate(order[:BRIDGE_FROM]):
-        for name in new_names(candidates[i].text, asked):
-            terms = content_terms(name) - asked
-            if terms and name.lower() not in found:
-                found[name.lower()] = Bridge(name, terms, 1.0 / (1 + place), candidates[i].title)
-    return list(found.values())
-
-
-def bridge_scores(
-    candidates: Sequence[Candidate], names: Sequence[Bridge], words: _Words
-) -> list[float]:
-    """Each candidate's second-hop score: the weight of a name that its page is the page
-    of (not the page that gave the name), half that of a name it mentions."""
-    out = []
-    for c, text in zip(candidates, words.texts, strict=True):
-        best = 0.0
-        for bridge in names:
-            if c.title != bridge.origin and titled(c.title, bridge.name):
-                best = max(best, bridge.weight)
-            elif bridge.terms <= text and c.title != bridge.origin:
-                best = max(best, 0.5 * bridge.weight)
-        out.append(best)
-    return out
-
-
 #: A question ("Have an Amazon Alexa device?") or a sentence its page cut short ("Google
 #: confirmed this in a statement…"): neither states an answer.
 _NOT_STATED = re.compile(r"(?:\?|…|\.\.\.)[\"'”’)\]]*$")
@@ -294,29 +138,95 @@ def _same(terms: frozenset[str], other: frozenset[str]) -> bool:
     return bool(union) and len(terms & other) >= SAME_SHARE * len(union)
 
 
+#: How much a sentence's share of the question's terms that the chosen sentences do not
+#: yet say counts, beside its first-pass score (in the ``terms`` scorer's unit).
+COVER_WEIGHT = tuned.COVER_WEIGHT
+#: What a sentence's length costs it, per 20 words: the word budget holds more short
+#: sentences than long ones.
+LENGTH_WEIGHT = tuned.LENGTH_WEIGHT
+
+
+@dataclass(frozen=True)
+class _Cover:
+    """What each candidate says of the question's terms, to weigh it against what the
+    answer already says: the question's terms, each candidate's own and its title's."""
+
+    asked: frozenset[str]
+    own: list[frozenset[str]]
+    titles: list[frozenset[str]]
+    spread: float
+
+    @classmethod
+    def of(cls, question: str, candidates: Sequence[Candidate]) -> _Cover:
+        asked = content_terms(question)
+        own = [content_terms(c.said) & asked for c in candidates]
+        titled_terms: dict[str, frozenset[str]] = {}
+        titles = [
+            titled_terms.setdefault(c.title, content_terms(c.title) & asked) for c in candidates
+        ]
+        cover = cls(asked, own, titles, 1.0)
+        first = [cover.share(i, frozenset()) for i in range(len(candidates))]
+        mean = sum(first) / max(1, len(first))
+        spread = math.sqrt(sum((v - mean) ** 2 for v in first) / max(1, len(first)))
+        return cls(asked, own, titles, spread if spread > 1e-9 else 1.0)
+
+    def share(self, i: int, said: frozenset[str]) -> float:
+        """Candidate ``i``'s share of the question's terms that ``said`` lacks (its
+        title's count half, as in the ``terms`` scorer)."""
+        if not self.asked:
+            return 0.0
+        own = self.own[i] - said
+        title = self.titles[i] - said - own
+        return (len(own) + 0.5 * len(title)) / len(self.asked)
+
+
 def _choose(
-    ranked: Sequence[tuple[float, Candidate]], max_sentences: int, max_words: int
+    question: str,
+    ranked: Sequence[tuple[float, Candidate]],
+    max_sentences: int,
+    max_words: int,
+    front: int = 0,
 ) -> list[_Chosen]:
+    """The answer's sentences from ``ranked`` (its first ``front`` taken in order first):
+    each next one the best by its score, where the question's terms count only as far as
+    the sentences chosen so far do not say them (a second sentence that restates the
+    first gains nothing from it; one that says the rest of the question does)."""
+    cover = _Cover.of(question, [c for _, c in ranked])
+    pool = list(range(len(ranked)))
+    said: frozenset[str] = frozenset()
     chosen: list[_Chosen] = []
     words = 0
     per_source: dict[int, int] = {}
-    for score, c in ranked:
-        if len(chosen) >= max_sentences:
+
+    def worth(i: int) -> float:
+        lost = cover.share(i, frozenset()) - cover.share(i, said)
+        size = len(ranked[i][1].text.split())
+        return ranked[i][0] - COVER_WEIGHT * lost / cover.spread - LENGTH_WEIGHT * size / 20
+
+    while pool and len(chosen) < max_sentences:
+        # What the chosen say changes only when one is taken: rank the rest again then.
+        order = pool[:1] if pool[0] < front else sorted(pool, key=lambda i: (-worth(i), i))
+        for at in order:
+            pool.remove(at)
+            score, c = ranked[at]
+            terms = content_terms(c.text)
+            twin = next((x for x in chosen if _same(terms, x.terms)), None)
+            if twin is not None:
+                if c.source != twin.candidate.source and all(
+                    a.source != c.source for a in twin.also
+                ):
+                    twin.also.append(c)
+                continue
+            size = len(c.text.split())
+            if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
+                continue
+            if _unexplained(c, chosen):
+                continue
+            chosen.append(_Chosen(c, score, terms, []))
+            said |= cover.own[at]
+            words += size
+            per_source[c.source] = per_source.get(c.source, 0) + 1
             break
-        terms = content_terms(c.text)
-        twin = next((x for x in chosen if _same(terms, x.terms)), None)
-        if twin is not None:
-            if c.source != twin.candidate.source and all(a.source != c.source for a in twin.also):
-                twin.also.append(c)
-            continue
-        size = len(c.text.split())
-        if words + size > max_words or per_source.get(c.source, 0) >= PER_SOURCE:
-            continue
-        if _unexplained(c, chosen):
-            continue
-        chosen.append(_Chosen(c, score, terms, []))
-        words += size
-        per_source[c.source] = per_source.get(c.source, 0) + 1
     return chosen
 
 
@@ -350,8 +260,9 @@ def best_answer(
     """
     ranked = ranked_candidates(question, sources, texts, scorers)
     placed = {s.id for s in sources if texts.get(s.id)}
-    chosen = _choose(_pages_first(question, ranked), max_sentences, max_words)
-    return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen)
+    ranked, front = _pages_first(question, ranked)
+    chosen = _choose(question, ranked, max_sentences, max_words, front)
+    return _subjects([_sentence(c, placed) for c in _reading_order(chosen)], chosen, texts)
 
 
 def ranked_candidates(
@@ -366,9 +277,9 @@ def ranked_candidates(
     if not candidates:
         return []
     scorers = list(scorers if scorers is not None else default_scorers())
-    first = _combined(question, candidates, scorers)
+    first = combined(question, candidates, scorers)
     found = bridges(question, candidates, first)
-    bridge = _zscores(bridge_scores(candidates, found, _Words.of(candidates)))
+    bridge = zscores(bridge_scores(candidates, found, Words.of(candidates)))
     total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
     return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
 
@@ -384,59 +295,44 @@ SUBJECT_PAGES = 2
 
 def _pages_first(
     question: str, ranked: list[tuple[float, Candidate]]
-) -> list[tuple[float, Candidate]]:
+) -> tuple[list[tuple[float, Candidate]], int]:
     """``ranked`` with, for a question that compares things it names ("Which came first,
     X or Y?"), the best sentence of each page it names moved to the front: the answer
-    then says something of each side before what any one page says best."""
+    then says something of each side before what any one page says best. With how many
+    were moved there."""
     if _COMPARES.search(question) is None:
-        return ranked
+        return ranked, 0
     best: dict[int, tuple[float, Candidate]] = {}
     for pair in ranked:
         best.setdefault(pair[1].source, pair)
     front = [p for p in best.values() if named_by(question, p[1].title)][:SUBJECT_PAGES]
-    return front + [p for p in ranked if p not in front]
-
-
-#: A title that names something (a person, a place, a work), as a pronoun's referent:
-#: a few words, not a headline's sentence.
-_NAME_WORDS = 6
-
-
-def _names_a_subject(title: str) -> str | None:
-    core = title_core(title)
-    if not core or len(core.split()) > _NAME_WORDS or any(m in core for m in ":?!."):
-        return None
-    return core
+    return front + [p for p in ranked if p not in front], len(front)
 
 
 def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
     """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
     a name) nor the sentence before it, already chosen, explains ("They know that …")."""
-    if not _SUBJECT.match(c.text) or _names_a_subject(c.title) is not None:
+    if not SUBJECT.match(c.text) or names_a_subject(c.title) is not None:
         return False
     return not any(
         x.candidate.source == c.source and x.candidate.order == c.order - 1 for x in chosen
     )
 
 
-def _subjects(said: list[AnswerSentence], chosen: Sequence[_Chosen]) -> list[AnswerSentence]:
-    """``said`` with whom each opening pronoun means, where the answer holds no earlier
-    sentence of that page (see :attr:`AnswerSentence.subject`)."""
+def _subjects(
+    said: list[AnswerSentence], chosen: Sequence[_Chosen], texts: Mapping[int, str]
+) -> list[AnswerSentence]:
+    """``said`` with whom each sentence is about where it does not say in full
+    (:func:`sleuth.stages.subjects.subject_of`) and the answer holds no earlier sentence
+    of that page (see :attr:`AnswerSentence.subject`)."""
     by_text = {c.candidate.text: c.candidate for c in chosen}
     out = []
     for n, sentence in enumerate(said):
         c = by_text[sentence.text]
         earlier = any(by_text[x.text].source == c.source for x in said[:n])
-        subject = _names_a_subject(c.title) if _SUBJECT.match(c.text) else None
-        out.append(
-            sentence.model_copy(update={"subject": subject})
-            if subject and not earlier
-            else sentence
-        )
+        subject = None if earlier else subject_of(c.text, c.title, texts.get(c.source))
+        out.append(sentence.model_copy(update={"subject": subject}) if subject else sentence)
     return out
-
-
-_PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
 
 
 def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
@@ -452,7 +348,7 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
             for x in chosen
             if x.candidate.source == c.candidate.source and x.candidate.order < c.candidate.order
         ]
-        if not _PRONOUN.match(c.candidate.text) or not earlier:
+        if not PRONOUN.match(c.candidate.text) or not earlier:
             out.append(c)
             continue
         antecedent = max(earlier, key=lambda x: x.candidate.order)
@@ -462,11 +358,6 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
         else:
             out.insert(at + 1, c)
     return out
-
-
-def scorer_names(scorers: Sequence[Scorer] | None = None) -> list[str]:
-    """The names of the scores an answer is chosen by."""
-    return [s.name for s in (scorers if scorers is not None else default_scorers())] + ["bridge"]
 
 
 #: A deep report's section answers: fewer sentences, each section being one part.

@@ -12,7 +12,9 @@ sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in 
 300 languages), a sentence ending inside an open quotation joined to the ones that go on
 with it (a quotation the paragraph leaves open, as news pages do when a quote runs on into
 the next paragraph, makes its sentence not ``whole``); a sentence holding an unrendered wiki
-template (``Template:…``) or instructions to a reader is dropped.
+template (``Template:…``) or instructions to a reader is dropped; a news story's dateline
+("WASHINGTON (Reuters) - ", "Hong Kong (CNN Business)") is not part of the paragraph's
+first sentence.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
 shown in its place; its ``text`` is what is quoted: whitespace collapsed, footnote
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sleuth._headline import headline
+from sleuth._headline import dateline_end, headline
 
 __all__ = [
     "ELLIPSIS",
@@ -316,6 +318,8 @@ def sentences(text: str, language: str = "en") -> tuple[Sentence, ...]:
         if any(addresses_a_reader(line) for line in text[start:end].split("\n")):
             continue
         spans = _within_quotations(_cut(text, start, end, language), text)
+        if spans:  # a dateline opening the paragraph is not its first sentence's
+            spans[0] = (dateline_end(text, *spans[0]), spans[0][1])
         quoted = [_clean(text[s:e]) for s, e in spans]
         if any(addresses_a_reader(q) for q in quoted):
             continue
