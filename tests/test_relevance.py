@@ -536,20 +536,13 @@ async def test_local_documents_are_kept_by_rank_not_by_when_their_reads_end() ->
     urls = [f"file:///notes/{n}.txt" for n in range(8)]
     pages = {u: note(u) for u in urls}
     no_grace = Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)
-    fetcher = LateFetcher(pages, slow={urls[2]}, after=99)
-    read: list[str] = []
-
-    def on_event(event: Any) -> None:
-        if event.kind == "fetched":
-            read.append(event.data["url"])
-            if len(read) == 4:  # the third-ranked read ends after four others
-                fetcher.others_done.set()
-
+    # The third-ranked note's read ends after four others' reads have ended.
+    fetcher = LateFetcher(pages, slow={urls[2]}, after=4)
     gathered = await asyncio.wait_for(
         gather_pages(
             [cand(u) for u in urls],
             fetcher,  # type: ignore[arg-type]
-            GatherOptions(want=4, policy=Window(no_grace), on_event=on_event),
+            GatherOptions(want=4, policy=Window(no_grace)),
         ),
         timeout=10,
     )
