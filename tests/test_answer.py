@@ -526,9 +526,14 @@ def test_an_api_references_code_and_data_are_not_quoted() -> None:
         "const charge = await stripe.charges.create({amount: 2000}); // as in the SDK.\n"
         "$ 163 a month is the suggested payment with 12-month financing.\n"
         'Her reply, "the key: the door", was all she said.\n'
+        "Lars Ulrich {'1': \", '2': \", '3': 'R', '4': \"} ( ; born December 26, 1963) is "
+        "a Danish musician.\n"
     )
     assert [s.text for s in sentences(text)] == [
         "To charge a card, you create a Charge object with an amount and a currency.",
         "$ 163 a month is the suggested payment with 12-month financing.",
         'Her reply, "the key: the door", was all she said.',
+        # A pronunciation template a wiki left in a sentence is no line of data.
+        "Lars Ulrich {'1': \", '2': \", '3': 'R', '4': \"} ( ; born December 26, 1963) is "
+        "a Danish musician.",
     ]

@@ -76,14 +76,14 @@ _COOKIES = re.compile(
 )
 _SEPARATED = re.compile(r"\s[|·•»›/]\s|\s[|·•»›]$|^[|·•»›]\s")
 # Code and data a page shows (an API reference's samples): a request or shell line, a
-# statement opening a line, a shell line continued, JSON's "key": pairs.
+# statement opening a line, a shell line continued, a line opening with JSON's "key":
+# (a pronunciation template left in a sentence, {'1': ", '2': "}, is not one).
 _CODE = re.compile(
     r"^\s*(?:(?:GET|POST|PUT|PATCH|DELETE|HEAD)\s*/|curl\s|\$\s+(?!\d)|>>>\s|#include\b"
     r"|(?:import|from)\s+[\w.]+\s+import\b|import\s+[\w.]+\s*;?$"
     r"|(?:def|function|class)\s+\w+\s*[(:{]|(?:const|let|var)\s+\w+\s*=)"
     r"|\s\\$"
 )
-_JSON_PAIR = re.compile(r"[\"'][\w.$-]+[\"']\s*:")
 # A line opening with one JSON member ("key": a value), as pretty-printed JSON has them.
 _JSON_MEMBER = re.compile(r"^\s*[\"'][\w.$-]+[\"']\s*:\s*(?:null|true|false|-?\d|[\"'{\[]|$)")
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
@@ -143,7 +143,6 @@ def _junk(line: str) -> bool:
         or _COOKIES.search(line)
         or len(_SEPARATED.findall(line)) >= 2
         or _CODE.search(line)
-        or len(_JSON_PAIR.findall(line)) >= 2
         or _JSON_MEMBER.match(line)
     )
 
