@@ -670,20 +670,24 @@ async def test_a_page_a_better_one_outranks_is_replaced_not_counted_as_a_source(
             "China responded to the protests in Hong Kong with warnings and troops. " * 3,
         ),
     ]
-    served = [asyncio.Event() for _ in pages]
+    taken = {p.url: asyncio.Event() for p in pages}
 
     class InOrder:
-        """Each page comes only after the one ranked above it was served."""
+        """Each page comes only once the one ranked above it was taken in (read)."""
 
         async def fetch(self, url: str) -> Page | FetchFailure:
             n = [p.url for p in pages].index(url)
             if n:
-                await served[n - 1].wait()
-            await asyncio.sleep(0)
-            served[n].set()
+                await taken[pages[n - 1].url].wait()
             return pages[n]
 
     events: list[str] = []
+
+    def on_event(event: Any) -> None:
+        if event.kind == "fetched":
+            events.append(event.message)
+            taken[event.data["url"]].set()
+
     gathered = await asyncio.wait_for(
         gather_pages(
             [cand(p.url, p.title) for p in pages],
@@ -692,7 +696,7 @@ async def test_a_page_a_better_one_outranks_is_replaced_not_counted_as_a_source(
                 want=2,
                 policy=Window(Waits(grace_min_s=0.0, grace_share=0.0, top_s=0.0)),
                 gate=Relevance(question),
-                on_event=lambda e: events.append(e.message) if e.kind == "fetched" else None,
+                on_event=on_event,
             ),
         ),
         timeout=10,
