@@ -33,9 +33,10 @@ import signal
 import threading
 import weakref
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from sleuth._threads import OneThread
 
 __all__ = [
     "ExtractLimits",
@@ -55,16 +56,7 @@ T = TypeVar("T")
 
 # Without worker processes, extraction runs here, in one thread for the whole process
 # (trafilatura and lxml have crashed natively when called from several threads at once).
-_executor: ThreadPoolExecutor | None = None
-_executor_lock = threading.Lock()
-
-
-def _extraction_executor() -> ThreadPoolExecutor:
-    global _executor
-    with _executor_lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-extract")
-        return _executor
+_extraction_executor = OneThread("sleuth-extract")
 
 
 async def run_in_extraction_thread(func: Callable[..., T], *args: Any) -> T:

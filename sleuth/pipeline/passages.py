@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 
+from sleuth._threads import OneThread
 from sleuth.stages.read import best_passages
 
 __all__ = ["Passages"]
@@ -29,16 +29,7 @@ log = logging.getLogger(__name__)
 _Key = tuple[str, tuple[str, ...], int]
 
 # One thread for the process: the work is CPU-bound and the GIL would serialise more.
-_executor: ThreadPoolExecutor | None = None
-_lock = threading.Lock()
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _executor
-    with _lock:
-        if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sleuth-passages")
-        return _executor
+_pool = OneThread("sleuth-passages")
 
 
 def _job(text: str, queries: list[str], k: int, then: Callable[[], object] | None) -> list[str]:
