@@ -225,10 +225,9 @@ class Gathering:
         if self.gate.check(candidate, result) is not None:
             # Off-topic as read: the next candidate is fetched in its place; the gate
             # keeps it (a page on-topic ones name may still be chosen) and reports it.
-            self.aside += 1
-            self.set_aside.add(candidate.canonical_url)
-            data: dict[str, Any] = {"url": url, "chars": len(result.text), "off_topic": True}
-            say(Event("fetched", f"read {title} (off-topic, set aside)", data))
+            self.put_aside(
+                candidate.canonical_url, url, result, f"read {title} (off-topic, set aside)"
+            )
             return
         if self.options.on_page is not None:
             self.options.on_page(candidate, result)
@@ -244,18 +243,20 @@ class Gathering:
     def set_aside_outranked(self) -> None:
         """Set aside the pages read that a better page read since has made off-topic (the
         gate's ``outranked``): they would not be sources, so others are read instead."""
-        for url in self.gate.outranked(list(self.done)):
-            page = self.done.pop(url)
-            self.aside += 1
-            self.set_aside.add(url)
-            data: dict[str, Any] = {"url": page.url, "chars": len(page.text), "off_topic": True}
-            self.options.on_event(
-                Event(
-                    "fetched",
-                    f"set aside {page.title or page.url} (off-topic beside a better page)",
-                    data,
-                )
+        for canonical in self.gate.outranked(list(self.done)):
+            page = self.done.pop(canonical)
+            title = page.title or page.url
+            self.put_aside(
+                canonical, page.url, page, f"set aside {title} (off-topic beside a better page)"
             )
+
+    def put_aside(self, canonical: str, url: str, page: Page, message: str) -> None:
+        """Count a page read as set aside, not read (gathering reads another in its
+        place), and say so with ``message``."""
+        self.aside += 1
+        self.set_aside.add(canonical)
+        data: dict[str, Any] = {"url": url, "chars": len(page.text), "off_topic": True}
+        self.options.on_event(Event("fetched", message, data))
 
     def judge(self, candidate: Candidate, page: Page) -> None:
         """Start the reader's verdict on a page read."""
