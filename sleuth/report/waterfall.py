@@ -128,13 +128,10 @@ _STRING = re.compile(r"(\"[^\"]*\"|'[^']*')")
 _AROUND = re.compile(r"\s*([-=+*/<>?:,;{}()\[\]|&!])\s*")
 
 
-def _script(*, reader: bool = True) -> str:
-    """``waterfall.js`` without its comments and the spaces its code does not need (not
-    a general minifier: its strings hold no quote marks, its code no ``+ +``); without
-    the part from its ``// @reader`` line on unless ``reader``."""
-    source = files("sleuth.report").joinpath("waterfall.js").read_text(encoding="utf-8")
-    if not reader:
-        source = source[: source.index("// @reader")]
+def _minified(source: str) -> str:
+    """``source`` (``waterfall.js``, or its first part) without its comments and the spaces
+    its code does not need (not a general minifier: its strings hold no quote marks, its
+    code no ``+ +``)."""
     lines = []
     for line in source.splitlines():
         line = re.sub(r"\s+//\s.*$", "", line).strip()
@@ -146,15 +143,17 @@ def _script(*, reader: bool = True) -> str:
     return "\n".join(lines)
 
 
+_SOURCE = files("sleuth.report").joinpath("waterfall.js").read_text(encoding="utf-8")
 #: The function that draws the waterfalls under a node (``SleuthTimeline(root)``), with
 #: its reader of data blocks.
-WATERFALL_JS = _script()
-#: The script that draws a report's timeline: that function without its reader (the
-#: report's loader has read the block: the data is on the box), run on the document. A
-#: standalone report carries it packed in its timeline's data block (it serves the drawing
-#: only); :data:`REPORT_LOADER` unpacks and runs it.
+WATERFALL_JS = _minified(_SOURCE)
+#: The script that draws a report's timeline: that function without its reader (the part
+#: of ``waterfall.js`` from its ``// @reader`` line on: the report's loader has read the
+#: block, the data is on the box), run on the document. A standalone report carries it
+#: packed in its timeline's data block (it serves the drawing only); :data:`REPORT_LOADER`
+#: unpacks and runs it.
 REPORT_SCRIPT = (
-    _script(reader=False)
+    _minified(_SOURCE[: _SOURCE.index("// @reader")])
     + "\nSleuthTimeline.read=(s)=>Promise.resolve(s.parentNode.wfData)\nSleuthTimeline(document)"
 )
 #: A standalone report's one inline script: it unpacks the timeline's data block, adds its
