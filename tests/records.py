@@ -1,5 +1,5 @@
-"""The records tests build by hand: a candidate in a ranking, a page as read, a note in
-a documents folder.
+"""The records tests build by hand: a candidate in a ranking, a source of a report, a page
+as read, a note in a documents folder.
 
 One place for what several test files needed alike (a candidate from a URL, a page with
 some text, a file written with its folders), so a change to the records is made once.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sleuth.models import Candidate, Page, Quality
+from sleuth.models import Candidate, Page, Quality, Source
 from sleuth.testing import OfflineWeb
 from sleuth.urls import canonicalize
 
@@ -37,6 +37,20 @@ def candidate(
         frequency=1,
         score=score,
         queries=queries or [],
+    )
+
+
+def source(n: int, title: str, url: str | None = None) -> Source:
+    """Source ``n`` of a report, unlisted, with no passages of its own (its text is given
+    beside it), at ``url`` or ``https://s{n}.example/``."""
+    return Source(
+        id=n,
+        url=url or f"https://s{n}.example/",
+        title=title,
+        quality=Quality.UNVERIFIED,
+        quality_score=2,
+        score=1.0,
+        passages=[],
     )
 
 

@@ -3,21 +3,9 @@ sentences of a few made-up sources, the question, and what a reader sees first."
 
 from __future__ import annotations
 
-from sleuth.models import Quality, Source
+from records import source
+
 from sleuth.stages.answer import best_answer, question_kind
-
-
-def _source(n: int, title: str) -> Source:
-    return Source(
-        id=n,
-        url=f"https://s{n}.example/",
-        title=title,
-        quality=Quality.UNVERIFIED,
-        quality_score=2,
-        score=1.0,
-        passages=[],
-    )
-
 
 # Five pages about the Pro Bowl and one about the player, whose answer says "He".
 PRO_BOWL = {
@@ -42,7 +30,7 @@ def test_an_answer_that_says_he_on_its_subjects_page_opens_the_answer() -> None:
     """ "He was a two-time Pro Bowl selection" on Deltha O'Neal's page answers "how many
     times was Deltha O'Neal selected": it is read as saying his name, and it comes right
     after the sentence of his page that says who "he" is, at the top of the Answer."""
-    sources = [_source(n, title) for n, title in enumerate(PRO_BOWL, 1)]
+    sources = [source(n, title) for n, title in enumerate(PRO_BOWL, 1)]
     texts = {n: text for n, text in enumerate(PRO_BOWL.values(), 1)}
     said = best_answer(
         "How many times was Deltha O'Neal selected for the Pro Bowl?", sources, texts
@@ -86,7 +74,7 @@ def test_the_sentence_that_says_the_rest_of_the_question_comes_before_restatemen
     """Once one sentence says the question's first half, a second restatement of it adds
     nothing: the sentence on who created the show is the Answer's second, not its fifth,
     and so it is in an Answer of three sentences (a deep report's section answer)."""
-    sources = [_source(n, title) for n, title in enumerate(SOAP, start=1)]
+    sources = [source(n, title) for n, title in enumerate(SOAP, start=1)]
     texts = {n: SOAP[title] for n, title in enumerate(SOAP, start=1)}
     question = "Zara Holt is a fictional character from an Australian soap opera created by who?"
     said = best_answer(question, sources, texts, max_sentences=3)
@@ -107,7 +95,7 @@ def test_a_sentence_naming_its_subject_in_part_is_labelled_with_its_full_name() 
         "Homer's Voyage": "Homer's Voyage is the third episode of the cartoon The Spoons. It was "
         "broadcast in 1990.",
     }
-    sources = [_source(n, title) for n, title in enumerate(pages, start=1)]
+    sources = [source(n, title) for n, title in enumerate(pages, start=1)]
     texts = {n: pages[title] for n, title in enumerate(pages, start=1)}
     question = "Which character first appeared in the episode Homer's Voyage?"
     [said] = best_answer(question, sources, texts, max_sentences=1)
