@@ -55,13 +55,21 @@ def headline(line: str) -> bool:
 
 
 # Where a news story was filed and by whom: "WASHINGTON (Reuters) -", "Hong Kong (CNN
-# Business)" glued to its first word, "NEW YORK, Nov 19 (AP) —", "(Reuters) —".
+# Business)" glued to its first word, "NEW YORK, Nov 19 (AP) —", "(Reuters) —"; a news
+# agency named, or any outlet after a city in capitals and before a dash.
 _FILED = (
     r"(?:[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*){0,3}(?:, [A-Z][a-z]{2,8}\.? \d{1,2})?,? )?"
     r"\((?:CNN(?: [A-Z][a-z]+)?|Reuters|AP|AFP|Bloomberg|UPI|Xinhua|dpa|AAP|PA|CNBC|BBC|NPR)\)"
 )
-_DATELINE = re.compile(_FILED + r"(?:\s*[-–—]+\s*|\s*(?=[A-Z0-9\"“‘]))")
-_ENDS_WITH_DATELINE = re.compile(r"(?:^|\s)" + _FILED + r"(?:\s*[-–—]+)?$")
+# Any outlet after a city in capitals, with a dash: "HONOLULU, Hawaii (HawaiiNewsNow) -".
+_FILED_IN_CAPS = (
+    r"[A-Z]{2,}(?:[ .'-][A-Z]{2,})*(?:, [A-Z][a-z]+(?: [A-Z][a-z]+)?)? "
+    r"\([A-Z][\w&.' ]{1,30}\)\s*[-–—]+"
+)
+_DATELINE = re.compile(_FILED + r"(?:\s*[-–—]+\s*|\s*(?=[A-Z0-9\"“‘]))|" + _FILED_IN_CAPS + r"\s*")
+_ENDS_WITH_DATELINE = re.compile(
+    r"(?:^|\s)(?:" + _FILED + r"(?:\s*[-–—]+)?|" + _FILED_IN_CAPS + ")$"
+)
 
 
 def dateline_end(text: str, start: int, end: int) -> int:

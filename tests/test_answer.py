@@ -519,3 +519,22 @@ def test_an_api_references_code_and_data_are_not_quoted() -> None:
         "Lars Ulrich {'1': \", '2': \", '3': 'R', '4': \"} ( ; born December 26, 1963) is "
         "a Danish musician.",
     ]
+
+
+def test_an_editors_note_is_no_finding_and_a_time_zone_ends_no_sentence() -> None:
+    """space.com's lander story ends "Editor's note: This story was updated at 5:45 p.m.
+    ET to include details from the NASA telecon.", which was cut after "p.m." and quoted as
+    a deep section's Answer: "ET to include details from the NASA telecon." """
+    text = (
+        "NASA has recruited five more companies for its moon program.\n"
+        "Editor's note: This story was updated at 5:45 p.m. ET to include details from the "
+        "NASA telecon.\n"
+        "The call began at 1 p.m. EST and ran for an hour. It ended at 2 p.m. Nobody asked "
+        "about Mars.\n"
+    )
+    assert [s.text for s in sentences(text)] == [
+        "NASA has recruited five more companies for its moon program.",
+        "The call began at 1 p.m. EST and ran for an hour.",
+        "It ended at 2 p.m.",
+        "Nobody asked about Mars.",
+    ]

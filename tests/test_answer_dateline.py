@@ -17,6 +17,7 @@ from sleuth.testing import OfflineWeb
 #: The offline web's news pages that open with a dateline, and their first sentence's start.
 DATELINED = {
     "cnn-asian-markets-trade-war": "A muddled view of US-China trade talks",
+    "hawaiinewsnow-europa-telescope": "NASA scientists using a telescope atop Mauna Kea",
     "reuters-fed-lifts-rates": "The U.S. Federal Reserve raised interest rates",
     "sciencealert-titan-geological-map": "Scientists on Monday unveiled",
     "venturebeat-wework-attorney-general": "The New York State Attorney General",

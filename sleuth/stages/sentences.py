@@ -66,7 +66,7 @@ _REFERENCE = re.compile(
 )
 _HATNOTE = re.compile(
     r"^\s*(?:Main articles?|See also|Further information|For other uses|This article is about"
-    r"|Not to be confused with|Coordinates)\b",
+    r"|Not to be confused with|Coordinates|Editor['’]s note)\b",
     re.IGNORECASE,
 )
 _COOKIES = re.compile(
@@ -263,9 +263,15 @@ def _sentencex() -> Any:
     return _sentencex_module
 
 
+# A clock time and the time zone after it ("at 5:45 p.m. ET to include …"): sentencex ends
+# a sentence at "p.m." before a capital; one that goes on with a zone is one sentence.
+_CLOCK_END = re.compile(r"\d ?[ap]\.m\.$", re.IGNORECASE)
+_ZONE = re.compile(r"(?:[ECMP][SD]?T|GMT|UTC|BST|CES?T|IST|JST|AE[SD]T)\b")
+
+
 def _cut(text: str, start: int, end: int, language: str) -> list[tuple[int, int]]:
     """sentencex's sentence spans of ``text[start:end]``, as offsets in ``text``."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     for bound in _sentencex().get_sentence_boundaries(language, text[start:end]):
         if bound.get("is_paragraph_break"):
             continue
@@ -274,7 +280,12 @@ def _cut(text: str, start: int, end: int, language: str) -> list[tuple[int, int]
             s += 1
         while e > s and text[e - 1].isspace():
             e -= 1
-        if e > s:
+        if e <= s:
+            continue
+        last = spans[-1][1] if spans else 0
+        if spans and _CLOCK_END.search(text, max(0, last - 8), last) and _ZONE.match(text, s):
+            spans[-1] = (spans[-1][0], e)
+        else:
             spans.append((s, e))
     return spans
 
