@@ -3,18 +3,18 @@
 The text is read line by line. Lines that are no one's prose are set aside: reference
 and backlink entries (``^ "…". Archived from the original…``, ``↑ …``), hatnotes ("Main
 article: …"), headlines, links' texts and captions (a line in title case with no
-sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table
-rows, navigation lists and menus (runs of separators, short labels without a full
-stop), cookie banners, code and data (``curl …``, ``POST /v1/…``, JSON's ``"key":``
-pairs). A line that a sentence runs across (a PDF's wrapped lines, a
-break before a link) is joined to the next. Each block of lines is then cut into
-sentences by ``sentencex`` (Wikimedia's segmenter, which knows abbreviations in some
-300 languages), a sentence ending inside an open quotation joined to the ones that go on
-with it (a quotation the paragraph leaves open, as news pages do when a quote runs on into
-the next paragraph, makes its sentence not ``whole``); a sentence holding an unrendered wiki
-template (``Template:…``) or instructions to a reader is dropped; a news story's dateline
-("WASHINGTON (Reuters) - ", "Hong Kong (CNN Business)") is not part of the paragraph's
-first sentence.
+sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table rows,
+navigation lists and menus (runs of separators, short labels without a full stop),
+cookie banners, "Follow us on Twitter" sign-offs, code and data (``curl …``,
+``POST /v1/…``, a line opening with JSON's ``"key":``). A line that a sentence runs across (a
+PDF's wrapped lines, a break before a link) is joined to the next. Each block of lines
+is then cut into sentences by ``sentencex`` (Wikimedia's segmenter, which knows
+abbreviations in some 300 languages), a sentence ending inside an open quotation joined
+to the ones that go on with it (a quotation the paragraph leaves open, as news pages do
+when a quote runs on into the next paragraph, makes its sentence not ``whole``); a
+sentence holding an unrendered wiki template (``Template:…``) or instructions to a
+reader is dropped; a news story's dateline ("WASHINGTON (Reuters) - ", "Hong Kong (CNN
+Business)") is not part of the paragraph's first sentence.
 
 Every :class:`Sentence` keeps its offsets in the text it came from, so a quote can be
 shown in its place; its ``text`` is what is quoted: whitespace collapsed, footnote
@@ -86,6 +86,12 @@ _CODE = re.compile(
 )
 # A line opening with one JSON member ("key": a value), as pretty-printed JSON has them.
 _JSON_MEMBER = re.compile(r"^\s*[\"'][\w.$-]+[\"']\s*:\s*(?:null|true|false|-?\d|[\"'{\[]|$)")
+# An author's or a site's sign-off: "Follow him on Twitter @michaeldwall."
+_FOLLOW = re.compile(
+    r"\bfollow (?:me|him|her|us|them)\b.{0,40}\bon (?:Twitter|X|Facebook|Instagram|LinkedIn"
+    r"|Threads|Bluesky|Mastodon|YouTube|TikTok)\b",
+    re.IGNORECASE,
+)
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
 _WORD = re.compile(r"\w+")
@@ -144,6 +150,7 @@ def _junk(line: str) -> bool:
         or len(_SEPARATED.findall(line)) >= 2
         or _CODE.search(line)
         or _JSON_MEMBER.match(line)
+        or _FOLLOW.search(line)
     )
 
 
