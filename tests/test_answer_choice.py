@@ -102,3 +102,30 @@ def test_a_sentence_naming_its_subject_in_part_is_labelled_with_its_full_name() 
     assert said.text.startswith("Smithers first appeared")
     assert said.subject == "Wendell J. Smithers Jr."
     assert answer_lines([said])[0].startswith("- **Wendell J. Smithers Jr.:** Smithers first")
+
+
+# A sentence that goes on from the one before it ("But it may …") on a headline-titled page.
+TARIFFS = {
+    "Beijing tariff demands may expand US-China trade deal": "A first trade deal between the "
+    "United States and China was supposed to be a limited agreement. But it may grow into "
+    "something bigger if the US agrees to roll back existing tariffs on Chinese goods in "
+    "the trade talks.",
+    "Soybean farmers wait on the deal": "Soybean growers have spent a second harvest waiting "
+    "for the trade talks. Futures markets rose on each sign of progress in the talks.",
+    "A guide to tariffs": "Tariffs are taxes on imported goods. Economists say tariffs raise "
+    "prices for buyers of Chinese goods.",
+}
+
+
+def test_a_sentence_that_goes_on_from_the_one_before_never_opens_alone() -> None:
+    """A quick report's Answer opened with "But it may morph into something bigger …": a
+    reader does not know what "it" is. Such a sentence comes right after the sentence of its
+    page that it goes on from, or not at all."""
+    sources = [source(n, title) for n, title in enumerate(TARIFFS, start=1)]
+    texts = {n: TARIFFS[title] for n, title in enumerate(TARIFFS, start=1)}
+    question = "How could tariffs on Chinese goods change the US-China trade talks?"
+    said = [s.text for s in best_answer(question, sources, texts)]
+    assert len(said) >= 3, said
+    for at, text in enumerate(said):
+        if text.startswith("But it"):
+            assert at > 0 and said[at - 1].startswith("A first trade deal"), said

@@ -69,7 +69,13 @@ from sleuth.stages.asks import question_kind
 from sleuth.stages.names import named_by
 from sleuth.stages.read import MAX_PASSAGE
 from sleuth.stages.sentences import passages, sentences
-from sleuth.stages.subjects import PRONOUN, SUBJECT, names_a_subject, subject_of
+from sleuth.stages.subjects import (
+    GOES_ON,
+    SUBJECT,
+    leans_back,
+    names_a_subject,
+    subject_of,
+)
 from sleuth.terms import content_terms
 
 __all__ = [
@@ -311,8 +317,11 @@ def _pages_first(
 
 def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
     """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
-    a name) nor the sentence before it, already chosen, explains ("They know that …")."""
-    if not SUBJECT.match(c.text) or names_a_subject(c.title) is not None:
+    a name) nor the sentence before it, already chosen, explains ("They know that …"), or
+    goes on from the sentence before it ("But it may …"), not chosen."""
+    if not GOES_ON.match(c.text) and (
+        not SUBJECT.match(c.text) or names_a_subject(c.title) is not None
+    ):
         return False
     return not any(
         x.candidate.source == c.source and x.candidate.order == c.order - 1 for x in chosen
@@ -336,7 +345,8 @@ def _subjects(
 
 
 def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
-    """Best first; but a sentence opening with a pronoun follows the sentence of its own
+    """Best first; but a sentence opening with a pronoun (or going on from the one before
+    it: "But it …") follows the sentence of its own
     page, chosen too, that comes before it there ("It was founded in 1850" after the
     sentence that says what "it" is), which moves up to it if it ranked lower."""
     out: list[_Chosen] = []
@@ -348,7 +358,7 @@ def _reading_order(chosen: list[_Chosen]) -> list[_Chosen]:
             for x in chosen
             if x.candidate.source == c.candidate.source and x.candidate.order < c.candidate.order
         ]
-        if not PRONOUN.match(c.candidate.text) or not earlier:
+        if not leans_back(c.candidate.text) or not earlier:
             out.append(c)
             continue
         antecedent = max(earlier, key=lambda x: x.candidate.order)

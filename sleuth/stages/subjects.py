@@ -16,12 +16,33 @@ from sleuth.stages.judge import title_core
 from sleuth.stages.sentences import sentences
 from sleuth.terms import content_terms
 
-__all__ = ["PRONOUN", "SUBJECT", "full_name", "names_a_subject", "subject_of"]
+__all__ = [
+    "GOES_ON",
+    "PRONOUN",
+    "SUBJECT",
+    "full_name",
+    "leans_back",
+    "names_a_subject",
+    "subject_of",
+]
 
 #: A sentence opening with a pronoun that means its page's subject ("He", "Its", …).
 SUBJECT = re.compile(r"^(He|She|It|They|His|Her|Its|Their)\b")
 #: A sentence opening with any pronoun, a demonstrative too ("This", "These").
 PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b")
+#: A sentence that goes on from the one before it: a connective, then a pronoun ("But it
+#: may morph into something bigger", "And they …"): its page's title does not explain it.
+GOES_ON = re.compile(
+    r"^(?:But|And|Yet|So|Still|However|Instead|Also|Then),?\s+"
+    r"(?:he|she|it|they|his|her|its|their|this|these|those)\b"
+)
+
+
+def leans_back(text: str) -> bool:
+    """Whether ``text`` opens with a pronoun, or goes on from the sentence before it."""
+    return bool(PRONOUN.match(text) or GOES_ON.match(text))
+
+
 #: A title that names something (a person, a place, a work), as a pronoun's referent:
 #: a few words, not a headline's sentence.
 NAME_WORDS = 6
