@@ -151,6 +151,8 @@ class Row:
     faults: int = 0
     fault_kinds: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
+    #: The whole no-model report before the Answer (``bench.answer_baseline``), "n/m".
+    before: str = ""
 
 
 def _source_text(url: str, cache: dict[str, str]) -> str | None:
@@ -259,14 +261,18 @@ def measure(
 
 def table(rows: Sequence[Row]) -> str:
     """The rows as a Markdown table."""
+    before = any(r.before for r in rows)
     lines = [
         "| mode | split | questions (scored) | Answer holds gold | whole report holds gold "
-        "| Answer tokens (mean) | report tokens (mean) | quotes | faulty quotes |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        + ("| whole report before the Answer " if before else "")
+        + "| Answer tokens (mean) | report tokens (mean) | quotes | faulty quotes |",
+        "|---|---|---:|---:|---:|" + ("---:|" if before else "") + "---:|---:|---:|---:|",
     ]
     for r in rows:
         share = f"{r.answer_holds}/{r.scored} ({r.answer_holds / max(1, r.scored):.0%})"
         whole = f"{r.whole_holds}/{r.scored} ({r.whole_holds / max(1, r.scored):.0%})"
+        if before:
+            whole += f" | {r.before or '–'}"
         lines.append(
             f"| {r.mode} | {r.split} | {r.questions} ({r.scored}) | {share} | {whole} "
             f"| {statistics.mean(r.answer_tokens or [0]):.0f} "
@@ -281,6 +287,14 @@ def part(ctx: Context) -> Figures:
     print("answer (HotpotQA notes, no model)...", file=sys.stderr)
     verify(["hotpotqa"])
     rows = measure(ctx.split, ("quick", "deep"), 2, None, ctx.limit, final=ctx.final)
+    if not ctx.limit:  # the bar: the whole report as it was before the Answer
+        from bench.answer_baseline import BEFORE_ANSWER
+        from bench.answer_baseline import measure as before_answer
+
+        print(f"  the whole report at {BEFORE_ANSWER}...", file=sys.stderr, flush=True)
+        old = before_answer(ctx.split, final=ctx.final)
+        for row in rows:
+            row.before = old.get(row.mode, "")
     head = ctx.heading("Answer first", "documents mode", "no model")
     kinds = "".join(
         f"\n\n{r.mode} fault kinds: {json.dumps(r.fault_kinds)}" for r in rows if r.fault_kinds

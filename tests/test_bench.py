@@ -135,16 +135,32 @@ def test_every_question_is_in_one_split_and_the_new_test_questions_are_frozen() 
 
 
 def test_the_test_split_runs_only_through_final(capsys: pytest.CaptureFixture[str]) -> None:
-    from bench import batch, determinism, extraction, relevance, run
+    from bench import answer_baseline, batch, determinism, extraction, relevance, run
     from bench.splits import TestSplitRefused, chosen
 
     with pytest.raises(TestSplitRefused):
         chosen(["dev", "test"])
     assert chosen(["dev", "test"], final=True) == ("dev", "test")
-    for main in (run.main, relevance.main, extraction.main, batch.main, determinism.main):
+    mains = (run.main, relevance.main, extraction.main, batch.main, determinism.main)
+    for main in (*mains, answer_baseline.main):
         assert main(["--split", "test"]) == 2
         err = capsys.readouterr().err
         assert "--final" in err and "Traceback" not in err
+
+
+def test_the_answer_table_shows_the_bar_beside_the_whole_report() -> None:
+    from bench.answer import Row, table
+
+    row = Row("deep", "dev", questions=25, scored=19, answer_holds=17, whole_holds=19)
+    row.answer_tokens, row.report_tokens = [200], [2700]
+    plain = table([row])
+    assert "before the Answer" not in plain
+    row.before = "18/19"
+    lines = table([row]).splitlines()
+    assert "whole report before the Answer" in lines[0]
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[3:6] == ["17/19 (89%)", "19/19 (100%)", "18/19"]
+    assert len(cells) == lines[1].count("|") - 1
 
 
 def test_extraction_sites_keep_tune_and_cut_the_old_held_out_in_two() -> None:
