@@ -267,6 +267,7 @@ def test_quotes_over_the_offline_web_are_whole_sentences(web: OfflineWeb) -> Non
         ("Template:About Alpha is a town.", None, "template"),
         ("Home · News · Sport · Weather · About us", None, "navigation"),
         ("We use cookies. By continuing you accept our cookie policy.", None, "cookie"),
+        ("Copyright 2019 Hawaii News Now.", None, "copyright"),
     ],
 )
 def test_the_quote_check_finds_each_kind_of_bad_quote(
@@ -477,8 +478,9 @@ def test_a_comparing_question_gets_a_sentence_on_each_side() -> None:
 
 
 def test_an_answer_states_it_does_not_ask_or_trail_off() -> None:
-    """A page's question ("Have an Amazon Alexa device?") and a sentence the page itself
-    cut short ("… in a statement…") are quoted as evidence, never as the answer."""
+    """A page's question ("Have an Amazon Alexa device?"), a sentence the page itself
+    cut short ("… in a statement…") and one that opens a list ("The five are:") are
+    quoted as evidence, never as the answer; a site's copyright line not even that."""
     from sleuth.stages.answer import best_answer
 
     page, text = _note(
@@ -486,8 +488,11 @@ def test_an_answer_states_it_does_not_ask_or_trail_off() -> None:
         "WeWork investigated",
         "Have an Amazon Alexa device investigating WeWork for the attorney general? "
         "The attorney general is investigating WeWork over self-dealing by its founder. "
-        "WeWork confirmed the attorney general investigating it in a statement…",
+        "WeWork confirmed the attorney general investigating it in a statement…\n"
+        "The attorney general investigating WeWork named three reasons:\n"
+        "Copyright 2019 WeWork attorney general news.",
     )
+    assert not any("Copyright" in s.text for s in sentences(text))
     said = best_answer("Why is the attorney general investigating WeWork?", [page], {1: text})
     assert [s.text for s in said] == [
         "The attorney general is investigating WeWork over self-dealing by its founder."

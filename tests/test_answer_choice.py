@@ -6,6 +6,9 @@ from __future__ import annotations
 from records import source
 
 from sleuth.stages.answer import best_answer, question_kind
+from sleuth.stages.answer_scores import Z_BOUND, zscores
+from sleuth.stages.asks import kind_scores
+from sleuth.stages.subjects import leaning
 
 # Five pages about the Pro Bowl and one about the player, whose answer says "He".
 PRO_BOWL = {
@@ -48,7 +51,20 @@ def test_which_and_what_questions_ask_for_a_name() -> None:
     assert question_kind("Drew Fuller starred in a series broadcast on what station?") == "name"
     assert question_kind("In what year was the team formed?") == "date"
     assert question_kind("What is the population of Leland?") == "number"
-    assert question_kind("Why is WeWork being investigated?") == "any"
+    assert question_kind("What have astronomers found out about Titan?") == "any"
+
+
+def test_how_and_why_questions_ask_for_an_explanation_no_name_marks() -> None:
+    """ "How is Firefox developed?" is answered by sentences that explain; a name or a
+    number does not make one (Mozilla's product list is full of names)."""
+    assert question_kind("Why is WeWork being investigated?") == "explain"
+    assert question_kind("How is Mozilla's Firefox web browser developed and released?") == (
+        "explain"
+    )
+    assert question_kind("How many moons does Saturn have?") == "number"
+    assert question_kind("How did the actor who played Fraser meet Martha Burns?") == "name"
+    texts = ["Mozilla makes Firefox, Thunderbird and Bugzilla.", "Code lands in Nightly first."]
+    assert kind_scores("How is Firefox developed?", texts) == [0.0, 0.0]
 
 
 # A two-hop question: four pages restate its first half (a character of a soap opera),
@@ -129,3 +145,66 @@ def test_a_sentence_that_goes_on_from_the_one_before_never_opens_alone() -> None
     for at, text in enumerate(said):
         if text.startswith("But it"):
             assert at > 0 and said[at - 1].startswith("A first trade deal"), said
+
+
+def test_a_score_few_sentences_have_does_not_carry_one_alone() -> None:
+    """One sentence of 180 mentioned a second hop's name ("Firefox OS", from Mozilla's
+    product list): standardised, that one score was worth 13, and "Develop, deploy and
+    debug Firefox OS apps …" opened a Firefox Answer. No score is worth more than
+    :data:`Z_BOUND` now."""
+    z = zscores([1.0] + [0.0] * 179)
+    assert max(z) == Z_BOUND
+    assert min(z) > -1
+    assert zscores([2.0, 2.0]) == [0.0, 0.0]
+
+
+# The first paragraph of Wikipedia's "Mozilla" (abridged): a sentence names Rhino, and the
+# "It" after it means Rhino, not Mozilla.
+MOZILLA = (
+    "Mozilla produces many products such as the Firefox web browser and the Thunderbird "
+    "e-mail client. Rhino is an open source JavaScript engine managed by the Mozilla "
+    "Foundation. It is developed entirely in Java. It converts JavaScript scripts into "
+    "classes.\n\nIt is a free software community founded in 1998."
+)
+
+
+def test_a_pronoun_after_a_sentence_naming_someone_else_means_them() -> None:
+    """A Firefox Answer quoted "It is developed entirely in Java." as Mozilla's (its page's
+    title): it is Rhino's, named in the sentence before it."""
+    said = ["Mozilla produces …", "Rhino is …", "It is …", "It converts …", "It is a free …"]
+    leans = leaning(said, [0, 0, 0, 0, 1], "Mozilla")
+    # Rhino's two "It" sentences lean on Rhino's; a new paragraph's "It" is Mozilla again.
+    assert leans == [False, False, True, True, False]
+    assert leaning(
+        ["Dawn Penn is a singer.", "She is known for a single."], [0, 0], "Dawn Penn"
+    ) == [
+        False,
+        False,
+    ]
+    question = "What is Mozilla's Firefox web browser developed in?"
+    answer = [s.text for s in best_answer(question, [source(1, "Mozilla")], {1: MOZILLA})]
+    assert "It is developed entirely in Java." not in answer[:1], answer
+    if "It is developed entirely in Java." in answer:
+        at = answer.index("It is developed entirely in Java.")
+        assert answer[at - 1].startswith("Rhino is"), answer
+
+
+def test_a_sentence_joined_to_the_one_before_or_pointing_back_needs_it() -> None:
+    """ "And Beijing's current strategy … is a failure." and "That's much higher than …"
+    say something only after the sentence before them; "This year, …" does not."""
+    texts = [
+        "Beijing has tried to wait the protests out.",
+        "And Beijing's current strategy is an obvious failure.",
+        "That's much higher than the level before the tariffs.",
+        "Nor has the backtracking cooled the protests.",
+        "This year, exports fell.",
+        '"It will be really exciting," she said.',
+    ]
+    assert leaning(texts, [0] * 6, "The Guardian view on Hong Kong: a failing strategy") == [
+        False,
+        True,
+        True,
+        True,
+        False,
+        True,
+    ]

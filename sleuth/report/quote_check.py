@@ -67,6 +67,7 @@ _JUNK = [
         "cookie",
     ),
     (re.compile(r"(?:[^|·•»]{1,30}\s[|·•»]\s){3,}"), "navigation list"),
+    (re.compile(r"^\s*(?:©|Copyright\b)|\bAll rights reserved\b", re.I), "copyright line"),
 ]
 _END = ".!?…:;\"'”’)]"
 _OPEN = "\"'“‘([¿¡"

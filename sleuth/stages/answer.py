@@ -70,10 +70,8 @@ from sleuth.stages.names import named_by
 from sleuth.stages.read import MAX_PASSAGE
 from sleuth.stages.sentences import passages, sentences
 from sleuth.stages.subjects import (
-    GOES_ON,
-    SUBJECT,
+    leaning,
     leans_back,
-    names_a_subject,
     subject_of,
 )
 from sleuth.terms import content_terms
@@ -103,9 +101,10 @@ PER_SOURCE = 2
 SAME_SHARE = 0.6
 #: Sentences of one page considered (the first ones: a page's answer is rarely deeper).
 PER_PAGE = 300
-#: A question ("Have an Amazon Alexa device?") or a sentence its page cut short ("Google
-#: confirmed this in a statement…"): neither states an answer.
-_NOT_STATED = re.compile(r"(?:\?|…|\.\.\.)[\"'”’)\]]*$")
+#: A question ("Have an Amazon Alexa device?"), a sentence its page cut short ("Google
+#: confirmed this in a statement…") or one that opens a list ("The newly selected five
+#: are:"): none states an answer.
+_NOT_STATED = re.compile(r"(?:\?|…|\.\.\.|:)[\"'”’)\]]*$")
 
 
 # -- the candidates -----------------------------------------------------------------------------
@@ -119,14 +118,16 @@ def candidates_of(sources: Sequence[Source], texts: Mapping[int, str]) -> list[C
     out = []
     for rank, source in enumerate(sources):
         text = texts.get(source.id) or "\n\n".join(source.passages)
-        for order, sentence in enumerate(sentences(text)[:PER_PAGE]):
+        said = sentences(text)[:PER_PAGE]
+        leans = leaning([x.text for x in said], [x.block for x in said], source.title)
+        for order, sentence in enumerate(said):
             words = len(sentence.text.split())
             if (
                 sentence.whole
                 and MIN_SENTENCE_WORDS <= words <= MAX_SENTENCE_WORDS
                 and not _NOT_STATED.search(sentence.text)
             ):
-                out.append(Candidate(source.id, rank, source.title, sentence, order))
+                out.append(Candidate(source.id, rank, source.title, sentence, order, leans[order]))
     return out
 
 
@@ -284,9 +285,12 @@ def ranked_candidates(
         return []
     scorers = list(scorers if scorers is not None else default_scorers())
     first = combined(question, candidates, scorers)
-    found = bridges(question, candidates, first)
-    bridge = zscores(bridge_scores(candidates, found, Words.of(candidates)))
-    total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
+    if question_kind(question) == "explain":  # "how …?", "why …?": no name to hop to
+        total = first
+    else:
+        found = bridges(question, candidates, first)
+        bridge = zscores(bridge_scores(candidates, found, Words.of(candidates)))
+        total = [f + BRIDGE_WEIGHT * b for f, b in zip(first, bridge, strict=True)]
     return sorted(zip(total, candidates, strict=True), key=lambda p: (-p[0], p[1].rank, p[1].order))
 
 
@@ -316,12 +320,10 @@ def _pages_first(
 
 
 def _unexplained(c: Candidate, chosen: Sequence[_Chosen]) -> bool:
-    """Whether ``c`` opens with a pronoun that neither its page's title (a headline's, not
-    a name) nor the sentence before it, already chosen, explains ("They know that …"), or
-    goes on from the sentence before it ("But it may …"), not chosen."""
-    if not GOES_ON.match(c.text) and (
-        not SUBJECT.match(c.text) or names_a_subject(c.title) is not None
-    ):
+    """Whether ``c`` says something only right after the sentence before it (a pronoun
+    its page's title does not explain, "They know that …"; "But it may …", "And …"), and
+    that sentence is not chosen."""
+    if not c.leans:
         return False
     return not any(
         x.candidate.source == c.source and x.candidate.order == c.order - 1 for x in chosen

@@ -26,6 +26,7 @@ from sleuth.terms import content_terms
 __all__ = [
     "BRIDGE_FROM",
     "BRIDGE_WEIGHT",
+    "Z_BOUND",
     "Bridge",
     "Candidate",
     "Scorer",
@@ -52,6 +53,9 @@ class Candidate:
     title: str
     sentence: Sentence
     order: int
+    #: It says something only right after the sentence before it (see
+    #: :func:`sleuth.stages.subjects.leaning`).
+    leans: bool = False
 
     @property
     def text(self) -> str:
@@ -139,11 +143,20 @@ def default_scorers() -> list[Scorer]:
 BRIDGE_WEIGHT = tuned.BRIDGE_WEIGHT
 
 
+#: A z-score's bound. A score that few candidates have (one sentence of 180 names a
+#: second hop) would otherwise be worth about the square root of their number (13 where
+#: every other scorer gives at most 3 or 4), and carry that sentence alone.
+Z_BOUND = 3.0
+
+
 def zscores(values: Sequence[float]) -> list[float]:
+    """``values`` standardised (mean 0, spread 1), each within ±:data:`Z_BOUND`."""
     n = len(values)
     mean = sum(values) / n
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / n)
-    return [(v - mean) / spread if spread > 1e-9 else 0.0 for v in values]
+    if spread <= 1e-9:
+        return [0.0] * n
+    return [max(-Z_BOUND, min(Z_BOUND, (v - mean) / spread)) for v in values]
 
 
 def combined(

@@ -2,10 +2,10 @@
 
 :func:`question_kind` reads the question's wording: a date for "when" or "what year", a
 number for "how many" or "how tall", a name for "who", "where" and "which …" / "what …"
-followed by a noun; ``any`` otherwise. :func:`kind_scores` says of each sentence whether
-it holds that kind of thing and does not merely repeat the question (a year the question
-gives is not an answer to it); :func:`new_names` are the names a text gives that the
-question does not hold.
+followed by a noun; an explanation for any other "how …" or "why …"; ``any``
+otherwise. :func:`kind_scores` says of each sentence whether it holds that kind of thing
+and does not merely repeat the question (a year the question gives is not an answer to
+it); :func:`new_names` are the names a text gives that the question does not hold.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ _WHICH = (
     re.compile(r"\b(?:which|what)\s+(?!(?:is|are|was|were|do|does|did|have|has)\b)[a-z]+"),
 )
 
+#: "How is Firefox developed?", "Why is WeWork investigated?": an explanation is asked
+#: for, which no kind of word marks (a name or a number does not make a sentence one).
+_EXPLAIN = ("explain", re.compile(r"^\W*(?:how|why)\b"))
+
 _YEAR = re.compile(r"\b(?:1[0-9]{3}|20[0-9]{2})s?\b")
 _MONTH = re.compile(
     r"\b(?:January|February|March|April|May|June|July|August|September|October|November"
@@ -51,9 +55,9 @@ _NUMBER_WORDS = re.compile(
 
 
 def question_kind(question: str) -> str:
-    """What the question asks for: ``date``, ``number``, ``name`` or ``any``."""
+    """What the question asks for: ``date``, ``number``, ``name``, ``explain`` or ``any``."""
     lowered = question.lower()
-    for kind, rule in [*_KINDS, _WHICH]:
+    for kind, rule in [*_KINDS, _WHICH, _EXPLAIN]:
         if rule.search(lowered):
             return kind
     return "any"
@@ -74,7 +78,7 @@ def _new_names(text: str, asked: frozenset[str]) -> tuple[str, ...]:
 def kind_scores(question: str, texts: Sequence[str]) -> list[float]:
     """Each text's score for holding what ``question`` asks for: 1 when it holds it,
     0.5 for a month where a date is asked (or any name or number where the kind is
-    ``any``), else 0."""
+    ``any``), else 0; 0 for every text where an explanation is asked."""
     kind, asked = question_kind(question), content_terms(question)
     asked_numbers = set(_NUMBER.findall(question))
     out = []
@@ -88,6 +92,8 @@ def kind_scores(question: str, texts: Sequence[str]) -> list[float]:
             out.append(1.0 if numbers or _NUMBER_WORDS.search(text) else 0.0)
         elif kind == "name":
             out.append(1.0 if names else 0.0)
+        elif kind == "explain":
+            out.append(0.0)
         else:
             out.append(0.5 if names or numbers else 0.0)
     return out

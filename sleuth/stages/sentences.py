@@ -5,7 +5,7 @@ and backlink entries (``^ "…". Archived from the original…``, ``↑ …``), 
 article: …"), headlines, links' texts and captions (a line in title case with no
 sentence's ending, a "Related: …" or "Read more" teaser), Markdown headings, table rows,
 navigation lists and menus (runs of separators, short labels without a full stop),
-cookie banners, "Follow us on Twitter" sign-offs, code and data (``curl …``,
+cookie banners, "Follow us on Twitter" sign-offs, copyright lines, code and data (``curl …``,
 ``POST /v1/…``, a line opening with JSON's ``"key":``). A line that a sentence runs across (a
 PDF's wrapped lines, a break before a link) is joined to the next. Each block of lines
 is then cut into sentences by ``sentencex`` (Wikimedia's segmenter, which knows
@@ -92,6 +92,8 @@ _FOLLOW = re.compile(
     r"|Threads|Bluesky|Mastodon|YouTube|TikTok)\b",
     re.IGNORECASE,
 )
+# A site's legal line: "Copyright 2019 Hawaii News Now.", "© 2024 …", "All rights reserved."
+_LEGAL = re.compile(r"^\s*(?:©|\(c\)\s*\d{4}|Copyright\b)|\bAll rights reserved\b", re.IGNORECASE)
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
 _WORD = re.compile(r"\w+")
@@ -151,6 +153,7 @@ def _junk(line: str) -> bool:
         or _CODE.search(line)
         or _JSON_MEMBER.match(line)
         or _FOLLOW.search(line)
+        or _LEGAL.search(line)
     )
 
 

@@ -11,6 +11,7 @@ David Bach (born June 23, 1936) is …", :func:`full_name`).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from sleuth.stages.judge import title_core
 from sleuth.stages.sentences import sentences
@@ -21,6 +22,7 @@ __all__ = [
     "PRONOUN",
     "SUBJECT",
     "full_name",
+    "leaning",
     "leans_back",
     "names_a_subject",
     "subject_of",
@@ -33,14 +35,55 @@ PRONOUN = re.compile(r"^(?:He|She|It|They|His|Her|Its|Their|This|These|Those)\b"
 #: A sentence that goes on from the one before it: a connective, then a pronoun ("But it
 #: may morph into something bigger", "And they …"): its page's title does not explain it.
 GOES_ON = re.compile(
-    r"^(?:But|And|Yet|So|Still|However|Instead|Also|Then),?\s+"
+    r"^(?:But|And|Yet|So|Still|However|Instead|Also|Then|Meanwhile),?\s+"
     r"(?:he|she|it|they|his|her|its|their|this|these|those)\b"
+)
+
+
+#: A sentence joined to the one before it by its first word ("And Beijing's strategy …",
+#: "Nor has …"), or whose subject points back at it ("That's much higher than …").
+_JOINED = re.compile(
+    r"^(?:And|But|Nor|Or|Yet)\b"
+    r"|^(?:That|This|These|Those)(?:['’]s\b|\s+(?:is|was|are|were|has|had|have|means|meant"
+    r"|would|will|could|can|may|might)\b)"
+)
+#: A sentence whose subject is a name ("Rhino is …", "The Beatles were …").
+_NAMED = re.compile(
+    r"^((?:[A-Z][\w.'’&-]*\s+){0,3}?[A-Z][\w.'’&-]*)\s+(?:is|was|are|were|has|had)\b"
 )
 
 
 def leans_back(text: str) -> bool:
     """Whether ``text`` opens with a pronoun, or goes on from the sentence before it."""
-    return bool(PRONOUN.match(text) or GOES_ON.match(text))
+    return bool(PRONOUN.match(text) or GOES_ON.match(text) or _JOINED.match(text))
+
+
+def leaning(texts: Sequence[str], blocks: Sequence[int], title: str) -> list[bool]:
+    """For each of a page's sentences (in order, with the paragraph each is in), whether
+    it says something only with the sentence before it: it goes on from it ("But it …",
+    "And …", "That's …"), or it opens with "He", "It", … and means someone other than the
+    page's subject: the page's title is a headline, not a name, or a sentence before it
+    in its paragraph names another subject ("Rhino is a JavaScript engine. It is
+    developed entirely in Java." on the page "Mozilla")."""
+    core = names_a_subject(title)
+    own = _words(core) if core else set()
+    out: list[bool] = []
+    other = False  # the paragraph's sentences so far are about someone else
+    for n, said in enumerate(texts):
+        if n and blocks[n] != blocks[n - 1]:
+            other = False
+        text = said.lstrip("\"'“‘")  # a quotation's "It will be …" means as much
+        pronoun = SUBJECT.match(text) is not None
+        out.append(
+            bool(GOES_ON.match(text) or _JOINED.match(text))
+            or (pronoun and (core is None or other))
+        )
+        named = _NAMED.match(text)
+        if named and not PRONOUN.match(text):
+            other = not (_words(named.group(1)) & own)
+        elif not pronoun:
+            other = False
+    return out
 
 
 #: A title that names something (a person, a place, a work), as a pronoun's referent:
