@@ -199,12 +199,18 @@ def test_a_sentence_joined_to_the_one_before_or_pointing_back_needs_it() -> None
         "Nor has the backtracking cooled the protests.",
         "This year, exports fell.",
         '"It will be really exciting," she said.',
+        "Staying on the Moon and reaching Mars, however, haven't.",
+        "The lander did.",
+        "The lander did well.",
     ]
-    assert leaning(texts, [0] * 6, "The Guardian view on Hong Kong: a failing strategy") == [
+    assert leaning(texts, [0] * 9, "The Guardian view on Hong Kong: a failing strategy") == [
         False,
         True,
         True,
         True,
         False,
         True,
+        True,
+        True,
+        False,
     ]

@@ -47,6 +47,9 @@ _JOINED = re.compile(
     r"|^(?:That|This|These|Those)(?:['’]s\b|\s+(?:is|was|are|were|has|had|have|means|meant"
     r"|would|will|could|can|may|might)\b)"
 )
+#: A sentence whose verb the one before it says ("Getting to the Moon has been done.
+#: Staying there, however, hasn't."): it ends on the auxiliary.
+_ELLIPTICAL = re.compile(r"\b(?:\w+n['’]t|did|does|do|has|have|had)[.!][\"'”’)]*$")
 #: A sentence whose subject is a name ("Rhino is …", "The Beatles were …").
 _NAMED = re.compile(
     r"^((?:[A-Z][\w.'’&-]*\s+){0,3}?[A-Z][\w.'’&-]*)\s+(?:is|was|are|were|has|had)\b"
@@ -55,16 +58,21 @@ _NAMED = re.compile(
 
 def leans_back(text: str) -> bool:
     """Whether ``text`` opens with a pronoun, or goes on from the sentence before it."""
-    return bool(PRONOUN.match(text) or GOES_ON.match(text) or _JOINED.match(text))
+    return bool(
+        PRONOUN.match(text)
+        or GOES_ON.match(text)
+        or _JOINED.match(text)
+        or _ELLIPTICAL.search(text)
+    )
 
 
 def leaning(texts: Sequence[str], blocks: Sequence[int], title: str) -> list[bool]:
     """For each of a page's sentences (in order, with the paragraph each is in), whether
     it says something only with the sentence before it: it goes on from it ("But it …",
-    "And …", "That's …"), or it opens with "He", "It", … and means someone other than the
-    page's subject: the page's title is a headline, not a name, or a sentence before it
-    in its paragraph names another subject ("Rhino is a JavaScript engine. It is
-    developed entirely in Java." on the page "Mozilla")."""
+    "And …", "That's …", "… however, haven't."), or it opens with "He", "It", … and
+    means someone other than the page's subject: the page's title is a headline, not a
+    name, or a sentence before it in its paragraph names another subject ("Rhino is a
+    JavaScript engine. It is developed entirely in Java." on the page "Mozilla")."""
     core = names_a_subject(title)
     own = _words(core) if core else set()
     out: list[bool] = []
@@ -75,7 +83,7 @@ def leaning(texts: Sequence[str], blocks: Sequence[int], title: str) -> list[boo
         text = said.lstrip("\"'“‘")  # a quotation's "It will be …" means as much
         pronoun = SUBJECT.match(text) is not None
         out.append(
-            bool(GOES_ON.match(text) or _JOINED.match(text))
+            bool(GOES_ON.match(text) or _JOINED.match(text) or _ELLIPTICAL.search(text))
             or (pronoun and (core is None or other))
         )
         named = _NAMED.match(text)
