@@ -5,8 +5,8 @@ template, heading, headline or navigation lines) is a candidate. A sentence open
 with "He", "She", "It" or "They" is scored as saying its page's subject (the page's
 title): "He was a two-time Pro Bowl selection" on Deltha O'Neal's page names him. Each
 :class:`Scorer` (:mod:`sleuth.stages.answer_scores`) gives every candidate a number;
-the numbers are standardised over the candidates (z-scores) and added with the scorer's
-weight:
+the numbers are standardised over the candidates (z-scores, each within ±3) and added
+with the scorer's weight:
 
 ``bm25``
     BM25 (``bm25s``) of the sentence against the question;
@@ -16,7 +16,8 @@ weight:
 ``kind``
     whether it holds what the question asks for and does not say itself: a year or a
     date for "when", a number for "how many", a name for "who", "where", "which …",
-    "what …" (:mod:`sleuth.stages.asks`);
+    "what …" (:mod:`sleuth.stages.asks`); nothing for any other "how …" or "why …",
+    which asks for an explanation;
 ``rank``
     the source's rank (the better-ranked page first, all else equal);
 ``meaning``
@@ -25,7 +26,8 @@ weight:
     question's but mean what it asks;
 ``bridge``
     the second hop of a multi-hop question: the sentence names, or sits on the page of,
-    a name that the best sentences of the first pass give and the question does not.
+    a name that the best sentences of the first pass give and the question does not
+    (no second hop for a "how …" or "why …").
 
 The best sentences are taken in turn, each next one by its score less what the chosen
 ones already say of the question (the question's terms they hold count for no second
@@ -35,6 +37,8 @@ its first half) and less a cost per word; a sentence that says what a chosen one
 :data:`PER_SOURCE` from one source; until :data:`MAX_SENTENCES` sentences or
 :data:`MAX_WORDS` words. They are shown best first, but a sentence opening with a
 pronoun right after the sentence of its page that says whom it means. A sentence that
+leans on the one before it (:func:`sleuth.stages.subjects.leaning`: "And …", "That's …",
+"It …" after a sentence naming someone else) is taken only right after it. A sentence that
 names its page's subject only by a pronoun or part of a name ("Bach is widely known …")
 is labelled with the subject, as the page's first sentence names it in full ("Richard
 David Bach") where it does.
