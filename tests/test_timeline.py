@@ -129,7 +129,12 @@ def test_a_model_run_times_each_call_and_ties_summaries_to_their_page(
         next((stage for stage, marker in MARKERS.items() if marker in r.last_user), "other")
         for r in llm.requests
     )
-    assert Counter(s.stage for s in calls if s.outcome == "ok") == asked
+    # Every call the model answered is timed; a call the run cut (a summary of a page set
+    # aside while it was being written) may or may not have reached the server first.
+    done = Counter(s.stage for s in calls if s.outcome == "ok")
+    cut = Counter(s.stage for s in calls if s.outcome == "cut")
+    for stage in set(asked) | set(done):
+        assert done[stage] <= asked[stage] <= done[stage] + cut[stage], (stage, asked, done, cut)
     pages = {s.name for s in line.spans if s.kind == "download"}
     summaries = [s for s in calls if s.stage == "summarize"]
     assert summaries and all(s.subject in pages for s in summaries)
