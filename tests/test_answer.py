@@ -493,6 +493,10 @@ def test_an_answer_states_it_does_not_ask_or_trail_off() -> None:
         "Copyright 2019 WeWork attorney general news.",
     )
     assert not any("Copyright" in s.text for s in sentences(text))
+    # Prose about copyright is prose.
+    law = "Copyright law protects the attorney general's reports on WeWork."
+    assert [s.text for s in sentences(law)] == [law]
+    assert quote_faults(law, law) == []
     said = best_answer("Why is the attorney general investigating WeWork?", [page], {1: text})
     assert [s.text for s in said] == [
         "The attorney general is investigating WeWork over self-dealing by its founder."

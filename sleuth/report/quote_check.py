@@ -67,7 +67,10 @@ _JUNK = [
         "cookie",
     ),
     (re.compile(r"(?:[^|·•»]{1,30}\s[|·•»]\s){3,}"), "navigation list"),
-    (re.compile(r"^\s*(?:©|Copyright\b)|\bAll rights reserved\b", re.I), "copyright line"),
+    (
+        re.compile(r"^\s*(?:©|Copyright\s*(?:©|\(c\)|\d{4}))|\bAll rights reserved\b", re.I),
+        "copyright line",
+    ),
 ]
 _END = ".!?…:;\"'”’)]"
 _OPEN = "\"'“‘([¿¡"

@@ -93,7 +93,11 @@ _FOLLOW = re.compile(
     re.IGNORECASE,
 )
 # A site's legal line: "Copyright 2019 Hawaii News Now.", "© 2024 …", "All rights reserved."
-_LEGAL = re.compile(r"^\s*(?:©|\(c\)\s*\d{4}|Copyright\b)|\bAll rights reserved\b", re.IGNORECASE)
+# ("Copyright law protects …" is prose: a notice names its year or its sign.)
+_LEGAL = re.compile(
+    r"^\s*(?:©|\(c\)\s*\d{4}|Copyright\s*(?:©|\(c\)|\d{4}))|\bAll rights reserved\b",
+    re.IGNORECASE,
+)
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
 _TEMPLATE = re.compile(r"\bTemplate:\S|</?(?:ref|span|div|small|sup|br)\b[^>]*>")
 _WORD = re.compile(r"\w+")
