@@ -48,8 +48,9 @@ _JOINED = re.compile(
     r"|would|will|could|can|may|might)\b)"
 )
 #: A sentence whose verb the one before it says ("Getting to the Moon has been done.
-#: Staying there, however, hasn't."): it ends on the auxiliary.
-_ELLIPTICAL = re.compile(r"\b(?:\w+n['’]t|did|does|do|has|have|had)[.!][\"'”’)]*$")
+#: Staying there, however, hasn't."): it ends on a negated auxiliary ("as Chrome does."
+#: is a comparison, said in full).
+_ELLIPTICAL = re.compile(r"\b\w+n['’]t[.!][\"'”’)]*$")
 #: A sentence whose subject is a name ("Rhino is …", "The Beatles were …").
 _NAMED = re.compile(
     r"^((?:[A-Z][\w.'’&-]*\s+){0,3}?[A-Z][\w.'’&-]*)\s+(?:is|was|are|were|has|had)\b"
