@@ -1,5 +1,6 @@
-"""Lines that are a headline, a link's text or a caption, not a sentence of prose; and
-a news story's dateline, which is not part of the sentence it opens.
+"""Lines that are a headline, a link's text or a caption, not a sentence of prose; a
+site's copyright notice; and a news story's dateline, which is not part of the sentence
+it opens.
 
 Read by :mod:`sleuth.stages.sentences` (such a line is never quoted, a dateline never
 opens a quote) and by :mod:`sleuth.report.quote_check` (such a quote is a fault; a
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["after_dateline", "dateline_end", "headline"]
+__all__ = ["COPYRIGHT", "after_dateline", "dateline_end", "headline"]
 
 _END = re.compile(r"[.!?…。！？][\"'”’)\]]*$")
 # A teaser for another page: "Related: …", "Read more", "Photos: …".
@@ -33,6 +34,12 @@ _CAPTION = re.compile(
 # A link to another story tagged by its kind ("… jibe [INSIGHT]", "… [VIDEO]"), or a line
 # a separator closes ("… jibe [INSIGHT]|"): a site's links, not its prose.
 _TAGGED_LINK = re.compile(r"\[[A-Z][A-Z ]{2,20}\][\s|]*$|\s[|·•»›]\s*$")
+#: A site's legal line: "Copyright 2019 Hawaii News Now.", "© 2024 …", "All rights
+#: reserved." ("Copyright law protects …" is prose: a notice names its year or its sign.)
+COPYRIGHT = re.compile(
+    r"^\s*(?:©|\(c\)\s*\d{4}|Copyright\s*(?:©|\(c\)|\d{4}))|\bAll rights reserved\b",
+    re.IGNORECASE,
+)
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]|\d{1,2}[.)])\s+")
 #: Small words a title leaves in lower case ("Signs of Alien Life").
 _TITLE_SMALL = frozenset(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from sleuth._headline import after_dateline, headline
+from sleuth._headline import COPYRIGHT, after_dateline, headline
 
 __all__ = ["answer_section", "quote_faults", "quotes_of"]
 
@@ -67,10 +67,7 @@ _JUNK = [
         "cookie",
     ),
     (re.compile(r"(?:[^|·•»]{1,30}\s[|·•»]\s){3,}"), "navigation list"),
-    (
-        re.compile(r"^\s*(?:©|Copyright\s*(?:©|\(c\)|\d{4}))|\bAll rights reserved\b", re.I),
-        "copyright line",
-    ),
+    (COPYRIGHT, "copyright line"),
 ]
 _END = ".!?…:;\"'”’)]"
 _OPEN = "\"'“‘([¿¡"

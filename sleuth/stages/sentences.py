@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sleuth._headline import dateline_end, headline
+from sleuth._headline import COPYRIGHT, dateline_end, headline
 
 __all__ = [
     "ELLIPSIS",
@@ -90,12 +90,6 @@ _JSON_MEMBER = re.compile(r"^\s*[\"'][\w.$-]+[\"']\s*:\s*(?:null|true|false|-?\d
 _FOLLOW = re.compile(
     r"\bfollow (?:me|him|her|us|them)\b.{0,40}\bon (?:Twitter|X|Facebook|Instagram|LinkedIn"
     r"|Threads|Bluesky|Mastodon|YouTube|TikTok)\b",
-    re.IGNORECASE,
-)
-# A site's legal line: "Copyright 2019 Hawaii News Now.", "© 2024 …", "All rights reserved."
-# ("Copyright law protects …" is prose: a notice names its year or its sign.)
-_LEGAL = re.compile(
-    r"^\s*(?:©|\(c\)\s*\d{4}|Copyright\s*(?:©|\(c\)|\d{4}))|\bAll rights reserved\b",
     re.IGNORECASE,
 )
 # An unrendered wiki template, or markup a converter left behind ("</ref>").
@@ -157,7 +151,7 @@ def _junk(line: str) -> bool:
         or _CODE.search(line)
         or _JSON_MEMBER.match(line)
         or _FOLLOW.search(line)
-        or _LEGAL.search(line)
+        or COPYRIGHT.search(line)
     )
 
 
