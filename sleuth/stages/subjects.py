@@ -22,6 +22,7 @@ __all__ = [
     "PRONOUN",
     "SUBJECT",
     "full_name",
+    "goes_on",
     "leaning",
     "leans_back",
     "names_a_subject",
@@ -57,14 +58,16 @@ _NAMED = re.compile(
 )
 
 
+def goes_on(text: str) -> bool:
+    """Whether ``text`` goes on from the sentence before it: a connective and a pronoun
+    ("But it …"), a first word that joins it ("And …", "That's …"), or a negated
+    auxiliary that ends it ("… however, haven't.")."""
+    return bool(GOES_ON.match(text) or _JOINED.match(text) or _ELLIPTICAL.search(text))
+
+
 def leans_back(text: str) -> bool:
     """Whether ``text`` opens with a pronoun, or goes on from the sentence before it."""
-    return bool(
-        PRONOUN.match(text)
-        or GOES_ON.match(text)
-        or _JOINED.match(text)
-        or _ELLIPTICAL.search(text)
-    )
+    return bool(PRONOUN.match(text)) or goes_on(text)
 
 
 def leaning(texts: Sequence[str], blocks: Sequence[int], title: str) -> list[bool]:
@@ -83,10 +86,7 @@ def leaning(texts: Sequence[str], blocks: Sequence[int], title: str) -> list[boo
             other = False
         text = said.lstrip("\"'“‘")  # a quotation's "It will be …" means as much
         pronoun = SUBJECT.match(text) is not None
-        out.append(
-            bool(GOES_ON.match(text) or _JOINED.match(text) or _ELLIPTICAL.search(text))
-            or (pronoun and (core is None or other))
-        )
+        out.append(goes_on(text) or (pronoun and (core is None or other)))
         named = _NAMED.match(text)
         if named and not PRONOUN.match(text):
             other = not (_words(named.group(1)) & own)
