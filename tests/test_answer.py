@@ -239,13 +239,7 @@ def test_the_offline_webs_wikipedia_page_keeps_its_maths() -> None:
 def test_quotes_over_the_offline_web_are_whole_sentences(web: OfflineWeb) -> None:
     import sleuth
 
-    options: dict[str, Any] = {
-        "search": "searxng",
-        "searxng_url": web.searxng_url,
-        "allow_private_urls": True,
-        "no_store": True,
-        "no_llm": True,
-    }
+    options: dict[str, Any] = {**web.search_options, "no_store": True, "no_llm": True}
     settings = load_settings(options)
     for topic in web.topics:
         report = sleuth.research_sync(topic.question, **options)

@@ -3,8 +3,6 @@ questions people ask sleuth ("How is …?", "Why is …?") over real saved pages
 
 from __future__ import annotations
 
-from typing import Any
-
 import sleuth
 from sleuth.models import AnswerSentence
 from sleuth.testing import OfflineWeb
@@ -12,15 +10,9 @@ from sleuth.testing import OfflineWeb
 
 def _quick_answer(web: OfflineWeb, topic_id: str) -> list[AnswerSentence]:
     topic = next(t for t in web.topics if t.id == topic_id)
-    options: dict[str, Any] = {
-        "search": "searxng",
-        "searxng_url": web.searxng_url,
-        "allow_private_urls": True,
-        "no_store": True,
-        "no_llm": True,
-        "max_sources": 5,
-    }
-    report = sleuth.research_sync(topic.question, **options)
+    report = sleuth.research_sync(
+        topic.question, **web.search_options, no_store=True, no_llm=True, max_sources=5
+    )
     assert report.answer is not None
     return report.answer.sentences
 

@@ -21,9 +21,7 @@ PAGE_TIMEOUT = 5.0
 def deep(web: OfflineWeb, question: str, **extra: Any) -> Report:
     return sleuth.research_sync(
         question,
-        search="searxng",
-        searxng_url=web.searxng_url,
-        allow_private_urls=True,
+        **web.search_options,
         timeout=PAGE_TIMEOUT,
         mode="deep",
         no_llm=True,

@@ -17,13 +17,7 @@ from sleuth.testing import OfflineWeb
 def _research(web: OfflineWeb, question: str) -> sleuth.Report:
     """A no-model quick research of three sources over the offline web, nothing stored."""
     return sleuth.research_sync(
-        question,
-        search="searxng",
-        searxng_url=web.searxng_url,
-        allow_private_urls=True,
-        no_llm=True,
-        max_sources=3,
-        no_store=True,
+        question, **web.search_options, no_llm=True, max_sources=3, no_store=True
     )
 
 

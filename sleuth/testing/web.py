@@ -30,6 +30,7 @@ import warnings
 from collections.abc import Collection
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 
 import uvicorn
@@ -168,6 +169,12 @@ class OfflineWeb:
     def llm_url(self) -> str:
         """The OpenAI-compatible API root served by ``self.llm`` (``<base_url>/v1``)."""
         return self.base_url + "/v1"
+
+    @property
+    def search_options(self) -> dict[str, Any]:
+        """The research options that search this web: its SearXNG endpoint, with its
+        loopback addresses allowed (``sleuth.research(q, **web.search_options)``)."""
+        return {"search": "searxng", "searxng_url": self.searxng_url, "allow_private_urls": True}
 
     def doc(self, doc_id: str) -> Doc:
         """The corpus document with id ``doc_id``."""
